@@ -1,0 +1,33 @@
+# Top-level wrapper: `make demo` and `make test` do all set-up themselves.
+SHELL := /bin/bash
+CUDA_HOME ?= /usr/local/cuda
+export PATH := $(CUDA_HOME)/bin:$(PATH)
+BUILD ?= build
+SAN ?= build-san
+VFGX := $(BUILD)/src/cli/vfgx
+
+.PHONY: all deps build demo test test-gpu bench lint clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD)
+	ninja -C $(BUILD)
+
+demo: build
+	$(VFGX) run
+
+test: build
+	@scripts/run-tests.sh $(BUILD) $(SAN)
+
+bench: build
+	$(VFGX) bench pipeline
+
+lint:
+	@scripts/lint.sh
+
+clean:
+	rm -rf $(BUILD) $(SAN)

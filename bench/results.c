@@ -1,0 +1,73 @@
+/* results.c - shared writer for benchmark result files. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "results.h"
+
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+
+	snprintf(buf, len, "unknown CPU");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && c) {
+			c += 2;
+			c[strcspn(c, "\n")] = '\0';
+			snprintf(buf, len, "%s", c);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+void bench_machine(FILE *f)
+{
+	struct utsname u;
+	char cpu[256];
+
+	cpu_model(cpu, sizeof(cpu));
+	uname(&u);
+	fprintf(f, "- machine: %s, %ld online cores, Linux %s %s\n", cpu,
+		sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine);
+}
+
+FILE *bench_results_open(const char *dir, const char *name, const char *title,
+			 char *path, size_t path_len)
+{
+	char date[64];
+	time_t now = time(NULL);
+	FILE *f;
+
+	mkdir(dir, 0755);
+	snprintf(path, path_len, "%s/%s.md", dir, name);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "vfgx bench: cannot write %s: %s (use --out DIR)\n",
+			path, strerror(errno));
+		return NULL;
+	}
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+	fprintf(f, "# %s\n\n- date: %s\n", title, date);
+	bench_machine(f);
+	return f;
+}
+
+void bench_target(FILE *f, const char *name, double measured, double reference,
+		  double goal, bool higher_better)
+{
+	bool met = higher_better ? measured >= goal : measured <= goal;
+
+	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.3f goal=%.4g met=%s\n",
+		name, measured, reference, reference > 0 ? measured / reference : 0,
+		goal, met ? "yes" : "no");
+}

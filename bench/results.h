@@ -1,0 +1,20 @@
+/* results.h - writing bench/results/NAME.md: machine, date, raw numbers and
+ * one `target:` line per issue target. */
+#ifndef VFGX_BENCH_RESULTS_H
+#define VFGX_BENCH_RESULTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Opens DIR/NAME.md (DIR from --out, default bench/results) and writes the
+ * title, date and machine description.  NULL with a message on failure. */
+FILE *bench_results_open(const char *dir, const char *name, const char *title,
+			 char *path, size_t path_len);
+/* Machine line: CPU model, cores, kernel. */
+void bench_machine(FILE *f);
+/* "target: NAME measured=X reference=Y ratio=R goal=G met=yes|no";
+ * met when measured >= goal (higher_better) or <= goal. */
+void bench_target(FILE *f, const char *name, double measured, double reference,
+		  double goal, bool higher_better);
+
+#endif

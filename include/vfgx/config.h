@@ -1,0 +1,162 @@
+/* vfgx/config.h - YAML configuration: typed core keys plus a node API that
+ * backends and the GPU runner use to read their own sections with the same
+ * precise errors (file:line:col: key.path: what is allowed). */
+#ifndef VFGX_CONFIG_H
+#define VFGX_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "mem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VFGX_NAME_MAX 64
+#define VFGX_ADDR_MAX 256
+#define VFGX_PATH_MAX 160
+#define VFGX_MAX_REGIONS 16
+#define VFGX_MAX_IFACES 8
+#define VFGX_MAX_QUEUES 64
+#define VFGX_MAX_PORT_RANGES 16
+
+struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
+
+/*
+ * A position in a loaded document.  index 0 means "absent": every getter on
+ * an absent mapping returns the default, so a backend opened without YAML
+ * reads its defaults through the same code.
+ */
+struct vfgx_cfg_node {
+	const struct vfgx_cfg_doc *doc;
+	int index;
+	char path[VFGX_PATH_MAX]; /* key path for messages, e.g. interfaces[0].afxdp */
+};
+
+bool vfgx_cfg_present(const struct vfgx_cfg_node *n);
+/* Fail on any key of the mapping not in allowed (NULL-terminated). */
+int vfgx_cfg_check_keys(const struct vfgx_cfg_node *map,
+			const char *const *allowed);
+/* 0 and *out set when present, -ENOENT when absent, -EINVAL when not a map. */
+int vfgx_cfg_child(const struct vfgx_cfg_node *map, const char *key,
+		   struct vfgx_cfg_node *out);
+int vfgx_cfg_u64(const struct vfgx_cfg_node *map, const char *key,
+		 uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
+int vfgx_cfg_u32(const struct vfgx_cfg_node *map, const char *key,
+		 uint32_t def, uint32_t min, uint32_t max, uint32_t *out);
+int vfgx_cfg_double(const struct vfgx_cfg_node *map, const char *key,
+		    double def, double min, double max, double *out);
+int vfgx_cfg_bool(const struct vfgx_cfg_node *map, const char *key, bool def,
+		  bool *out);
+/* Copies the scalar; -EINVAL (with a message) when longer than len-1. */
+int vfgx_cfg_str(const struct vfgx_cfg_node *map, const char *key,
+		 const char *def, char *buf, size_t len);
+/* names is NULL-terminated; *out is the index of the matching name. */
+int vfgx_cfg_enum(const struct vfgx_cfg_node *map, const char *key,
+		  const char *const *names, int def, int *out);
+/* Sequence access; an absent node is an empty sequence. */
+int vfgx_cfg_seq_len(const struct vfgx_cfg_node *seq);
+int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
+		      struct vfgx_cfg_node *out);
+/* Scalar value of a node itself (for sequences of scalars). */
+const char *vfgx_cfg_scalar(const struct vfgx_cfg_node *n);
+/* Report "file:line:col: path: message" on the document's context; returns
+ * -EINVAL. */
+int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+enum vfgx_mem_fallback {
+	VFGX_FALLBACK_HOST = 0, /* use host memory, with a warning */
+	VFGX_FALLBACK_FAIL = 1,
+};
+
+struct vfgx_region_config {
+	char name[VFGX_NAME_MAX];
+	enum vfgx_mem_kind kind;
+	uint32_t buf_size;
+	uint32_t num_bufs;
+	int gpu_id;
+	enum vfgx_mem_fallback fallback;
+};
+
+struct vfgx_queue_config {
+	uint16_t id;
+	uint16_t batch_size;
+	char region[VFGX_NAME_MAX]; /* memory_regions[].name; "" = backend's own */
+};
+
+struct vfgx_iface_config {
+	char name[VFGX_NAME_MAX];
+	char backend[16];
+	char address[VFGX_ADDR_MAX]; /* netdev, PCI address, vdev or URI */
+	uint16_t nb_rx_queues;
+	uint16_t nb_tx_queues;
+	struct vfgx_queue_config rx_queues[VFGX_MAX_QUEUES];
+	struct vfgx_queue_config tx_queues[VFGX_MAX_QUEUES];
+	/* interfaces[i].<backend>: the backend reads and validates it. */
+	struct vfgx_cfg_node opts;
+};
+
+enum vfgx_device_choice {
+	VFGX_DEVICE_AUTO = 0,
+	VFGX_DEVICE_CPU = 1,
+	VFGX_DEVICE_GPU = 2,
+};
+
+struct vfgx_port_range {
+	uint16_t lo, hi;
+};
+
+struct vfgx_pipeline_config {
+	enum vfgx_device_choice device;
+	uint16_t workers;
+	/* filter: accepted UDP destination ports; none = accept all. */
+	uint16_t nb_port_ranges;
+	struct vfgx_port_range port_ranges[VFGX_MAX_PORT_RANGES];
+	bool reorder;
+	uint32_t reorder_window;  /* slots, power of two */
+	uint32_t reorder_slot;    /* bytes per slot (max payload kept) */
+	uint32_t max_streams;     /* per queue */
+	bool verify_payload;      /* check the loopback generator's pattern */
+	double duration_s;        /* 0 = until the sources end */
+	/* pipeline.gpu: read by the GPU runner. */
+	struct vfgx_cfg_node gpu_opts;
+};
+
+struct vfgx_expect_config {
+	bool all_received;  /* every generated packet accounted for */
+	bool in_order;      /* reorder delivered every sequence, no gaps */
+	bool verified;      /* no payload mismatch */
+	uint64_t min_packets;
+};
+
+struct vfgx_config {
+	char source[VFGX_PATH_MAX]; /* file name, or "<embedded>" */
+	enum vfgx_log_level log_level;
+	uint16_t nb_regions;
+	struct vfgx_region_config regions[VFGX_MAX_REGIONS];
+	uint16_t nb_ifaces;
+	struct vfgx_iface_config ifaces[VFGX_MAX_IFACES];
+	struct vfgx_pipeline_config pipeline;
+	struct vfgx_expect_config expect;
+	struct vfgx_cfg_doc *doc;
+};
+
+/* Load and validate.  On error, vfgx_last_error(ctx) has the detail and
+ * the return is -EINVAL (bad content) or -ENOENT/-EACCES (file). */
+int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
+			  struct vfgx_config **out);
+int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
+			    const char *name, struct vfgx_config **out);
+/* The default configuration (configs/loopback.yaml, embedded at build). */
+int vfgx_config_load_default(vfgx_ctx *ctx, struct vfgx_config **out);
+void vfgx_config_destroy(struct vfgx_config *cfg);
+const struct vfgx_region_config *
+vfgx_config_find_region(const struct vfgx_config *cfg, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,137 @@
+/* vfgx/port.h - one API over every backend (loopback, socket, AF_XDP, DPDK,
+ * RDMA): open a port from an interface config, receive and send bursts,
+ * release received buffers in bulk, read per-queue stats. */
+#ifndef VFGX_PORT_H
+#define VFGX_PORT_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "core.h"
+#include "mem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vfgx_port vfgx_port;
+
+/*
+ * One received (or to-be-sent) packet.  data points into backend memory
+ * (a pool buffer, an mbuf, a UMEM frame); handle is the backend's own token
+ * for giving it back with vfgx_port_release().  data may be a GPU address
+ * when the queue's region is GPU memory (then flags has VFGX_PKT_GPU).
+ */
+struct vfgx_pkt {
+	uint8_t *data;
+	uint32_t len;
+	uint32_t flow;  /* backend's flow hint (RSS hash, stream id), or 0 */
+	uint64_t ts_ns; /* vfgx_now_ns() at receive / generation */
+	void *handle;
+	uint16_t queue;
+	uint16_t flags;
+};
+
+#define VFGX_PKT_GPU 0x1 /* data is a device address */
+
+/* Why a packet was dropped.  Port-level and pipeline-level reasons share
+ * the enum so one stats block describes a queue. */
+enum vfgx_drop_reason {
+	VFGX_DROP_NOBUFS = 0,    /* pool exhausted (backpressure) */
+	VFGX_DROP_RING_FULL,     /* backend ring full */
+	VFGX_DROP_TRUNCATED,     /* shorter than its headers say */
+	VFGX_DROP_BAD_ETH,       /* not IPv4 (after at most one VLAN tag) */
+	VFGX_DROP_BAD_IP,        /* bad version/IHL/length/fragment */
+	VFGX_DROP_BAD_IP_CSUM,
+	VFGX_DROP_NOT_UDP,
+	VFGX_DROP_BAD_UDP,       /* UDP length inconsistent */
+	VFGX_DROP_BAD_UDP_CSUM,
+	VFGX_DROP_FILTERED,      /* UDP destination port not accepted */
+	VFGX_DROP_BAD_APP_HDR,   /* payload shorter than the sequence header */
+	VFGX_DROP_BAD_STREAM,    /* stream id >= max_streams */
+	VFGX_DROP_LATE,          /* sequence already delivered */
+	VFGX_DROP_DUPLICATE,     /* sequence already held in the window */
+	VFGX_DROP_TOO_BIG,       /* payload larger than a reorder slot */
+	VFGX_DROP_USER,          /* user stage said drop */
+	VFGX_DROP_MAX
+};
+
+const char *vfgx_drop_reason_name(enum vfgx_drop_reason r);
+
+struct vfgx_queue_stats {
+	uint64_t rx_packets;
+	uint64_t rx_bytes;
+	uint64_t tx_packets;
+	uint64_t tx_bytes;
+	uint64_t drops[VFGX_DROP_MAX];
+};
+
+struct vfgx_port_conf {
+	const char *name;
+	const char *backend; /* "loopback", "socket", "afxdp", "dpdk", "rdma" */
+	const char *address; /* backend-specific; may be NULL */
+	uint16_t nb_rx_queues;
+	uint16_t nb_tx_queues;
+	uint16_t burst;      /* max packets per rx burst, 1..1024 */
+	/* Per rx queue pool, or NULL: the backend creates its own. */
+	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
+	/* interfaces[].<backend> section; NULL or absent: defaults. */
+	const struct vfgx_cfg_node *opts;
+};
+
+/* Open a port.  -ENOTSUP with a clear message when the backend was not
+ * built in, -EINVAL for bad options, errno of the failing system call
+ * otherwise.  The port starts receiving when opened. */
+int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
+		   vfgx_port **out);
+/* Build a port_conf from an interface config, creating the pools its
+ * queues name (looked up in cfg->regions); pools are owned by the port. */
+int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+			  const struct vfgx_iface_config *ifc, vfgx_port **out);
+void vfgx_port_close(vfgx_port *port);
+
+/*
+ * Receive up to max packets from queue q.  Returns the count (0 when none
+ * waiting) or a negative errno on a fatal port error.  Thread-safety: one
+ * thread per queue; different queues may be polled concurrently.
+ */
+int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t max);
+/* Give received packets back to their backend, in bulk.  Same thread as
+ * the queue's rx_burst. */
+void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t n);
+/* Send n packets (data/len from caller memory; the backend copies or
+ * references them until it returns).  Returns how many were accepted. */
+int vfgx_port_tx_burst(vfgx_port *port, uint16_t q,
+		       const struct vfgx_pkt *pkts, uint16_t n);
+int vfgx_port_stats(vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st);
+
+const char *vfgx_port_name(const vfgx_port *port);
+const char *vfgx_port_backend(const vfgx_port *port);
+uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port);
+uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port);
+/* True when the source is finite and has delivered everything (loopback
+ * with a packet count); a live port never ends. */
+bool vfgx_port_rx_done(vfgx_port *port, uint16_t q);
+
+/* Expectations a finite source can state about itself, so a run can be
+ * checked exactly (what was generated, what was deliberately damaged). */
+struct vfgx_source_report {
+	bool known;          /* false for live ports */
+	uint64_t generated;  /* distinct sequence numbers emitted */
+	uint64_t lost;       /* sequence numbers deliberately never sent */
+	uint64_t duplicated; /* extra copies sent */
+	uint64_t corrupted;  /* packets whose bytes were damaged */
+	uint64_t reordered;  /* packets sent out of order */
+};
+int vfgx_port_source_report(vfgx_port *port, uint16_t q,
+			    struct vfgx_source_report *rep);
+
+/* Names of the backends compiled into this build, NULL-terminated. */
+const char *const *vfgx_port_backends(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

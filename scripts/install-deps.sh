@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# install-deps.sh - install the Debian 12 packages VectorFlow-GX builds and
+# tests with.  Idempotent: installs only what is missing, runs apt-get update
+# at most once.  Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+pkgs=(
+	# build
+	build-essential meson ninja-build pkg-config python3 clang libclang-rt-14-dev
+	# core
+	libyaml-dev libcmocka-dev
+	# backends
+	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
+	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
+	# references and test tooling
+	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	[[ $p == \#* ]] && continue
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "install-deps: all ${#pkgs[@]} packages present"
+	exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+	sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

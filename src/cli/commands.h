@@ -1,0 +1,12 @@
+/* commands.h - the vfgx subcommands; each returns the process exit code
+ * (0 ok, 1 failure or unmet expectation, 2 bad usage or bad config). */
+#ifndef VFGX_CLI_COMMANDS_H
+#define VFGX_CLI_COMMANDS_H
+
+int vfgx_cmd_run(int argc, char **argv);
+int vfgx_cmd_bench(int argc, char **argv);
+
+/* vfgx bench subcommands, one file each under bench/ */
+int vfgx_bench_pipeline(int argc, char **argv);
+
+#endif

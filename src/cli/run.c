@@ -1,0 +1,326 @@
+/* run.c - `vfgx run [config]`: open the config's ports, run the pipeline,
+ * print a live line a second on a terminal, print the final report and
+ * exit 0 only when the run met the config's expectations. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vfgx/vfgx.h>
+
+#include "commands.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* In-order checker run as the user stage: per stream, every delivered
+ * sequence must be larger than the last one.  Each stream belongs to one
+ * queue and so to one worker: no sharing. */
+struct order_check {
+	uint64_t *next;       /* last delivered + 1, per stream */
+	_Atomic uint64_t errors;
+};
+
+static int order_stage(void *user, uint32_t stream, uint64_t seq,
+		       const uint8_t *payload, uint32_t len)
+{
+	struct order_check *oc = user;
+
+	(void)payload;
+	(void)len;
+	if (seq < oc->next[stream])
+		atomic_fetch_add_explicit(&oc->errors, 1, memory_order_relaxed);
+	oc->next[stream] = seq + 1;
+	return 0;
+}
+
+static void live_line(const struct vfgx_pipeline_stats *now,
+		      const struct vfgx_pipeline_stats *prev, double dt)
+{
+	uint64_t drops = 0;
+
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		drops += now->drops[i];
+	fprintf(stdout,
+		"\r%8.3f Mpps %8.3f Gbps  delivered %" PRIu64 "  drops %" PRIu64
+		"  p99 latency %" PRIu64 " us   ",
+		(double)(now->packets - prev->packets) / dt / 1e6,
+		(double)(now->bytes - prev->bytes) * 8 / dt / 1e9,
+		now->delivered, drops, vfgx_stats_lat_pct(now, 99) / 1000);
+	fflush(stdout);
+}
+
+struct verdict {
+	int failed;
+};
+
+static void check(struct verdict *v, bool wanted, bool ok, const char *what,
+		  const char *detail)
+{
+	if (!wanted)
+		return;
+	printf("  %-13s %s%s%s\n", what, ok ? "ok" : "FAILED",
+	       detail[0] ? "  " : "", detail);
+	if (!ok)
+		v->failed = 1;
+}
+
+static int report(const struct vfgx_config *cfg, vfgx_port **ports,
+		  uint16_t nb_ports, const struct vfgx_pipeline_stats *st,
+		  uint64_t order_errors, double secs)
+{
+	struct vfgx_source_report src = { .known = true };
+	struct vfgx_queue_stats qsum = { 0 };
+	uint64_t drops = 0, explained;
+	bool any_known = false;
+	struct verdict v = { 0 };
+	char d[256];
+
+	printf("\n== vfgx run report (%s) ==\n", cfg->source);
+	for (uint16_t i = 0; i < nb_ports; i++) {
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
+			struct vfgx_queue_stats qs;
+			struct vfgx_source_report r;
+
+			vfgx_port_stats(ports[i], q, &qs);
+			vfgx_port_source_report(ports[i], q, &r);
+			printf("port %s (%s) rx queue %u: %" PRIu64 " packets, %" PRIu64
+			       " bytes, no-buffer events %" PRIu64 "\n",
+			       vfgx_port_name(ports[i]), vfgx_port_backend(ports[i]), q,
+			       qs.rx_packets, qs.rx_bytes, qs.drops[VFGX_DROP_NOBUFS]);
+			qsum.rx_packets += qs.rx_packets;
+			if (r.known) {
+				any_known = true;
+				src.generated += r.generated;
+				src.lost += r.lost;
+				src.duplicated += r.duplicated;
+				src.corrupted += r.corrupted;
+				src.reordered += r.reordered;
+			} else {
+				src.known = false;
+			}
+		}
+	}
+	src.known = src.known && any_known;
+	printf("pipeline: %" PRIu64 " packets in %.3f s (%.3f Mpps, %.3f Gbps), passed %" PRIu64
+	       ", delivered %" PRIu64 " (%" PRIu64 " payload bytes), gaps %" PRIu64
+	       ", verify errors %" PRIu64 "\n",
+	       st->packets, secs, secs > 0 ? (double)st->packets / secs / 1e6 : 0,
+	       secs > 0 ? (double)st->bytes * 8 / secs / 1e9 : 0, st->passed,
+	       st->delivered, st->delivered_bytes, st->gaps, st->verify_errors);
+	printf("latency (rx to processed): p50 <= %" PRIu64 " ns, p99 <= %" PRIu64 " ns\n",
+	       vfgx_stats_lat_pct(st, 50), vfgx_stats_lat_pct(st, 99));
+	for (int i = 0; i < VFGX_DROP_MAX; i++) {
+		drops += st->drops[i];
+		if (st->drops[i])
+			printf("drop %-12s %" PRIu64 "\n",
+			       vfgx_drop_reason_name((enum vfgx_drop_reason)i),
+			       st->drops[i]);
+	}
+	if (src.known)
+		printf("source: %" PRIu64 " sequences generated, injected: %" PRIu64
+		       " lost, %" PRIu64 " duplicated, %" PRIu64 " corrupted, %" PRIu64
+		       " reordered\n",
+		       src.generated, src.lost, src.duplicated, src.corrupted,
+		       src.reordered);
+
+	printf("expectations:\n");
+	if (cfg->expect.all_received) {
+		if (!src.known) {
+			printf("  all_received  not checkable (live source)\n");
+		} else {
+			uint64_t want = src.generated - src.lost - src.corrupted;
+			uint64_t sent = src.generated - src.lost + src.duplicated;
+
+			explained = st->drops[VFGX_DROP_BAD_UDP_CSUM] +
+				    st->drops[VFGX_DROP_DUPLICATE] +
+				    st->drops[VFGX_DROP_LATE];
+			snprintf(d, sizeof(d),
+				 "delivered %" PRIu64 " of %" PRIu64 " expected; received %" PRIu64
+				 " of %" PRIu64 " sent; unexplained drops %" PRIu64,
+				 st->delivered, want, st->packets, sent,
+				 drops - explained);
+			check(&v, true,
+			      st->delivered == want && st->packets == sent &&
+				      qsum.rx_packets == sent && drops == explained &&
+				      st->drops[VFGX_DROP_BAD_UDP_CSUM] == src.corrupted &&
+				      st->drops[VFGX_DROP_DUPLICATE] +
+						      st->drops[VFGX_DROP_LATE] ==
+					      src.duplicated,
+			      "all_received", d);
+		}
+	}
+	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", order_errors);
+	check(&v, cfg->expect.in_order, order_errors == 0, "in_order", d);
+	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
+	check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
+	snprintf(d, sizeof(d), "%" PRIu64 " delivered, at least %" PRIu64 " wanted",
+		 st->delivered, cfg->expect.min_packets);
+	check(&v, cfg->expect.min_packets > 0,
+	      st->delivered >= cfg->expect.min_packets, "min_packets", d);
+	printf("result: %s\n", v.failed ? "FAILED" : "PASSED");
+	return v.failed ? 1 : 0;
+}
+
+static void run_usage(FILE *f)
+{
+	fprintf(f, "usage: vfgx run [CONFIG.yaml] [--duration SECONDS] [--quiet]\n"
+		   "  without CONFIG, runs the embedded configs/loopback.yaml\n");
+}
+
+static int choose_device(vfgx_ctx *ctx, const struct vfgx_config *cfg)
+{
+	switch (cfg->pipeline.device) {
+	case VFGX_DEVICE_GPU:
+		fprintf(stderr, "vfgx: %s: pipeline.device: gpu, but this build's pipeline has no GPU runner available here (use device: cpu or auto)\n",
+			cfg->source);
+		return -ENODEV;
+	case VFGX_DEVICE_AUTO:
+		vfgx_info(ctx, "pipeline.device auto: using the CPU pipeline");
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int vfgx_cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "duration", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct vfgx_config *cfg = NULL;
+	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
+	vfgx_pipeline *pl = NULL;
+	struct order_check oc = { 0 };
+	struct vfgx_pipeline_stats st = { 0 }, prev = { 0 };
+	bool quiet = false;
+	double duration = -1;
+	vfgx_ctx *ctx;
+	int c, ret, rc = 1;
+	uint16_t nb_ports = 0;
+	uint64_t t0, tlast;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': {
+			char *end;
+
+			duration = strtod(optarg, &end);
+			if (*end || duration < 0) {
+				fprintf(stderr, "vfgx run: --duration '%s': must be seconds >= 0\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			run_usage(stdout);
+			return 0;
+		default:
+			run_usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		run_usage(stderr);
+		return 2;
+	}
+	if (vfgx_ctx_create(&ctx))
+		return 1;
+	ret = optind < argc ? vfgx_config_load_file(ctx, argv[optind], &cfg) :
+			      vfgx_config_load_default(ctx, &cfg);
+	if (ret) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		vfgx_ctx_destroy(ctx);
+		return 2;
+	}
+	vfgx_log_set_level(ctx, cfg->log_level);
+	if (duration >= 0)
+		cfg->pipeline.duration_s = duration;
+	if (cfg->nb_ifaces == 0) {
+		fprintf(stderr, "vfgx: %s: no interfaces configured (add one under interfaces:)\n",
+			cfg->source);
+		rc = 2;
+		goto out;
+	}
+	if (choose_device(ctx, cfg)) {
+		rc = 2;
+		goto out;
+	}
+	for (uint16_t i = 0; i < cfg->nb_ifaces; i++, nb_ports++) {
+		ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[i], &ports[i]);
+		if (ret) {
+			fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+			rc = ret == -EINVAL ? 2 : 1;
+			goto out;
+		}
+	}
+	oc.next = calloc(cfg->pipeline.max_streams, sizeof(*oc.next));
+	if (!oc.next)
+		goto out;
+	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
+	if (ret) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
+	vfgx_pipeline_set_user_stage(pl, order_stage, &oc);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	t0 = tlast = vfgx_now_ns();
+	if (vfgx_pipeline_start(pl)) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
+	bool live = !quiet && isatty(STDOUT_FILENO);
+
+	while (!interrupted && !vfgx_pipeline_done(pl)) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		uint64_t now;
+
+		nanosleep(&ts, NULL);
+		now = vfgx_now_ns();
+		if (live && now - tlast >= 1000000000ull) {
+			vfgx_pipeline_stats(pl, &st);
+			live_line(&st, &prev, (double)(now - tlast) / 1e9);
+			prev = st;
+			tlast = now;
+		}
+	}
+	vfgx_pipeline_stop(pl);
+	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
+
+	if (interrupted)
+		printf("\ninterrupted: stopping\n");
+	vfgx_pipeline_stats(pl, &st);
+	ret = vfgx_pipeline_error(pl);
+	rc = report(cfg, ports, nb_ports, &st, atomic_load(&oc.errors), secs);
+	if (ret) {
+		fprintf(stderr, "vfgx: port error: %s\n", vfgx_strerror(ret));
+		rc = 1;
+	}
+out:
+	vfgx_pipeline_destroy(pl);
+	for (uint16_t i = 0; i < nb_ports; i++)
+		vfgx_port_close(ports[i]);
+	free(oc.next);
+	vfgx_config_destroy(cfg);
+	vfgx_ctx_destroy(ctx);
+	return rc;
+}

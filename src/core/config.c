@@ -1,0 +1,417 @@
+/* config.c - load a YAML file into struct vfgx_config, validating every
+ * core key; backend sections are kept as nodes for the backends. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfgdoc.h"
+
+extern const char vfgx_default_config_yaml[];
+extern const unsigned long vfgx_default_config_yaml_len;
+
+static const char *const top_keys[] = { "log_level", "memory_regions",
+					"interfaces", "pipeline", "expect",
+					"name", NULL };
+
+static int parse_regions(struct vfgx_config *cfg,
+			 const struct vfgx_cfg_node *root)
+{
+	static const char *const keys[] = { "name", "kind", "buf_size",
+					    "num_bufs", "gpu_id", "fallback",
+					    NULL };
+	static const char *const kinds[] = { "host", "hugepage", "pinned",
+					     "gpu", NULL };
+	static const char *const fallbacks[] = { "host", "fail", NULL };
+	struct vfgx_cfg_node seq, it;
+	int n, ret, v;
+
+	vfgx_cfg_child(root, "memory_regions", &seq);
+	n = vfgx_cfg_seq_len(&seq);
+	if (n < 0)
+		return n;
+	if (n > VFGX_MAX_REGIONS)
+		return vfgx_cfg_error(&seq, "at most %d regions", VFGX_MAX_REGIONS);
+	for (int i = 0; i < n; i++) {
+		struct vfgx_region_config *r = &cfg->regions[i];
+		uint32_t gpu;
+
+		vfgx_cfg_seq_item(&seq, i, &it);
+		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
+		    (ret = vfgx_cfg_str(&it, "name", "", r->name,
+					sizeof(r->name))))
+			return ret;
+		if (!r->name[0])
+			return vfgx_cfg_error(&it, "name: required (a name the queues refer to)");
+		for (int j = 0; j < i; j++)
+			if (strcmp(cfg->regions[j].name, r->name) == 0)
+				return vfgx_cfg_error(&it, "name: '%s' is used twice", r->name);
+		if ((ret = vfgx_cfg_enum(&it, "kind", kinds, 0, &v)))
+			return ret;
+		r->kind = (enum vfgx_mem_kind)v;
+		if ((ret = vfgx_cfg_u32(&it, "buf_size", 2048, 64, 1u << 20,
+					&r->buf_size)) ||
+		    (ret = vfgx_cfg_u32(&it, "num_bufs", 8192, 1, 1u << 24,
+					&r->num_bufs)) ||
+		    (ret = vfgx_cfg_u32(&it, "gpu_id", 0, 0, 63, &gpu)) ||
+		    (ret = vfgx_cfg_enum(&it, "fallback", fallbacks, 0, &v)))
+			return ret;
+		r->gpu_id = (int)gpu;
+		r->fallback = (enum vfgx_mem_fallback)v;
+	}
+	cfg->nb_regions = (uint16_t)n;
+	return 0;
+}
+
+static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir,
+			struct vfgx_queue_config *qs, uint16_t *nq, uint16_t def_n)
+{
+	static const char *const dkeys[] = { "queues", NULL };
+	static const char *const qkeys[] = { "id", "memory_region", "batch_size",
+					     NULL };
+	struct vfgx_cfg_node seq, it;
+	int n, ret;
+
+	if ((ret = vfgx_cfg_check_keys(dir, dkeys)))
+		return ret;
+	vfgx_cfg_child(dir, "queues", &seq);
+	n = vfgx_cfg_seq_len(&seq);
+	if (n < 0)
+		return n;
+	if (n > VFGX_MAX_QUEUES)
+		return vfgx_cfg_error(&seq, "at most %d queues", VFGX_MAX_QUEUES);
+	if (n == 0) {
+		for (uint16_t i = 0; i < def_n; i++) {
+			qs[i].id = i;
+			qs[i].batch_size = 64;
+			qs[i].region[0] = '\0';
+		}
+		*nq = def_n;
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		uint32_t id, bs;
+
+		vfgx_cfg_seq_item(&seq, i, &it);
+		if ((ret = vfgx_cfg_check_keys(&it, qkeys)) ||
+		    (ret = vfgx_cfg_u32(&it, "id", (uint32_t)i, 0,
+					VFGX_MAX_QUEUES - 1, &id)) ||
+		    (ret = vfgx_cfg_u32(&it, "batch_size", 64, 1, 1024, &bs)) ||
+		    (ret = vfgx_cfg_str(&it, "memory_region", "", qs[i].region,
+					sizeof(qs[i].region))))
+			return ret;
+		if (id != (uint32_t)i)
+			return vfgx_cfg_error(&it, "id: queues must be listed in order 0..%d (got %u at position %d)",
+					      n - 1, id, i);
+		if (qs[i].region[0] && !vfgx_config_find_region(cfg, qs[i].region))
+			return vfgx_cfg_error(&it, "memory_region: '%s' is not defined under memory_regions",
+					      qs[i].region);
+		qs[i].id = (uint16_t)id;
+		qs[i].batch_size = (uint16_t)bs;
+	}
+	*nq = (uint16_t)n;
+	return 0;
+}
+
+static int parse_ifaces(struct vfgx_config *cfg,
+			const struct vfgx_cfg_node *root)
+{
+	static const char *const keys[] = { "name", "backend", "address", "rx",
+					    "tx", "loopback", "socket", "afxdp",
+					    "dpdk", "rdma", NULL };
+	static const char *const backends[] = { "loopback", "socket", "afxdp",
+						"dpdk", "rdma", NULL };
+	struct vfgx_cfg_node seq, it, sub;
+	int n, ret, b;
+
+	vfgx_cfg_child(root, "interfaces", &seq);
+	n = vfgx_cfg_seq_len(&seq);
+	if (n < 0)
+		return n;
+	if (n > VFGX_MAX_IFACES)
+		return vfgx_cfg_error(&seq, "at most %d interfaces", VFGX_MAX_IFACES);
+	for (int i = 0; i < n; i++) {
+		struct vfgx_iface_config *f = &cfg->ifaces[i];
+
+		vfgx_cfg_seq_item(&seq, i, &it);
+		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
+		    (ret = vfgx_cfg_enum(&it, "backend", backends, 0, &b)) ||
+		    (ret = vfgx_cfg_str(&it, "address", "", f->address,
+					sizeof(f->address))))
+			return ret;
+		snprintf(f->backend, sizeof(f->backend), "%s", backends[b]);
+		{
+			char defname[VFGX_NAME_MAX];
+
+			snprintf(defname, sizeof(defname), "%s%d", backends[b], i);
+			if ((ret = vfgx_cfg_str(&it, "name", defname, f->name,
+						sizeof(f->name))))
+				return ret;
+		}
+		vfgx_cfg_child(&it, "rx", &sub);
+		if ((ret = parse_queues(cfg, &sub, f->rx_queues, &f->nb_rx_queues, 1)))
+			return ret;
+		vfgx_cfg_child(&it, "tx", &sub);
+		if ((ret = parse_queues(cfg, &sub, f->tx_queues, &f->nb_tx_queues, 1)))
+			return ret;
+		for (int k = 0; backends[k]; k++) {
+			if (k == b)
+				continue;
+			if (vfgx_cfg_child(&it, backends[k], &sub) == 0)
+				return vfgx_cfg_error(&sub, "section for backend '%s' but this interface uses backend '%s' (remove it or change backend)",
+						      backends[k], backends[b]);
+		}
+		vfgx_cfg_child(&it, backends[b], &f->opts);
+	}
+	cfg->nb_ifaces = (uint16_t)n;
+	return 0;
+}
+
+static int parse_port_ranges(struct vfgx_pipeline_config *p,
+			     const struct vfgx_cfg_node *filter)
+{
+	struct vfgx_cfg_node seq, it;
+	int n;
+
+	vfgx_cfg_child(filter, "udp_dst_ports", &seq);
+	n = vfgx_cfg_seq_len(&seq);
+	if (n < 0)
+		return n;
+	if (n > VFGX_MAX_PORT_RANGES)
+		return vfgx_cfg_error(&seq, "at most %d entries", VFGX_MAX_PORT_RANGES);
+	for (int i = 0; i < n; i++) {
+		const char *s;
+		unsigned lo, hi;
+		char tail;
+
+		vfgx_cfg_seq_item(&seq, i, &it);
+		s = vfgx_cfg_scalar(&it);
+		if (!s)
+			return vfgx_cfg_error(&it, "must be a port or a range 'LO-HI'");
+		if (sscanf(s, "%u-%u%c", &lo, &hi, &tail) == 2) {
+			/* range */
+		} else if (sscanf(s, "%u%c", &lo, &tail) == 1) {
+			hi = lo;
+		} else {
+			return vfgx_cfg_error(&it, "'%s' is not a port or a range 'LO-HI'", s);
+		}
+		if (lo < 1 || hi > 65535 || lo > hi)
+			return vfgx_cfg_error(&it, "'%s': ports must be 1..65535 with LO <= HI", s);
+		p->port_ranges[i].lo = (uint16_t)lo;
+		p->port_ranges[i].hi = (uint16_t)hi;
+	}
+	p->nb_port_ranges = (uint16_t)n;
+	return 0;
+}
+
+static int parse_pipeline(struct vfgx_config *cfg,
+			  const struct vfgx_cfg_node *root)
+{
+	static const char *const keys[] = { "device", "workers", "filter",
+					    "reorder", "verify_payload",
+					    "duration_s", "gpu", NULL };
+	static const char *const fkeys[] = { "udp_dst_ports", NULL };
+	static const char *const rkeys[] = { "enabled", "window", "slot_size",
+					     "max_streams", NULL };
+	static const char *const devices[] = { "auto", "cpu", "gpu", NULL };
+	struct vfgx_pipeline_config *p = &cfg->pipeline;
+	struct vfgx_cfg_node pl, sub;
+	uint32_t workers;
+	int ret, dev;
+
+	vfgx_cfg_child(root, "pipeline", &pl);
+	if ((ret = vfgx_cfg_check_keys(&pl, keys)) ||
+	    (ret = vfgx_cfg_enum(&pl, "device", devices, 0, &dev)) ||
+	    (ret = vfgx_cfg_u32(&pl, "workers", 1, 1, 64, &workers)) ||
+	    (ret = vfgx_cfg_bool(&pl, "verify_payload", false,
+				 &p->verify_payload)) ||
+	    (ret = vfgx_cfg_double(&pl, "duration_s", 0, 0, 86400 * 365,
+				   &p->duration_s)))
+		return ret;
+	p->device = (enum vfgx_device_choice)dev;
+	p->workers = (uint16_t)workers;
+	vfgx_cfg_child(&pl, "filter", &sub);
+	if ((ret = vfgx_cfg_check_keys(&sub, fkeys)) ||
+	    (ret = parse_port_ranges(p, &sub)))
+		return ret;
+	vfgx_cfg_child(&pl, "reorder", &sub);
+	if ((ret = vfgx_cfg_check_keys(&sub, rkeys)) ||
+	    (ret = vfgx_cfg_bool(&sub, "enabled", true, &p->reorder)) ||
+	    (ret = vfgx_cfg_u32(&sub, "window", 1024, 2, 1u << 20,
+				&p->reorder_window)) ||
+	    (ret = vfgx_cfg_u32(&sub, "slot_size", 2048, 16, 1u << 16,
+				&p->reorder_slot)) ||
+	    (ret = vfgx_cfg_u32(&sub, "max_streams", 64, 1, 65536,
+				&p->max_streams)))
+		return ret;
+	if (p->reorder_window & (p->reorder_window - 1)) {
+		struct vfgx_cfg_node w;
+
+		vfgx_cfg_child(&sub, "window", &w);
+		return vfgx_cfg_error(&w, "%u is not a power of two (e.g. 1024)",
+				      p->reorder_window);
+	}
+	vfgx_cfg_child(&pl, "gpu", &p->gpu_opts);
+	return 0;
+}
+
+static int parse_expect(struct vfgx_config *cfg,
+			const struct vfgx_cfg_node *root)
+{
+	static const char *const keys[] = { "all_received", "in_order",
+					    "verified", "min_packets", NULL };
+	struct vfgx_expect_config *e = &cfg->expect;
+	struct vfgx_cfg_node ex;
+	int ret;
+
+	vfgx_cfg_child(root, "expect", &ex);
+	if ((ret = vfgx_cfg_check_keys(&ex, keys)) ||
+	    (ret = vfgx_cfg_bool(&ex, "all_received", false, &e->all_received)) ||
+	    (ret = vfgx_cfg_bool(&ex, "in_order", false, &e->in_order)) ||
+	    (ret = vfgx_cfg_bool(&ex, "verified", false, &e->verified)) ||
+	    (ret = vfgx_cfg_u64(&ex, "min_packets", 0, 0, UINT64_MAX,
+				&e->min_packets)))
+		return ret;
+	return 0;
+}
+
+static int parse_all(struct vfgx_config *cfg)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug",
+					      NULL };
+	struct vfgx_cfg_node root = { .doc = cfg->doc, .index = 1 };
+	int ret, lvl;
+
+	if (!yaml_document_get_root_node(&cfg->doc->doc))
+		return vfgx_set_error(cfg->doc->ctx, -EINVAL,
+				      "%s: empty configuration (see configs/loopback.yaml)",
+				      cfg->source);
+	if ((ret = vfgx_cfg_check_keys(&root, top_keys)) ||
+	    (ret = vfgx_cfg_enum(&root, "log_level", levels, VFGX_LOG_INFO,
+				 &lvl)))
+		return ret;
+	cfg->log_level = (enum vfgx_log_level)lvl;
+	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
+	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)))
+		return ret;
+	return 0;
+}
+
+int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
+			    const char *name, struct vfgx_config **out)
+{
+	struct vfgx_config *cfg = calloc(1, sizeof(*cfg));
+	yaml_parser_t parser;
+	int ret;
+
+	*out = NULL;
+	if (!cfg || !(cfg->doc = calloc(1, sizeof(*cfg->doc)))) {
+		free(cfg);
+		return -ENOMEM;
+	}
+	snprintf(cfg->source, sizeof(cfg->source), "%s", name);
+	snprintf(cfg->doc->name, sizeof(cfg->doc->name), "%s", name);
+	cfg->doc->ctx = ctx;
+	if (!yaml_parser_initialize(&parser)) {
+		free(cfg->doc);
+		free(cfg);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+	if (!yaml_parser_load(&parser, &cfg->doc->doc)) {
+		ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: YAML syntax: %s%s%s",
+				     name, parser.problem_mark.line + 1,
+				     parser.problem_mark.column + 1,
+				     parser.problem ? parser.problem : "error",
+				     parser.context ? " " : "",
+				     parser.context ? parser.context : "");
+		yaml_parser_delete(&parser);
+		free(cfg->doc);
+		free(cfg);
+		return ret;
+	}
+	yaml_parser_delete(&parser);
+	ret = parse_all(cfg);
+	if (ret) {
+		vfgx_config_destroy(cfg);
+		return ret;
+	}
+	*out = cfg;
+	return 0;
+}
+
+int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
+			  struct vfgx_config **out)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, len = 0;
+	int ret;
+
+	*out = NULL;
+	if (!f)
+		return vfgx_set_error(ctx, -errno, "%s: cannot open config: %s",
+				      path, strerror(errno));
+	for (;;) {
+		if (len + 4096 > cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 8192;
+			if (cap > (16u << 20)) {
+				fclose(f);
+				free(buf);
+				return vfgx_set_error(ctx, -EFBIG, "%s: config larger than 16 MiB",
+						      path);
+			}
+			nb = realloc(buf, cap);
+			if (!nb) {
+				fclose(f);
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		size_t got = fread(buf + len, 1, cap - len, f);
+
+		len += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		ret = vfgx_set_error(ctx, -EIO, "%s: read error", path);
+		fclose(f);
+		free(buf);
+		return ret;
+	}
+	fclose(f);
+	ret = vfgx_config_load_string(ctx, buf ? buf : "", len, path, out);
+	free(buf);
+	return ret;
+}
+
+int vfgx_config_load_default(vfgx_ctx *ctx, struct vfgx_config **out)
+{
+	return vfgx_config_load_string(ctx, vfgx_default_config_yaml,
+				       vfgx_default_config_yaml_len,
+				       "<embedded configs/loopback.yaml>", out);
+}
+
+void vfgx_config_destroy(struct vfgx_config *cfg)
+{
+	if (!cfg)
+		return;
+	if (cfg->doc) {
+		yaml_document_delete(&cfg->doc->doc);
+		free(cfg->doc);
+	}
+	free(cfg);
+}
+
+const struct vfgx_region_config *
+vfgx_config_find_region(const struct vfgx_config *cfg, const char *name)
+{
+	for (uint16_t i = 0; i < cfg->nb_regions; i++)
+		if (strcmp(cfg->regions[i].name, name) == 0)
+			return &cfg->regions[i];
+	return NULL;
+}

@@ -1,0 +1,327 @@
+/* proc.c - the single-threaded processor: runs the shared stages over a
+ * burst and keeps per-stream reorder windows whose slots form the
+ * contiguous output buffer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/pipeline.h>
+#include <vfgx/stages.h>
+
+struct reorder_stream {
+	uint64_t base;   /* next sequence to deliver */
+	uint32_t held;   /* filled slots */
+	uint8_t *data;   /* window * slot bytes: the output buffer */
+	uint32_t *len;   /* payload length + 1; 0 = empty */
+	uint8_t *flags;
+};
+
+struct vfgx_proc {
+	vfgx_ctx *ctx;
+	struct vfgx_pipeline_config conf;
+	uint16_t lo[VFGX_MAX_PORT_RANGES], hi[VFGX_MAX_PORT_RANGES];
+	struct reorder_stream **streams; /* max_streams, allocated lazily */
+	vfgx_user_stage_fn user_fn;
+	void *user;
+	struct vfgx_pipeline_stats st;
+};
+
+int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+		     vfgx_proc **out)
+{
+	struct vfgx_proc *p;
+
+	*out = NULL;
+	if (conf->reorder && (conf->reorder_window < 2 ||
+			      (conf->reorder_window & (conf->reorder_window - 1)) ||
+			      conf->max_streams == 0 || conf->reorder_slot == 0))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: reorder window must be a power of two >= 2, slot and max_streams > 0");
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ctx = ctx;
+	p->conf = *conf;
+	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
+		p->lo[i] = conf->port_ranges[i].lo;
+		p->hi[i] = conf->port_ranges[i].hi;
+	}
+	if (!p->conf.max_streams)
+		p->conf.max_streams = 1;
+	p->streams = calloc(p->conf.max_streams, sizeof(*p->streams));
+	if (!p->streams) {
+		free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static void stream_free(struct reorder_stream *s)
+{
+	if (!s)
+		return;
+	free(s->data);
+	free(s->len);
+	free(s->flags);
+	free(s);
+}
+
+/* Keeps the stream buffers: a reset is cheap enough to run between
+ * benchmark passes. */
+void vfgx_proc_reset(vfgx_proc *p)
+{
+	for (uint32_t i = 0; i < p->conf.max_streams; i++) {
+		struct reorder_stream *s = p->streams[i];
+
+		if (!s)
+			continue;
+		memset(s->len, 0, sizeof(*s->len) * p->conf.reorder_window);
+		s->base = 0;
+		s->held = 0;
+	}
+	memset(&p->st, 0, sizeof(p->st));
+}
+
+void vfgx_proc_destroy(vfgx_proc *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->conf.max_streams; i++)
+		stream_free(p->streams[i]);
+	free(p->streams);
+	free(p);
+}
+
+void vfgx_proc_set_user_stage(vfgx_proc *p, vfgx_user_stage_fn fn, void *user)
+{
+	p->user_fn = fn;
+	p->user = user;
+}
+
+void vfgx_proc_stats(const vfgx_proc *p, struct vfgx_pipeline_stats *st)
+{
+	*st = p->st;
+}
+
+static struct reorder_stream *stream_get(vfgx_proc *p, uint32_t id)
+{
+	struct reorder_stream *s = p->streams[id];
+	uint32_t w = p->conf.reorder_window;
+
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->data = malloc((size_t)w * p->conf.reorder_slot);
+	s->len = calloc(w, sizeof(*s->len));
+	s->flags = calloc(w, 1);
+	if (!s->data || !s->len || !s->flags) {
+		stream_free(s);
+		return NULL;
+	}
+	p->streams[id] = s;
+	return s;
+}
+
+static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
+		    const uint8_t *data, uint32_t len, uint32_t flags)
+{
+	if (p->conf.verify_payload) {
+		for (uint32_t i = 0; i < len; i++) {
+			if (data[i] != vfgx_pattern_byte(stream, seq, i)) {
+				p->st.verify_errors++;
+				break;
+			}
+		}
+	}
+	if (p->user_fn && p->user_fn(p->user, stream, seq, data, len)) {
+		p->st.drops[VFGX_DROP_USER]++;
+		return;
+	}
+	p->st.delivered++;
+	p->st.delivered_bytes += len;
+	if (flags & VFGX_APP_FLAG_LAST)
+		p->st.last_seen++;
+}
+
+/* Deliver or skip the slot at s->base and advance. */
+static void slot_advance(vfgx_proc *p, uint32_t id, struct reorder_stream *s)
+{
+	uint32_t mask = p->conf.reorder_window - 1;
+	uint32_t i = (uint32_t)s->base & mask;
+
+	if (s->len[i]) {
+		deliver(p, id, s->base,
+			s->data + (size_t)i * p->conf.reorder_slot,
+			s->len[i] - 1, s->flags[i]);
+		s->len[i] = 0;
+		s->held--;
+	} else {
+		p->st.gaps++;
+	}
+	s->base++;
+}
+
+/* Slide so that seq fits in the window: the window is [seq-w+1, seq]. */
+static void slide_to(vfgx_proc *p, uint32_t id, struct reorder_stream *s,
+		     uint64_t seq)
+{
+	uint64_t w = p->conf.reorder_window;
+	uint64_t target = seq - w + 1;
+
+	if (target - s->base > w) {
+		/* Jump far ahead: drain the whole window, count the rest as
+		 * gaps without walking them one by one. */
+		for (uint64_t i = 0; i < w; i++)
+			slot_advance(p, id, s);
+		p->st.gaps += target - s->base;
+		s->base = target;
+		return;
+	}
+	while (s->base < target)
+		slot_advance(p, id, s);
+}
+
+static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
+			  const uint8_t *body, uint32_t len)
+{
+	struct reorder_stream *s;
+	uint32_t i, mask = p->conf.reorder_window - 1;
+	int ahead;
+
+	if (len > p->conf.reorder_slot)
+		return VFGX_DROP_TOO_BIG;
+	s = stream_get(p, h->stream);
+	if (!s)
+		return VFGX_DROP_NOBUFS;
+	if (vfgx_reorder_classify(s->base, p->conf.reorder_window, h->seq,
+				  &ahead) != VFGX_STAGE_PASS)
+		return VFGX_DROP_LATE;
+	if (ahead)
+		slide_to(p, h->stream, s, h->seq);
+	i = (uint32_t)h->seq & mask;
+	if (s->len[i])
+		return VFGX_DROP_DUPLICATE;
+	memcpy(s->data + (size_t)i * p->conf.reorder_slot, body, len);
+	s->len[i] = len + 1;
+	s->flags[i] = (uint8_t)h->flags;
+	s->held++;
+	while (s->len[(uint32_t)s->base & mask])
+		slot_advance(p, h->stream, s);
+	return VFGX_STAGE_PASS;
+}
+
+static unsigned lat_bucket(uint64_t ns)
+{
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+
+	return b < VFGX_LAT_BUCKETS ? b : VFGX_LAT_BUCKETS - 1;
+}
+
+void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
+{
+	uint64_t now = vfgx_now_ns();
+
+	for (uint32_t k = 0; k < n; k++) {
+		const struct vfgx_pkt *pk = &pkts[k];
+		struct vfgx_parsed ps;
+		struct vfgx_app_hdr h;
+		const uint8_t *pay;
+		int r;
+
+		p->st.packets++;
+		p->st.bytes += pk->len;
+		if (pk->ts_ns && now >= pk->ts_ns)
+			p->st.lat_hist[lat_bucket(now - pk->ts_ns)]++;
+		r = vfgx_parse(pk->data, pk->len, &ps);
+		if (r == VFGX_STAGE_PASS)
+			r = vfgx_filter_port(p->lo, p->hi, p->conf.nb_port_ranges,
+					     ps.dst_port);
+		if (r != VFGX_STAGE_PASS) {
+			p->st.drops[r]++;
+			continue;
+		}
+		p->st.passed++;
+		pay = pk->data + ps.payload_off;
+		r = vfgx_app_hdr_read(pay, ps.payload_len, p->conf.max_streams, &h);
+		if (!p->conf.reorder) {
+			if (r == VFGX_STAGE_PASS)
+				deliver(p, h.stream, h.seq, pay + VFGX_APP_HLEN,
+					ps.payload_len - VFGX_APP_HLEN, h.flags);
+			else if (p->conf.verify_payload)
+				p->st.drops[r]++;
+			else
+				deliver(p, 0, 0, pay, ps.payload_len, 0);
+			continue;
+		}
+		if (r == VFGX_STAGE_PASS)
+			r = reorder_insert(p, &h, pay + VFGX_APP_HLEN,
+					   ps.payload_len - VFGX_APP_HLEN);
+		if (r != VFGX_STAGE_PASS)
+			p->st.drops[r]++;
+	}
+}
+
+void vfgx_proc_flush(vfgx_proc *p)
+{
+	uint32_t w = p->conf.reorder_window;
+
+	if (!p->conf.reorder)
+		return;
+	for (uint32_t id = 0; id < p->conf.max_streams; id++) {
+		struct reorder_stream *s = p->streams[id];
+		uint64_t skipped = 0;
+
+		if (!s)
+			continue;
+		/* Deliver what is held; gaps count only between held slots. */
+		for (uint32_t i = 0; i < w && s->held; i++) {
+			uint32_t slot = (uint32_t)s->base & (w - 1);
+
+			if (s->len[slot]) {
+				p->st.gaps += skipped;
+				skipped = 0;
+				slot_advance(p, id, s);
+			} else {
+				skipped++;
+				s->base++;
+			}
+		}
+		s->base -= skipped;
+	}
+}
+
+void vfgx_stats_add(struct vfgx_pipeline_stats *d,
+		    const struct vfgx_pipeline_stats *s)
+{
+	d->packets += s->packets;
+	d->bytes += s->bytes;
+	d->passed += s->passed;
+	d->delivered += s->delivered;
+	d->delivered_bytes += s->delivered_bytes;
+	d->gaps += s->gaps;
+	d->verify_errors += s->verify_errors;
+	d->last_seen += s->last_seen;
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		d->drops[i] += s->drops[i];
+	for (int i = 0; i < VFGX_LAT_BUCKETS; i++)
+		d->lat_hist[i] += s->lat_hist[i];
+}
+
+uint64_t vfgx_stats_lat_pct(const struct vfgx_pipeline_stats *st, double pct)
+{
+	uint64_t total = 0, acc = 0;
+
+	for (int i = 0; i < VFGX_LAT_BUCKETS; i++)
+		total += st->lat_hist[i];
+	if (!total)
+		return 0;
+	for (int i = 0; i < VFGX_LAT_BUCKETS; i++) {
+		acc += st->lat_hist[i];
+		if ((double)acc >= (double)total * pct / 100.0)
+			return 2ull << i;
+	}
+	return 2ull << (VFGX_LAT_BUCKETS - 1);
+}

@@ -1,0 +1,246 @@
+/* runner.c - N worker threads, each run to completion over its rx queues:
+ * receive a burst, process it, release it in bulk.  Stats are published to
+ * a snapshot under a per-worker lock every few milliseconds, never per
+ * packet. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/pipeline.h>
+#include <vfgx/stages.h>
+
+_Static_assert(VFGX_R_TRUNCATED == VFGX_DROP_TRUNCATED, "stage codes");
+_Static_assert(VFGX_R_BAD_UDP_CSUM == VFGX_DROP_BAD_UDP_CSUM, "stage codes");
+_Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
+
+#define SNAPSHOT_NS 5000000ull
+
+struct poll_entry {
+	vfgx_port *port;
+	uint16_t q;
+};
+
+struct worker {
+	struct vfgx_pipeline *pl;
+	pthread_t thread;
+	bool started;
+	vfgx_proc *proc;
+	struct poll_entry *polls;
+	uint32_t nb_polls;
+	pthread_mutex_t lock;
+	struct vfgx_pipeline_stats snap;
+	atomic_bool done;
+	int error;
+};
+
+struct vfgx_pipeline {
+	vfgx_ctx *ctx;
+	struct vfgx_pipeline_config conf;
+	struct worker *workers;
+	uint16_t nb_workers;
+	atomic_bool stop;
+	bool stopped;
+};
+
+int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+			 vfgx_port *const *ports, uint16_t nb_ports,
+			 vfgx_pipeline **out)
+{
+	struct vfgx_pipeline *pl;
+	uint32_t total = 0;
+	int ret;
+
+	*out = NULL;
+	for (uint16_t i = 0; i < nb_ports; i++)
+		total += vfgx_port_nb_rx_queues(ports[i]);
+	if (total == 0)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: no rx queues to poll");
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->ctx = ctx;
+	pl->conf = *conf;
+	pl->nb_workers = conf->workers ? conf->workers : 1;
+	if (pl->nb_workers > total) {
+		vfgx_warn(ctx, "pipeline: %u workers for %u rx queues; using %u (add queues to use more workers)",
+			  pl->nb_workers, total, total);
+		pl->nb_workers = (uint16_t)total;
+	}
+	pl->workers = calloc(pl->nb_workers, sizeof(*pl->workers));
+	if (!pl->workers) {
+		free(pl);
+		return -ENOMEM;
+	}
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+
+		wk->pl = pl;
+		pthread_mutex_init(&wk->lock, NULL);
+		wk->polls = calloc(total, sizeof(*wk->polls));
+		ret = wk->polls ? vfgx_proc_create(ctx, conf, &wk->proc) : -ENOMEM;
+		if (ret) {
+			pl->nb_workers = (uint16_t)(w + 1);
+			vfgx_pipeline_destroy(pl);
+			return ret;
+		}
+	}
+	/* Queue k (over all ports) goes to worker k % workers. */
+	uint32_t k = 0;
+
+	for (uint16_t i = 0; i < nb_ports; i++) {
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++, k++) {
+			struct worker *wk = &pl->workers[k % pl->nb_workers];
+
+			wk->polls[wk->nb_polls].port = ports[i];
+			wk->polls[wk->nb_polls++].q = q;
+		}
+	}
+	*out = pl;
+	return 0;
+}
+
+void vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
+				  void *user)
+{
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		vfgx_proc_set_user_stage(pl->workers[w].proc, fn, user);
+}
+
+static void publish(struct worker *wk)
+{
+	pthread_mutex_lock(&wk->lock);
+	vfgx_proc_stats(wk->proc, &wk->snap);
+	pthread_mutex_unlock(&wk->lock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	struct vfgx_pipeline *pl = wk->pl;
+	struct vfgx_pkt pkts[1024];
+	uint64_t start = vfgx_now_ns(), last_pub = start;
+	uint64_t end = pl->conf.duration_s > 0 ?
+			       start + (uint64_t)(pl->conf.duration_s * 1e9) :
+			       UINT64_MAX;
+	uint32_t idle = 0;
+
+	while (!atomic_load_explicit(&pl->stop, memory_order_relaxed)) {
+		bool all_done = true, any = false;
+
+		for (uint32_t i = 0; i < wk->nb_polls; i++) {
+			struct poll_entry *pe = &wk->polls[i];
+			int n = vfgx_port_rx_burst(pe->port, pe->q, pkts, 1024);
+
+			if (n < 0) {
+				wk->error = n;
+				vfgx_err(pl->ctx, "%s: rx queue %u failed: %s",
+					 vfgx_port_name(pe->port), pe->q,
+					 vfgx_strerror(n));
+				goto out;
+			}
+			if (n > 0) {
+				vfgx_proc_burst(wk->proc, pkts, (uint32_t)n);
+				vfgx_port_release(pe->port, pe->q, pkts, (uint16_t)n);
+				any = true;
+				all_done = false;
+			} else if (!vfgx_port_rx_done(pe->port, pe->q)) {
+				all_done = false;
+			}
+		}
+		if (all_done)
+			break;
+		if (!any && ++idle > 64) {
+			/* nothing arriving: give the core to the sender */
+			sched_yield();
+			idle = 0;
+		}
+		uint64_t now = vfgx_now_ns();
+
+		if (now >= end)
+			break;
+		if (now - last_pub >= SNAPSHOT_NS) {
+			publish(wk);
+			last_pub = now;
+		}
+	}
+out:
+	vfgx_proc_flush(wk->proc);
+	publish(wk);
+	atomic_store(&wk->done, true);
+	return NULL;
+}
+
+int vfgx_pipeline_start(vfgx_pipeline *pl)
+{
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+		int ret = pthread_create(&wk->thread, NULL, worker_main, wk);
+
+		if (ret) {
+			vfgx_pipeline_stop(pl);
+			return vfgx_set_error(pl->ctx, -ret,
+					      "pipeline: cannot start worker %u: %s",
+					      w, strerror(ret));
+		}
+		wk->started = true;
+	}
+	return 0;
+}
+
+bool vfgx_pipeline_done(vfgx_pipeline *pl)
+{
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		if (pl->workers[w].started && !atomic_load(&pl->workers[w].done))
+			return false;
+	return true;
+}
+
+void vfgx_pipeline_stop(vfgx_pipeline *pl)
+{
+	if (pl->stopped)
+		return;
+	atomic_store(&pl->stop, true);
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		if (pl->workers[w].started)
+			pthread_join(pl->workers[w].thread, NULL);
+		pl->workers[w].started = false;
+	}
+	pl->stopped = true;
+}
+
+void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+
+		pthread_mutex_lock(&wk->lock);
+		vfgx_stats_add(st, &wk->snap);
+		pthread_mutex_unlock(&wk->lock);
+	}
+}
+
+int vfgx_pipeline_error(vfgx_pipeline *pl)
+{
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		if (pl->workers[w].error)
+			return pl->workers[w].error;
+	return 0;
+}
+
+void vfgx_pipeline_destroy(vfgx_pipeline *pl)
+{
+	if (!pl)
+		return;
+	vfgx_pipeline_stop(pl);
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		vfgx_proc_destroy(pl->workers[w].proc);
+		free(pl->workers[w].polls);
+		pthread_mutex_destroy(&pl->workers[w].lock);
+	}
+	free(pl->workers);
+	free(pl);
+}

@@ -1,0 +1,55 @@
+/* backend.h - what a backend implements: one ops table per file, listed in
+ * port.c's table.  Adding a backend touches its file, its test and one line
+ * in that table. */
+#ifndef VFGX_PORT_BACKEND_H
+#define VFGX_PORT_BACKEND_H
+
+#include <stdbool.h>
+
+#include <vfgx/port.h>
+
+struct vfgx_port {
+	vfgx_ctx *ctx;
+	const struct vfgx_port_ops *ops;
+	char name[VFGX_NAME_MAX];
+	uint16_t nb_rx_queues;
+	uint16_t nb_tx_queues;
+	uint16_t burst;
+	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
+	bool own_pools; /* created by vfgx_port_open_config */
+	vfgx_region *rx_regions[VFGX_MAX_QUEUES]; /* owned with the pools */
+	void *priv;     /* backend state, ops->priv_size bytes, zeroed */
+};
+
+struct vfgx_port_ops {
+	const char *name;
+	size_t priv_size;
+	/* Validate conf->opts, acquire resources, start receiving.  On failure
+	 * release everything and set a detail with vfgx_set_error(). */
+	int (*open)(struct vfgx_port *port, const struct vfgx_port_conf *conf);
+	int (*rx_burst)(struct vfgx_port *port, uint16_t q,
+			struct vfgx_pkt *pkts, uint16_t max);
+	void (*release)(struct vfgx_port *port, uint16_t q,
+			struct vfgx_pkt *pkts, uint16_t n);
+	int (*tx_burst)(struct vfgx_port *port, uint16_t q,
+			const struct vfgx_pkt *pkts, uint16_t n);
+	int (*stats)(struct vfgx_port *port, uint16_t q,
+		     struct vfgx_queue_stats *st);
+	void (*close)(struct vfgx_port *port);
+	/* Optional. */
+	bool (*rx_done)(struct vfgx_port *port, uint16_t q);
+	int (*source_report)(struct vfgx_port *port, uint16_t q,
+			     struct vfgx_source_report *rep);
+};
+
+extern const struct vfgx_port_ops vfgx_loopback_ops;
+extern const struct vfgx_port_ops vfgx_socket_ops;
+extern const struct vfgx_port_ops vfgx_afxdp_ops;
+extern const struct vfgx_port_ops vfgx_dpdk_ops;
+extern const struct vfgx_port_ops vfgx_rdma_ops;
+
+/* Release helper for backends whose handles are pool buffers of queue q. */
+void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
+			       struct vfgx_pkt *pkts, uint16_t n);
+
+#endif

@@ -1,0 +1,438 @@
+/* loopback.c - the software port: generates a UDP/IPv4 stream with sequence
+ * headers (rate, size, count, flows, optional loss/reorder/duplicate/
+ * corruption injection) into pool buffers in bursts, and hands tx bursts
+ * back on rx.  It is the embedded default and the reference source for
+ * exact end-to-end checks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/pipeline.h>
+#include <vfgx/stages.h>
+
+#include "backend.h"
+
+#define LB_DEFAULT_BUF 2048
+#define LB_DEFAULT_NBUFS 4096
+#define LB_TX_RING 1024
+
+struct lb_flow {
+	uint64_t next_seq;
+	uint64_t count; /* sequences this flow emits; 0 = endless */
+};
+
+struct lb_queue {
+	struct lb_flow *flows; /* flows of this queue: stream = q + i*nq */
+	uint32_t nb_flows;
+	uint32_t cur;          /* round-robin flow index */
+	uint32_t live_flows;
+	uint64_t rng;
+	uint64_t start_ns;
+	uint64_t emitted;      /* packets built (for the rate limit) */
+	/* reorder injection: one packet held back for `hold_left` packets */
+	struct vfgx_pkt held;
+	bool has_held;
+	uint32_t hold_left;
+	bool dup_pending;      /* next packet repeats the previous sequence */
+	struct vfgx_pkt_spec last;
+	struct vfgx_ring tx;   /* looped-back tx packets (pool buffers) */
+	bool own_pool;
+	struct vfgx_queue_stats st;
+	struct vfgx_source_report rep;
+};
+
+struct lb_priv {
+	struct lb_queue q[VFGX_MAX_QUEUES];
+	uint32_t frame_len;
+	uint32_t flows;
+	uint64_t packets;
+	double rate_pps; /* per queue */
+	double loss, reorder, duplicate, corrupt;
+	uint32_t reorder_distance;
+	uint16_t src_port, dst_port, vlan;
+	bool udp_csum;
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* xorshift64*: cheap, deterministic per seed */
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+static bool chance(uint64_t *s, double p)
+{
+	if (p <= 0)
+		return false;
+	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0) < p;
+}
+
+static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
+		    const struct vfgx_cfg_node *o, uint64_t *seed)
+{
+	static const char *const keys[] = {
+		"packets", "packet_size", "flows", "rate_pps", "loss",
+		"reorder", "reorder_distance", "duplicate", "corrupt", "seed",
+		"src_port", "dst_port", "vlan", "udp_csum", NULL
+	};
+	uint32_t v16[3];
+	int ret;
+
+	(void)port;
+	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
+	    (ret = vfgx_cfg_u64(o, "packets", 100000, 0, UINT64_MAX / 2,
+				&lp->packets)) ||
+	    (ret = vfgx_cfg_u32(o, "packet_size", 512, vfgx_pkt_min_len(0),
+				9216, &lp->frame_len)) ||
+	    (ret = vfgx_cfg_u32(o, "flows", 4, 1, 65536, &lp->flows)) ||
+	    (ret = vfgx_cfg_double(o, "rate_pps", 0, 0, 1e10, &lp->rate_pps)) ||
+	    (ret = vfgx_cfg_double(o, "loss", 0, 0, 1, &lp->loss)) ||
+	    (ret = vfgx_cfg_double(o, "reorder", 0, 0, 1, &lp->reorder)) ||
+	    (ret = vfgx_cfg_u32(o, "reorder_distance", 3, 1, 512,
+				&lp->reorder_distance)) ||
+	    (ret = vfgx_cfg_double(o, "duplicate", 0, 0, 1, &lp->duplicate)) ||
+	    (ret = vfgx_cfg_double(o, "corrupt", 0, 0, 1, &lp->corrupt)) ||
+	    (ret = vfgx_cfg_u64(o, "seed", 1, 0, UINT64_MAX, seed)) ||
+	    (ret = vfgx_cfg_u32(o, "src_port", 4000, 1, 65535, &v16[0])) ||
+	    (ret = vfgx_cfg_u32(o, "dst_port", 5000, 1, 65535, &v16[1])) ||
+	    (ret = vfgx_cfg_u32(o, "vlan", 0, 0, 4094, &v16[2])) ||
+	    (ret = vfgx_cfg_bool(o, "udp_csum", true, &lp->udp_csum)))
+		return ret;
+	lp->src_port = (uint16_t)v16[0];
+	lp->dst_port = (uint16_t)v16[1];
+	lp->vlan = (uint16_t)v16[2];
+	if (lp->frame_len < vfgx_pkt_min_len(lp->vlan))
+		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
+				      lp->frame_len, vfgx_pkt_min_len(lp->vlan));
+	return 0;
+}
+
+static void lb_close(struct vfgx_port *port)
+{
+	struct lb_priv *lp = port->priv;
+
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
+		struct lb_queue *lq = &lp->q[q];
+		void *b;
+
+		if (lq->tx.slots) {
+			while (vfgx_ring_dequeue_burst(&lq->tx, &b, 1))
+				vfgx_pool_free_bulk(port->rx_pools[q], &b, 1);
+			vfgx_ring_fini(&lq->tx);
+		}
+		free(lq->flows);
+		if (lq->own_pool) {
+			vfgx_pool_destroy(port->rx_pools[q]);
+			port->rx_pools[q] = NULL;
+		}
+	}
+}
+
+static int lb_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
+{
+	struct lb_priv *lp = port->priv;
+	uint16_t nq = port->nb_rx_queues;
+	uint64_t seed;
+	int ret;
+
+	ret = lb_parse(port, lp, conf->opts, &seed);
+	if (ret)
+		return ret;
+	if (nq == 0)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: loopback needs at least one rx queue",
+				      port->name);
+	if (port->nb_tx_queues > nq)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: loopback tx queue q loops back to rx queue q: use at most %u tx queues",
+				      port->name, nq);
+	if (lp->rate_pps > 0)
+		lp->rate_pps /= nq;
+	for (uint16_t q = 0; q < nq; q++) {
+		struct lb_queue *lq = &lp->q[q];
+
+		if (!port->rx_pools[q]) {
+			ret = vfgx_pool_create(port->ctx, NULL, LB_DEFAULT_BUF,
+					       LB_DEFAULT_NBUFS, &port->rx_pools[q]);
+			if (ret)
+				goto err;
+			lq->own_pool = true;
+		} else if (vfgx_region_info(vfgx_pool_region(port->rx_pools[q]))->kind ==
+			   VFGX_MEM_GPU) {
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: loopback writes packets with the CPU; queue %u's region is GPU memory (use host or pinned)",
+					     port->name, q);
+			goto err;
+		}
+		if (vfgx_pool_buf_size(port->rx_pools[q]) < lp->frame_len) {
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: packet_size %u exceeds queue %u's buffer size %u",
+					     port->name, lp->frame_len, q,
+					     vfgx_pool_buf_size(port->rx_pools[q]));
+			goto err;
+		}
+		/* flows f with f % nq == q belong to queue q */
+		lq->nb_flows = lp->flows / nq + (q < lp->flows % nq);
+		lq->flows = calloc(lq->nb_flows ? lq->nb_flows : 1,
+				   sizeof(*lq->flows));
+		ret = lq->flows ? vfgx_ring_init(&lq->tx, LB_TX_RING) : -ENOMEM;
+		if (ret)
+			goto err;
+		for (uint32_t i = 0; i < lq->nb_flows; i++) {
+			uint32_t f = q + i * nq;
+			uint64_t c = lp->packets / lp->flows +
+				     (f < lp->packets % lp->flows);
+
+			lq->flows[i].count = lp->packets ? c : 0;
+			if (!lp->packets || c)
+				lq->live_flows++;
+		}
+		lq->rng = seed * 0x9E3779B97F4A7C15ull + q + 1;
+		lq->start_ns = vfgx_now_ns();
+	}
+	return 0;
+err:
+	lb_close(port);
+	return ret;
+}
+
+static void lb_spec(const struct lb_priv *lp, uint32_t stream, uint64_t seq,
+		    bool last, struct vfgx_pkt_spec *s)
+{
+	static const uint8_t smac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
+	static const uint8_t dmac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+
+	memset(s, 0, sizeof(*s));
+	memcpy(s->src_mac, smac, 6);
+	memcpy(s->dst_mac, dmac, 6);
+	s->src_ip = 0xC6120001; /* 198.18.0.1, benchmarking range */
+	s->dst_ip = 0xC6120002;
+	s->src_port = (uint16_t)(lp->src_port + stream);
+	s->dst_port = lp->dst_port;
+	s->vlan = lp->vlan;
+	s->stream = stream;
+	s->seq = seq;
+	s->flags = last ? VFGX_APP_FLAG_LAST : 0;
+	s->frame_len = lp->frame_len;
+	s->udp_csum = lp->udp_csum;
+}
+
+/* Pick the next (stream, seq) to emit, applying loss.  false when done. */
+static bool lb_next(struct lb_priv *lp, struct lb_queue *lq, uint16_t q,
+		    uint16_t nq, struct vfgx_pkt_spec *s)
+{
+	while (lq->live_flows) {
+		struct lb_flow *f = &lq->flows[lq->cur];
+		uint32_t stream = q + lq->cur * nq;
+		bool last;
+		uint64_t seq;
+
+		lq->cur = (lq->cur + 1) % lq->nb_flows;
+		if (f->count && f->next_seq >= f->count)
+			continue;
+		seq = f->next_seq++;
+		last = f->count && f->next_seq == f->count;
+		if (last)
+			lq->live_flows--;
+		lq->rep.generated++;
+		if (chance(&lq->rng, lp->loss)) {
+			lq->rep.lost++;
+			continue;
+		}
+		lb_spec(lp, stream, seq, last, s);
+		return true;
+	}
+	return false;
+}
+
+static void lb_fill(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *p,
+		    void *buf, uint32_t len)
+{
+	p->data = buf;
+	p->len = len;
+	p->handle = buf;
+	p->queue = q;
+	p->flags = 0;
+	p->ts_ns = vfgx_now_ns();
+	p->flow = 0;
+	(void)port;
+}
+
+static int lb_rx_burst(struct vfgx_port *port, uint16_t q,
+		       struct vfgx_pkt *pkts, uint16_t max)
+{
+	struct lb_priv *lp = port->priv;
+	struct lb_queue *lq = &lp->q[q];
+	vfgx_pool *pool = port->rx_pools[q];
+	void *bufs[1024];
+	uint16_t n = 0;
+	uint32_t want, avail;
+
+	if (max > port->burst)
+		max = port->burst;
+	/* Looped-back tx packets first. */
+	n = (uint16_t)vfgx_ring_dequeue_burst(&lq->tx, bufs, max);
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t len;
+
+		memcpy(&len, bufs[i], sizeof(len)); /* length stashed by tx */
+		memmove(bufs[i], (uint8_t *)bufs[i] + 64, len);
+		lb_fill(port, q, &pkts[i], bufs[i], len);
+		pkts[i].flow = 0;
+	}
+	want = max - n;
+	if (lp->rate_pps > 0) {
+		double due = (double)(vfgx_now_ns() - lq->start_ns) * 1e-9 *
+			     lp->rate_pps;
+		double room = due - (double)lq->emitted;
+
+		if (room < want)
+			want = room > 0 ? (uint32_t)room : 0;
+	}
+	avail = vfgx_pool_available(pool);
+	if (want > avail) {
+		if (avail == 0 && want)
+			vfgx_pool_alloc_bulk(pool, bufs, want); /* counts the refusal */
+		want = avail;
+	}
+	if (want && vfgx_pool_alloc_bulk(pool, bufs, want) < 0)
+		want = 0;
+	uint32_t used = 0;
+
+	while (used < want && n < max) {
+		struct vfgx_pkt_spec s;
+		uint8_t *b = bufs[used];
+		uint32_t len;
+
+		bool is_dup = lq->dup_pending;
+
+		if (is_dup) {
+			s = lq->last;
+			lq->dup_pending = false;
+			lq->rep.duplicated++;
+		} else if (!lb_next(lp, lq, q, port->nb_rx_queues, &s)) {
+			break;
+		} else if (chance(&lq->rng, lp->duplicate)) {
+			lq->dup_pending = true;
+		}
+		lq->last = s;
+		len = vfgx_pkt_build(b, vfgx_pool_buf_size(pool), &s);
+		/* Injections are exclusive per sequence (a duplicated sequence
+		 * is never corrupted) so a run's outcome is exactly predictable. */
+		if (!is_dup && !lq->dup_pending && chance(&lq->rng, lp->corrupt)) {
+			/* flip one payload bit: the UDP checksum must catch it */
+			b[len - 1] ^= 0x40;
+			lq->rep.corrupted++;
+		}
+		used++;
+		lq->emitted++;
+		if (!lq->has_held && chance(&lq->rng, lp->reorder)) {
+			lb_fill(port, q, &lq->held, b, len);
+			lq->held.flow = s.stream;
+			lq->has_held = true;
+			lq->hold_left = lp->reorder_distance;
+			lq->rep.reordered++;
+			continue;
+		}
+		lb_fill(port, q, &pkts[n], b, len);
+		pkts[n++].flow = s.stream;
+		if (lq->has_held && lq->hold_left)
+			lq->hold_left--;
+		if (lq->has_held && !lq->hold_left && n < max) {
+			pkts[n++] = lq->held;
+			lq->has_held = false;
+		}
+	}
+	if (used < want)
+		vfgx_pool_free_bulk(pool, bufs + used, want - used);
+	/* Source exhausted: the held packet goes out last. */
+	if (lq->has_held && !lq->live_flows && !lq->dup_pending && n < max) {
+		pkts[n++] = lq->held;
+		lq->has_held = false;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		lq->st.rx_packets++;
+		lq->st.rx_bytes += pkts[i].len;
+	}
+	return n;
+}
+
+static int lb_tx_burst(struct vfgx_port *port, uint16_t q,
+		       const struct vfgx_pkt *pkts, uint16_t n)
+{
+	struct lb_priv *lp = port->priv;
+	struct lb_queue *lq = &lp->q[q];
+	vfgx_pool *pool = port->rx_pools[q];
+	uint32_t room = vfgx_pool_buf_size(pool);
+	uint16_t done = 0;
+
+	for (; done < n; done++) {
+		void *b;
+
+		if (pkts[done].len + 64 > room) {
+			lq->st.drops[VFGX_DROP_TRUNCATED]++;
+			continue;
+		}
+		if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0)
+			break; /* backpressure: caller keeps the rest */
+		/* stash the length in the first cache line, frame after it */
+		memcpy(b, &pkts[done].len, sizeof(pkts[done].len));
+		memcpy((uint8_t *)b + 64, pkts[done].data, pkts[done].len);
+		if (!vfgx_ring_enqueue_burst(&lq->tx, &b, 1)) {
+			vfgx_pool_free_bulk(pool, &b, 1);
+			break;
+		}
+		lq->st.tx_packets++;
+		lq->st.tx_bytes += pkts[done].len;
+	}
+	return done;
+}
+
+static int lb_stats(struct vfgx_port *port, uint16_t q,
+		    struct vfgx_queue_stats *st)
+{
+	struct lb_priv *lp = port->priv;
+	struct vfgx_pool_stats ps;
+
+	*st = lp->q[q].st;
+	vfgx_pool_stats(port->rx_pools[q], &ps);
+	st->drops[VFGX_DROP_NOBUFS] = ps.alloc_fail;
+	return 0;
+}
+
+static bool lb_rx_done(struct vfgx_port *port, uint16_t q)
+{
+	struct lb_priv *lp = port->priv;
+	struct lb_queue *lq = &lp->q[q];
+
+	return lp->packets && !lq->live_flows && !lq->has_held &&
+	       !lq->dup_pending && vfgx_ring_count(&lq->tx) == 0;
+}
+
+static int lb_source_report(struct vfgx_port *port, uint16_t q,
+			    struct vfgx_source_report *rep)
+{
+	struct lb_priv *lp = port->priv;
+
+	*rep = lp->q[q].rep;
+	rep->known = lp->packets != 0;
+	return 0;
+}
+
+const struct vfgx_port_ops vfgx_loopback_ops = {
+	.name = "loopback",
+	.priv_size = sizeof(struct lb_priv),
+	.open = lb_open,
+	.rx_burst = lb_rx_burst,
+	.release = vfgx_port_release_to_pool,
+	.tx_burst = lb_tx_burst,
+	.stats = lb_stats,
+	.close = lb_close,
+	.rx_done = lb_rx_done,
+	.source_report = lb_source_report,
+};

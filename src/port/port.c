@@ -1,0 +1,257 @@
+/* port.c - the backend table and the generic half of every port call. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "vfgx_build.h"
+
+/* One line per backend. */
+static const struct vfgx_port_ops *const backend_table[] = {
+	&vfgx_loopback_ops,
+#ifdef VFGX_HAVE_SOCKET_BACKEND
+	&vfgx_socket_ops,
+#endif
+#if VFGX_HAVE_AFXDP && defined(VFGX_HAVE_AFXDP_BACKEND)
+	&vfgx_afxdp_ops,
+#endif
+#if VFGX_HAVE_DPDK && defined(VFGX_HAVE_DPDK_BACKEND)
+	&vfgx_dpdk_ops,
+#endif
+#if VFGX_HAVE_RDMA && defined(VFGX_HAVE_RDMA_BACKEND)
+	&vfgx_rdma_ops,
+#endif
+};
+
+#define NB_BACKENDS (sizeof(backend_table) / sizeof(backend_table[0]))
+
+const char *const *vfgx_port_backends(void)
+{
+	static const char *names[NB_BACKENDS + 1];
+
+	for (size_t i = 0; i < NB_BACKENDS; i++)
+		names[i] = backend_table[i]->name;
+	names[NB_BACKENDS] = NULL;
+	return names;
+}
+
+static const char *const drop_names[VFGX_DROP_MAX] = {
+	"no_bufs",     "ring_full", "truncated",   "bad_eth",
+	"bad_ip",      "bad_ip_csum", "not_udp",   "bad_udp",
+	"bad_udp_csum", "filtered", "bad_app_hdr", "bad_stream",
+	"late",        "duplicate", "too_big",     "user",
+};
+
+const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
+{
+	return (unsigned)r < VFGX_DROP_MAX ? drop_names[r] : "?";
+}
+
+int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
+		   vfgx_port **out)
+{
+	const struct vfgx_port_ops *ops = NULL;
+	struct vfgx_port *port;
+	int ret;
+
+	*out = NULL;
+	for (size_t i = 0; i < NB_BACKENDS; i++)
+		if (strcmp(backend_table[i]->name, conf->backend) == 0)
+			ops = backend_table[i];
+	if (!ops) {
+		static const char *const known[] = { "loopback", "socket",
+						     "afxdp", "dpdk", "rdma" };
+
+		for (size_t i = 0; i < 5; i++)
+			if (strcmp(known[i], conf->backend) == 0)
+				return vfgx_set_error(ctx, -ENOTSUP,
+						      "%s: backend '%s' is not in this build (install its -dev package and rebuild; see the build summary)",
+						      conf->name ? conf->name : "port",
+						      conf->backend);
+		return vfgx_set_error(ctx, -EINVAL,
+				      "%s: unknown backend '%s' (use loopback, socket, afxdp, dpdk or rdma)",
+				      conf->name ? conf->name : "port",
+				      conf->backend);
+	}
+	if (conf->nb_rx_queues > VFGX_MAX_QUEUES ||
+	    conf->nb_tx_queues > VFGX_MAX_QUEUES || conf->burst == 0 ||
+	    conf->burst > 1024)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "%s: queues must be 0..%d and burst 1..1024",
+				      conf->name ? conf->name : "port",
+				      VFGX_MAX_QUEUES);
+	port = calloc(1, sizeof(*port));
+	if (!port)
+		return -ENOMEM;
+	port->priv = calloc(1, ops->priv_size ? ops->priv_size : 1);
+	if (!port->priv) {
+		free(port);
+		return -ENOMEM;
+	}
+	port->ctx = ctx;
+	port->ops = ops;
+	snprintf(port->name, sizeof(port->name), "%s",
+		 conf->name ? conf->name : ops->name);
+	port->nb_rx_queues = conf->nb_rx_queues;
+	port->nb_tx_queues = conf->nb_tx_queues;
+	port->burst = conf->burst;
+	memcpy(port->rx_pools, conf->rx_pools, sizeof(port->rx_pools));
+	ret = ops->open(port, conf);
+	if (ret) {
+		free(port->priv);
+		free(port);
+		return ret;
+	}
+	*out = port;
+	return 0;
+}
+
+static void free_owned_pools(struct vfgx_port *port)
+{
+	for (int q = 0; q < VFGX_MAX_QUEUES; q++) {
+		vfgx_pool_destroy(port->rx_pools[q]);
+		vfgx_region_destroy(port->rx_regions[q]);
+		port->rx_pools[q] = NULL;
+		port->rx_regions[q] = NULL;
+	}
+}
+
+int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+			  const struct vfgx_iface_config *ifc, vfgx_port **out)
+{
+	struct vfgx_port_conf pc = {
+		.name = ifc->name,
+		.backend = ifc->backend,
+		.address = ifc->address[0] ? ifc->address : NULL,
+		.nb_rx_queues = ifc->nb_rx_queues,
+		.nb_tx_queues = ifc->nb_tx_queues,
+		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
+		.opts = &ifc->opts,
+	};
+	struct vfgx_port tmp = { 0 };
+	int ret = 0;
+
+	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
+		const struct vfgx_region_config *rc;
+
+		if (!ifc->rx_queues[q].region[0])
+			continue;
+		rc = vfgx_config_find_region(cfg, ifc->rx_queues[q].region);
+		if (!rc)
+			return vfgx_set_error(ctx, -EINVAL,
+					      "%s: rx queue %u: memory region '%s' not defined",
+					      ifc->name, q, ifc->rx_queues[q].region);
+		ret = vfgx_region_create(ctx, rc->kind,
+					 (size_t)((rc->buf_size + 63u) & ~63u) *
+						 rc->num_bufs,
+					 rc->gpu_id,
+					 rc->fallback == VFGX_FALLBACK_HOST,
+					 &tmp.rx_regions[q]);
+		if (!ret)
+			ret = vfgx_pool_create(ctx, tmp.rx_regions[q],
+					       rc->buf_size, rc->num_bufs,
+					       &tmp.rx_pools[q]);
+		if (ret) {
+			free_owned_pools(&tmp);
+			return ret;
+		}
+		pc.rx_pools[q] = tmp.rx_pools[q];
+	}
+	ret = vfgx_port_open(ctx, &pc, out);
+	if (ret) {
+		free_owned_pools(&tmp);
+		return ret;
+	}
+	(*out)->own_pools = true;
+	memcpy((*out)->rx_regions, tmp.rx_regions, sizeof(tmp.rx_regions));
+	return 0;
+}
+
+void vfgx_port_close(vfgx_port *port)
+{
+	if (!port)
+		return;
+	port->ops->close(port);
+	if (port->own_pools)
+		free_owned_pools(port);
+	free(port->priv);
+	free(port);
+}
+
+int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t max)
+{
+	if (q >= port->nb_rx_queues)
+		return -EINVAL;
+	return port->ops->rx_burst(port, q, pkts, max);
+}
+
+void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t n)
+{
+	if (n && q < port->nb_rx_queues)
+		port->ops->release(port, q, pkts, n);
+}
+
+int vfgx_port_tx_burst(vfgx_port *port, uint16_t q,
+		       const struct vfgx_pkt *pkts, uint16_t n)
+{
+	if (q >= port->nb_tx_queues)
+		return -EINVAL;
+	if (!port->ops->tx_burst)
+		return -ENOTSUP;
+	return port->ops->tx_burst(port, q, pkts, n);
+}
+
+int vfgx_port_stats(vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (q >= port->nb_rx_queues && q >= port->nb_tx_queues)
+		return -EINVAL;
+	return port->ops->stats(port, q, st);
+}
+
+bool vfgx_port_rx_done(vfgx_port *port, uint16_t q)
+{
+	return port->ops->rx_done ? port->ops->rx_done(port, q) : false;
+}
+
+int vfgx_port_source_report(vfgx_port *port, uint16_t q,
+			    struct vfgx_source_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	if (!port->ops->source_report)
+		return 0;
+	return port->ops->source_report(port, q, rep);
+}
+
+const char *vfgx_port_name(const vfgx_port *port)
+{
+	return port->name;
+}
+
+const char *vfgx_port_backend(const vfgx_port *port)
+{
+	return port->ops->name;
+}
+
+uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port)
+{
+	return port->nb_rx_queues;
+}
+
+uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port)
+{
+	return port->nb_tx_queues;
+}
+
+void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
+			       struct vfgx_pkt *pkts, uint16_t n)
+{
+	void *bufs[1024];
+
+	for (uint16_t i = 0; i < n; i++)
+		bufs[i] = pkts[i].handle;
+	vfgx_pool_free_bulk(port->rx_pools[q], bufs, n);
+}
