@@ -7,21 +7,9 @@
 #include "backend.h"
 #include "vfgx_build.h"
 
-/* One line per backend. */
+/* One line per backend (optional ones under their VFGX_HAVE_* guard). */
 static const struct vfgx_port_ops *const backend_table[] = {
 	&vfgx_loopback_ops,
-#ifdef VFGX_HAVE_SOCKET_BACKEND
-	&vfgx_socket_ops,
-#endif
-#if VFGX_HAVE_AFXDP && defined(VFGX_HAVE_AFXDP_BACKEND)
-	&vfgx_afxdp_ops,
-#endif
-#if VFGX_HAVE_DPDK && defined(VFGX_HAVE_DPDK_BACKEND)
-	&vfgx_dpdk_ops,
-#endif
-#if VFGX_HAVE_RDMA && defined(VFGX_HAVE_RDMA_BACKEND)
-	&vfgx_rdma_ops,
-#endif
 };
 
 #define NB_BACKENDS (sizeof(backend_table) / sizeof(backend_table[0]))
