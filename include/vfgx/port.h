@@ -33,6 +33,10 @@ struct vfgx_pkt {
 };
 
 #define VFGX_PKT_GPU 0x1 /* data is a device address */
+/* data is already the transport payload (a UDP datagram's payload or one
+ * TCP record): the kernel parsed and validated the headers, so the pipeline
+ * skips parse/validate/filter and starts at the sequence header. */
+#define VFGX_PKT_PAYLOAD 0x2
 
 /* Why a packet was dropped.  Port-level and pipeline-level reasons share
  * the enum so one stats block describes a queue. */

@@ -235,13 +235,19 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		p->st.bytes += pk->len;
 		if (pk->ts_ns && now >= pk->ts_ns)
 			p->st.lat_hist[lat_bucket(now - pk->ts_ns)]++;
-		r = vfgx_parse(pk->data, pk->len, &ps);
-		if (r == VFGX_STAGE_PASS)
-			r = vfgx_filter_port(p->lo, p->hi, p->conf.nb_port_ranges,
-					     ps.dst_port);
-		if (r != VFGX_STAGE_PASS) {
-			p->st.drops[r]++;
-			continue;
+		if (pk->flags & VFGX_PKT_PAYLOAD) {
+			ps.payload_off = 0;
+			ps.payload_len = pk->len;
+		} else {
+			r = vfgx_parse(pk->data, pk->len, &ps);
+			if (r == VFGX_STAGE_PASS)
+				r = vfgx_filter_port(p->lo, p->hi,
+						     p->conf.nb_port_ranges,
+						     ps.dst_port);
+			if (r != VFGX_STAGE_PASS) {
+				p->st.drops[r]++;
+				continue;
+			}
 		}
 		p->st.passed++;
 		pay = pk->data + ps.payload_off;
