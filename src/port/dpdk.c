@@ -437,32 +437,42 @@ static int dk_ext_pool(struct vfgx_port *port, const struct dk_opts *o,
 	char name[RTE_MEMPOOL_NAMESIZE];
 	void *addr = ri->kind == VFGX_MEM_GPU ? ri->dev_addr : ri->addr;
 	size_t len = ri->size & ~(pg - 1);
-	int ret;
+	const char *why = NULL;
+	int ret, err = 0;
 
 	if (elt > 65535 || elt < RTE_PKTMBUF_HEADROOM + 64 || len < elt)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: rx queue %u: region buffers of %u B cannot be mbufs (need %u..65535 B)",
 				      port->name, q, elt, RTE_PKTMBUF_HEADROOM + 64);
-	if (rte_extmem_register(addr, len, NULL, 0, pg) != 0)
+	/* A vdev's "DMA map" is a no-op that succeeds: its PMD moves packets
+	 * with the CPU (which cannot touch GPU memory), so treat it as a
+	 * device without DMA. */
+	if (strcmp(rte_bus_name(rte_dev_bus(dev)), "vdev") == 0) {
+		err = ENOTSUP;
+		why = "a vdev moves packets with the CPU, it has no device DMA";
+	} else if (rte_extmem_register(addr, len, NULL, 0, pg) != 0) {
 		return vfgx_set_error(port->ctx, -(rte_errno ? rte_errno : EINVAL),
 				      "%s: rx queue %u: rte_extmem_register of the %s region (%p, %zu B, pages %zu B) failed: %s",
 				      port->name, q, vfgx_mem_kind_name(ri->kind),
 				      addr, len, pg, rte_strerror(rte_errno));
-	dq->ext_addr = addr;
-	dq->ext_len = len;
-	if (rte_dev_dma_map(dev, addr, RTE_BAD_IOVA, len) != 0) {
-		int err = rte_errno;
-
-		dk_ext_release(dq);
+	} else {
+		dq->ext_addr = addr;
+		dq->ext_len = len;
+		if (rte_dev_dma_map(dev, addr, RTE_BAD_IOVA, len) != 0) {
+			err = rte_errno;
+			why = rte_strerror(err);
+			dk_ext_release(dq);
+		}
+	}
+	if (err) {
 		if (o->fallback == VFGX_FALLBACK_FAIL)
 			return vfgx_set_error(port->ctx, -ENOTSUP,
 					      "%s: rx queue %u: device %s cannot DMA-map external memory (%s region): %s (use a device behind an IOMMU or one that maps memory itself such as mlx5; or set dpdk.memory.fallback: host)",
 					      port->name, q, dp->devname,
-					      vfgx_mem_kind_name(ri->kind),
-					      rte_strerror(err));
+					      vfgx_mem_kind_name(ri->kind), why);
 		vfgx_warn(port->ctx, "%s: rx queue %u: device %s cannot DMA-map external memory (%s region): %s; using a host mbuf pool (set dpdk.memory.fallback: fail to make this an error)",
 			  port->name, q, dp->devname,
-			  vfgx_mem_kind_name(ri->kind), rte_strerror(err));
+			  vfgx_mem_kind_name(ri->kind), why);
 		return 1;
 	}
 	dq->dma_dev = dev;
