@@ -740,6 +740,7 @@ static int dk_configure(struct vfgx_port *port, const struct dk_opts *o,
 	struct dk_priv *dp = port->priv;
 	struct rte_eth_conf ec = { 0 };
 	uint16_t nb_rxd = (uint16_t)o->rx_desc, nb_txd = (uint16_t)o->tx_desc;
+	uint16_t nb_txq = port->nb_tx_queues;
 	int socket = rte_eth_dev_socket_id(dp->pid);
 	int ret;
 
@@ -769,8 +770,11 @@ static int dk_configure(struct vfgx_port *port, const struct dk_opts *o,
 	ret = dk_pools(port, o, di, socket);
 	if (ret)
 		return ret;
-	ret = rte_eth_dev_configure(dp->pid, port->nb_rx_queues,
-				    port->nb_tx_queues, &ec);
+	/* queue-pair PMDs (net_af_xdp) want as many tx as rx queues: extra
+	 * tx queues are set up and never used */
+	if (nb_txq < port->nb_rx_queues && port->nb_rx_queues <= di->max_tx_queues)
+		nb_txq = port->nb_rx_queues;
+	ret = rte_eth_dev_configure(dp->pid, port->nb_rx_queues, nb_txq, &ec);
 	if (!ret)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(dp->pid, &nb_rxd, &nb_txd);
 	if (ret)
@@ -781,7 +785,7 @@ static int dk_configure(struct vfgx_port *port, const struct dk_opts *o,
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++)
 		if ((ret = dk_rx_queue(port, q, nb_rxd, socket, di)))
 			return ret;
-	for (uint16_t q = 0; q < port->nb_tx_queues; q++) {
+	for (uint16_t q = 0; q < nb_txq; q++) {
 		ret = rte_eth_tx_queue_setup(dp->pid, q, nb_txd, socket,
 					     &di->default_txconf);
 		if (ret)
