@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include <rte_bus.h>
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -58,6 +59,7 @@ struct dk_queue {
 	size_t ext_len;
 	struct rte_device *dma_dev; /* set when ext_addr is DMA-mapped */
 	bool gpu;                   /* mbuf data are device addresses */
+	bool polled;                /* rx thread registered with EAL */
 	struct vfgx_queue_stats st;
 };
 
@@ -66,6 +68,7 @@ struct dk_priv {
 	bool attached;     /* port id valid and marked used */
 	bool probed;       /* we attached the device: detach on close */
 	bool started;
+	bool promisc;      /* we turned promiscuous mode on */
 	bool split;
 	bool sw_steer;
 	char devname[VFGX_ADDR_MAX];
@@ -76,6 +79,10 @@ struct dk_priv {
 	uint8_t *steer;
 	struct rte_flow *flows[DK_MAX_FLOWS];
 	int nb_flows;
+	/* rx timestamps from the TSC, in vfgx_now_ns() time: cheaper than a
+	 * clock_gettime per burst; drift against CLOCK_MONOTONIC over a run
+	 * is far below the latencies measured */
+	uint64_t base_ns, base_tsc, ns_mult; /* ns = (tsc delta * mult) >> 32 */
 	uint64_t xs_id[2]; /* rx_mbuf_allocation_errors, rx_missed_errors */
 	bool xs_ok[2];
 };
@@ -705,6 +712,8 @@ static void dk_close(struct vfgx_port *port)
 			rte_flow_flush(dp->pid, NULL);
 		if (rte_eth_dev_info_get(dp->pid, &di) == 0)
 			dev = di.device;
+		if (dp->promisc)
+			rte_eth_promiscuous_disable(dp->pid);
 		if (dp->started)
 			rte_eth_dev_stop(dp->pid);
 		rte_eth_dev_close(dp->pid);
@@ -836,12 +845,15 @@ static int dk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		goto err;
 	}
 	dp->started = true;
-	if (o->promiscuous)
-		rte_eth_promiscuous_enable(dp->pid);
+	if (o->promiscuous && rte_eth_promiscuous_get(dp->pid) == 0)
+		dp->promisc = rte_eth_promiscuous_enable(dp->pid) == 0;
 	ret = dk_steering(port, o, &di);
 	if (ret)
 		goto err;
 	dk_xstats_ids(dp);
+	dp->base_tsc = rte_rdtsc();
+	dp->base_ns = vfgx_now_ns();
+	dp->ns_mult = (uint64_t)((1000000000.0 * 4294967296.0) / (double)rte_get_tsc_hz());
 	vfgx_info(port->ctx, "%s: DPDK port %u = %s (driver %s): %u rx / %u tx queues%s%s",
 		  port->name, dp->pid, o->port, di.driver_name,
 		  port->nb_rx_queues, port->nb_tx_queues,
@@ -857,6 +869,13 @@ out_free:
 }
 
 /* ---- data path ------------------------------------------------------------- */
+
+static inline uint64_t dk_now_ns(const struct dk_priv *dp)
+{
+	uint64_t d = rte_rdtsc() - dp->base_tsc;
+
+	return dp->base_ns + (uint64_t)(((unsigned __int128)d * dp->ns_mult) >> 32);
+}
 
 /* Queue a packet belongs to under software steering, or q itself. */
 static inline uint16_t dk_steer(const struct dk_priv *dp, struct rte_mbuf *m,
@@ -895,20 +914,35 @@ static inline bool dk_split_pkt(struct rte_mbuf *m, struct vfgx_pkt *p)
 	return pay->next == NULL;
 }
 
+/* Multi-segment mbufs and header-data split; false: drop it. */
+static bool dk_rx_slow(const struct dk_priv *dp, struct rte_mbuf *m,
+		       struct vfgx_pkt *p, uint16_t flags)
+{
+	if (m->nb_segs == 1) {
+		p->flags = 0; /* not split: the header pool holds all of it */
+		return true;
+	}
+	p->flags = 0;
+	if (!dp->split || !dk_split_pkt(m, p))
+		return false; /* scatter is never enabled: a PMD error */
+	p->flags |= flags;
+	return true;
+}
+
 static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t max)
 {
-	static __thread bool registered;
 	struct dk_priv *dp = port->priv;
 	struct dk_queue *dq = &dp->q[q];
 	struct rte_mbuf *mb[1024], *bad[1024];
-	uint16_t n = 0, k, nb_bad = 0, out = 0;
+	uint16_t n = 0, k, nb_bad = 0, out = 0, odd = 0;
 	uint16_t flags = dq->gpu ? VFGX_PKT_GPU : 0;
 	uint64_t now, bytes = 0;
 
-	if (unlikely(!registered)) {
-		/* a non-EAL thread gets an lcore id: mempool caches work */
-		registered = true;
+	if (unlikely(!dq->polled)) {
+		/* the queue's thread, if not an EAL thread, gets an lcore id
+		 * so mempool caches work (one thread per queue) */
+		dq->polled = true;
 		if (rte_lcore_id() == LCORE_ID_ANY)
 			rte_thread_register();
 	}
@@ -942,31 +976,40 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 	}
 	if (!n)
 		goto done;
-	now = vfgx_now_ns();
+	now = dk_now_ns(dp);
+	/* fast path: one descriptor per mbuf, no branches; odd mbufs
+	 * (several segments, header split) are redone below */
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = mb[i];
-		struct vfgx_pkt *p = &pkts[out];
+		struct vfgx_pkt *p = &pkts[i];
 
 		p->data = rte_pktmbuf_mtod(m, uint8_t *);
 		p->len = m->data_len;
-		p->flow = (m->ol_flags & RTE_MBUF_F_RX_RSS_HASH) ? m->hash.rss : 0;
+		p->flow = m->hash.rss &
+			  -(uint32_t)!!(m->ol_flags & RTE_MBUF_F_RX_RSS_HASH);
 		p->ts_ns = now;
 		p->handle = m;
 		p->queue = q;
 		p->flags = flags;
-		if (unlikely(m->nb_segs != 1)) {
-			p->flags = 0;
-			if (!dp->split || !dk_split_pkt(m, p)) {
+		odd |= (uint16_t)(m->nb_segs - 1);
+		bytes += m->data_len;
+	}
+	out = n;
+	if (unlikely(odd | dp->split)) {
+		bytes = 0;
+		out = 0;
+		for (uint16_t i = 0; i < n; i++) {
+			struct rte_mbuf *m = mb[i];
+
+			pkts[out] = pkts[i];
+			if (((m->nb_segs != 1) | dp->split) &&
+			    !dk_rx_slow(dp, m, &pkts[out], flags)) {
 				dq->st.drops[VFGX_DROP_TRUNCATED]++;
 				bad[nb_bad++] = m;
 				continue;
 			}
-			p->flags |= flags;
-		} else if (dp->split) {
-			p->flags = 0; /* not split: the header pool holds it */
+			bytes += pkts[out++].len;
 		}
-		bytes += p->len;
-		out++;
 	}
 	dq->st.rx_packets += out;
 	dq->st.rx_bytes += bytes;
