@@ -96,7 +96,7 @@ struct dk_priv {
 static pthread_mutex_t eal_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool eal_ready;
 static char eal_owner[VFGX_NAME_MAX];
-static unsigned int pool_seq;
+static unsigned int pool_seq; /* unique mempool names (atomic) */
 static bool port_used[RTE_MAX_ETHPORTS];
 
 static bool dk_is_pci(const char *s)
@@ -293,8 +293,16 @@ static int dk_eal_init(struct vfgx_port *port, const struct dk_opts *o)
 		argv[argc++] = (char *)"-l";
 		argv[argc++] = core;
 	}
-	if (!dk_has_arg(o, bus_args) && !dk_is_pci(o->port))
-		argv[argc++] = (char *)"--no-pci";
+	if (!dk_has_arg(o, bus_args)) {
+		if (!dk_is_pci(o->port)) {
+			argv[argc++] = (char *)"--no-pci";
+		} else {
+			/* only this device: EAL would otherwise probe every
+			 * PCI NIC it can, the host's own included */
+			argv[argc++] = (char *)"-a";
+			argv[argc++] = (char *)o->port;
+		}
+	}
 	if (!dk_has_arg(o, log_args))
 		argv[argc++] = (char *)(vfgx_log_get_level(port->ctx) >=
 							VFGX_LOG_DEBUG ?
@@ -316,8 +324,8 @@ static int dk_eal_init(struct vfgx_port *port, const struct dk_opts *o)
 	pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 	if (ret < 0)
 		return vfgx_set_error(port->ctx, -(rte_errno ? rte_errno : EINVAL),
-				      "%s: DPDK EAL rejected its arguments (%s ):%s %s (fix dpdk.eal_args; EAL's own message is above)",
-				      port->name, joined, rte_errno == EALREADY ?
+				      "%s: DPDK EAL rejected its arguments (%s):%s %s (fix dpdk.eal_args; EAL's own message is above)",
+				      port->name, joined + 1, rte_errno == EALREADY ?
 				      " EAL already initialised outside vfgx;" : "",
 				      rte_strerror(rte_errno));
 	return 0;
@@ -402,7 +410,8 @@ static int dk_host_pool(struct vfgx_port *port, const char *what, uint32_t n,
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
 
-	snprintf(name, sizeof(name), "vfgx%u_%s", pool_seq++, what);
+	snprintf(name, sizeof(name), "vfgx%u_%s",
+		 __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED), what);
 	*out = rte_pktmbuf_pool_create(name, n, cache, 0, (uint16_t)data_room,
 				       socket);
 	if (!*out)
@@ -487,7 +496,8 @@ static int dk_ext_pool(struct vfgx_port *port, const struct dk_opts *o,
 	ext.buf_iova = RTE_BAD_IOVA;
 	ext.buf_len = len;
 	ext.elt_size = (uint16_t)elt;
-	snprintf(name, sizeof(name), "vfgx%u_ext%u", pool_seq++, q);
+	snprintf(name, sizeof(name), "vfgx%u_ext%u",
+		 __atomic_fetch_add(&pool_seq, 1, __ATOMIC_RELAXED), q);
 	dq->mp = rte_pktmbuf_pool_create_extbuf(name, (unsigned int)(len / elt),
 						o->cache, 0, (uint16_t)elt,
 						socket, &ext, 1);
@@ -901,32 +911,40 @@ static inline uint16_t dk_steer(const struct dk_priv *dp, struct rte_mbuf *m,
 	return et ? (uint16_t)(et - 1) : q;
 }
 
-/* Header-data split: frame headers in m, UDP payload in m->next. */
-static inline bool dk_split_pkt(struct rte_mbuf *m, struct vfgx_pkt *p)
+/* Header-data split: frame headers in m, UDP payload in m->next.
+ * Returns -1 when handed over, else the drop reason. */
+static inline int dk_split_pkt(struct rte_mbuf *m, struct vfgx_pkt *p)
 {
 	struct rte_mbuf *pay = m->next;
 
-	if (m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_L4_CKSUM_BAD))
-		return false;
+	if (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		return VFGX_DROP_BAD_IP_CSUM;
+	if (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return VFGX_DROP_BAD_UDP_CSUM;
+	if (pay->next)
+		return VFGX_DROP_TRUNCATED; /* scatter is never enabled */
 	p->data = rte_pktmbuf_mtod(pay, uint8_t *);
 	p->len = pay->data_len;
 	p->flags |= VFGX_PKT_PAYLOAD;
-	return pay->next == NULL;
+	return -1;
 }
 
-/* Multi-segment mbufs and header-data split; false: drop it. */
-static bool dk_rx_slow(const struct dk_priv *dp, struct rte_mbuf *m,
-		       struct vfgx_pkt *p, uint16_t flags)
+/* Multi-segment mbufs and header-data split: -1 when handed over, else
+ * the drop reason. */
+static int dk_rx_slow(const struct dk_priv *dp, struct rte_mbuf *m,
+		      struct vfgx_pkt *p, uint16_t flags)
 {
-	if (m->nb_segs == 1) {
-		p->flags = 0; /* not split: the header pool holds all of it */
-		return true;
-	}
+	int r;
+
 	p->flags = 0;
-	if (!dp->split || !dk_split_pkt(m, p))
-		return false; /* scatter is never enabled: a PMD error */
-	p->flags |= flags;
-	return true;
+	if (m->nb_segs == 1)
+		return -1; /* not split: the header pool holds all of it */
+	if (!dp->split)
+		return VFGX_DROP_TRUNCATED; /* scatter is never enabled */
+	r = dk_split_pkt(m, p);
+	if (r < 0)
+		p->flags |= flags;
+	return r;
 }
 
 static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
@@ -1001,10 +1019,13 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		for (uint16_t i = 0; i < n; i++) {
 			struct rte_mbuf *m = mb[i];
 
+			int why = -1;
+
 			pkts[out] = pkts[i];
-			if (((m->nb_segs != 1) | dp->split) &&
-			    !dk_rx_slow(dp, m, &pkts[out], flags)) {
-				dq->st.drops[VFGX_DROP_TRUNCATED]++;
+			if ((m->nb_segs != 1) | dp->split)
+				why = dk_rx_slow(dp, m, &pkts[out], flags);
+			if (why >= 0) {
+				dq->st.drops[why]++;
 				bad[nb_bad++] = m;
 				continue;
 			}
