@@ -32,7 +32,7 @@ static const char *bytes_str(uint64_t b, char *buf, size_t len)
 
 static void print_text(const struct hw_scan *s)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	printf("network interfaces:\n");
 	if (!s->nb_nics)
@@ -79,7 +79,7 @@ static void print_text(const struct hw_scan *s)
 		printf("  %-12s %s numa %s memory %s bar1 %s driver %s (%s)\n", g->dev.bdf,
 		       g->name, numa_str(g->dev.numa, a, sizeof(a)),
 		       bytes_str(g->mem_bytes, b, sizeof(b)),
-		       bytes_str(g->bar1_bytes, a, sizeof(a)),
+		       bytes_str(g->bar1_bytes, c, sizeof(c)),
 		       g->dev.driver[0] ? g->dev.driver : "-", g->source);
 	}
 	if (s->nb_gpus && s->gpu_note[0])
