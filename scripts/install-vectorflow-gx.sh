@@ -189,6 +189,15 @@ if $DO_BIND; then
 	fi
 fi
 
+if [[ -n $GPU_PCI ]]; then
+	gdev=/sys/bus/pci/devices/$GPU_PCI
+	if [[ ! -e $gdev ]]; then
+		note "-g $GPU_PCI: no such PCI device here (see lspci -D -d 10de:)"
+	elif [[ $(<"$gdev/vendor") != 0x10de ]]; then
+		note "-g $GPU_PCI: not an NVIDIA device (vendor $(<"$gdev/vendor"))"
+	fi
+fi
+
 # --- how to run -----------------------------------------------------------------
 echo
 log "VectorFlow-GX installed in $PREFIX"

@@ -503,7 +503,8 @@ static void doctor_usage(FILE *f)
 {
 	fprintf(f, "usage: vfgx doctor [--root DIR]\n"
 		   "  --root DIR  read sys/, proc/ and dev/ below DIR (a fixture tree)\n"
-		   "exit status: 0 all checks pass, 1 warnings, 2 failures\n");
+		   "each check prints pass, warn, fail or skip (does not apply here), and a fix\n"
+		   "for every warn and fail; exit status: 0 all pass, 1 warnings, 2 failures\n");
 }
 
 int vfgx_cmd_doctor(int argc, char **argv)
