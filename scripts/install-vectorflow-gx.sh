@@ -135,8 +135,11 @@ else
 	log "configuring $BUILD_DIR (CUDA_HOME=$CUDA_HOME, PREFIX=$PREFIX)"
 	meson setup "$BUILD_DIR" "$SRC_DIR" "${opts[@]}" >/dev/null
 fi
-log "building"
-ninja -C "$BUILD_DIR" >/dev/null
+if ! built=$(ninja -C "$BUILD_DIR" 2>&1); then
+	tail -n 30 <<<"$built" >&2
+	die "build failed in $BUILD_DIR (the lines above say why)"
+fi
+log "building: $(tail -n 1 <<<"$built")"
 
 mkdir -p "$PREFIX" 2>/dev/null || true
 install_cmd=()
@@ -158,7 +161,15 @@ elif [[ ! -d $kdir ]]; then
 	note "no headers for kernel $(uname -r): gpurdma_mon skipped (apt-get install linux-headers-$(uname -r), then rerun)"
 else
 	log "building and installing gpurdma_mon for $(uname -r)"
-	"${as_root[@]}" make -C "$SRC_DIR/drivers/gpurdma_mon" install
+	mod=$SRC_DIR/drivers/gpurdma_mon
+	if make -C "$mod" -n install >/dev/null 2>&1; then
+		"${as_root[@]}" make -C "$mod" install
+	else
+		# a Makefile without an install target: kbuild's own
+		make -C "$mod"
+		"${as_root[@]}" make -C "$kdir" M="$mod" modules_install
+		"${as_root[@]}" depmod -a
+	fi
 fi
 
 # --- NIC binding ----------------------------------------------------------------

@@ -97,6 +97,7 @@ out=$("$script" --no-clone --no-bind --no-kmod -d "$src" 2>&1)
 rc=$?
 [ "$rc" -eq 0 ] || fail "second install: exit $rc"$'\n'"$out"
 grep -q "reconfiguring $BUILD_DIR" <<<"$out" || fail "second install did not reuse $BUILD_DIR"
+grep -q "building: ninja: no work to do." <<<"$out" || fail "second install rebuilt something:"$'\n'"$out"
 [ -x "$PREFIX/bin/vfgx" ] || fail "second install lost bin/vfgx"
 
 # --- --check runs the doctor from the prefix --------------------------------------------
