@@ -130,10 +130,14 @@ extra=($MESON_ARGS)
 opts=(--prefix "$PREFIX" "-Dcudatoolkit=$CUDA_HOME" -Dtests=false "${extra[@]}")
 if [[ -f $BUILD_DIR/build.ninja ]]; then
 	log "reconfiguring $BUILD_DIR"
-	meson configure "$BUILD_DIR" "${opts[@]}" >/dev/null
+	setup=(meson configure "$BUILD_DIR" "${opts[@]}")
 else
 	log "configuring $BUILD_DIR (CUDA_HOME=$CUDA_HOME, PREFIX=$PREFIX)"
-	meson setup "$BUILD_DIR" "$SRC_DIR" "${opts[@]}" >/dev/null
+	setup=(meson setup "$BUILD_DIR" "$SRC_DIR" "${opts[@]}")
+fi
+if ! configured=$("${setup[@]}" 2>&1); then
+	tail -n 30 <<<"$configured" >&2
+	die "meson could not configure $BUILD_DIR (the lines above say why)"
 fi
 if ! built=$(ninja -C "$BUILD_DIR" 2>&1); then
 	tail -n 30 <<<"$built" >&2
