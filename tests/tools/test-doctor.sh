@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # the patterns hold literal backquotes
 # test-doctor.sh VFGX - `vfgx doctor` and `vfgx devices` against the fixture
 # trees in tests/fixtures (and the live machine): exit codes, the exact
 # pass/warn/fail lines and the device facts each tree models.
@@ -50,7 +51,6 @@ t=peermem-missing
 run_doctor $t 2
 count $t '^fail  ' 1
 has $t '^fail  gpudirect    no GPUDirect RDMA path: nvidia-peermem not loaded and no dma-buf; proprietary GPU kernel modules'
-# shellcheck disable=SC2016 # backquotes are literal output
 has $t '^      fix: `modprobe nvidia-peermem`'
 has $t '^pass  gpu          1 NVIDIA GPU\(s\), first 0000:19:00.0; driver 535.154.05 \(proprietary kernel modules\)$'
 has $t '^result: failures$'
@@ -73,6 +73,13 @@ count $t '^fail  ' 1
 has $t '^fail  acs          ACS redirect on switch port 0000:17:01.0 \(ACSCtl 0x001d\)'
 has $t 'setpci -s 0000:17:01.0 ECAP_ACS\+0x6.w=0000'
 
+t=pcie-mrrs-128
+run_doctor $t 1
+count $t '^(warn|fail)  ' 1
+has $t '^warn  pcie         0000:18:00.0: MaxReadReq 128 bytes \(< 512\) limits DMA read throughput$'
+has $t '^      fix: `setpci -s 0000:18:00.0 CAP_EXP\+8.w=5000:7000` \(MaxReadReq 4096\)$'
+has $t '^result: warnings$'
+
 t=no-gpu
 run_doctor $t 1
 hasnt $t '^fail  '
@@ -87,7 +94,7 @@ has $t '^pass  nic-driver   1 PCI NIC function\(s\)$'
 has $t '^result: warnings$'
 
 # every non-pass line carries a fix
-for t in peermem-missing cross-socket iommu-translated acs-redirect no-gpu; do
+for t in peermem-missing cross-socket iommu-translated acs-redirect pcie-mrrs-128 no-gpu; do
 	run_doctor $t "$("$vfgx" doctor --root "$fx/$t" >/dev/null 2>&1; echo $?)"
 	nonpass=$(grep -cE '^(warn|fail)  ' <<<"$out")
 	fixes=$(grep -c '^      fix: ' <<<"$out")
