@@ -51,6 +51,10 @@ static void print_text(const struct hw_scan *s)
 		       speed, n->operstate[0] ? n->operstate : "-", n->xdp,
 		       n->xdp_zerocopy ? " zero-copy" : "", n->rdma[0] ? " rdma " : "", n->rdma);
 	}
+	if (s->nb_nics)
+		printf("  (xdp: %s)\n", !strcmp(s->nics[0].xdp_source, "kernel") ?
+		       "as the kernel reports it" :
+		       "guessed from the driver: kernel < 6.3 or --root");
 	printf("rdma devices:\n");
 	if (!s->nb_rdma)
 		printf("  none\n");
@@ -125,6 +129,7 @@ static json_object *to_json(const struct hw_scan *s)
 		json_object_object_add(o, "operstate", jstr(n->operstate));
 		json_object_object_add(o, "xdp", jstr(n->xdp));
 		json_object_object_add(o, "xdp_zerocopy", json_object_new_boolean(n->xdp_zerocopy));
+		json_object_object_add(o, "xdp_source", jstr(n->xdp_source));
 		json_object_object_add(o, "rdma_device", jstr(n->rdma));
 		json_object_array_add(nics, o);
 	}

@@ -110,7 +110,7 @@ static void scan_nics(struct hw_scan *s)
 
 	for (int i = 0; i < n && s->nb_nics < HW_MAX_NICS; i++) {
 		struct hw_nic *nic = &s->nics[s->nb_nics];
-		int64_t speed = -1;
+		int64_t speed = -1, ifindex = 0;
 
 		memset(nic, 0, sizeof(*nic));
 		snprintf(nic->name, sizeof(nic->name), "%s", names[i]);
@@ -127,6 +127,9 @@ static void scan_nics(struct hw_scan *s)
 		sysroot_read(s->sr, nic->operstate, sizeof(nic->operstate),
 			     "/sys/class/net/%s/operstate", names[i]);
 		nic->xdp = in_list(xdp_native, nic->dev.driver) ? "native" : "generic";
+		nic->xdp_source = "driver table";
+		if (!sysroot_read_s64(s->sr, &ifindex, "/sys/class/net/%s/ifindex", names[i]))
+			nic->ifindex = (int)ifindex;
 		nic->xdp_zerocopy = in_list(xdp_zc, nic->dev.driver);
 		s->nb_nics++;
 	}
@@ -326,8 +329,10 @@ int hw_scan(const struct sysroot *sr, struct hw_scan *s)
 	scan_gpus(s);
 	scan_nvidia_stack(s);
 	rank_pairs(s);
-	if (sr->real)
+	if (sr->real) {
+		hw_xdp_features(s);
 		hw_gpu_runtime(s);
+	}
 	else
 		snprintf(s->gpu_note, sizeof(s->gpu_note),
 			 "--root given: GPU facts from sysfs only (no CUDA/NVML)");

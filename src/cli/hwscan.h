@@ -32,8 +32,10 @@ struct hw_nic {
 	struct hw_pci dev;
 	int64_t speed_mbps;                /* -1 unknown or link down */
 	char operstate[16];
+	int ifindex;
 	const char *xdp;                   /* "native" or "generic" */
 	bool xdp_zerocopy;
+	const char *xdp_source;            /* "kernel" (netdev netlink) or "driver table" */
 	char rdma[32];                     /* RDMA device on the same function */
 };
 
@@ -105,6 +107,10 @@ int hw_scan(const struct sysroot *sr, struct hw_scan *s);
 int hw_pci_read(const struct sysroot *sr, const char *bdf, struct hw_pci *p);
 
 const char *hw_dist_name(enum hw_dist d);
+
+/* XDP features of s->nics from the kernel (live system, Linux >= 6.3);
+ * xdpfeat.c.  Returns the number of interfaces it set, or -errno. */
+int hw_xdp_features(struct hw_scan *s);
 
 /* Fill names, memory and BAR1 of s->gpus from libcuda/libnvidia-ml when
  * they load (live system only); gpulib.c. */

@@ -105,6 +105,7 @@ done
 out=$("$vfgx" devices --root "$fx/healthy-cx7-h100") || fail "devices healthy: exit $?"
 t=devices-text
 has $t '^  ens1f0np0    pci 0000:18:00.0 driver mlx5_core   numa 0  speed 400000 Mb/s  up    xdp native zero-copy rdma mlx5_0$'
+has $t '^  \(xdp: guessed from the driver: kernel < 6.3 or --root\)$'
 has $t '^  0000:19:00.0 NVIDIA \[10de:2330\] numa 0 memory unknown bar1 128 GiB driver nvidia \(sysfs\)$'
 has $t '^      gid 3   0000:0000:0000:0000:0000:ffff:c0a8:0a01 RoCE v2 ens1f0np0$'
 has $t '^  gpu 0000:19:00.0 - nic ens1f0np0 \(0000:18:00.0\) same-switch$'
@@ -122,6 +123,7 @@ nic = {n["name"]: n for n in d["interfaces"]}
 check(nic["ens1f0np0"]["pci"] == "0000:18:00.0" and nic["ens1f0np0"]["numa_node"] == 0, "ens1f0np0 pci/numa")
 check(nic["ens1f0np0"]["speed_mbps"] == 400000 and nic["ens1f0np0"]["xdp_zerocopy"] is True, "ens1f0np0 speed/xdp")
 check(nic["lo"]["pci"] is None, "lo has no PCI address")
+check(nic["ens1f0np0"]["xdp_source"] == "driver table", "--root guesses XDP from the driver")
 r = {x["name"]: x for x in d["rdma_devices"]}
 check(r["mlx5_0"]["netdev"] == "ens1f0np0", "mlx5_0 netdev")
 p = r["mlx5_0"]["ports"][0]
@@ -163,8 +165,18 @@ if ! grep -qs 0x10de /sys/bus/pci/devices/*/vendor; then
 	has live '^warn  gpu          no NVIDIA GPU'
 	[ "$rc" -ge 1 ] || fail "live doctor without a GPU: exit $rc, expected >= 1"
 fi
-"$vfgx" devices --json | python3 -c 'import json,sys; json.load(sys.stdin)' ||
-	fail "live devices --json is not JSON"
+json=$("$vfgx" devices --json) || fail "live devices --json: exit $?"
+python3 - "$json" <<'PY' || failed=1
+import json, os, sys
+d = json.loads(sys.argv[1])
+lo = [n for n in d["interfaces"] if n["name"] == "lo"]
+major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+if lo and (major, minor) >= (6, 3):
+    # the kernel's netdev netlink family answers; lo has no native XDP
+    if lo[0]["xdp_source"] != "kernel" or lo[0]["xdp"] != "generic" or lo[0]["xdp_zerocopy"]:
+        print("FAIL: live devices: lo xdp facts not from the kernel:", lo[0])
+        sys.exit(1)
+PY
 
 if [ "$failed" -ne 0 ]; then
 	echo "test-doctor: FAILED"
