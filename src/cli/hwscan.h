@@ -9,8 +9,8 @@
 
 #include "sysroot.h"
 
-#define HW_MAX_NICS 32
-#define HW_MAX_RDMA 16
+#define HW_MAX_NICS 256
+#define HW_MAX_RDMA 32
 #define HW_MAX_GPUS 16
 #define HW_MAX_PORTS 4
 #define HW_MAX_GIDS 16
