@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -190,9 +191,12 @@ static int ax_check_no_prog(struct vfgx_port *port, struct ax_priv *ap)
 		close(fd);
 	}
 	return vfgx_set_error(port->ctx, -EBUSY,
-			      "%s: %s already carries XDP program %u '%s'; AF_XDP needs the interface to itself (remove it with `ip link set dev %s xdp off`, or stop the program's owner)",
+			      "%s: %s already carries XDP program %u '%s'; AF_XDP needs the interface to itself (remove it with `ip link set dev %s %s off`, or stop the program's owner)",
 			      port->name, ap->info.ifname, qo.prog_id,
-			      pi.name[0] ? pi.name : "?", ap->info.ifname);
+			      pi.name[0] ? pi.name : "?", ap->info.ifname,
+			      qo.attach_mode == XDP_ATTACHED_SKB ? "xdpgeneric" :
+			      qo.attach_mode == XDP_ATTACHED_HW ? "xdpoffload" :
+								  "xdpdrv");
 }
 
 static int ax_frames_init(struct vfgx_port *port, struct ax_priv *ap,
@@ -317,6 +321,14 @@ static int ax_sockets(struct vfgx_port *port, struct ax_priv *ap)
 
 	for (uint16_t q = 0; q < ap->nq; q++) {
 		ret = ax_socket(port, ap, q, zc);
+		/* a socket closed just before (a previous run) releases its
+		 * queue from a kernel work queue: give it a moment */
+		for (int i = 0; ret == -EBUSY && i < 40; i++) {
+			struct timespec ts = { 0, 25000000 };
+
+			nanosleep(&ts, NULL);
+			ret = ax_socket(port, ap, q, zc);
+		}
 		if (ret == -EOPNOTSUPP && zc && ap->zc == AX_ZC_AUTO && q == 0) {
 			vfgx_info(port->ctx, "%s: no AF_XDP zero-copy in driver %s; using copy mode (set afxdp.zero_copy: off to silence)",
 				  ap->info.ifname, ap->info.driver);
@@ -449,6 +461,27 @@ static int ax_attach(struct vfgx_port *port, struct ax_priv *ap)
 	return 0;
 }
 
+static bool ax_tx_pending(const struct ax_queue *xq)
+{
+	return __atomic_load_n(xq->tx.consumer, __ATOMIC_ACQUIRE) !=
+	       *xq->tx.producer;
+}
+
+/* Copy mode sends at most 32 frames per wakeup (the kernel's per-call
+ * budget): kick a few times so a burst leaves in one call, and again on
+ * the next call for what is left. */
+static void ax_kick_tx(struct ax_queue *xq)
+{
+	for (int i = 0; i < 4 && ax_tx_pending(xq); i++) {
+		if (!xsk_ring_prod__needs_wakeup(&xq->tx))
+			return;
+		if (sendto(xsk_socket__fd(xq->xsk), NULL, 0, MSG_DONTWAIT,
+			   NULL, 0) < 0 && errno != EAGAIN && errno != EBUSY &&
+		    errno != ENOBUFS)
+			return;
+	}
+}
+
 static void ax_close(struct vfgx_port *port)
 {
 	struct ax_priv *ap = port->priv;
@@ -459,7 +492,11 @@ static void ax_close(struct vfgx_port *port)
 	ap->link_fd = -1;
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
 		struct ax_queue *xq = &ap->q[q];
+		uint64_t until = vfgx_now_ns() + 200000000ull;
 
+		/* frames tx_burst accepted leave before the socket goes */
+		while (xq->xsk && ax_tx_pending(xq) && vfgx_now_ns() < until)
+			ax_kick_tx(xq);
 		xsk_socket__delete(xq->xsk);
 		xsk_umem__delete(xq->umem);
 		if (xq->nb_frames)
@@ -631,8 +668,7 @@ static int ax_tx_burst(struct vfgx_port *port, uint16_t q,
 		xsk_ring_prod__submit(&xq->tx, k);
 		xq->st.tx_packets += k;
 	}
-	if (k && xsk_ring_prod__needs_wakeup(&xq->tx))
-		sendto(xsk_socket__fd(xq->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+	ax_kick_tx(xq);
 	return done;
 }
 
