@@ -68,11 +68,12 @@ struct ax_priv {
 static int ax_ring_size(const struct vfgx_cfg_node *o, const char *key,
 			uint32_t *out)
 {
+	struct vfgx_cfg_node v;
 	int ret = vfgx_cfg_u32(o, key, 2048, 64, 16384, out);
 
-	if (!ret && (*out & (*out - 1)))
-		return vfgx_cfg_error(o, "%s: %u is not a power of two (use 64, 128, ... 16384)",
-				      key, *out);
+	if (!ret && (*out & (*out - 1)) && vfgx_cfg_child(o, key, &v) == 0)
+		return vfgx_cfg_error(&v, "%u is not a power of two (use 64, 128, ... 16384)",
+				      *out);
 	return ret;
 }
 
@@ -100,8 +101,9 @@ static int ax_parse(struct vfgx_port *port, struct ax_priv *ap,
 	    (ret = ax_ring_size(o, "fill_ring", &ap->fill_ring)) ||
 	    (ret = ax_ring_size(o, "comp_ring", &ap->comp_ring)))
 		return ret;
-	if (ap->frame_size != 2048 && ap->frame_size != 4096)
-		return vfgx_cfg_error(o, "frame_size: %u; AF_XDP frames are 2048 or 4096 bytes",
+	if (ap->frame_size != 2048 && ap->frame_size != 4096 &&
+	    vfgx_cfg_child(o, "frame_size", &it) == 0)
+		return vfgx_cfg_error(&it, "%u; AF_XDP frames are 2048 or 4096 bytes",
 				      ap->frame_size);
 	ap->mode = (enum ax_mode)m;
 	ap->zc = (enum ax_zc)z;
