@@ -263,13 +263,13 @@ static int ax_frames_init(struct vfgx_port *port, struct ax_priv *ap,
 /* Move up to n frames from our free stack to the fill ring. */
 static void ax_fill(struct ax_queue *xq, uint32_t n)
 {
-	uint32_t idx;
+	uint32_t idx, room;
 
 	if (n > xq->nb_free)
 		n = xq->nb_free;
-	if (!n)
-		return;
-	n = xsk_prod_nb_free(&xq->fill, n) < n ? xsk_prod_nb_free(&xq->fill, n) : n;
+	room = n ? xsk_prod_nb_free(&xq->fill, n) : 0;
+	if (n > room)
+		n = room;
 	if (!n || xsk_ring_prod__reserve(&xq->fill, n, &idx) != n)
 		return;
 	for (uint32_t i = 0; i < n; i++)
@@ -489,7 +489,7 @@ static void ax_close(struct vfgx_port *port)
 	struct ax_priv *ap = port->priv;
 
 	/* The link first: no more redirects into sockets that are going. */
-	if (ap->link_fd > 0)
+	if (ap->link_fd >= 0)
 		close(ap->link_fd);
 	ap->link_fd = -1;
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {

@@ -136,13 +136,16 @@ cfg "$tmp/e1.yaml" auto 0 nosuch0
 err_case "missing interface" "$tmp/e1.yaml" "interface 'nosuch0' not found"
 cfg "$tmp/e2.yaml" auto 7 "$B"0
 err_case "invalid queue id" "$tmp/e2.yaml" "has [0-9]+ rx queue\(s\), no queue 7"
-xdp_prog_on_b && fail "XDP program left after failed opens" || ok "no XDP program after failed opens"
+if xdp_prog_on_b; then fail "XDP program left after failed opens"; else ok "no XDP program after failed opens"; fi
 # someone else's program: libxdp's pass-all filter attached by iproute2
 if ip -n "$B" link set dev "$B"0 xdpgeneric obj /usr/lib/x86_64-linux-gnu/bpf/xdpfilt_alw_all.o sec xdp 2>/dev/null; then
 	cfg "$tmp/e3.yaml" auto 0 "$B"0
 	err_case "interface already carrying an XDP program" "$tmp/e3.yaml" "already carries XDP program [0-9]+ 'xdpfilt_alw_all'.*xdpgeneric off"
-	xdp_prog_on_b && ip -n "$B" link show "$B"0 | grep -q xdpfilt_alw_all &&
-		ok "the other program was left alone" || fail "the other program was removed"
+	if ip -n "$B" link show "$B"0 | grep -q xdpfilt_alw_all; then
+		ok "the other program was left alone"
+	else
+		fail "the other program was removed"
+	fi
 	ip -n "$B" link set dev "$B"0 xdpgeneric off
 fi
 # another vfgx holding the interface
