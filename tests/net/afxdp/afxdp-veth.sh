@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # afxdp-veth.sh VFGX UDP_PEER AFXDP_TX - AF_XDP end to end over a veth pair
 # between two namespaces: a UDP stream into `vfgx run` (count, order and
-# payload checked by the pipeline), in native and generic XDP mode; tx from
-# an afxdp port to a plain socket; the error cases (missing interface,
-# invalid queue id, interface already carrying an XDP program), each one
-# clear line and a clean exit; and no XDP program left after close,
-# SIGTERM, SIGINT or SIGKILL.  Needs root; exits 77 (skip) otherwise.
+# payload checked by the pipeline), in native and generic XDP mode and on
+# two queues; tx from an afxdp port to a plain socket; the error cases
+# (missing interface, invalid queue id, zero_copy: on on veth, interface
+# already carrying an XDP program), each one clear line and a clean exit;
+# and no XDP program left after close, SIGTERM, SIGINT or SIGKILL.
+# Needs root; exits 77 (skip) otherwise.
 set -uo pipefail
 vfgx=$1 peer=$2 txprog=$3
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -136,6 +137,8 @@ cfg "$tmp/e1.yaml" auto 0 nosuch0
 err_case "missing interface" "$tmp/e1.yaml" "interface 'nosuch0' not found"
 cfg "$tmp/e2.yaml" auto 7 "$B"0
 err_case "invalid queue id" "$tmp/e2.yaml" "has [0-9]+ rx queue\(s\), no queue 7"
+sed -e "s/address: vfgx-b0/address: ${B}0/" -e "s/zero_copy: auto /zero_copy: on /" "$root/configs/afxdp-veth.yaml" >"$tmp/e5.yaml"
+err_case "zero_copy: on without driver support" "$tmp/e5.yaml" "\(driver veth\) has no AF_XDP zero-copy \(set afxdp.zero_copy: auto or off\)"
 if xdp_prog_on_b; then fail "XDP program left after failed opens"; else ok "no XDP program after failed opens"; fi
 # someone else's program: libxdp's pass-all filter attached by iproute2
 if ip -n "$B" link set dev "$B"0 xdpgeneric obj /usr/lib/x86_64-linux-gnu/bpf/xdpfilt_alw_all.o sec xdp 2>/dev/null; then
