@@ -63,12 +63,12 @@ cfg() { # cfg FILE MODE QUEUE ADDRESS
 rx_case() { # rx_case MODE COUNT SIZE
 	local mode=$1 count=$2 size=$3 log=$tmp/rx-$1.log
 	cfg "$tmp/rx.yaml" "$mode" 0 "$B"0
-	ip netns exec "$B" "$vfgx" run "$tmp/rx.yaml" --duration 5 >"$log" 2>&1 &
+	ip netns exec "$B" "$vfgx" run "$tmp/rx.yaml" --duration 8 >"$log" 2>&1 &
 	bgpid=$!
 	if ! wait_prog; then
 		fail "rx $mode: no XDP program attached"; cat "$log"; kill $bgpid; wait $bgpid; bgpid=; return
 	fi
-	nsa "$peer" send "$IPB" 5000 "$count" "$size" 0 20000 >/dev/null
+	nsa "$peer" send "$IPB" 5000 "$count" "$size" 0 10000 >/dev/null
 	wait $bgpid; local rc=$?; bgpid=
 	local want="delivered $count ($((count * (size - 16))) payload bytes), gaps 0, verify errors 0"
 	local m=native; [ "$mode" = generic ] && m="generic (SKB)"
