@@ -46,8 +46,13 @@ struct ax_queue {
 	bool own_pool;
 	void **frames;        /* every frame taken from the pool at open */
 	uint32_t nb_frames;
-	uint64_t *free_addrs; /* frames held by us, neither in a ring nor out */
+	/* Frames held by us, neither in a ring nor out.  rx and tx have
+	 * their own frames so the two sides share no state: tx_burst may run
+	 * on another thread than rx_burst/release of the same queue. */
+	uint64_t *free_addrs; /* rx: waiting for room in the fill ring */
 	uint32_t nb_free;
+	uint64_t *tx_addrs;   /* tx: free for tx_burst */
+	uint32_t nb_tx;
 	uint32_t nic_queue;
 	struct vfgx_queue_stats st;
 };
@@ -239,7 +244,8 @@ static int ax_frames_init(struct vfgx_port *port, struct ax_priv *ap,
 				      port->name, q, xq->nb_frames);
 	xq->frames = malloc(sizeof(void *) * xq->nb_frames);
 	xq->free_addrs = malloc(sizeof(uint64_t) * xq->nb_frames);
-	if (!xq->frames || !xq->free_addrs)
+	xq->tx_addrs = malloc(sizeof(uint64_t) * xq->nb_frames);
+	if (!xq->frames || !xq->free_addrs || !xq->tx_addrs)
 		return -ENOMEM;
 	/* The UMEM is the whole region; every frame of the pool belongs to
 	 * this socket until the port closes. */
@@ -257,6 +263,15 @@ static int ax_frames_init(struct vfgx_port *port, struct ax_priv *ap,
 			(uint64_t)((uint8_t *)xq->frames[xq->nb_frames - 1 - i] -
 				   xq->base);
 	xq->nb_free = xq->nb_frames;
+	/* a quarter of the frames, at most a tx ring's worth, for tx */
+	if (q < port->nb_tx_queues) {
+		uint32_t ntx = xq->nb_frames / 4;
+
+		if (ntx > ap->tx_ring)
+			ntx = ap->tx_ring;
+		while (xq->nb_tx < ntx)
+			xq->tx_addrs[xq->nb_tx++] = xq->free_addrs[--xq->nb_free];
+	}
 	return 0;
 }
 
@@ -505,6 +520,7 @@ static void ax_close(struct vfgx_port *port)
 			vfgx_pool_free_bulk(xq->pool, xq->frames, xq->nb_frames);
 		free(xq->frames);
 		free(xq->free_addrs);
+		free(xq->tx_addrs);
 		if (xq->own_pool) {
 			vfgx_pool_destroy(port->rx_pools[q]);
 			port->rx_pools[q] = NULL;
@@ -564,7 +580,7 @@ static void ax_reclaim_tx(struct ax_queue *xq)
 	uint32_t idx, n = xsk_ring_cons__peek(&xq->comp, AX_COMP_BATCH, &idx);
 
 	for (uint32_t i = 0; i < n; i++)
-		xq->free_addrs[xq->nb_free++] =
+		xq->tx_addrs[xq->nb_tx++] =
 			*xsk_ring_cons__comp_addr(&xq->comp, idx + i);
 	if (n)
 		xsk_ring_cons__release(&xq->comp, n);
@@ -645,8 +661,8 @@ static int ax_tx_burst(struct vfgx_port *port, uint16_t q,
 	room = xsk_prod_nb_free(&xq->tx, n);
 	if (room > n)
 		room = n;
-	if (room > xq->nb_free)
-		room = xq->nb_free;
+	if (room > xq->nb_tx)
+		room = xq->nb_tx;
 	if (room && xsk_ring_prod__reserve(&xq->tx, room, &idx) == room) {
 		for (; done < room; done++) {
 			struct xdp_desc *d;
@@ -657,7 +673,7 @@ static int ax_tx_burst(struct vfgx_port *port, uint16_t q,
 				xq->st.drops[VFGX_DROP_TRUNCATED]++;
 				continue; /* counted and dropped, not retried */
 			}
-			a = xq->free_addrs[--xq->nb_free];
+			a = xq->tx_addrs[--xq->nb_tx];
 			memcpy(xq->base + a, pkts[done].data, pkts[done].len);
 			d = xsk_ring_prod__tx_desc(&xq->tx, idx + k++);
 			d->addr = a;
