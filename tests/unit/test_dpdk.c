@@ -23,6 +23,14 @@
 static vfgx_ctx *ctx;
 static char warnings[8192];
 
+/* LeakSanitizer (sanitizer builds): the EAL starts once per process and
+ * keeps its own allocations until exit; only DPDK's are suppressed. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:librte_\n";
+}
+
 static void sink(void *user, enum vfgx_log_level level, const char *msg)
 {
 	(void)user;
@@ -189,6 +197,7 @@ static void test_double_open_and_eal_reuse(void **state)
 	assert_int_equal(open_yaml(null_yaml, &c2, &p2), -EBUSY);
 	assert_null(p2);
 	assert_non_null(strstr(vfgx_last_error(ctx), "already open"));
+	vfgx_config_destroy(c2);
 	vfgx_port_close(p1);
 	/* closed ports can be opened again */
 	if (open_yaml(null_yaml, &c2, &p2))
