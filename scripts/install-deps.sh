@@ -15,6 +15,7 @@ pkgs=(
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 	ethtool # afxdp net test: checksum offload off on the veth sender
+	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk
 )
 
 missing=()
