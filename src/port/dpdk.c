@@ -1018,7 +1018,6 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		out = 0;
 		for (uint16_t i = 0; i < n; i++) {
 			struct rte_mbuf *m = mb[i];
-
 			int why = -1;
 
 			pkts[out] = pkts[i];
