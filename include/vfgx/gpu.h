@@ -89,6 +89,9 @@ int vfgx_gpu_proc_sync(vfgx_gpu_proc *gp);
 /* End of input: deliver what the reorder windows hold (like
  * vfgx_proc_flush), then sync. */
 int vfgx_gpu_proc_flush(vfgx_gpu_proc *gp);
+/* Queue an item that forgets all stream state (empty windows, sequence
+ * bases 0), ordered after the items before it; counters are kept. */
+int vfgx_gpu_proc_reset(vfgx_gpu_proc *gp);
 /* Counters reduced on the GPU (read with one copy); after a fault, the last
  * counters read.  order_errors: deliveries not in sequence order. */
 int vfgx_gpu_proc_stats(vfgx_gpu_proc *gp, struct vfgx_pipeline_stats *st,

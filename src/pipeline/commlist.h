@@ -50,6 +50,7 @@ enum vfgx_comm_status {
 enum vfgx_comm_cmd {
 	VFGX_COMM_CMD_BURST = 0, /* process nb_pkts packets */
 	VFGX_COMM_CMD_FLUSH = 1, /* end of input: drain the reorder windows */
+	VFGX_COMM_CMD_RESET = 2, /* forget all stream state (windows emptied) */
 };
 
 /* One packet: addr is readable by the GPU (device memory, or pinned host

@@ -408,7 +408,17 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	if (__shfl_sync(FULL, quit, 0))
 		return false;
 	__syncwarp();
-	if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
+	if (cmd == VFGX_COMM_CMD_RESET) {
+		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
+			for (uint32_t i = lane; i < k.window; i += 32)
+				k.slot_len[(size_t)s * k.window + i] = 0;
+			if (lane == 0) {
+				k.base[s] = 0;
+				k.held[s] = 0;
+				k.next[s] = 0;
+			}
+		}
+	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);
 	} else if (k.reorder) {

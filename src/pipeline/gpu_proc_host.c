@@ -218,36 +218,12 @@ static int launch(vfgx_gpu_proc *gp, uint32_t slot)
 	return ret ? gp_fail(gp, ret, "launch", err) : 0;
 }
 
-int vfgx_gpu_proc_kick(vfgx_gpu_proc *gp)
-{
-	if (gp->error)
-		return gp->error;
-	if (gp->o.mode != VFGX_GPU_GRAPH || gp->graph_fill == 0)
-		return 0;
-	/* pad the half with empty items: the graph always runs all of them */
-	while (gp->graph_fill) {
-		uint32_t slot = (uint32_t)(gp->next % gp->nb_items);
-
-		gp->npk[slot] = 0;
-		vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
-		if (++gp->graph_fill == gp->o.graph_items) {
-			gp->graph_fill = 0;
-			return launch(gp, slot);
-		}
-	}
-	return 0;
-}
-
-/* Wait until item is finished (reaped). */
-static int wait_item(vfgx_gpu_proc *gp, uint64_t item)
+/* Wait until item (already launched) is finished and reaped. */
+static int wait_nokick(vfgx_gpu_proc *gp, uint64_t item)
 {
 	uint64_t t0 = vfgx_now_ns(), spins = 0;
 	int ret;
 
-	if (item >= gp->next)
-		return -EINVAL;
-	if ((ret = vfgx_gpu_proc_kick(gp)))
-		return ret;
 	while (gp->done <= item) {
 		if (reap(gp))
 			continue;
@@ -268,6 +244,46 @@ static int wait_item(vfgx_gpu_proc *gp, uint64_t item)
 		}
 	}
 	return 0;
+}
+
+int vfgx_gpu_proc_kick(vfgx_gpu_proc *gp)
+{
+	int ret;
+
+	if (gp->error)
+		return gp->error;
+	if (gp->o.mode != VFGX_GPU_GRAPH || gp->graph_fill == 0)
+		return 0;
+	/* pad the half with empty items: the graph always runs all of them */
+	while (gp->graph_fill) {
+		uint32_t slot = (uint32_t)(gp->next % gp->nb_items);
+
+		/* the slot's previous item ran in an earlier launch of this half */
+		if (gp->next - gp->done >= gp->nb_items &&
+		    (ret = wait_nokick(gp, gp->next - gp->nb_items)))
+			return ret;
+		gp->npk[slot] = 0;
+		gp->ts_min[slot] = 0;
+		vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
+		if (++gp->graph_fill == gp->o.graph_items) {
+			gp->graph_fill = 0;
+			return launch(gp, slot);
+		}
+	}
+	return 0;
+}
+
+/* Wait until item is finished; launches its graph batch if still open. */
+static int wait_item(vfgx_gpu_proc *gp, uint64_t item)
+{
+	int ret;
+
+	if (item >= gp->next)
+		return -EINVAL;
+	if (gp->graph_fill && item >= gp->next - gp->graph_fill &&
+	    (ret = vfgx_gpu_proc_kick(gp)))
+		return ret;
+	return wait_nokick(gp, item);
 }
 
 uint64_t vfgx_gpu_proc_next(const vfgx_gpu_proc *gp)
@@ -293,9 +309,9 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 	if (n > gp->o.burst)
 		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
 				      n, gp->o.burst);
-	if (gp->next - gp->done >= gp->nb_items &&
-	    (ret = wait_item(gp, gp->next - gp->nb_items)))
-		return ret;
+	while (gp->next - gp->done >= gp->nb_items)
+		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
+			return ret;
 	slot = (uint32_t)(gp->next % gp->nb_items);
 	d = vfgx_comm_pkts(gp->l, slot);
 	for (uint32_t i = 0; i < n; i++) {
@@ -360,6 +376,13 @@ int vfgx_gpu_proc_flush(vfgx_gpu_proc *gp)
 	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_FLUSH);
 
 	return r < 0 ? (int)r : vfgx_gpu_proc_sync(gp);
+}
+
+int vfgx_gpu_proc_reset(vfgx_gpu_proc *gp)
+{
+	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_RESET);
+
+	return r < 0 ? (int)r : 0;
 }
 
 int vfgx_gpu_proc_stats(vfgx_gpu_proc *gp, struct vfgx_pipeline_stats *st,

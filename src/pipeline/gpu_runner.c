@@ -87,11 +87,19 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->opts.queues = gpl->nb_rx;
 	if (gpl->opts.burst > RUN_BURST)
 		gpl->opts.burst = RUN_BURST;
+	gpl->nb_slots = gpl->opts.mode == VFGX_GPU_GRAPH ? 2 * gpl->opts.graph_items :
+							   gpl->opts.items;
+	/* The bounce area is made before the kernels start: registering host
+	 * memory while a persistent kernel runs is best avoided. */
+	ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
+				 (size_t)gpl->nb_slots * RUN_BURST * BOUNCE_SLOT,
+				 (int)gpl->opts.gpu_id, false, &gpl->bounce);
+	if (ret)
+		goto fail;
+	gpl->bounce_mem = vfgx_region_info(gpl->bounce)->addr;
 	ret = vfgx_gpu_proc_create(ctx, conf, &gpl->opts, &gpl->gp);
 	if (ret)
 		goto fail;
-	gpl->nb_slots = gpl->opts.mode == VFGX_GPU_GRAPH ? 2 * gpl->opts.graph_items :
-							   gpl->opts.items;
 	gpl->held = calloc(gpl->nb_slots, sizeof(*gpl->held));
 	if (!gpl->held) {
 		ret = -ENOMEM;
@@ -124,19 +132,10 @@ static void release_upto(vfgx_gpu_pipeline *gpl, uint64_t done)
 static int check_readable(vfgx_gpu_pipeline *gpl, struct rx_entry *e,
 			  const struct vfgx_pkt *p)
 {
-	size_t size = (size_t)gpl->nb_slots * RUN_BURST * BOUNCE_SLOT;
-	int ret;
-
 	e->readable = (p->flags & VFGX_PKT_GPU) || gpuk_device_readable(p->data);
-	if (e->readable || gpl->bounce_mem)
-		return 0;
-	vfgx_warn(gpl->ctx, "%s rx queue %u: buffers are host memory the GPU cannot read; copying them into pinned memory (set memory_regions[].kind: pinned to read in place)",
-		  vfgx_port_name(e->port), e->q);
-	ret = vfgx_region_create(gpl->ctx, VFGX_MEM_PINNED, size, (int)gpl->opts.gpu_id,
-				 false, &gpl->bounce);
-	if (ret)
-		return ret;
-	gpl->bounce_mem = vfgx_region_info(gpl->bounce)->addr;
+	if (!e->readable)
+		vfgx_warn(gpl->ctx, "%s rx queue %u: buffers are host memory the GPU cannot read; copying them into pinned memory (set memory_regions[].kind: pinned to read in place)",
+			  vfgx_port_name(e->port), e->q);
 	return 0;
 }
 
