@@ -285,6 +285,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 			return 2;
 		}
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (vfgx_ctx_create(&ctx))
 		return 1;
 	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {

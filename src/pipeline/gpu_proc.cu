@@ -51,8 +51,10 @@ struct kparams {
 	const uint32_t *quit;
 	uint32_t nb_items, burst;
 	struct res *res;            /* nb_items * burst */
+	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
 	uint8_t *stage;             /* stage_copy buffers or NULL */
 	uint64_t *tickets;          /* GPUK_GROUPS */
+	uint64_t *seen;             /* persistent: items observed READY so far */
 	ull *cnt;                   /* GPUK_NCNT */
 	/* reorder state, nb_streams each (windows: * window) */
 	uint64_t *base, *next;
@@ -185,7 +187,7 @@ __device__ void deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 		if (flags & VFGX_APP_FLAG_LAST)
 			count(cnt, GPUK_C_LAST_SEEN, 1);
 		if (ordered) {
-			if (seq < k.next[s])
+			if (seq < __ldcg(&k.next[s]))
 				count(cnt, GPUK_C_ORDER, 1);
 			k.next[s] = seq + 1;
 		}
@@ -198,6 +200,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
 {
 	const struct vfgx_comm_pkt *pk = &k.items[slot].pkts[i];
 	struct res *out = &k.res[(size_t)slot * k.burst + i];
+	uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
 	const uint8_t *f = (const uint8_t *)(uintptr_t)pk->addr;
 	uint32_t len = pk->len, flags = pk->flags, q = pk->queue;
 	struct vfgx_parsed ps;
@@ -209,6 +212,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
 		count(cnt, GPUK_C_PACKETS, 1);
 		count(cnt, GPUK_C_BYTES, len);
 		out->kind = RES_NONE;
+		*grp = 0xff;
 	}
 	if (k.stage && !(flags & PKT_FLAG_GPU) && len <= GPUK_STAGE_MAX) {
 		uint8_t *dst = k.stage + ((size_t)slot * k.burst + i) * GPUK_STAGE_MAX;
@@ -273,6 +277,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
 		out->stream = q * k.max_streams + h.stream;
 		out->flags = h.flags;
 		out->kind = RES_INSERT;
+		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
 	}
 }
 
@@ -332,6 +337,16 @@ __device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
 	uint64_t base = __ldcg(&k.base[s]);
 	size_t i;
 
+	/* In order with nothing held: inserting and draining would deliver
+	 * this record at once from its slot, so deliver it from the packet
+	 * (same bytes, same counters) and skip the copy. */
+	if (seq == base && __ldcg(&k.held[s]) == 0) {
+		deliver(k, cnt, s, seq, r->body, r->len, r->flags, true, lane);
+		if (lane == 0)
+			k.base[s] = base + 1;
+		__syncwarp();
+		return;
+	}
 	if (seq < base) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + VFGX_R_LATE, 1);
@@ -397,8 +412,11 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	int quit = 0;
 
 	if (lane == 0) {
+		uint32_t spins = 0;
+
 		while (ld_acquire_dev(&k.tickets[g]) != item) {
-			if (ld_quit(k.quit)) {
+			/* the quit flag is host memory: read it rarely */
+			if ((++spins & 255) == 0 && ld_quit(k.quit)) {
 				quit = 1;
 				break;
 			}
@@ -422,17 +440,29 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);
 	} else if (k.reorder) {
-		for (uint32_t b = 0; b < n; b += 32) {
-			uint32_t i = b + lane;
-			bool mine = i < n && rs[i].kind == RES_INSERT &&
-				    rs[i].stream % GPUK_GROUPS == g;
-			uint32_t m = __ballot_sync(FULL, mine);
+		const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
 
-			while (m) {
-				uint32_t j = __ffs(m) - 1;
+		/* 1024 entries at a time: 32 independent byte loads per lane,
+		 * then one ballot per 32 entries, in arrival order */
+		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+			uint32_t bal[32];
 
-				m &= m - 1;
-				reorder_insert(k, cnt, &rs[b + j], lane);
+#pragma unroll
+			for (uint32_t c = 0; c < 32; c++) {
+				uint32_t i = b0 + 32 * c + lane;
+
+				bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+			}
+#pragma unroll 1
+			for (uint32_t c = 0; c < 32; c++) {
+				uint32_t m = bal[c];
+
+				while (m) {
+					uint32_t j = __ffs(m) - 1;
+
+					m &= m - 1;
+					reorder_insert(k, cnt, &rs[b0 + 32 * c + j], lane);
+				}
 			}
 		}
 	}
@@ -512,35 +542,51 @@ __global__ void kernel_done(kparams k, uint32_t slot)
 __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 {
 	__shared__ ull cnt[GPUK_NCNT];
-	__shared__ int quit;
+	/* quit: set by thread 0 while waiting for an item, read after the
+	 * next barrier; quit_b: set in phase B, read after flush_counters'
+	 * barriers.  Two words so no write races a read across iterations. */
+	__shared__ int quit, quit_b;
 	__shared__ uint32_t n_sh, cmd_sh;
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-	if (threadIdx.x == 0)
+	if (threadIdx.x == 0) {
 		quit = 0;
+		quit_b = 0;
+	}
 	zero_counters(cnt);
 	for (uint64_t item = blockIdx.x;; item += gridDim.x) {
 		uint32_t slot = (uint32_t)(item % k.nb_items);
 
 		if (threadIdx.x == 0) {
-			uint32_t backoff = 32;
+			uint32_t backoff = 32, spins = 0;
 
-			for (;;) {
+			/* Items are observed in order: only the block whose item
+			 * is next polls the status word over PCIe; the others
+			 * wait on a GPU-memory word (no PCIe traffic). */
+			while (ld_acquire_dev(k.seen) != item) {
+				if ((++spins & 255) == 0 && ld_quit(k.quit)) {
+					quit = 1;
+					break;
+				}
+				__nanosleep(64);
+			}
+			while (!quit) {
 				if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
 				    *(volatile uint64_t *)&k.items[slot].seq == item)
 					break;
-				if (ld_quit(k.quit)) {
+				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
 					quit = 1;
 					break;
 				}
 				__nanosleep(backoff);
-				if (backoff < 256)
+				if (backoff < 128)
 					backoff *= 2;
 			}
 			if (!quit) {
 				k.items[slot].gpu_seen_ns = globaltimer();
 				n_sh = *(volatile uint32_t *)&k.items[slot].nb_pkts;
 				cmd_sh = *(volatile uint32_t *)&k.items[slot].cmd;
+				st_release_dev(k.seen, item + 1);
 			}
 		}
 		__syncthreads();
@@ -553,12 +599,12 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		for (uint32_t g = warp; g < GPUK_GROUPS; g += WARPS) {
 			if (!phase_b_group(k, cnt, slot, item, n_sh, cmd_sh, g, lane)) {
 				if (lane == 0)
-					quit = 1;
+					atomicExch(&quit_b, 1);
 				break;
 			}
 		}
 		flush_counters(k, cnt);
-		if (quit)
+		if (quit_b)
 			return;
 		if (threadIdx.x == 0)
 			mark_done(k, slot);
@@ -717,6 +763,8 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	/* GPU memory: results, tickets, counters, reorder windows, log */
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.seen, sizeof(uint64_t), err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.base, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.next, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||

@@ -17,7 +17,7 @@ fail=0
 step() {
 	local name=$1; shift
 	echo "== $name"
-	if timeout 600 "$@"; then echo "PASS $name"; else echo "FAIL $name (exit $?)"; fail=1; fi
+	if timeout "${GPU_TEST_TIMEOUT:-600}" "$@"; then echo "PASS $name"; else echo "FAIL $name (exit $?)"; fail=1; fi
 }
 step parity "$bin"
 step "fault persistent" env VFGX_FAULT_MODE=persistent "$bin" --fault

@@ -113,12 +113,15 @@ static int gen_traffic(struct traffic *t, uint32_t per_stream, uint32_t window)
 	t->bursts = calloc(cap, sizeof(*t->bursts));
 	if (!t->frames || !t->pkts || !t->bursts)
 		return -ENOMEM;
-	while (i + 4 < cap) {
+	for (uint32_t left = STREAMS; left && i + 4 < cap;) {
 		uint32_t st = rnd(STREAMS), k = rnd(100), reps = 1;
 		uint64_t seq = next[st];
 
-		if (next[st] >= per_stream)
-			break;
+		if (next[st] >= per_stream) {
+			left -= next[st] != UINT64_MAX;
+			next[st] = UINT64_MAX;
+			continue;
+		}
 		next[st]++;
 		if (k < 3)
 			continue;                              /* lost */
