@@ -123,13 +123,52 @@ __device__ __forceinline__ void count(ull *cnt, int i, ull v)
 /* ---- phase A: one warp per packet --------------------------------------- */
 
 /* Exact (unfolded) sum of the big-endian 16-bit words of p[0..len), as
- * vfgx_csum_add computes it, split across the warp. */
+ * vfgx_csum_add computes it, split across the warp: 16-byte loads over the
+ * aligned middle, bytes at the ends.  A byte at an even offset from p is a
+ * high byte; the middle's even and odd bytes are summed apart and weighted
+ * by the parity of p. */
+__device__ __forceinline__ void csum_word(uint32_t w, uint32_t &e, uint32_t &o)
+{
+	uint32_t a = w & 0x00ff00ffu, b = (w >> 8) & 0x00ff00ffu;
+
+	e += (a & 0xffff) + (a >> 16);
+	o += (b & 0xffff) + (b >> 16);
+}
+
 __device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
 {
+	uintptr_t start = (uintptr_t)p, end = start + len;
+	uintptr_t a0 = (start + 15) & ~(uintptr_t)15, a1 = end & ~(uintptr_t)15;
 	ull s = 0;
 
-	for (uint32_t i = lane; i < len; i += 32)
+	if (a0 >= a1) {
+		for (uint32_t i = lane; i < len; i += 32)
+			s += (ull)p[i] << ((i & 1) ? 0 : 8);
+		return warp_sum(s);
+	}
+	for (uint32_t i = lane; i < a0 - start; i += 32)
 		s += (ull)p[i] << ((i & 1) ? 0 : 8);
+	for (uint32_t i = lane; i < end - a1; i += 32) {
+		uint32_t off = (uint32_t)(a1 - start) + i;
+
+		s += (ull)p[off] << ((off & 1) ? 0 : 8);
+	}
+	{
+		const uint4 *q = (const uint4 *)a0;
+		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
+
+#pragma unroll 4
+		for (uint32_t j = lane; j < n16; j += 32) {
+			uint4 v = q[j];
+
+			csum_word(v.x, e, o);
+			csum_word(v.y, e, o);
+			csum_word(v.z, e, o);
+			csum_word(v.w, e, o);
+		}
+		/* little endian: byte 0 of a word sits at an even address */
+		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
+	}
 	return warp_sum(s);
 }
 
@@ -420,7 +459,6 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				quit = 1;
 				break;
 			}
-			__nanosleep(64);
 		}
 	}
 	if (__shfl_sync(FULL, quit, 0))
@@ -558,17 +596,18 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		uint32_t slot = (uint32_t)(item % k.nb_items);
 
 		if (threadIdx.x == 0) {
-			uint32_t backoff = 32, spins = 0;
+			uint32_t spins = 0;
 
 			/* Items are observed in order: only the block whose item
 			 * is next polls the status word over PCIe; the others
-			 * wait on a GPU-memory word (no PCIe traffic). */
+			 * wait on a GPU-memory word (no PCIe traffic).  Plain
+			 * spinning: with __nanosleep() backoff here an item took
+			 * about 1 ms on the H100 measured. */
 			while (ld_acquire_dev(k.seen) != item) {
 				if ((++spins & 255) == 0 && ld_quit(k.quit)) {
 					quit = 1;
 					break;
 				}
-				__nanosleep(64);
 			}
 			while (!quit) {
 				if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
@@ -578,9 +617,6 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 					quit = 1;
 					break;
 				}
-				__nanosleep(backoff);
-				if (backoff < 128)
-					backoff *= 2;
 			}
 			if (!quit) {
 				k.items[slot].gpu_seen_ns = globaltimer();
