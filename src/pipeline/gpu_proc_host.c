@@ -18,6 +18,11 @@ _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
 _Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
 
+/* cudaStreamQuery() (the fault check) at most this often while waiting:
+ * the persistent mode measured about 1 ms per item while it was called
+ * every 1024 polls (bench/results/gpu.md analysis). */
+#define HEALTH_NS 20000000ull
+
 static const char *const mode_names[] = { "persistent", "per_burst", "graph", NULL };
 static const char *const user_names[] = { "none", "flow_sum", NULL };
 
@@ -228,11 +233,14 @@ static int wait_nokick(vfgx_gpu_proc *gp, uint64_t item)
 		if (reap(gp))
 			continue;
 		if ((++spins & 1023) == 0) {
-			uint64_t el = vfgx_now_ns() - t0;
+			uint64_t now = vfgx_now_ns(), el = now - t0;
 			char err[200];
 
-			if ((ret = health(gp)))
-				return ret;
+			if (now - gp->last_health > HEALTH_NS) {
+				gp->last_health = now;
+				if ((ret = health(gp)))
+					return ret;
+			}
 			if (el > (uint64_t)gp->o.timeout_ms * 1000000ull) {
 				snprintf(err, sizeof(err),
 					 "item %" PRIu64 " not finished after %u ms (pipeline.gpu.timeout_ms)",
@@ -355,7 +363,7 @@ int64_t vfgx_gpu_proc_poll(vfgx_gpu_proc *gp)
 	if (!reap(gp) && gp->done < gp->next) {
 		uint64_t now = vfgx_now_ns();
 
-		if (now - gp->last_health > 1000000) {
+		if (now - gp->last_health > HEALTH_NS) {
 			gp->last_health = now;
 			if (health(gp))
 				return gp->error;
