@@ -8,12 +8,13 @@ pkgs=(
 	# build
 	build-essential meson ninja-build pkg-config python3 clang libclang-rt-14-dev
 	# core
-	libyaml-dev libcmocka-dev
+	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
+	ethtool # afxdp net test: checksum offload off on the veth sender
 )
 
 missing=()

@@ -10,6 +10,7 @@ static const struct {
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
 	{ "gpu", vfgx_bench_gpu },
+	{ "afxdp", vfgx_bench_afxdp },
 };
 
 int vfgx_cmd_bench(int argc, char **argv)
