@@ -129,14 +129,13 @@ static void release_upto(vfgx_gpu_pipeline *gpl, uint64_t done)
 }
 
 /* First burst of a queue: can the GPU read its buffers in place? */
-static int check_readable(vfgx_gpu_pipeline *gpl, struct rx_entry *e,
-			  const struct vfgx_pkt *p)
+static void check_readable(vfgx_gpu_pipeline *gpl, struct rx_entry *e,
+			   const struct vfgx_pkt *p)
 {
 	e->readable = (p->flags & VFGX_PKT_GPU) || gpuk_device_readable(p->data);
 	if (!e->readable)
 		vfgx_warn(gpl->ctx, "%s rx queue %u: buffers are host memory the GPU cannot read; copying them into pinned memory (set memory_regions[].kind: pinned to read in place)",
 			  vfgx_port_name(e->port), e->q);
-	return 0;
 }
 
 static int bounce(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
@@ -210,10 +209,8 @@ static int feed_once(vfgx_gpu_pipeline *gpl, struct vfgx_pkt *rxbuf,
 		}
 		*any = true;
 		*all_done = false;
-		if (rx->readable < 0 && (ret = check_readable(gpl, rx, &rxbuf[0]))) {
-			vfgx_port_release(rx->port, rx->q, rxbuf, (uint16_t)n);
-			return ret;
-		}
+		if (rx->readable < 0)
+			check_readable(gpl, rx, &rxbuf[0]);
 		if ((ret = make_room(gpl))) {
 			vfgx_port_release(rx->port, rx->q, rxbuf, (uint16_t)n);
 			return ret;
