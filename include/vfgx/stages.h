@@ -133,12 +133,12 @@ VFGX_HD uint16_t vfgx_udp_csum(uint32_t src, uint32_t dst, const uint8_t *udp,
 }
 
 /*
- * Parse and validate one frame.  Returns VFGX_STAGE_PASS and fills *o, or
- * the drop reason.  Checks: room for every header, IPv4 version/IHL, total
- * length within the frame, no fragments, header checksum, UDP length
- * consistent with IPv4, UDP checksum unless it is 0 (not computed).
+ * Everything vfgx_parse checks except the UDP checksum, which *udp_csum
+ * says must still be verified (non-zero checksum field): the GPU runner
+ * sums the UDP bytes with a whole warp, then folds as vfgx_parse does.
  */
-VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
+VFGX_HD int vfgx_parse_headers(const uint8_t *f, uint32_t len,
+			       struct vfgx_parsed *o, int *udp_csum)
 {
 	uint32_t off = VFGX_ETH_HLEN;
 	uint16_t et;
@@ -188,20 +188,41 @@ VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
 		return VFGX_R_BAD_UDP;
 	o->src_ip = vfgx_rd32(ip + 12);
 	o->dst_ip = vfgx_rd32(ip + 16);
-	if (vfgx_rd16(udp + 6) != 0) {
-		uint32_t sum = (o->src_ip >> 16) + (o->src_ip & 0xffff) +
-			       (o->dst_ip >> 16) + (o->dst_ip & 0xffff) +
-			       VFGX_IPPROTO_UDP + udp_len;
-
-		if (vfgx_csum_fold(vfgx_csum_add(sum, udp, udp_len)) != 0)
-			return VFGX_R_BAD_UDP_CSUM;
-	}
+	*udp_csum = vfgx_rd16(udp + 6) != 0;
 	o->src_port = vfgx_rd16(udp);
 	o->dst_port = vfgx_rd16(udp + 2);
 	o->l3_off = (uint16_t)off;
 	o->l4_off = (uint16_t)(off + ihl);
 	o->payload_off = (uint16_t)(off + ihl + VFGX_UDP_HLEN);
 	o->payload_len = udp_len - VFGX_UDP_HLEN;
+	return VFGX_STAGE_PASS;
+}
+
+/* Pseudo-header part of the UDP checksum sum (not folded). */
+VFGX_HD uint32_t vfgx_udp_pseudo_sum(const struct vfgx_parsed *o)
+{
+	uint32_t udp_len = o->payload_len + VFGX_UDP_HLEN;
+
+	return (o->src_ip >> 16) + (o->src_ip & 0xffff) + (o->dst_ip >> 16) +
+	       (o->dst_ip & 0xffff) + VFGX_IPPROTO_UDP + udp_len;
+}
+
+/*
+ * Parse and validate one frame.  Returns VFGX_STAGE_PASS and fills *o, or
+ * the drop reason.  Checks: room for every header, IPv4 version/IHL, total
+ * length within the frame, no fragments, header checksum, UDP length
+ * consistent with IPv4, UDP checksum unless it is 0 (not computed).
+ */
+VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
+{
+	int need_csum;
+	int r = vfgx_parse_headers(f, len, o, &need_csum);
+
+	if (r != VFGX_STAGE_PASS || !need_csum)
+		return r;
+	if (vfgx_csum_fold(vfgx_csum_add(vfgx_udp_pseudo_sum(o), f + o->l4_off,
+					 o->payload_len + VFGX_UDP_HLEN)) != 0)
+		return VFGX_R_BAD_UDP_CSUM;
 	return VFGX_STAGE_PASS;
 }
 
