@@ -15,6 +15,7 @@ struct command {
 static const struct command commands[] = {
 	{ "run", vfgx_cmd_run, "run ports and pipeline from a config (default: embedded loopback)" },
 	{ "bench", vfgx_cmd_bench, "benchmarks; writes bench/results/*.md" },
+	{ "mon", vfgx_cmd_mon, "gpurdma_mon driver: telemetry, then events live" },
 };
 
 static void usage(FILE *f)
