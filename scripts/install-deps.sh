@@ -15,6 +15,9 @@ pkgs=(
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 )
+# gpurdma_mon: headers of the kernel the VM tests boot (linux-image-amd64's target)
+kimage=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}' || true)
+[[ -n $kimage ]] && pkgs+=("linux-headers-${kimage#linux-image-}")
 
 missing=()
 for p in "${pkgs[@]}"; do
