@@ -71,35 +71,46 @@ static ssize_t gmon_read(struct file *file, char __user *buf, size_t count,
 	struct gmon_client *c = file->private_data;
 	struct gpurdma_mon_event *ev;
 	size_t want = count / sizeof(*ev), done = 0;
-	int n, ret;
+	ssize_t ret = 0;
+	int n;
 
 	if (!want)
 		return -EINVAL;
-	while (!gmon_client_ready(c)) {
-		if (file->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		ret = wait_event_interruptible(c->wq, gmon_client_ready(c));
-		if (ret)
-			return ret;
-	}
 	ev = kmalloc_array(READ_BATCH, sizeof(*ev), GFP_KERNEL);
 	if (!ev)
 		return -ENOMEM;
 	while (done < want) {
 		n = gmon_client_pop(c, ev,
 				    min_t(size_t, want - done, READ_BATCH));
-		if (!n)
-			break;
+		if (!n) {
+			if (done)
+				break;
+			/* another reader of this file may have emptied it
+			 * between the wake-up and the pop: wait again
+			 */
+			if (file->f_flags & O_NONBLOCK) {
+				ret = -EAGAIN;
+				goto out;
+			}
+			ret = wait_event_interruptible(c->wq,
+						       gmon_client_ready(c));
+			if (ret)
+				goto out;
+			continue;
+		}
 		if (copy_to_user(buf + done * sizeof(*ev), ev,
 				 n * sizeof(*ev))) {
 			/* the popped events are lost, as for a full queue */
-			kfree(ev);
-			return done ? done * sizeof(*ev) : -EFAULT;
+			ret = done ? 0 : -EFAULT;
+			break;
 		}
 		done += n;
 	}
+	if (done)
+		ret = done * sizeof(*ev);
+out:
 	kfree(ev);
-	return done * sizeof(*ev);
+	return ret;
 }
 
 static __poll_t gmon_poll(struct file *file, poll_table *wait)
