@@ -67,7 +67,8 @@ bool gmon_client_ready(struct gmon_client *c);
 void gmon_replay_conditions(struct gmon_client *c);
 
 /* PCI devices and links */
-int gmon_pci_find(const char *gpu_param, const char *nic_param);
+int gmon_pci_find(const char *gpu_param, const char *nic_param,
+		  unsigned int gpu_vendor, unsigned int nic_vendor);
 void gmon_pci_put(void);
 void gmon_link_check(bool first);
 u64 gmon_est_bw(void);

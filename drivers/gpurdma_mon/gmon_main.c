@@ -19,10 +19,16 @@
 
 static char *gpu;
 module_param(gpu, charp, 0444);
-MODULE_PARM_DESC(gpu, "PCI address of the GPU (default: first NVIDIA display device)");
+MODULE_PARM_DESC(gpu, "PCI address of the GPU (default: first display device of gpu_vendor)");
 static char *nic;
 module_param(nic, charp, 0444);
-MODULE_PARM_DESC(nic, "PCI address of the NIC (default: first Mellanox network device)");
+MODULE_PARM_DESC(nic, "PCI address of the NIC (default: first network or InfiniBand device of nic_vendor)");
+static unsigned int gpu_vendor = PCI_VENDOR_ID_NVIDIA;
+module_param(gpu_vendor, uint, 0444);
+MODULE_PARM_DESC(gpu_vendor, "PCI vendor auto-detected as the GPU when gpu is unset (default 0x10de)");
+static unsigned int nic_vendor = PCI_VENDOR_ID_MELLANOX;
+module_param(nic_vendor, uint, 0444);
+MODULE_PARM_DESC(nic_vendor, "PCI vendor auto-detected as the NIC when nic is unset (default 0x15b3)");
 static unsigned int check_ms = 1000;
 module_param(check_ms, uint, 0444);
 MODULE_PARM_DESC(check_ms, "period of the PCIe link check in ms (100..60000, default 1000)");
@@ -265,7 +271,12 @@ static int __init gmon_init(void)
 	gmon.thr.argsz = sizeof(gmon.thr);
 	gmon.thr.pressure_pct = pressure_pct;
 
-	ret = gmon_pci_find(gpu, nic);
+	if (gpu_vendor > 0xffff || nic_vendor > 0xffff) {
+		pr_err("gpu_vendor=%#x nic_vendor=%#x: PCI vendor IDs are 16 bits\n",
+		       gpu_vendor, nic_vendor);
+		return -EINVAL;
+	}
+	ret = gmon_pci_find(gpu, nic, gpu_vendor, nic_vendor);
 	if (ret)
 		return ret;
 	gmon_link_check(true);

@@ -150,42 +150,45 @@ static struct pci_dev *by_address(const char *what, const char *addr)
 	return pdev;
 }
 
-/* First device of vendor whose base class is one of classes (class >> 8). */
-static struct pci_dev *by_vendor(unsigned int vendor, const u32 *classes,
-				 int nr)
+static bool is_gpu(const struct pci_dev *pdev)
+{
+	return (pdev->class >> 16) == PCI_BASE_CLASS_DISPLAY;
+}
+
+static bool is_nic(const struct pci_dev *pdev)
+{
+	return (pdev->class >> 16) == PCI_BASE_CLASS_NETWORK ||
+	       (pdev->class >> 8) == PCI_CLASS_SERIAL_IB;
+}
+
+/* First device of vendor that match() accepts, with a reference held. */
+static struct pci_dev *by_vendor(unsigned int vendor,
+				 bool (*match)(const struct pci_dev *pdev))
 {
 	struct pci_dev *pdev = NULL;
-	int i;
 
 	while ((pdev = pci_get_device(vendor, PCI_ANY_ID, pdev))) {
-		for (i = 0; i < nr; i++) {
-			if ((pdev->class >> 8) == classes[i] ||
-			    (pdev->class >> 16) == classes[i])
-				return pdev;
-		}
+		if (match(pdev))
+			return pdev;
 	}
 	return NULL;
 }
 
-int gmon_pci_find(const char *gpu_param, const char *nic_param)
+int gmon_pci_find(const char *gpu_param, const char *nic_param,
+		  unsigned int gpu_vendor, unsigned int nic_vendor)
 {
-	static const u32 gpu_classes[] = { PCI_BASE_CLASS_DISPLAY };
-	static const u32 nic_classes[] = { PCI_BASE_CLASS_NETWORK,
-					   PCI_CLASS_SERIAL_IB };
 	struct pci_dev *gpu, *nic;
 
 	if (gpu_param && *gpu_param)
 		gpu = by_address("gpu", gpu_param);
 	else
-		gpu = by_vendor(PCI_VENDOR_ID_NVIDIA, gpu_classes,
-				ARRAY_SIZE(gpu_classes));
+		gpu = by_vendor(gpu_vendor, is_gpu);
 	if (IS_ERR(gpu))
 		return PTR_ERR(gpu);
 	if (nic_param && *nic_param)
 		nic = by_address("nic", nic_param);
 	else
-		nic = by_vendor(PCI_VENDOR_ID_MELLANOX, nic_classes,
-				ARRAY_SIZE(nic_classes));
+		nic = by_vendor(nic_vendor, is_nic);
 	if (IS_ERR(nic)) {
 		pci_dev_put(gpu);
 		return PTR_ERR(nic);
@@ -208,14 +211,16 @@ int gmon_pci_find(const char *gpu_param, const char *nic_param)
 			 gmon.gpu_link.max_width, gmon.gpu_link.max_speed,
 			 gmon.gpu_link.numa_node);
 	else
-		pr_info("no GPU (set gpu=DDDD:BB:SS.F to choose one)\n");
+		pr_info("no GPU of vendor %#06x (set gpu=DDDD:BB:SS.F to choose one)\n",
+			gpu_vendor);
 	if (nic)
 		pci_info(nic, "gpurdma_mon: NIC, link x%u@%u Mb/s of x%u@%u, node %d\n",
 			 gmon.nic_link.cur_width, gmon.nic_link.cur_speed,
 			 gmon.nic_link.max_width, gmon.nic_link.max_speed,
 			 gmon.nic_link.numa_node);
 	else
-		pr_info("no NIC (set nic=DDDD:BB:SS.F to choose one)\n");
+		pr_info("no NIC of vendor %#06x (set nic=DDDD:BB:SS.F to choose one)\n",
+			nic_vendor);
 	if (gmon.numa_mismatch) {
 		pr_warn("GPU on NUMA node %d, NIC on node %d: traffic crosses the socket interconnect\n",
 			gmon.gpu_link.numa_node, gmon.nic_link.numa_node);

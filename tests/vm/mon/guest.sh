@@ -105,6 +105,14 @@ insmod "$ko" gpu=$nic_port nic=$nic || fail "reload"
 "$t" clients 2 20 || fail "clients after reload"
 rmmod gpurdma_mon || fail "rmmod"
 
+step "auto-detection: the first Intel (0x8086) network device as the NIC"
+insmod "$ko" nic_vendor=0x8086 || fail "insmod nic_vendor=0x8086"
+found=$(cat $sys/nic_address)
+case $found in 0000:21:00.0 | 0000:41:00.0) ;; *) fail "auto-detected NIC '$found', want one of the e1000e" ;; esac
+[ "$(cat $sys/gpu_address)" = absent ] || fail "a GPU was auto-detected"
+"$t" telemetry --nic "$found" --numa 0 --switch 0 || fail "telemetry with an auto-detected NIC"
+rmmod gpurdma_mon || fail "rmmod"
+
 step "reload with no parameters: no NVIDIA or Mellanox device here"
 insmod "$ko" || fail "insmod without devices"
 "$t" telemetry --numa 0 --switch 0 || fail "telemetry without devices"
