@@ -89,6 +89,12 @@ step "rmmod with a client open"
 "$t" hold >"$out/hold.txt" &
 hp=$!
 wait_clients 1
+i=0
+until grep -q holding "$out/hold.txt"; do  # it drained its replayed events
+	i=$((i + 1))
+	[ $i -gt 300 ] && fail "held client never got ready"
+	sleep 0.1
+done
 rmmod gpurdma_mon 2>"$out/rmmod.txt" && fail "rmmod succeeded with a client open"
 cat "$out/rmmod.txt"
 [ -c /dev/gpurdma_mon ] || fail "device gone after refused rmmod"
