@@ -31,7 +31,7 @@ static const char * const sev_names[] = {
 static ssize_t inject_write(struct file *file, const char __user *ubuf,
 			    size_t count, loff_t *ppos)
 {
-	char buf[128], *p = buf, *type, *sev;
+	char buf[128], *p, *type, *sev;
 	int t, s;
 
 	if (count >= sizeof(buf))
@@ -39,7 +39,7 @@ static ssize_t inject_write(struct file *file, const char __user *ubuf,
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
 	buf[count] = '\0';
-	strim(buf);
+	p = strim(buf);
 	type = strsep(&p, " ");
 	sev = p ? strsep(&p, " ") : NULL;
 	if (!sev)

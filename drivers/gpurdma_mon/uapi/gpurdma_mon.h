@@ -25,13 +25,13 @@ enum gpurdma_mon_event_type {
 	GPURDMA_MON_EV_PRESSURE		= 3, /* pool occupancy over threshold */
 	GPURDMA_MON_EV_BW_HIGH		= 4, /* rx bandwidth over threshold */
 	GPURDMA_MON_EV_TEST		= 5, /* injected through debugfs */
-	GPURDMA_MON_EV_MAX		= 6,
+	GPURDMA_MON_EV_MAX		= 6
 };
 
 enum gpurdma_mon_severity {
 	GPURDMA_MON_SEV_INFO		= 0,
 	GPURDMA_MON_SEV_WARN		= 1,
-	GPURDMA_MON_SEV_CRIT		= 2,
+	GPURDMA_MON_SEV_CRIT		= 2
 };
 
 /* What an event is about. */
@@ -39,7 +39,7 @@ enum gpurdma_mon_source {
 	GPURDMA_MON_SRC_NONE		= 0,
 	GPURDMA_MON_SRC_GPU		= 1,
 	GPURDMA_MON_SRC_NIC		= 2,
-	GPURDMA_MON_SRC_LIB		= 3, /* counters from PUBLISH */
+	GPURDMA_MON_SRC_LIB		= 3  /* counters from PUBLISH */
 };
 
 /*
