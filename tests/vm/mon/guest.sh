@@ -44,6 +44,12 @@ grep -q ' degraded$' $sys/nic_link && fail "sysfs nic_link degraded: $(cat $sys/
 dmesg | grep -q 'gpurdma_mon: GPU on NUMA node 0, NIC on node 1' || fail "no NUMA warning in dmesg"
 echo "sysfs: gpu_link $(cat $sys/gpu_link); nic_link $(cat $sys/nic_link)"
 
+step "debugfs inject refuses what it cannot parse"
+for bad in "nonsense" "test loud x" "none info x" "test"; do
+	echo "$bad" 2>/dev/null >$inj && fail "inject accepted '$bad'"
+done
+echo "  test   info padded" >$inj || fail "inject with leading blanks"
+
 step "telemetry against the devices' own sysfs"
 "$t" telemetry --gpu $gpu --nic $nic --numa 1 --switch 0 || fail "telemetry"
 step "8 clients, 100 injected events each, in order"
