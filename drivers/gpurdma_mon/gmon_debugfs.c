@@ -40,8 +40,12 @@ static ssize_t inject_write(struct file *file, const char __user *ubuf,
 		return -EFAULT;
 	buf[count] = '\0';
 	p = strim(buf);
-	type = strsep(&p, " ");
-	sev = p ? strsep(&p, " ") : NULL;
+	type = strsep(&p, " \t");
+	sev = p ? strsep(&p, " \t") : NULL;
+	while (sev && !*sev && p)	/* runs of blanks between words */
+		sev = strsep(&p, " \t");
+	if (p)
+		p = skip_spaces(p);
 	if (!sev)
 		return -EINVAL;
 	t = match_string(type_names, ARRAY_SIZE(type_names), type);
