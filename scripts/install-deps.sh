@@ -14,6 +14,8 @@ pkgs=(
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
+	ethtool # afxdp net test: checksum offload off on the veth sender
+	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk
 )
 # gpurdma_mon: headers of the kernel the VM tests boot (linux-image-amd64's target)
 kimage=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}' || true)

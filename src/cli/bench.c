@@ -3,12 +3,17 @@
 #include <string.h>
 
 #include "commands.h"
+#include "vfgx_build.h"
 
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
+	{ "afxdp", vfgx_bench_afxdp },
+#if VFGX_HAVE_DPDK
+	{ "dpdk", vfgx_bench_dpdk },
+#endif
 };
 
 int vfgx_cmd_bench(int argc, char **argv)
