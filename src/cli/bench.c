@@ -3,12 +3,16 @@
 #include <string.h>
 
 #include "commands.h"
+#include "vfgx_build.h"
 
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
+#if VFGX_HAVE_RDMA
+	{ "rdma", vfgx_bench_rdma },
+#endif
 };
 
 int vfgx_cmd_bench(int argc, char **argv)
