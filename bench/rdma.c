@@ -42,6 +42,7 @@ struct opts {
 	const char *dev, *server;
 	int gid;
 	uint32_t size, iters;
+	uint32_t inline_size; /* -I: send this short inline (perftest's -I) */
 	uint16_t port;
 	bool rdma_cm;
 };
@@ -235,9 +236,9 @@ static int wait_recv(struct run *r, uint32_t len)
 	return wait_recv_mode(r, len, false);
 }
 
-static unsigned inl(uint32_t size)
+static unsigned inl(const struct opts *o)
 {
-	return size <= MAX_INLINE ? VFGX_RDMA_INLINE : 0;
+	return o->size <= o->inline_size ? VFGX_RDMA_INLINE : 0;
 }
 
 /* Client: stream iters WRITEs or SENDs, TX_DEPTH in flight, one signaled
@@ -255,7 +256,7 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 		       vfgx_rdma_qp_outstanding(r->qp) < TX_DEPTH) {
 			fl = ((posted + 1) % CQ_MOD && posted + 1 != o->iters) ?
 				     VFGX_RDMA_UNSIGNALED : 0;
-			fl |= inl(o->size);
+			fl |= inl(o);
 			ret = o->test == WRITE_BW ?
 				      vfgx_rdma_write(r->qp, r->mr, 0, r->peer.addr + o->size,
 						      r->peer.rkey, o->size, posted, fl) :
@@ -316,7 +317,7 @@ static int lat_loop(struct run *r, const struct opts *o, double *lat_us)
 
 		for (int half = 0; half < 2; half++, my_turn = !my_turn) {
 			if (my_turn) {
-				unsigned fl = inl(o->size) |
+				unsigned fl = inl(o) |
 					      (i % LAT_SIGNAL && i != o->iters ? VFGX_RDMA_UNSIGNALED : 0);
 
 				r->buf[o->size - 1] = tag;
@@ -649,7 +650,7 @@ static int report(const struct opts *o, const char *ip, const char *out,
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [--rdma_cm] [server_ip]\n"
+	fprintf(f, "usage: vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [-I inline_size] [--rdma_cm] [server_ip]\n"
 		   "       vfgx bench rdma --report [-d dev] [-x gid_index] --ip IP [--rounds N] [--out DIR]\n"
 		   "TEST: write_bw write_lat send_bw send_lat read_lat; without server_ip: server\n");
 }
@@ -665,7 +666,8 @@ int vfgx_bench_rdma(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct opts o = { .gid = -1, .size = 65536, .iters = 1000, .port = 18515 };
+	struct opts o = { .gid = -1, .size = 65536, .iters = 1000, .port = 18515,
+			  .inline_size = UINT32_MAX };
 	const char *ip = NULL, *out = "bench/results";
 	bool rep = false;
 	int rounds = 3;
@@ -673,13 +675,20 @@ int vfgx_bench_rdma(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:x:s:n:p:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:x:s:n:p:I:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': o.dev = optarg; break;
 		case 'x': o.gid = atoi(optarg); break;
 		case 's': o.size = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'n': o.iters = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'p': o.port = (uint16_t)strtoul(optarg, NULL, 0); break;
+		case 'I':
+			o.inline_size = (uint32_t)strtoul(optarg, NULL, 0);
+			if (o.inline_size > MAX_INLINE) {
+				fprintf(stderr, "vfgx bench rdma: -I must be 0..%d\n", MAX_INLINE);
+				return 2;
+			}
+			break;
 		case 'R': o.rdma_cm = true; break;
 		case 'r': rep = true; break;
 		case 'i': ip = optarg; break;
@@ -723,6 +732,9 @@ int vfgx_bench_rdma(int argc, char **argv)
 	}
 	if (optind + 1 < argc)
 		o.server = argv[optind + 1];
+	/* perftest's defaults: inline for the latency tests only */
+	if (o.inline_size == UINT32_MAX)
+		o.inline_size = is_bw(o.test) || o.test == READ_LAT ? 0 : MAX_INLINE;
 	if (o.test == WRITE_LAT && o.size < 2)
 		o.size = 2;
 	return run_test(&o);

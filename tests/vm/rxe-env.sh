@@ -12,6 +12,7 @@ ip link set va up
 ip link set vb up
 rdma link add rxa type rxe netdev va
 export VFGX_RDMA_DEV=rxa VFGX_RDMA_IP=10.77.0.1
+# shellcheck disable=SC3045 # dash and busybox sh have ulimit -l
 ulimit -l unlimited 2>/dev/null || true
 set +e
 "$@"
