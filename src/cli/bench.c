@@ -15,6 +15,9 @@ static const struct {
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },
 #endif
+#if VFGX_HAVE_RDMA
+	{ "rdma", vfgx_bench_rdma },
+#endif
 };
 
 int vfgx_cmd_bench(int argc, char **argv)

@@ -14,5 +14,6 @@ int vfgx_bench_pipeline(int argc, char **argv);
 int vfgx_bench_gpu(int argc, char **argv);
 int vfgx_bench_afxdp(int argc, char **argv);
 int vfgx_bench_dpdk(int argc, char **argv);
+int vfgx_bench_rdma(int argc, char **argv);
 
 #endif

@@ -16,6 +16,9 @@ static const struct vfgx_port_ops *const backend_table[] = {
 #if VFGX_HAVE_DPDK
 	&vfgx_dpdk_ops,
 #endif
+#if VFGX_HAVE_RDMA
+	&vfgx_rdma_ops,
+#endif
 };
 
 #define NB_BACKENDS (sizeof(backend_table) / sizeof(backend_table[0]))
