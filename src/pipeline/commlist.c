@@ -27,7 +27,6 @@ void vfgx_comm_publish(struct vfgx_comm_list *l, uint32_t slot, uint64_t seq,
 	it->seq = seq;
 	it->nb_pkts = nb_pkts;
 	it->cmd = cmd;
-	it->gpu_seen_ns = 0;
 	/* release: descriptors and header above are visible before READY */
 	__atomic_store_n(&l->status[slot].v, VFGX_COMM_READY, __ATOMIC_RELEASE);
 }
