@@ -29,13 +29,14 @@
 static const uint32_t sizes[NB_SIZES] = { 64, 512, 1500, 8192 };
 
 /* Ping-pong variants: what each piece of the persistent hand-off costs. */
-#define NB_PP 6
+#define NB_PP 7
 #define PP_ITERS 1000
 static const struct {
 	int flags;
 	const char *what;
 } pp[NB_PP] = {
 	{ 0, "volatile poll, volatile answer (the minimum)" },
+	{ PP_CPUFENCE, "the minimum + a CPU mfence after the store" },
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE, "ld.acquire.sys poll; __threadfence_system + st.release.sys answer" },
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS, "same + one block per SM spinning on a GPU-memory word" },
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS | PP_HOSTQUIT, "same + those read a host word every 256 spins" },

@@ -235,6 +235,8 @@ extern "C" int gpubw_pingpong(int gpu, int flags, int iters, double *p50_us,
 		uint64_t t0 = pp_now(), t;
 
 		__atomic_store_n(&h->go, (uint32_t)i, __ATOMIC_RELEASE);
+		if (flags & PP_CPUFENCE)
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&h->ack, __ATOMIC_ACQUIRE) != (uint32_t)i) {
 			t = pp_now();
 			if (t - t0 > 2000000000ull) {

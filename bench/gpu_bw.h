@@ -23,6 +23,7 @@ int gpubw_pinned_read(int gpu, size_t bytes, int reps, double *gbs, char *err,
 #define PP_SPINNERS 8  /* one more block per SM spinning on a GPU word */
 #define PP_HOSTQUIT 16 /* ...which reads a host word every 256 spins */
 #define PP_STAMP 32    /* weak %globaltimer store to host memory first */
+#define PP_CPUFENCE 64 /* the CPU runs a full fence (mfence) after its store */
 int gpubw_pingpong(int gpu, int flags, int iters, double *p50_us, double *p99_us,
 		   char *err, size_t len);
 /* Copy into / out of device memory for the benchmark's packet buffers. */
