@@ -28,6 +28,22 @@
 
 static const uint32_t sizes[NB_SIZES] = { 64, 512, 1500, 8192 };
 
+/* Ping-pong variants: what each piece of the persistent hand-off costs. */
+#define NB_PP 7
+#define PP_ITERS 1000
+static const struct {
+	int flags;
+	const char *what;
+} pp[NB_PP] = {
+	{ 0, "volatile poll, volatile answer (the minimum)" },
+	{ PP_CPUFENCE, "the minimum + a CPU mfence after the store" },
+	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE, "ld.acquire.sys poll; __threadfence_system + st.release.sys answer" },
+	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS, "same + one block per SM spinning on a GPU-memory word" },
+	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS | PP_HOSTQUIT, "same + those read a host word every 256 spins" },
+	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_STAMP, "acquire/fence/release + a weak host store before a GPU-scope release" },
+	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS | PP_HOSTQUIT | PP_STAMP, "all of the above (the old persistent hand-off)" },
+};
+
 struct tput {
 	double mpps, gbps, gbytes_s;
 	uint64_t packets;
@@ -257,6 +273,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 		{ 0 },
 	};
 	static struct tput res[NB_SIZES][2][NB_MODES], var[2];
+	double pp50[NB_PP] = { 0 }, pp99[NB_PP] = { 0 };
 	double cpu[NB_SIZES], d2d = 0, pcie = 0, h50 = 0, h99 = 0, r50 = 0, r99 = 0;
 	const char *out = "bench/results";
 	double seconds = 0.5;
@@ -312,6 +329,15 @@ int vfgx_bench_gpu(int argc, char **argv)
 	}
 	printf("hand-off: median %.2f us, p99 %.2f us (round trip median %.2f, p99 %.2f)\n",
 	       h50, h99, r50, r99);
+	for (int v = 0; v < NB_PP; v++) {
+		if (gpubw_pingpong(0, pp[v].flags, PP_ITERS, &pp50[v], &pp99[v], err,
+				   sizeof(err))) {
+			fprintf(stderr, "vfgx bench gpu: %s\n", err);
+			goto out;
+		}
+		printf("ping-pong %-70s median %.2f us p99 %.2f us\n", pp[v].what,
+		       pp50[v], pp99[v]);
+	}
 	for (int s = 0; s < NB_SIZES; s++) {
 		uint32_t stride = stride_of(sizes[s]);
 		uint32_t count = BUF_BYTES / stride;
@@ -376,7 +402,11 @@ int vfgx_bench_gpu(int argc, char **argv)
 		HANDOFFS);
 	fprintf(f, "| | median | p99 |\n|---|---|---|\n| one-way estimate | %.2f us | %.2f us |\n| round trip | %.2f us | %.2f us |\n\n",
 		h50, h99, r50, r99);
-	fprintf(f, "## Throughput\n\n| frame B | packets in | mode | Mpps | Gbps | GB/s | all delivered |\n|---|---|---|---|---|---|---|\n");
+	fprintf(f, "Ping-pong variants (same run): the CPU stores i to a pinned word, one GPU thread polls it and stores i to a second pinned word, the CPU polls that; %d round trips each.\n\n| variant | round trip median | p99 |\n|---|---|---|\n",
+		PP_ITERS);
+	for (int v = 0; v < NB_PP; v++)
+		fprintf(f, "| %s | %.2f us | %.2f us |\n", pp[v].what, pp50[v], pp99[v]);
+	fprintf(f, "\n## Throughput\n\n| frame B | packets in | mode | Mpps | Gbps | GB/s | all delivered |\n|---|---|---|---|---|---|---|\n");
 	for (int s = 0; s < NB_SIZES; s++)
 		for (int g = 0; g < 2; g++)
 			for (int m = 0; m < NB_MODES; m++) {

@@ -15,6 +15,17 @@ int gpubw_d2d(int gpu, size_t bytes, int reps, double *gbs, char *err, size_t le
 /* GB/s of a kernel on all SMs reading a pinned host buffer (best of reps). */
 int gpubw_pinned_read(int gpu, size_t bytes, int reps, double *gbs, char *err,
 		      size_t len);
+/* Round trip CPU -> polling GPU thread -> CPU through two pinned words,
+ * median and p99 in us; flags add what the persistent kernel does. */
+#define PP_ACQUIRE 1   /* GPU polls with ld.acquire.sys (else volatile) */
+#define PP_FENCE 2     /* __threadfence_system() before answering */
+#define PP_RELEASE 4   /* answer with st.release.sys (else volatile) */
+#define PP_SPINNERS 8  /* one more block per SM spinning on a GPU word */
+#define PP_HOSTQUIT 16 /* ...which reads a host word every 256 spins */
+#define PP_STAMP 32    /* weak %globaltimer store to host memory first */
+#define PP_CPUFENCE 64 /* the CPU runs a full fence (mfence) after its store */
+int gpubw_pingpong(int gpu, int flags, int iters, double *p50_us, double *p99_us,
+		   char *err, size_t len);
 /* Copy into / out of device memory for the benchmark's packet buffers. */
 int gpubw_copy_to_device(void *dst, const void *src, size_t bytes);
 

@@ -27,9 +27,14 @@ void vfgx_comm_publish(struct vfgx_comm_list *l, uint32_t slot, uint64_t seq,
 	it->seq = seq;
 	it->nb_pkts = nb_pkts;
 	it->cmd = cmd;
-	it->gpu_seen_ns = 0;
 	/* release: descriptors and header above are visible before READY */
 	__atomic_store_n(&l->status[slot].v, VFGX_COMM_READY, __ATOMIC_RELEASE);
+	/* Not needed for ordering (x86 is TSO and cudaHostAlloc memory is
+	 * write-back); it only bounds how long READY may sit in the store
+	 * buffer (or a write-combining buffer, were the mapping ever WC).
+	 * The ping-pong in bench/results/gpu.md measured no latency change
+	 * from it (2.88 vs 3.12 us round trip): cheap, kept. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void vfgx_comm_free(struct vfgx_comm_list *l, uint32_t slot)

@@ -69,8 +69,7 @@ struct vfgx_comm_item {
 	uint32_t nb_pkts;
 	uint32_t cmd;
 	struct vfgx_comm_pkt *pkts; /* device view of this item's descriptors */
-	uint64_t gpu_seen_ns;  /* %globaltimer when the GPU saw READY (persistent) */
-	uint64_t pad[4];
+	uint64_t pad[5];       /* the GPU writes nothing here */
 };
 
 struct vfgx_comm_status_word {

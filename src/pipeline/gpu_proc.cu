@@ -55,6 +55,7 @@ struct kparams {
 	uint8_t *stage;             /* stage_copy buffers or NULL */
 	uint64_t *tickets;          /* GPUK_GROUPS */
 	uint64_t *seen;             /* persistent: items observed READY so far */
+	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
 	ull *cnt;                   /* GPUK_NCNT */
 	/* reorder state, nb_streams each (windows: * window) */
 	uint64_t *base, *next;
@@ -75,6 +76,18 @@ __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)
 {
 	cuda::atomic_ref<const uint32_t, cuda::thread_scope_system> a(*p);
 	return a.load(cuda::memory_order_acquire);
+}
+
+__device__ __forceinline__ uint32_t ld_relaxed_sys(const uint32_t *p)
+{
+	cuda::atomic_ref<const uint32_t, cuda::thread_scope_system> a(*p);
+	return a.load(cuda::memory_order_relaxed);
+}
+
+__device__ __forceinline__ uint64_t ld_relaxed_dev(const uint64_t *p)
+{
+	cuda::atomic_ref<const uint64_t, cuda::thread_scope_device> a(*p);
+	return a.load(cuda::memory_order_relaxed);
 }
 
 __device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
@@ -98,14 +111,6 @@ __device__ __forceinline__ void st_release_dev(uint64_t *p, uint64_t v)
 __device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)
 {
 	return *(const volatile uint32_t *)q;
-}
-
-__device__ __forceinline__ uint64_t globaltimer(void)
-{
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
 }
 
 __device__ __forceinline__ ull warp_sum(ull v)
@@ -172,7 +177,8 @@ __device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
 	return warp_sum(s);
 }
 
-__device__ void deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+/* Returns false when the user stage dropped the record. */
+__device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 			const uint8_t *data, uint32_t len, uint32_t flags,
 			bool ordered, uint32_t lane)
 {
@@ -192,7 +198,7 @@ __device__ void deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 	if (!keep) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + DROP_USER, 1);
-		return;
+		return false;
 	}
 	if (k.log_cap) {
 		ull a = 0, b = 0;
@@ -232,16 +238,17 @@ __device__ void deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 		}
 	}
 	__syncwarp();
+	return true;
 }
 
+/* Packet i of the item in slot; its descriptor was read by the caller. */
 __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
-			       uint32_t i, uint32_t lane)
+			       uint32_t i, uint64_t addr, uint32_t len,
+			       uint32_t q, uint32_t flags, uint32_t lane)
 {
-	const struct vfgx_comm_pkt *pk = &k.items[slot].pkts[i];
 	struct res *out = &k.res[(size_t)slot * k.burst + i];
 	uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
-	const uint8_t *f = (const uint8_t *)(uintptr_t)pk->addr;
-	uint32_t len = pk->len, flags = pk->flags, q = pk->queue;
+	const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
 	struct vfgx_parsed ps;
 	struct vfgx_app_hdr h;
 	const uint8_t *pay;
@@ -317,6 +324,31 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
 		out->flags = h.flags;
 		out->kind = RES_INSERT;
 		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
+	}
+}
+
+/* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
+ * stride chunks): each lane reads one descriptor (one coalesced read over
+ * PCIe per 32 packets), then the warp runs the packets one by one. */
+__device__ void phase_a_chunks(const kparams &k, ull *cnt, uint32_t slot,
+			       const struct vfgx_comm_pkt *pkts, uint32_t n,
+			       uint32_t chunk, uint32_t stride, uint32_t lane)
+{
+	for (uint32_t c0 = chunk * 32; c0 < n; c0 += stride * 32) {
+		uint32_t i = c0 + lane, m = n - c0 < 32 ? n - c0 : 32;
+		uint64_t addr = 0;
+		uint32_t len = 0, q = 0, flags = 0;
+
+		if (i < n) {
+			addr = pkts[i].addr;
+			len = pkts[i].len;
+			q = pkts[i].queue;
+			flags = pkts[i].flags;
+		}
+		for (uint32_t j = 0; j < m; j++)
+			phase_a_packet(k, cnt, slot, c0 + j, __shfl_sync(FULL, addr, j),
+				       __shfl_sync(FULL, len, j), __shfl_sync(FULL, q, j),
+				       __shfl_sync(FULL, flags, j), lane);
 	}
 }
 
@@ -442,6 +474,20 @@ __device__ void flush_stream(const kparams &k, ull *cnt, uint32_t s,
 	__syncwarp();
 }
 
+/* Write a stream's cached base and next back (cs UINT32_MAX: none). */
+__device__ __forceinline__ void cache_put(const kparams &k, uint32_t cs,
+					  uint64_t base, uint64_t next,
+					  uint32_t lane)
+{
+	if (cs == UINT32_MAX)
+		return;
+	if (lane == 0) {
+		k.base[cs] = base;
+		k.next[cs] = next;
+	}
+	__syncwarp();
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
@@ -454,8 +500,11 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		uint32_t spins = 0;
 
 		while (ld_acquire_dev(&k.tickets[g]) != item) {
-			/* the quit flag is host memory: read it rarely */
-			if ((++spins & 255) == 0 && ld_quit(k.quit)) {
+			/* the persistent kernel's quit word is GPU memory; the
+			 * host's is read over PCIe, so only rarely */
+			if ((++spins & 255) == 0 &&
+			    (ld_relaxed_dev(k.dquit) ||
+			     ((spins & 65535) == 0 && ld_quit(k.quit)))) {
 				quit = 1;
 				break;
 			}
@@ -479,6 +528,14 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			flush_stream(k, cnt, s, lane);
 	} else if (k.reorder) {
 		const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+		/* One stream's window state cached in registers (the same in
+		 * every lane) while its records come in order with nothing
+		 * held: such a record is delivered from the packet with no
+		 * access to the window (the fast path of reorder_insert), and
+		 * base/next are written back when another stream's record or a
+		 * record needing the window comes, and at the end. */
+		uint32_t cs = UINT32_MAX, cheld = 0;
+		uint64_t cbase = 0, cnext = 0;
 
 		/* 1024 entries at a time: 32 independent byte loads per lane,
 		 * then one ballot per 32 entries, in arrival order */
@@ -494,15 +551,48 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 #pragma unroll 1
 			for (uint32_t c = 0; c < 32; c++) {
 				uint32_t m = bal[c];
+				struct res mine = { 0, NULL, 0, 0, 0, 0 };
 
+				if (!m)
+					continue;
+				/* each lane reads its own record, then shuffles */
+				if (m & (1u << lane))
+					mine = rs[b0 + 32 * c + lane];
 				while (m) {
 					uint32_t j = __ffs(m) - 1;
+					struct res r;
 
 					m &= m - 1;
-					reorder_insert(k, cnt, &rs[b0 + 32 * c + j], lane);
+					r.seq = __shfl_sync(FULL, mine.seq, j);
+					r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+					r.len = __shfl_sync(FULL, mine.len, j);
+					r.stream = __shfl_sync(FULL, mine.stream, j);
+					r.flags = __shfl_sync(FULL, mine.flags, j);
+					r.kind = RES_INSERT;
+					if (r.stream != cs) {
+						cache_put(k, cs, cbase, cnext, lane);
+						cs = r.stream;
+						cbase = __ldcg(&k.base[cs]);
+						cnext = __ldcg(&k.next[cs]);
+						cheld = __ldcg(&k.held[cs]);
+					}
+					if (r.seq == cbase && cheld == 0) {
+						if (deliver(k, cnt, cs, r.seq, r.body, r.len,
+							    r.flags, false, lane)) {
+							if (lane == 0 && r.seq < cnext)
+								count(cnt, GPUK_C_ORDER, 1);
+							cnext = r.seq + 1;
+						}
+						cbase = r.seq + 1;
+						continue;
+					}
+					cache_put(k, cs, cbase, cnext, lane);
+					cs = UINT32_MAX;
+					reorder_insert(k, cnt, &r, lane);
 				}
 			}
 		}
+		cache_put(k, cs, cbase, cnext, lane);
 	}
 	__syncwarp();
 	if (lane == 0) {
@@ -548,10 +638,17 @@ __global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
 	uint32_t n = k.items[slot].nb_pkts;
 
 	zero_counters(cnt);
-	if (k.items[slot].cmd == VFGX_COMM_CMD_BURST)
+	if (k.items[slot].cmd == VFGX_COMM_CMD_BURST) {
+		const struct vfgx_comm_pkt *pkts = k.items[slot].pkts;
+
 		for (uint32_t i = blockIdx.x * WARPS + warp; i < n;
-		     i += gridDim.x * WARPS)
-			phase_a_packet(k, cnt, slot, i, lane);
+		     i += gridDim.x * WARPS) {
+			const struct vfgx_comm_pkt *pk = &pkts[i];
+
+			phase_a_packet(k, cnt, slot, i, pk->addr, pk->len, pk->queue,
+				       pk->flags, lane);
+		}
+	}
 	flush_counters(k, cnt);
 }
 
@@ -585,6 +682,7 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	 * barriers.  Two words so no write races a read across iterations. */
 	__shared__ int quit, quit_b;
 	__shared__ uint32_t n_sh, cmd_sh;
+	__shared__ const struct vfgx_comm_pkt *pkts_sh;
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
 	if (threadIdx.x == 0) {
@@ -599,38 +697,49 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			uint32_t spins = 0;
 
 			/* Items are observed in order: only the block whose item
-			 * is next polls the status word over PCIe; the others
-			 * wait on a GPU-memory word (no PCIe traffic).  Plain
-			 * spinning: with __nanosleep() backoff here an item took
-			 * about 1 ms on the H100 measured. */
-			while (ld_acquire_dev(k.seen) != item) {
-				if ((++spins & 255) == 0 && ld_quit(k.quit)) {
+			 * is next reads the status word over PCIe and the host's
+			 * quit flag; the others wait on GPU-memory words (seen,
+			 * dquit) and never touch host memory.  A block more than
+			 * one item away from its turn backs off a little so the
+			 * spinning does not load the L2 slice holding seen. */
+			for (;;) {
+				uint64_t s = ld_relaxed_dev(k.seen);
+
+				if (s == item)
+					break;
+				if (ld_relaxed_dev(k.dquit)) {
 					quit = 1;
 					break;
 				}
+				if (item - s > 1)
+					__nanosleep(200);
 			}
+			/* relaxed polls, then one acquire load of the READY it saw
+			 * (only the GPU moves a status word on from READY) */
 			while (!quit) {
-				if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
+				if (ld_relaxed_sys(&k.status[slot].v) == VFGX_COMM_READY &&
+				    ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
 				    *(volatile uint64_t *)&k.items[slot].seq == item)
 					break;
 				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
 					quit = 1;
+					st_release_dev(k.dquit, 1);
 					break;
 				}
 			}
 			if (!quit) {
-				k.items[slot].gpu_seen_ns = globaltimer();
 				n_sh = *(volatile uint32_t *)&k.items[slot].nb_pkts;
 				cmd_sh = *(volatile uint32_t *)&k.items[slot].cmd;
+				pkts_sh = *(struct vfgx_comm_pkt *volatile *)&k.items[slot].pkts;
 				st_release_dev(k.seen, item + 1);
 			}
 		}
 		__syncthreads();
 		if (quit)
 			return;
+		/* phase A: each warp takes chunks of 32 packets */
 		if (cmd_sh == VFGX_COMM_CMD_BURST)
-			for (uint32_t i = warp; i < n_sh; i += WARPS)
-				phase_a_packet(k, cnt, slot, i, lane);
+			phase_a_chunks(k, cnt, slot, pkts_sh, n_sh, warp, WARPS, lane);
 		__syncthreads();
 		for (uint32_t g = warp; g < GPUK_GROUPS; g += WARPS) {
 			if (!phase_b_group(k, cnt, slot, item, n_sh, cmd_sh, g, lane)) {
@@ -799,7 +908,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	/* GPU memory: results, tickets, counters, reorder windows, log */
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS, err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.seen, sizeof(uint64_t), err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.seen, 2 * sizeof(uint64_t), err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.base, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
@@ -816,12 +925,33 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	if (c->stage_copy &&
 	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->burst * GPUK_STAGE_MAX, err, errlen)))
 		goto fail;
+	k.dquit = k.seen + 1;
 	k.user.nb_flows = k.nb_streams;
 	k.user.enabled = c->user == 1;
 	k.log_cap = c->log_records;
 	g->grid_a = (c->burst + WARPS - 1) / WARPS;
 	g->grid_b = GPUK_GROUPS / WARPS;
 	g->blocks = c->blocks ? c->blocks : (uint32_t)prop.multiProcessorCount;
+	if (c->mode == 0) {
+		/* every block of the persistent kernel must be resident at
+		 * once: a block not yet scheduled would hold up the items
+		 * after it forever */
+		int per_sm = 0;
+
+		e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_persistent,
+								  THREADS, 0);
+		if (e != cudaSuccess) {
+			ret = cuerr(err, errlen, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", e);
+			goto fail;
+		}
+		if (g->blocks > (uint32_t)per_sm * (uint32_t)prop.multiProcessorCount) {
+			snprintf(err, errlen, "pipeline.gpu.blocks %u: only %d blocks of the persistent kernel fit on %s at once (%d per SM x %d SMs); lower it",
+				 g->blocks, per_sm * prop.multiProcessorCount, prop.name,
+				 per_sm, prop.multiProcessorCount);
+			ret = -EINVAL;
+			goto fail;
+		}
+	}
 	*out = g;
 	*list = &g->list;
 	return 0;

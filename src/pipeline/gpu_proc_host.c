@@ -18,9 +18,10 @@ _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
 _Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
 
-/* cudaStreamQuery() (the fault check) at most this often while waiting:
- * the persistent mode measured about 1 ms per item while it was called
- * every 1024 polls (bench/results/gpu.md analysis). */
+/* cudaStreamQuery() (the fault check, a driver call) at most this often
+ * while waiting.  (It was suspected of the persistent mode's old ~1 ms per
+ * item; the cause was the kernel's reads of the host quit flag, see
+ * bench/results/gpu.md.) */
 #define HEALTH_NS 20000000ull
 
 static const char *const mode_names[] = { "persistent", "per_burst", "graph", NULL };
