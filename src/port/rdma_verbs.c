@@ -284,7 +284,7 @@ static int reg_dmabuf(vfgx_rdma_mr *m, uint64_t daddr, size_t len, int access)
 	if (!get) {
 		if (lib)
 			dlclose(lib);
-		return -ENOSYS; /* no CUDA driver, or one before 11.7 */
+		return -ENODEV; /* no CUDA driver, or one before 11.7 */
 	}
 	cr = get(&fd, daddr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
 	dlclose(lib);
