@@ -266,12 +266,6 @@ static double best_of(const struct tput r[NB_MODES], int *mode)
 
 int vfgx_bench_gpu(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static struct tput res[NB_SIZES][2][NB_MODES], var[2];
 	double pp50[NB_PP] = { 0 }, pp99[NB_PP] = { 0 };
 	double cpu[NB_SIZES], d2d = 0, pcie = 0, h50 = 0, h99 = 0, r50 = 0, r99 = 0;
@@ -282,26 +276,11 @@ int vfgx_bench_gpu(int argc, char **argv)
 	FILE *f;
 	int c, ret = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			seconds = atof(optarg);
-			if (seconds <= 0 || seconds > 60) {
-				fprintf(stderr, "vfgx bench gpu: --seconds must be 0..60\n");
-				return 2;
-			}
-			break;
-		case 'h':
-			printf("usage: vfgx bench gpu [--seconds S per configuration] [--out DIR]\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	c = bench_parse_common(argc, argv, "gpu",
+			       "usage: vfgx bench gpu [--seconds S per configuration] [--out DIR]",
+			       60, &out, &seconds);
+	if (c >= 0)
+		return c;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (vfgx_ctx_create(&ctx))
 		return 1;

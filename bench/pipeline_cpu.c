@@ -102,12 +102,6 @@ out:
 
 int vfgx_bench_pipeline(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static const uint32_t sizes[] = { 64, 512, 1500 };
 	struct size_result res[3];
 	const char *out = "bench/results";
@@ -117,26 +111,11 @@ int vfgx_bench_pipeline(int argc, char **argv)
 	FILE *f;
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			seconds = atof(optarg);
-			if (seconds <= 0 || seconds > 600) {
-				fprintf(stderr, "vfgx bench pipeline: --seconds must be 0..600\n");
-				return 2;
-			}
-			break;
-		case 'h':
-			printf("usage: vfgx bench pipeline [--seconds S] [--out DIR]\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
+	c = bench_parse_common(argc, argv, "pipeline",
+			       "usage: vfgx bench pipeline [--seconds S] [--out DIR]",
+			       600, &out, &seconds);
+	if (c >= 0)
+		return c;
 	if (vfgx_ctx_create(&ctx))
 		return 1;
 	for (int i = 0; i < 3; i++) {

@@ -1,5 +1,7 @@
 /* results.c - shared writer for benchmark result files. */
 #include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,4 +72,42 @@ void bench_target(FILE *f, const char *name, double measured, double reference,
 	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.3f goal=%.4g met=%s\n",
 		name, measured, reference, reference > 0 ? measured / reference : 0,
 		goal, met ? "yes" : "no");
+}
+
+int bench_parse_common(int argc, char **argv, const char *name,
+		       const char *usage, double max_seconds, const char **out,
+		       double *seconds)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			*out = optarg;
+			break;
+		case 's':
+			*seconds = strtod(optarg, &end);
+			if (*end || *seconds <= 0 || *seconds > max_seconds) {
+				fprintf(stderr, "vfgx bench %s: --seconds must be 0..%g\n",
+					name, max_seconds);
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("%s\n", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s\n", usage);
+			return 2;
+		}
+	}
+	return -1;
 }

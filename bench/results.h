@@ -17,4 +17,11 @@ void bench_machine(FILE *f);
 void bench_target(FILE *f, const char *name, double measured, double reference,
 		  double goal, bool higher_better);
 
+/* The options every benchmark shares: --out DIR, --seconds S (0 < S <=
+ * max_seconds), -h (prints usage).  Returns -1 to go on, otherwise the exit
+ * code (0 after -h, 2 for bad usage). */
+int bench_parse_common(int argc, char **argv, const char *name,
+		       const char *usage, double max_seconds, const char **out,
+		       double *seconds);
+
 #endif
