@@ -1,0 +1,38 @@
+/* vfgx/socket.h - what the socket backend (kernel UDP and TCP) negotiated
+ * with the kernel for an open port: offloads, buffer sizes, connections. */
+#ifndef VFGX_SOCKET_H
+#define VFGX_SOCKET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TCP records on the wire: a 4-byte big-endian payload length, then the
+ * payload.  The pipeline sees one payload-only packet per record. */
+#define VFGX_SOCKET_REC_HLEN 4
+
+struct vfgx_socket_info {
+	bool tcp;          /* false: UDP */
+	bool server;       /* role: server (bind/listen) or client (connect) */
+	bool gro;          /* UDP_GRO enabled on the rx sockets */
+	bool gso;          /* UDP_SEGMENT used on tx */
+	uint16_t port;     /* bound or connected port (server: actual, so
+			    * port 0 in the URI picks a free one) */
+	uint32_t rcvbuf;   /* SO_RCVBUF the kernel granted (bytes, as set) */
+	uint32_t sndbuf;
+	uint32_t conns;    /* TCP: connections open now, all queues */
+	uint32_t closed;   /* TCP: connections closed so far */
+};
+
+/* -EINVAL when port is not a socket-backend port. */
+int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
