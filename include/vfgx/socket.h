@@ -27,6 +27,8 @@ struct vfgx_socket_info {
 	uint32_t sndbuf;
 	uint32_t conns;    /* TCP: connections open now, all queues */
 	uint32_t closed;   /* TCP: connections closed so far */
+	uint64_t gro_coalesced; /* UDP: datagrams received inside GRO batches */
+	uint64_t gso_sent;      /* UDP: datagrams sent inside GSO batches */
 };
 
 /* -EINVAL when port is not a socket-backend port. */

@@ -68,6 +68,8 @@ struct sk_queue {
 	uint8_t *gro;
 	uint32_t gro_len[SK_GRO_SLOTS], gro_seg[SK_GRO_SLOTS];
 	uint32_t gro_n, gro_i, gro_off;
+	uint64_t gro_coalesced; /* datagrams that arrived coalesced */
+	uint64_t gso_sent;      /* datagrams sent inside GSO batches */
 	/* UDP tx */
 	uint8_t *gso_buf;
 	struct sockaddr_storage peer;
@@ -681,6 +683,8 @@ static int sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 			}
 			sq->gro_len[i] = len;
 			sq->gro_seg[i] = seg && seg < len ? seg : len;
+			if (seg && seg < len)
+				sq->gro_coalesced += (len + seg - 1) / seg;
 		}
 		sq->gro_n = (uint32_t)r;
 		sq->gro_i = 0;
@@ -785,6 +789,9 @@ static int sk_udp_tx_gso(struct vfgx_port *port, uint16_t q,
 		return vfgx_set_error(port->ctx, -errno, "%s: tx queue %u: sendmmsg: %s",
 				      port->name, q, strerror(errno));
 	}
+	for (int k = 0; k < r; k++)
+		if (first[k + 1] - first[k] > 1)
+			sq->gso_sent += (uint64_t)(first[k + 1] - first[k]);
 	for (uint16_t k = 0; k < first[r]; k++) {
 		sq->st.tx_packets++;
 		sq->st.tx_bytes += pkts[k].len;
@@ -1224,8 +1231,11 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
 	info->rcvbuf = sp->got_rcvbuf;
 	info->sndbuf = sp->got_sndbuf;
 	info->closed = sp->closed;
-	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++)
+	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++) {
 		info->conns += sp->q[q].nb_conns;
+		info->gro_coalesced += sp->q[q].gro_coalesced;
+		info->gso_sent += sp->q[q].gso_sent;
+	}
 	return 0;
 }
 

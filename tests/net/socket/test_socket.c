@@ -344,9 +344,21 @@ static void test_udp_stream(bool backend_sender)
 		kdrops += qs.drops[VFGX_DROP_RING_FULL];
 	}
 	vfgx_socket_info(port, &si);
-	printf("  %s: %llu delivered, kernel drops %llu, receiver GRO %s\n", what,
-	       (unsigned long long)st.delivered, (unsigned long long)kdrops,
-	       si.gro ? "on" : "off");
+	printf("  %s: %llu delivered, kernel drops %llu, receiver GRO %s (%llu arrived coalesced)\n",
+	       what, (unsigned long long)st.delivered, (unsigned long long)kdrops,
+	       si.gro ? "on" : "off", (unsigned long long)si.gro_coalesced);
+	if (backend_sender) {
+		struct vfgx_socket_info ti;
+
+		vfgx_socket_info(up.tx_port, &ti);
+		printf("  %s: %llu sent inside GSO batches\n", what,
+		       (unsigned long long)ti.gso_sent);
+		/* a GSO batch reaches a GRO socket whole over lo and veth */
+		CHECK(!ti.gso || !si.gro || (ti.gso_sent > 0 && si.gro_coalesced > 0),
+		      "%s: GSO sent %llu, GRO coalesced %llu", what,
+		      (unsigned long long)ti.gso_sent,
+		      (unsigned long long)si.gro_coalesced);
+	}
 	CHECK(up.err == 0, "%s: sender: %s", what, strerror(-up.err));
 	CHECK(kdrops == 0, "%s: kernel dropped %llu datagrams (receive buffer full)",
 	      what, (unsigned long long)kdrops);
