@@ -9,6 +9,7 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
+	{ "socket", vfgx_bench_socket },
 };
 
 int vfgx_cmd_bench(int argc, char **argv)

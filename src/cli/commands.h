@@ -8,5 +8,6 @@ int vfgx_cmd_bench(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
+int vfgx_bench_socket(int argc, char **argv);
 
 #endif

@@ -1215,6 +1215,34 @@ static bool sk_rx_done(struct vfgx_port *port, uint16_t q)
 	       sq->nb_conns == 0;
 }
 
+int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
+{
+	struct pollfd pfd[SK_MAX_CONNS + 1];
+	struct sk_priv *sp;
+	struct sk_queue *sq;
+	nfds_t n = 0;
+	int r;
+
+	if (!port || port->ops != &vfgx_socket_ops || q >= port->nb_rx_queues)
+		return -EINVAL;
+	sp = port->priv;
+	sq = &sp->q[q];
+	/* data already pulled from the kernel is ready now */
+	if (sq->gro_i < sq->gro_n)
+		return 1;
+	if (sq->fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = sq->fd, .events = POLLIN };
+	for (uint32_t i = 0; i < sq->nb_conns; i++) {
+		if (sq->conns[i]->s_off < sq->conns[i]->s_len)
+			return 1;
+		pfd[n++] = (struct pollfd){ .fd = sq->conns[i]->fd, .events = POLLIN };
+	}
+	r = poll(pfd, n, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	return r > 0;
+}
+
 int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
 {
 	struct sk_priv *sp;
