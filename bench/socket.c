@@ -189,6 +189,8 @@ static int udp_rx(vfgx_ctx *ctx, uint32_t size, double secs, uint16_t port,
 		if (n > 0) {
 			vfgx_proc_burst(proc, pk, (uint32_t)n);
 			vfgx_port_release(p, 0, pk, (uint16_t)n);
+			if (n < 64) /* drained: sleep instead of an empty recv */
+				vfgx_socket_wait(p, 0, 10);
 		} else {
 			if (n < 0)
 				goto out;
@@ -270,7 +272,10 @@ static void *tcp_sender(void *arg)
 		if (n < burst)
 			sched_yield();
 	}
+	while (!ts->err && vfgx_socket_tx_pending(ts->port, 0))
+		sched_yield();
 	ts->elapsed = (double)(vfgx_now_ns() - t0) / 1e9;
+	atomic_store(&ts->stop, true);
 	free(buf);
 	return NULL;
 }
@@ -287,7 +292,7 @@ static void *tcp_echo(void *arg)
 		if (n <= 0) {
 			if (n < 0 || vfgx_port_rx_done(ts->port, 0))
 				break;
-			sched_yield();
+			vfgx_socket_wait(ts->port, 0, 10);
 			continue;
 		}
 		while (off < n && !atomic_load(&ts->stop)) {
@@ -391,9 +396,9 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 			}
 			if (n < 0)
 				break;
-			if (cli.elapsed > 0 && got >= cli.count)
+			if (atomic_load(&cli.stop) && (got >= cli.count || cli.err))
 				break;
-			sched_yield();
+			vfgx_socket_wait(sp, 0, 10);
 		}
 		pthread_join(th, NULL);
 		*rate = cli.elapsed > 0 && !cli.err ? (double)got / cli.elapsed : -1;
@@ -422,8 +427,9 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 				sched_yield();
 			if (r < 0)
 				break;
+			/* block like sockperf pp does, rather than spin */
 			while ((r = vfgx_port_rx_burst(cp, 0, pk, 64)) == 0)
-				;
+				vfgx_socket_wait(cp, 0, 10);
 			if (r < 0)
 				break;
 			vfgx_port_release(cp, 0, pk, (uint16_t)r);

@@ -4,6 +4,7 @@
 #define VFGX_SOCKET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "port.h"
@@ -39,6 +40,11 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info);
  * negative errno.  For callers that would rather block than poll, like a
  * blocking recvfrom().  Same thread as the queue's rx_burst. */
 int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms);
+
+/* TCP: a partial write leaves the tail of accepted records in the port; it
+ * goes out on the next tx_burst or rx_burst of the queue, or at close.
+ * This pushes it now and returns the bytes still waiting (0: all sent). */
+size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q);
 
 #ifdef __cplusplus
 }

@@ -324,8 +324,17 @@ static struct sk_conn *sk_conn_new(int fd, const struct sockaddr_storage *a)
 	return c;
 }
 
+static int sk_tcp_flush(struct sk_conn *c);
+
 static void sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c)
 {
+	/* records accepted by tx_burst go out before the close (bounded) */
+	for (int i = 0; i < 200 && c->pend_off < c->pend_len; i++) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+		if (sk_tcp_flush(c) < 0 || poll(&pfd, 1, 10) < 0)
+			break;
+	}
 	if (c->cur)
 		vfgx_pool_free_bulk(port->rx_pools[q], (void **)&c->cur, 1);
 	close(c->fd);
@@ -1033,6 +1042,9 @@ static int sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 		sq->polls = 0;
 		sk_tcp_accept(port, sp, q);
 	}
+	for (uint32_t k = 0; k < sq->nb_conns; k++)
+		if (sq->conns[k]->pend_off < sq->conns[k]->pend_len)
+			sk_tcp_flush(sq->conns[k]); /* a partial write's tail */
 	for (uint32_t k = 0; k < sq->nb_conns && n < max; k++) {
 		uint32_t ci = (sq->rr + k) % sq->nb_conns;
 		int r = sk_tcp_rx_conn(port, q, ci, pkts + n, (uint16_t)(max - n));
@@ -1241,6 +1253,23 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 	if (r < 0)
 		return errno == EINTR ? 0 : -errno;
 	return r > 0;
+}
+
+size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q)
+{
+	struct sk_priv *sp;
+	size_t left = 0;
+
+	if (!port || port->ops != &vfgx_socket_ops || q >= VFGX_MAX_QUEUES)
+		return 0;
+	sp = port->priv;
+	for (uint32_t i = 0; i < sp->q[q].nb_conns; i++) {
+		struct sk_conn *c = sp->q[q].conns[i];
+
+		sk_tcp_flush(c);
+		left += c->pend_len - c->pend_off;
+	}
+	return left;
 }
 
 int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
