@@ -307,6 +307,7 @@ static void *tcp_echo(void *arg)
 		}
 		vfgx_port_release(ts->port, 0, pk, (uint16_t)n);
 		ts->count += (uint64_t)n;
+		vfgx_socket_wait(ts->port, 0, 10); /* the next one, blocking */
 	}
 	return NULL;
 }
@@ -428,8 +429,9 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 			if (r < 0)
 				break;
 			/* block like sockperf pp does, rather than spin */
-			while ((r = vfgx_port_rx_burst(cp, 0, pk, 64)) == 0)
+			do
 				vfgx_socket_wait(cp, 0, 10);
+			while ((r = vfgx_port_rx_burst(cp, 0, pk, 64)) == 0);
 			if (r < 0)
 				break;
 			vfgx_port_release(cp, 0, pk, (uint16_t)r);

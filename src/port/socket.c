@@ -986,20 +986,26 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 	uint16_t n = 0;
 	bool stalled;
 
+	bool drained = false;
+
 	for (int rounds = 0; rounds < 8 && n < max; rounds++) {
+		size_t want;
 		ssize_t r;
 
 		n += sk_tcp_parse(port, q, c, ci, pkts + n, (uint16_t)(max - n),
 				  &stalled);
-		if (stalled || n >= max)
+		/* a short read emptied the socket: another recv would only
+		 * say EAGAIN, so leave it to the next call */
+		if (stalled || drained || n >= max)
 			break;
 		if (c->in_rec && c->cur && c->rec_len - c->got >= SK_STAGE / 2) {
 			/* large record: read straight into its buffer */
-			r = recv(c->fd, c->cur + c->got, c->rec_len - c->got,
-				 MSG_DONTWAIT);
+			want = c->rec_len - c->got;
+			r = recv(c->fd, c->cur + c->got, want, MSG_DONTWAIT);
 			if (r > 0) {
 				c->got += (uint32_t)r;
 				c->s_off = c->s_len = 0;
+				drained = (size_t)r < want;
 				continue;
 			}
 		} else {
@@ -1011,10 +1017,11 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 				c->s_len -= c->s_off;
 				c->s_off = 0;
 			}
-			r = recv(c->fd, c->stage + c->s_len, SK_STAGE - c->s_len,
-				 MSG_DONTWAIT);
+			want = SK_STAGE - c->s_len;
+			r = recv(c->fd, c->stage + c->s_len, want, MSG_DONTWAIT);
 			if (r > 0) {
 				c->s_len += (uint32_t)r;
+				drained = (size_t)r < want;
 				continue;
 			}
 		}
