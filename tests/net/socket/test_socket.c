@@ -24,7 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -632,6 +635,44 @@ static void test_errors(void)
 	}
 }
 
+/* Without CAP_NET_ADMIN the kernel clamps rcvbuf to net.core.rmem_max:
+ * the port opens and says so in one warning. */
+static void test_clamp_warning(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	char y[256];
+	pid_t pid;
+	int st = 0;
+
+	if (geteuid() != 0) {
+		printf("  rcvbuf clamp: not root, skipped\n");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct vfgx_config *cfg = NULL;
+		vfgx_port *port;
+		int err;
+
+		/* drop every capability in this child only */
+		if (syscall(SYS_capset, &h, d)) {
+			fprintf(stderr, "capset: %s\n", strerror(errno));
+			_exit(2);
+		}
+		logbuf[0] = '\0';
+		snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: udp://%s:0\n"
+			 "    socket: {rcvbuf: 1073741824}\n", rx_addr);
+		port = open_port(y, 1, 0, &cfg, &err);
+		printf("  rcvbuf clamp: %s", logbuf);
+		fflush(stdout);
+		_exit(port && strstr(logbuf, "rcvbuf 1073741824 clamped by the kernel") ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "no clamp warning for an oversized rcvbuf without CAP_NET_ADMIN");
+}
+
 /* --- sender mode and main ------------------------------------------------ */
 
 static int send_mode(const char *addr, uint16_t dport, uint32_t packets)
@@ -694,6 +735,8 @@ int main(int argc, char **argv)
 	test_tcp("tcp byte-by-byte", 40, 3000, true, 0);
 	test_tcp("tcp peer closes mid-record", 10, 5000, false, 5);
 	test_errors();
+	fflush(stdout);
+	test_clamp_warning();
 	vfgx_ctx_destroy(ctx);
 	printf("%s (%d failures)\n", failures ? "FAILED" : "passed", failures);
 	return failures ? 1 : 0;
