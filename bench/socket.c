@@ -140,6 +140,7 @@ struct result {
 	uint32_t size;
 	double vfgx, ref;   /* messages per second */
 	char note[160];
+	char raw[256];      /* every round: vfgx/sockperf msg/s */
 };
 
 /* --- UDP receive ------------------------------------------------------- */
@@ -521,17 +522,23 @@ int vfgx_bench_socket(int argc, char **argv)
 		struct result *r = &res[nres];
 
 		for (int k = 0; k < rounds; k++, port += 2) {
+			size_t l = strlen(r->raw);
+
 			if (udp_rx(ctx, usizes[i], secs, port, &tmp))
 				goto fail;
-			if (tmp.ref > r->ref)
-				r->ref = tmp.ref;
-			if (tmp.vfgx > r->vfgx)
-				*r = (struct result){ tmp.what, tmp.size, tmp.vfgx,
-						      r->ref, "" },
+			snprintf(r->raw + l, sizeof(r->raw) - l, "%s%.0f/%.0f",
+				 k ? ", " : "", tmp.vfgx, tmp.ref);
+			r->what = tmp.what;
+			r->size = tmp.size;
+			r->ref = tmp.ref > r->ref ? tmp.ref : r->ref;
+			if (tmp.vfgx > r->vfgx) {
+				r->vfgx = tmp.vfgx;
 				memcpy(r->note, tmp.note, sizeof(r->note));
+			}
 		}
-		printf("udp_rx %5u B: vfgx %10.0f msg/s  sockperf %10.0f msg/s  ratio %.3f  (%s)\n",
-		       r->size, r->vfgx, r->ref, r->vfgx / r->ref, r->note);
+		printf("udp_rx %5u B: vfgx %10.0f msg/s  sockperf %10.0f msg/s  ratio %.3f  (rounds %s; %s)\n",
+		       r->size, r->vfgx, r->ref, r->vfgx / r->ref, r->raw, r->note);
+		fflush(stdout);
 		nres++;
 	}
 	for (int pp = 0; pp < 2; pp++) {
@@ -546,11 +553,16 @@ int vfgx_bench_socket(int argc, char **argv)
 				if (sockperf_tcp(port, tsizes[i], secs, pp, &a) ||
 				    vfgx_tcp(ctx, port + 1, tsizes[i], secs, pp, &b))
 					goto fail;
+				size_t l = strlen(r->raw);
+
+				snprintf(r->raw + l, sizeof(r->raw) - l, "%s%.0f/%.0f",
+					 k ? ", " : "", b, a);
 				r->ref = a > r->ref ? a : r->ref;
 				r->vfgx = b > r->vfgx ? b : r->vfgx;
 			}
-			printf("%s %5u B: vfgx %10.0f msg/s  sockperf %10.0f msg/s  ratio %.3f\n",
-			       r->what, r->size, r->vfgx, r->ref, r->vfgx / r->ref);
+			printf("%s %5u B: vfgx %10.0f msg/s  sockperf %10.0f msg/s  ratio %.3f  (rounds %s)\n",
+			       r->what, r->size, r->vfgx, r->ref, r->vfgx / r->ref, r->raw);
+			fflush(stdout);
 			nres++;
 		}
 	}
@@ -567,11 +579,11 @@ int vfgx_bench_socket(int argc, char **argv)
 	fprintf(f, "- tcp_tp: messages per second received one way. Reference: `sockperf tp --tcp -m SIZE` into `sockperf sr --tcp` (server's received count / client time). vfgx: a socket client port sends SIZE-byte records (4-byte length prefix) in bursts to a socket server port, same time.\n");
 	fprintf(f, "- tcp_pp: round trips per second, one message in flight. Reference: `sockperf pp --tcp -m SIZE` against `sockperf sr --tcp` (valid-duration ReceivedMessages / RunTime). vfgx: client port sends one record, the server port echoes it on the same connection, the client waits for it (both poll).\n");
 	fprintf(f, "- goal per line: vfgx >= 0.9 x sockperf (within 10%%).\n\n");
-	fprintf(f, "| test | size B | vfgx msg/s | sockperf msg/s | ratio | notes |\n|---|---|---|---|---|---|\n");
+	fprintf(f, "| test | size B | vfgx msg/s (best) | sockperf msg/s (best) | ratio | every round vfgx/sockperf | notes (best vfgx round) |\n|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < nres; i++)
-		fprintf(f, "| %s | %u | %.0f | %.0f | %.3f | %s |\n", res[i].what,
+		fprintf(f, "| %s | %u | %.0f | %.0f | %.3f | %s | %s |\n", res[i].what,
 			res[i].size, res[i].vfgx, res[i].ref,
-			res[i].vfgx / res[i].ref, res[i].note);
+			res[i].vfgx / res[i].ref, res[i].raw, res[i].note);
 	fprintf(f, "\n");
 	for (int i = 0; i < nres; i++) {
 		snprintf(name, sizeof(name), "socket_%s_%uB_msgs_per_s", res[i].what,
