@@ -732,7 +732,10 @@ static int sk_udp_tx_gso(struct vfgx_port *port, uint16_t q,
 {
 	struct sk_priv *sp = port->priv;
 	struct sk_queue *sq = &sp->q[q];
-	uint8_t ctl[SK_GSO_MAX_SEGS][CMSG_SPACE(sizeof(uint16_t))];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(uint16_t))];
+	} ctl[SK_GSO_MAX_SEGS];
 	uint16_t first[SK_GSO_MAX_SEGS + 1];
 	uint32_t g = 0, i = 0, used = 0;
 	int r;
@@ -771,8 +774,8 @@ static int sk_udp_tx_gso(struct vfgx_port *port, uint16_t q,
 			}
 			sq->iov[g].iov_base = sq->gso_buf + used - bytes;
 			sq->iov[g].iov_len = bytes;
-			mh->msg_control = ctl[g];
-			mh->msg_controllen = sizeof(ctl[g]);
+			mh->msg_control = ctl[g].b;
+			mh->msg_controllen = sizeof(ctl[g].b);
 			c = CMSG_FIRSTHDR(mh);
 			c->cmsg_level = SOL_UDP;
 			c->cmsg_type = UDP_SEGMENT;
@@ -1165,11 +1168,23 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		ssize_t r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (r < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				return vfgx_set_error(port->ctx, -errno,
+			int err = errno;
+
+			if (sp->role == SK_SERVER &&
+			    (err == EPIPE || err == ECONNRESET)) {
+				/* one client going away is not the port's end */
+				vfgx_warn(port->ctx, "%s: tx queue %u: peer %s: %s: %u records lost",
+					  port->name, q, c->peer, strerror(err), done);
+				for (uint32_t i = 0; i < sq->nb_conns; i++)
+					if (sq->conns[i] == c)
+						sk_tcp_drop_conn(port, q, i, err);
+				return done;
+			}
+			if (err != EAGAIN && err != EINTR)
+				return vfgx_set_error(port->ctx, -err,
 						      "%s: tx queue %u: send to %s: %s",
 						      port->name, q, c->peer,
-						      strerror(errno));
+						      strerror(err));
 			r = 0;
 		}
 		/* partial write: the rest is copied and sent first next time */
