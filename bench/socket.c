@@ -145,6 +145,8 @@ struct result {
 
 /* --- UDP receive ------------------------------------------------------- */
 
+static const char *udp_opts = "";
+
 static int udp_rx(vfgx_ctx *ctx, uint32_t size, double secs, uint16_t port,
 		  struct result *r)
 {
@@ -181,7 +183,7 @@ static int udp_rx(vfgx_ctx *ctx, uint32_t size, double secs, uint16_t port,
 	/* vfgx receiver: same sender, next port */
 	snprintf(ps, sizeof(ps), "%u", port + 1);
 	snprintf(addr, sizeof(addr), "udp://127.0.0.1:%u", port + 1);
-	p = open_port(ctx, addr, "", 1, 0, &cfg);
+	p = open_port(ctx, addr, udp_opts, 1, 0, &cfg);
 	if (!p || vfgx_proc_create(ctx, &pc, &proc) || spawn(c, cli))
 		goto out;
 	while (c->pid > 0) {
@@ -463,6 +465,7 @@ int vfgx_bench_socket(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "rounds", required_argument, NULL, 'r' },
+		{ "udp-opts", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -479,7 +482,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	int c, nres = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:s:r:u:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -491,6 +494,9 @@ int vfgx_bench_socket(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'u':
+			udp_opts = optarg;
+			break;
 		case 'r':
 			rounds = atoi(optarg);
 			if (rounds < 1 || rounds > 100) {
@@ -499,7 +505,7 @@ int vfgx_bench_socket(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: vfgx bench socket [--seconds S] [--rounds N] [--out DIR]\n"
+			printf("usage: vfgx bench socket [--seconds S] [--rounds N] [--udp-opts 'gro: false'] [--out DIR]\n"
 			       "needs sockperf (Debian package sockperf); as root it runs in a private network namespace\n");
 			return 0;
 		default:
@@ -572,7 +578,8 @@ int vfgx_bench_socket(int argc, char **argv)
 			       path, sizeof(path));
 	if (!f)
 		return 1;
-	fprintf(f, "- command: vfgx bench socket --seconds %g --rounds %d\n", secs, rounds);
+	fprintf(f, "- command: vfgx bench socket --seconds %g --rounds %d%s%s%s\n", secs, rounds,
+		udp_opts[0] ? " --udp-opts '" : "", udp_opts, udp_opts[0] ? "'" : "");
 	fprintf(f, "- each number is the best of %d rounds (vfgx and sockperf alternate within a round; the machine is shared, so the best round is the least disturbed one)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
 	fprintf(f, "- udp_rx: one `sockperf tp -m SIZE -t %g` sender (UDP payload SIZE bytes, as fast as it can) feeds first a `sockperf sr` server, then a vfgx socket port (1 rx queue, recvmmsg bursts of 64, default config) with a vfgx_proc behind it. Rate = datagrams received / sender's run time. Both receivers are one thread.\n", secs);
