@@ -489,8 +489,9 @@ int vfgx_bench_socket(int argc, char **argv)
 			break;
 		case 's':
 			secs = atof(optarg);
-			if (secs < 0.5 || secs > 600) {
-				fprintf(stderr, "vfgx bench socket: --seconds must be 0.5..600\n");
+			/* sockperf takes whole seconds */
+			if (secs < 1 || secs > 600 || secs != (double)(int)secs) {
+				fprintf(stderr, "vfgx bench socket: --seconds must be a whole number 1..600 (sockperf's -t)\n");
 				return 2;
 			}
 			break;
