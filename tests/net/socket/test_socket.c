@@ -291,8 +291,11 @@ static void test_udp_stream(bool backend_sender)
 	struct vfgx_queue_stats qs;
 	struct vfgx_socket_info si;
 	_Atomic uint64_t count = 0;
-	struct udp_peer up = { .packets = 20000, .streams = 4, .window = 256,
+	/* 16 source ports: SO_REUSEPORT hashing leaves a queue empty with
+	 * probability 2^-15 */
+	struct udp_peer up = { .packets = 20000, .streams = 16, .window = 256,
 			       .received = &count };
+	uint64_t per_q[2] = { 0 };
 	const char *what = backend_sender ? "udp (backend GSO sender)" :
 					    "udp (plain sender)";
 	uint64_t kdrops = 0;
@@ -345,6 +348,12 @@ static void test_udp_stream(bool backend_sender)
 	for (uint16_t q = 0; q < 2; q++) {
 		vfgx_port_stats(port, q, &qs);
 		kdrops += qs.drops[VFGX_DROP_RING_FULL];
+		per_q[q] = qs.rx_packets;
+	}
+	if (!backend_sender) {
+		printf("  %s: SO_REUSEPORT spread: queue 0 %llu, queue 1 %llu\n", what,
+		       (unsigned long long)per_q[0], (unsigned long long)per_q[1]);
+		CHECK(per_q[0] > 0 && per_q[1] > 0, "%s: one rx queue got nothing", what);
 	}
 	vfgx_socket_info(port, &si);
 	printf("  %s: %llu delivered, kernel drops %llu, receiver GRO %s (%llu arrived coalesced)\n",
