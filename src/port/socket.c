@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ struct sk_queue {
 	uint32_t gro_n, gro_i, gro_off;
 	uint64_t gro_coalesced; /* datagrams that arrived coalesced */
 	uint64_t gso_sent;      /* datagrams sent inside GSO batches */
+	int rcvtimeo_ms;        /* SO_RCVTIMEO now set, for vfgx_socket_wait */
 	/* UDP tx */
 	uint8_t *gso_buf;
 	struct sockaddr_storage peer;
@@ -358,7 +360,10 @@ static int sk_open_one(struct vfgx_port *port, struct sk_priv *sp, uint16_t q)
 	int type = sp->proto == SK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 	int one = 1, fd, ret;
 
-	fd = socket(sp->addr.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* UDP sockets stay blocking: every data call passes MSG_DONTWAIT,
+	 * and vfgx_socket_wait() blocks in recvmmsg() itself */
+	fd = socket(sp->addr.ss_family,
+		    type | (sp->proto == SK_TCP ? SOCK_NONBLOCK : 0) | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return sk_errno_msg(port, sp, "socket", errno);
 	sq->fd = fd;
@@ -447,8 +452,10 @@ static int sk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	struct sk_priv *sp = port->priv;
 	int ret;
 
-	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++)
+	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++) {
 		sp->q[q].fd = -1;
+		sp->q[q].rcvtimeo_ms = 0; /* the kernel's default: no limit */
+	}
 	ret = sk_parse(port, sp, conf);
 	if (ret)
 		return ret;
@@ -652,6 +659,45 @@ static int sk_udp_rx_direct(struct vfgx_port *port, uint16_t q,
 	return n;
 }
 
+/* Receive up to k (possibly coalesced) datagrams into the GRO slots.
+ * Returns how many, 0 when none (or timed out), or a negative errno. */
+static int sk_gro_fill(struct vfgx_port *port, uint16_t q, uint32_t k,
+		       int flags)
+{
+	struct sk_priv *sp = port->priv;
+	struct sk_queue *sq = &sp->q[q];
+	int r;
+
+	for (uint32_t i = 0; i < k; i++)
+		sk_prep_msg(sq, i, sq->gro + (size_t)i * SK_GRO_SLOT, SK_GRO_SLOT);
+	r = recvmmsg(sq->fd, sq->msgs, k, flags, NULL);
+	if (r < 0) {
+		if (errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED)
+			return 0;
+		return vfgx_set_error(port->ctx, -errno, "%s: rx queue %u: recvmmsg: %s",
+				      port->name, q, strerror(errno));
+	}
+	if (r > 0)
+		sq->peer_len = sq->msgs[0].msg_hdr.msg_namelen;
+	for (int i = 0; i < r; i++) {
+		uint32_t len = sq->msgs[i].msg_len, seg;
+
+		sk_cmsgs(sq, &sq->msgs[i].msg_hdr, &seg);
+		if (sq->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			sq->st.drops[VFGX_DROP_TRUNCATED]++;
+			len = 0;
+		}
+		sq->gro_len[i] = len;
+		sq->gro_seg[i] = seg && seg < len ? seg : len;
+		if (seg && seg < len)
+			sq->gro_coalesced += (len + seg - 1) / seg;
+	}
+	sq->gro_n = (uint32_t)r;
+	sq->gro_i = 0;
+	sq->gro_off = 0;
+	return r;
+}
+
 /* GRO: coalesced datagrams land in scratch slots and are split into one
  * pool buffer per original datagram (segment). */
 static int sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
@@ -665,39 +711,11 @@ static int sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 	uint16_t n = 0;
 
 	if (sq->gro_i >= sq->gro_n) {
-		uint32_t k = max < SK_GRO_SLOTS ? max : SK_GRO_SLOTS;
-		int r;
+		int r = sk_gro_fill(port, q, max < SK_GRO_SLOTS ? max : SK_GRO_SLOTS,
+				    MSG_DONTWAIT);
 
-		for (uint32_t i = 0; i < k; i++)
-			sk_prep_msg(sq, i, sq->gro + (size_t)i * SK_GRO_SLOT,
-				    SK_GRO_SLOT);
-		r = recvmmsg(sq->fd, sq->msgs, k, MSG_DONTWAIT, NULL);
-		if (r < 0) {
-			if (errno == EAGAIN || errno == EINTR ||
-			    errno == ECONNREFUSED)
-				return 0;
-			return vfgx_set_error(port->ctx, -errno,
-					      "%s: rx queue %u: recvmmsg: %s",
-					      port->name, q, strerror(errno));
-		}
-		if (r > 0)
-			sq->peer_len = sq->msgs[0].msg_hdr.msg_namelen;
-		for (int i = 0; i < r; i++) {
-			uint32_t len = sq->msgs[i].msg_len, seg;
-
-			sk_cmsgs(sq, &sq->msgs[i].msg_hdr, &seg);
-			if (sq->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-				sq->st.drops[VFGX_DROP_TRUNCATED]++;
-				len = 0;
-			}
-			sq->gro_len[i] = len;
-			sq->gro_seg[i] = seg && seg < len ? seg : len;
-			if (seg && seg < len)
-				sq->gro_coalesced += (len + seg - 1) / seg;
-		}
-		sq->gro_n = (uint32_t)r;
-		sq->gro_i = 0;
-		sq->gro_off = 0;
+		if (r <= 0)
+			return r;
 	}
 	now = vfgx_now_ns();
 	while (n < max && sq->gro_i < sq->gro_n) {
@@ -1264,6 +1282,22 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 	/* data already pulled from the kernel is ready now */
 	if (sq->gro_i < sq->gro_n)
 		return 1;
+	if (sp->proto == SK_UDP && sp->gro) {
+		/* one syscall per wake-up: block in recvmmsg() until the first
+		 * datagram, take what else is queued, keep it for rx_burst */
+		if (timeout_ms && timeout_ms != sq->rcvtimeo_ms) {
+			struct timeval tv = { .tv_sec = timeout_ms / 1000,
+					      .tv_usec = (timeout_ms % 1000) * 1000 };
+
+			if (timeout_ms < 0)
+				tv = (struct timeval){ 0 };
+			setsockopt(sq->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			sq->rcvtimeo_ms = timeout_ms;
+		}
+		r = sk_gro_fill(port, q, SK_GRO_SLOTS,
+				timeout_ms ? MSG_WAITFORONE : MSG_DONTWAIT);
+		return r < 0 ? r : r > 0;
+	}
 	if (sq->fd >= 0)
 		pfd[n++] = (struct pollfd){ .fd = sq->fd, .events = POLLIN };
 	for (uint32_t i = 0; i < sq->nb_conns; i++) {

@@ -375,6 +375,9 @@ static void test_udp_stream(bool backend_sender)
 	CHECK(kdrops == 0, "%s: kernel dropped %llu datagrams (receive buffer full)",
 	      what, (unsigned long long)kdrops);
 	check_clean(&st, up.packets, up.streams, what);
+	/* nothing left: a bounded wait comes back empty instead of hanging */
+	CHECK(vfgx_socket_wait(port, 0, 20) == 0 && vfgx_socket_wait(port, 1, 0) == 0,
+	      "%s: wait on an empty queue did not time out", what);
 out:
 	vfgx_proc_destroy(proc);
 	vfgx_port_close(up.tx_port);
