@@ -99,6 +99,34 @@ static void msleep(unsigned ms)
 	usleep(ms * 1000u);
 }
 
+/* Wait (up to 10 s) until a server has bound the port: on a loaded
+ * machine a fixed sleep is not enough.  Looks at /proc/net/{udp,tcp} of
+ * this namespace: state 07 (UDP bound) or 0A (TCP listening). */
+static bool wait_bound(uint16_t port, bool tcp)
+{
+	char want[16], line[256];
+
+	snprintf(want, sizeof(want), ":%04X", port);
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(tcp ? "/proc/net/tcp" : "/proc/net/udp", "r");
+		bool found = false;
+
+		while (f && fgets(line, sizeof(line), f)) {
+			char local[64], remote[64], st[8];
+
+			if (sscanf(line, "%*d: %63s %63s %7s", local, remote, st) == 3 &&
+			    strstr(local, want) && !strcmp(st, tcp ? "0A" : "07"))
+				found = true;
+		}
+		if (f)
+			fclose(f);
+		if (found)
+			return true;
+		msleep(10);
+	}
+	return false;
+}
+
 static int lo_up(void)
 {
 	struct ifreq ifr = { 0 };
@@ -171,8 +199,7 @@ static int udp_rx(vfgx_ctx *ctx, uint32_t size, double secs, uint16_t port,
 	snprintf(ps, sizeof(ps), "%u", port);
 	if (spawn(s, srv))
 		goto out;
-	msleep(300);
-	if (spawn(c, cli) || finish(c, 0))
+	if (!wait_bound(port, false) || spawn(c, cli) || finish(c, 0))
 		goto fail_cli;
 	finish(s, SIGINT);
 	sent_ref = find_num(c->buf, "Total of ");
@@ -231,6 +258,8 @@ static int udp_rx(vfgx_ctx *ctx, uint32_t size, double secs, uint16_t port,
 	ret = 0;
 	goto out;
 fail_cli:
+	if (s->pid > 0)
+		finish(s, SIGINT);
 	fprintf(stderr, "vfgx bench socket: sockperf failed:\n%s\n%s\n", c->buf, s->buf);
 out:
 	vfgx_proc_destroy(proc);
@@ -332,8 +361,7 @@ static int sockperf_tcp(uint16_t port, uint32_t size, double secs,
 	snprintf(ts, sizeof(ts), "%g", secs);
 	if (!s || !c || spawn(s, srv))
 		goto out;
-	msleep(300);
-	if (spawn(c, cli)) {
+	if (!wait_bound(port, true) || spawn(c, cli)) {
 		finish(s, SIGINT);
 		goto out;
 	}
