@@ -46,6 +46,7 @@ struct sk_conn {
 	bool in_rec;
 	uint8_t *cur;      /* pool buffer, NULL while discarding */
 	uint32_t rec_len, got;
+	int rcvtimeo_ms;   /* SO_RCVTIMEO now set (0: none) */
 	/* send: bytes accepted but not yet taken by the kernel */
 	uint8_t *pend;
 	size_t pend_len, pend_off, pend_cap;
@@ -409,6 +410,8 @@ static int sk_open_one(struct vfgx_port *port, struct sk_priv *sp, uint16_t q)
 	if (ret)
 		return ret;
 	if (sp->proto == SK_TCP) {
+		/* non-blocking only for the connect timeout (see accept) */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 		sk_tcp_tune(sp, fd);
 		sq->conns[0] = sk_conn_new(fd, &sp->addr);
 		if (!sq->conns[0])
@@ -880,8 +883,9 @@ static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
 	while (sq->nb_conns < SK_MAX_CONNS) {
 		struct sockaddr_storage a;
 		socklen_t l = sizeof(a);
-		int fd = accept4(sq->fd, (struct sockaddr *)&a, &l,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		/* blocking like UDP sockets: data calls pass MSG_DONTWAIT and
+		 * vfgx_socket_wait() may block in recv() */
+		int fd = accept4(sq->fd, (struct sockaddr *)&a, &l, SOCK_CLOEXEC);
 		struct sk_conn *c;
 
 		if (fd < 0)
@@ -1297,6 +1301,33 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 		r = sk_gro_fill(port, q, SK_GRO_SLOTS,
 				timeout_ms ? MSG_WAITFORONE : MSG_DONTWAIT);
 		return r < 0 ? r : r > 0;
+	}
+	if (sp->proto == SK_TCP && sq->nb_conns == 1 && timeout_ms) {
+		/* one connection: block in recv() itself, one syscall per
+		 * wake-up (a server accepts newcomers on the next rx_burst) */
+		struct sk_conn *c = sq->conns[0];
+		ssize_t got;
+
+		if (c->s_off < c->s_len)
+			return 1;
+		c->s_off = c->s_len = 0;
+		if (timeout_ms != c->rcvtimeo_ms) {
+			struct timeval tv = { .tv_sec = timeout_ms / 1000,
+					      .tv_usec = (timeout_ms % 1000) * 1000 };
+
+			if (timeout_ms < 0)
+				tv = (struct timeval){ 0 };
+			setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			c->rcvtimeo_ms = timeout_ms;
+		}
+		got = recv(c->fd, c->stage, SK_STAGE, 0);
+		if (got > 0) {
+			c->s_len = (uint32_t)got;
+			return 1;
+		}
+		if (got == 0 || (errno != EAGAIN && errno != EINTR))
+			return 1; /* end or error: rx_burst reports it */
+		return 0;
 	}
 	if (sq->fd >= 0)
 		pfd[n++] = (struct pollfd){ .fd = sq->fd, .events = POLLIN };

@@ -652,6 +652,20 @@ static void test_tcp_echo(void)
 	       echoed, got, bad);
 	CHECK(got == 300 && echoed == 300 && bad == 0,
 	      "%s: %u of 300 echoes back, %u mismatched", what, got, bad);
+	/* quiet connection: a bounded wait times out; once the client is
+	 * gone the server's wait returns at once and rx_burst sees the end */
+	CHECK(cp && vfgx_socket_wait(cp, 0, 20) == 0, "%s: wait did not time out", what);
+	vfgx_port_close(cp);
+	cp = NULL;
+	CHECK(vfgx_socket_wait(sp, 0, 5000) == 1, "%s: server wait missed the close", what);
+	CHECK(vfgx_port_rx_burst(sp, 0, pk, 64) == 0, "%s: data after the close", what);
+	{
+		struct vfgx_socket_info si;
+
+		vfgx_socket_info(sp, &si);
+		CHECK(si.conns == 0 && si.closed == 1, "%s: conns %u closed %u after the client left",
+		      what, si.conns, si.closed);
+	}
 	vfgx_port_close(cp);
 	vfgx_port_close(sp);
 	vfgx_config_destroy(ccfg);
