@@ -47,6 +47,7 @@ struct sk_conn {
 	uint8_t *cur;      /* pool buffer, NULL while discarding */
 	uint32_t rec_len, got;
 	int rcvtimeo_ms;   /* SO_RCVTIMEO now set (0: none) */
+	bool short_read;   /* vfgx_socket_wait's recv emptied the socket */
 	/* send: bytes accepted but not yet taken by the kernel */
 	uint8_t *pend;
 	size_t pend_len, pend_off, pend_cap;
@@ -1011,8 +1012,9 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 	uint16_t n = 0;
 	bool stalled;
 
-	bool drained = false;
+	bool drained = c->short_read;
 
+	c->short_read = false;
 	for (int rounds = 0; rounds < 8 && n < max; rounds++) {
 		size_t want;
 		ssize_t r;
@@ -1323,6 +1325,7 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 		got = recv(c->fd, c->stage, SK_STAGE, 0);
 		if (got > 0) {
 			c->s_len = (uint32_t)got;
+			c->short_read = got < SK_STAGE;
 			return 1;
 		}
 		if (got == 0 || (errno != EAGAIN && errno != EINTR))
