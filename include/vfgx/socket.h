@@ -38,8 +38,10 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info);
 /* Sleep until rx queue q has something to read (a datagram, a connection,
  * stream bytes) or timeout_ms passes (-1: no limit): 1 ready, 0 timed out,
  * negative errno.  For callers that would rather block than poll, like a
- * blocking recvfrom(); UDP with GRO receives while it waits (kept for the
- * next rx_burst).  Same thread as the queue's rx_burst. */
+ * blocking recvfrom(); UDP with GRO, and TCP with one connection, receive
+ * while they wait (kept for the next rx_burst).  A TCP server blocked on
+ * its one connection sees new clients on the next rx_burst.  Same thread
+ * as the queue's rx_burst. */
 int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms);
 
 /* TCP: a partial write leaves the tail of accepted records in the port; it
