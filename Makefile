@@ -23,6 +23,9 @@ demo: build
 test: build
 	@scripts/run-tests.sh $(BUILD) $(SAN)
 
+test-gpu: build
+	@tests/gpu/run-gpu-tests.sh $(BUILD)
+
 bench: build
 	$(VFGX) bench pipeline
 

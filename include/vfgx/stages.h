@@ -93,20 +93,28 @@ VFGX_HD void vfgx_wr64(uint8_t *p, uint64_t v)
 	vfgx_wr32(p + 4, (uint32_t)v);
 }
 
-/* Ones-complement sum of big-endian 16-bit words, not folded. */
+/* Ones-complement sum of big-endian 16-bit words, not folded to 16 bits.
+ * Adds 32-bit words into a 64-bit accumulator (2^16 == 1 modulo 0xffff, so
+ * this is congruent to the 16-bit sum) and folds to 32 bits at the end. */
 VFGX_HD uint32_t vfgx_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
+	uint64_t acc = sum;
 	uint32_t i = 0;
 
+	for (; i + 4 <= len; i += 4)
+		acc += vfgx_rd32(p + i);
 	for (; i + 1 < len; i += 2)
-		sum += (uint32_t)((p[i] << 8) | p[i + 1]);
+		acc += (uint32_t)((p[i] << 8) | p[i + 1]);
 	if (i < len)
-		sum += (uint32_t)(p[i] << 8);
-	return sum;
+		acc += (uint32_t)(p[i] << 8);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	return (uint32_t)acc;
 }
 
 VFGX_HD uint16_t vfgx_csum_fold(uint32_t sum)
 {
+	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;
@@ -125,12 +133,12 @@ VFGX_HD uint16_t vfgx_udp_csum(uint32_t src, uint32_t dst, const uint8_t *udp,
 }
 
 /*
- * Parse and validate one frame.  Returns VFGX_STAGE_PASS and fills *o, or
- * the drop reason.  Checks: room for every header, IPv4 version/IHL, total
- * length within the frame, no fragments, header checksum, UDP length
- * consistent with IPv4, UDP checksum unless it is 0 (not computed).
+ * Everything vfgx_parse checks except the UDP checksum, which *udp_csum
+ * says must still be verified (non-zero checksum field): the GPU runner
+ * sums the UDP bytes with a whole warp, then folds as vfgx_parse does.
  */
-VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
+VFGX_HD int vfgx_parse_headers(const uint8_t *f, uint32_t len,
+			       struct vfgx_parsed *o, int *udp_csum)
 {
 	uint32_t off = VFGX_ETH_HLEN;
 	uint16_t et;
@@ -180,20 +188,41 @@ VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
 		return VFGX_R_BAD_UDP;
 	o->src_ip = vfgx_rd32(ip + 12);
 	o->dst_ip = vfgx_rd32(ip + 16);
-	if (vfgx_rd16(udp + 6) != 0) {
-		uint32_t sum = (o->src_ip >> 16) + (o->src_ip & 0xffff) +
-			       (o->dst_ip >> 16) + (o->dst_ip & 0xffff) +
-			       VFGX_IPPROTO_UDP + udp_len;
-
-		if (vfgx_csum_fold(vfgx_csum_add(sum, udp, udp_len)) != 0)
-			return VFGX_R_BAD_UDP_CSUM;
-	}
+	*udp_csum = vfgx_rd16(udp + 6) != 0;
 	o->src_port = vfgx_rd16(udp);
 	o->dst_port = vfgx_rd16(udp + 2);
 	o->l3_off = (uint16_t)off;
 	o->l4_off = (uint16_t)(off + ihl);
 	o->payload_off = (uint16_t)(off + ihl + VFGX_UDP_HLEN);
 	o->payload_len = udp_len - VFGX_UDP_HLEN;
+	return VFGX_STAGE_PASS;
+}
+
+/* Pseudo-header part of the UDP checksum sum (not folded). */
+VFGX_HD uint32_t vfgx_udp_pseudo_sum(const struct vfgx_parsed *o)
+{
+	uint32_t udp_len = o->payload_len + VFGX_UDP_HLEN;
+
+	return (o->src_ip >> 16) + (o->src_ip & 0xffff) + (o->dst_ip >> 16) +
+	       (o->dst_ip & 0xffff) + VFGX_IPPROTO_UDP + udp_len;
+}
+
+/*
+ * Parse and validate one frame.  Returns VFGX_STAGE_PASS and fills *o, or
+ * the drop reason.  Checks: room for every header, IPv4 version/IHL, total
+ * length within the frame, no fragments, header checksum, UDP length
+ * consistent with IPv4, UDP checksum unless it is 0 (not computed).
+ */
+VFGX_HD int vfgx_parse(const uint8_t *f, uint32_t len, struct vfgx_parsed *o)
+{
+	int need_csum;
+	int r = vfgx_parse_headers(f, len, o, &need_csum);
+
+	if (r != VFGX_STAGE_PASS || !need_csum)
+		return r;
+	if (vfgx_csum_fold(vfgx_csum_add(vfgx_udp_pseudo_sum(o), f + o->l4_off,
+					 o->payload_len + VFGX_UDP_HLEN)) != 0)
+		return VFGX_R_BAD_UDP_CSUM;
 	return VFGX_STAGE_PASS;
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "vfgx_build.h"
 
 static const struct {
 	const char *name;
@@ -10,6 +11,11 @@ static const struct {
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
 	{ "socket", vfgx_bench_socket },
+	{ "gpu", vfgx_bench_gpu },
+	{ "afxdp", vfgx_bench_afxdp },
+#if VFGX_HAVE_DPDK
+	{ "dpdk", vfgx_bench_dpdk },
+#endif
 };
 
 int vfgx_cmd_bench(int argc, char **argv)

@@ -5,9 +5,15 @@
 
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
+int vfgx_cmd_devices(int argc, char **argv);
+int vfgx_cmd_doctor(int argc, char **argv);
+int vfgx_cmd_mon(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
 int vfgx_bench_socket(int argc, char **argv);
+int vfgx_bench_gpu(int argc, char **argv);
+int vfgx_bench_afxdp(int argc, char **argv);
+int vfgx_bench_dpdk(int argc, char **argv);
 
 #endif

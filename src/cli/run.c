@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/gpu.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
@@ -179,19 +180,37 @@ static void run_usage(FILE *f)
 		   "  without CONFIG, runs the embedded configs/loopback.yaml\n");
 }
 
+/* 1: run on the GPU, 0: on the CPU, negative: refused (message printed). */
 static int choose_device(vfgx_ctx *ctx, const struct vfgx_config *cfg)
 {
-	switch (cfg->pipeline.device) {
-	case VFGX_DEVICE_GPU:
-		fprintf(stderr, "vfgx: %s: pipeline.device: gpu, but this build's pipeline has no GPU runner available here (use device: cpu or auto)\n",
-			cfg->source);
-		return -ENODEV;
-	case VFGX_DEVICE_AUTO:
-		vfgx_info(ctx, "pipeline.device auto: using the CPU pipeline");
+	struct vfgx_gpu_opts go;
+	char desc[256];
+	int ret;
+
+	if (cfg->pipeline.device == VFGX_DEVICE_CPU)
 		return 0;
-	default:
+	ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &go);
+	if (ret) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		return ret;
+	}
+	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
+	if (cfg->pipeline.device == VFGX_DEVICE_GPU) {
+		if (ret) {
+			fprintf(stderr, "vfgx: %s: pipeline.device: gpu, but %s (use device: cpu or auto)\n",
+				cfg->source, vfgx_last_error(ctx));
+			return -ENODEV;
+		}
+		vfgx_info(ctx, "pipeline.device gpu: using %s", desc);
+		return 1;
+	}
+	if (ret) {
+		vfgx_info(ctx, "pipeline.device auto: using the CPU pipeline (%s)",
+			  vfgx_last_error(ctx));
 		return 0;
 	}
+	vfgx_info(ctx, "pipeline.device auto: using %s", desc);
+	return 1;
 }
 
 int vfgx_cmd_run(int argc, char **argv)
@@ -205,6 +224,9 @@ int vfgx_cmd_run(int argc, char **argv)
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
+	vfgx_gpu_pipeline *gpl = NULL;
+	uint64_t gpu_order_errors = 0;
+	int on_gpu;
 	struct order_check oc = { 0 };
 	struct vfgx_pipeline_stats st = { 0 }, prev = { 0 };
 	bool quiet = false;
@@ -260,7 +282,8 @@ int vfgx_cmd_run(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	if (choose_device(ctx, cfg)) {
+	on_gpu = choose_device(ctx, cfg);
+	if (on_gpu < 0) {
 		rc = 2;
 		goto out;
 	}
@@ -275,47 +298,70 @@ int vfgx_cmd_run(int argc, char **argv)
 	oc.next = calloc(cfg->pipeline.max_streams, sizeof(*oc.next));
 	if (!oc.next)
 		goto out;
-	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
+	if (on_gpu)
+		ret = vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &gpl);
+	else
+		ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		rc = ret == -EINVAL ? 2 : 1;
 		goto out;
 	}
-	vfgx_pipeline_set_user_stage(pl, order_stage, &oc);
+	if (gpl)
+		vfgx_info(ctx, "GPU pipeline: %s", vfgx_gpu_pipeline_describe(gpl));
+	else
+		vfgx_pipeline_set_user_stage(pl, order_stage, &oc);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = tlast = vfgx_now_ns();
-	if (vfgx_pipeline_start(pl)) {
+	if (gpl ? vfgx_gpu_pipeline_start(gpl) : vfgx_pipeline_start(pl)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
 	bool live = !quiet && isatty(STDOUT_FILENO);
 
-	while (!interrupted && !vfgx_pipeline_done(pl)) {
+	while (!interrupted &&
+	       !(gpl ? vfgx_gpu_pipeline_done(gpl) : vfgx_pipeline_done(pl))) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		uint64_t now;
 
 		nanosleep(&ts, NULL);
 		now = vfgx_now_ns();
 		if (live && now - tlast >= 1000000000ull) {
-			vfgx_pipeline_stats(pl, &st);
+			if (gpl)
+				vfgx_gpu_pipeline_stats(gpl, &st, NULL);
+			else
+				vfgx_pipeline_stats(pl, &st);
 			live_line(&st, &prev, (double)(now - tlast) / 1e9);
 			prev = st;
 			tlast = now;
 		}
 	}
-	vfgx_pipeline_stop(pl);
+	if (gpl)
+		vfgx_gpu_pipeline_stop(gpl);
+	else
+		vfgx_pipeline_stop(pl);
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
 
 	if (interrupted)
 		printf("\ninterrupted: stopping\n");
-	vfgx_pipeline_stats(pl, &st);
-	ret = vfgx_pipeline_error(pl);
+	if (gpl) {
+		/* the GPU checks delivery order itself (no CPU user stage) */
+		vfgx_gpu_pipeline_stats(gpl, &st, &gpu_order_errors);
+		atomic_store(&oc.errors, gpu_order_errors);
+		ret = vfgx_gpu_pipeline_error(gpl);
+	} else {
+		vfgx_pipeline_stats(pl, &st);
+		ret = vfgx_pipeline_error(pl);
+	}
 	rc = report(cfg, ports, nb_ports, &st, atomic_load(&oc.errors), secs);
 	if (ret) {
-		fprintf(stderr, "vfgx: port error: %s\n", vfgx_strerror(ret));
+		fprintf(stderr, "vfgx: %s error: %s\n", gpl ? "GPU pipeline" : "port",
+			gpl ? vfgx_last_error(ctx) : vfgx_strerror(ret));
 		rc = 1;
 	}
 out:
+	vfgx_gpu_pipeline_destroy(gpl);
 	vfgx_pipeline_destroy(pl);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		vfgx_port_close(ports[i]);

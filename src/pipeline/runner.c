@@ -1,7 +1,8 @@
 /* runner.c - N worker threads, each run to completion over its rx queues:
  * receive a burst, process it, release it in bulk.  Stats are published to
  * a snapshot under a per-worker lock every few milliseconds, never per
- * packet. */
+ * packet; from there they go to /dev/gpurdma_mon once a second when the
+ * driver is loaded. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/mon.h>
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
@@ -21,6 +23,7 @@ _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
 struct poll_entry {
 	vfgx_port *port;
 	uint16_t q;
+	uint32_t index; /* over all ports: the PUBLISH queue slot */
 };
 
 struct worker {
@@ -32,6 +35,7 @@ struct worker {
 	uint32_t nb_polls;
 	pthread_mutex_t lock;
 	struct vfgx_pipeline_stats snap;
+	struct vfgx_mon_queue_snap *mon_snap; /* per poll, when publishing */
 	atomic_bool done;
 	int error;
 };
@@ -43,6 +47,7 @@ struct vfgx_pipeline {
 	uint16_t nb_workers;
 	atomic_bool stop;
 	bool stopped;
+	vfgx_mon_publisher *mon; /* NULL when gpurdma_mon is absent */
 };
 
 int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
@@ -80,7 +85,9 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		wk->pl = pl;
 		pthread_mutex_init(&wk->lock, NULL);
 		wk->polls = calloc(total, sizeof(*wk->polls));
-		ret = wk->polls ? vfgx_proc_create(ctx, conf, &wk->proc) : -ENOMEM;
+		wk->mon_snap = calloc(total, sizeof(*wk->mon_snap));
+		ret = wk->polls && wk->mon_snap ?
+			      vfgx_proc_create(ctx, conf, &wk->proc) : -ENOMEM;
 		if (ret) {
 			pl->nb_workers = (uint16_t)(w + 1);
 			vfgx_pipeline_destroy(pl);
@@ -95,6 +102,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			struct worker *wk = &pl->workers[k % pl->nb_workers];
 
 			wk->polls[wk->nb_polls].port = ports[i];
+			wk->polls[wk->nb_polls].index = k;
 			wk->polls[wk->nb_polls++].q = q;
 		}
 	}
@@ -113,7 +121,33 @@ static void publish(struct worker *wk)
 {
 	pthread_mutex_lock(&wk->lock);
 	vfgx_proc_stats(wk->proc, &wk->snap);
+	/* queue stats are read on the thread that owns the queue */
+	if (wk->pl->mon)
+		for (uint32_t i = 0; i < wk->nb_polls; i++)
+			vfgx_mon_queue_snap(wk->polls[i].port, wk->polls[i].q,
+					    &wk->mon_snap[i]);
 	pthread_mutex_unlock(&wk->lock);
+}
+
+/* Publisher thread: sum the workers' snapshots into one PUBLISH record. */
+static void mon_collect(void *user, struct gpurdma_mon_publish *p)
+{
+	struct vfgx_pipeline *pl = user;
+	uint32_t queues = 0;
+
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+
+		pthread_mutex_lock(&wk->lock);
+		for (uint32_t i = 0; i < wk->nb_polls; i++) {
+			vfgx_mon_queue_add(p, wk->polls[i].index, &wk->mon_snap[i]);
+			if (wk->polls[i].index + 1 > queues)
+				queues = wk->polls[i].index + 1;
+		}
+		pthread_mutex_unlock(&wk->lock);
+	}
+	p->nr_queues = queues < GPURDMA_MON_MAX_QUEUES ? queues :
+							  GPURDMA_MON_MAX_QUEUES;
 }
 
 static void *worker_main(void *arg)
@@ -175,6 +209,10 @@ out:
 
 int vfgx_pipeline_start(vfgx_pipeline *pl)
 {
+	/* before the workers, which read pl->mon; silent without the driver */
+	if (vfgx_mon_publisher_start(pl->ctx, NULL, 1000, mon_collect, pl,
+				     &pl->mon))
+		vfgx_warn(pl->ctx, "%s", vfgx_last_error(pl->ctx));
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
 		int ret = pthread_create(&wk->thread, NULL, worker_main, wk);
@@ -208,6 +246,9 @@ void vfgx_pipeline_stop(vfgx_pipeline *pl)
 			pthread_join(pl->workers[w].thread, NULL);
 		pl->workers[w].started = false;
 	}
+	/* after the join: its last PUBLISH carries the final counters */
+	vfgx_mon_publisher_stop(pl->mon);
+	pl->mon = NULL;
 	pl->stopped = true;
 }
 
@@ -239,6 +280,7 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		vfgx_proc_destroy(pl->workers[w].proc);
 		free(pl->workers[w].polls);
+		free(pl->workers[w].mon_snap);
 		pthread_mutex_destroy(&pl->workers[w].lock);
 	}
 	free(pl->workers);

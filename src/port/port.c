@@ -11,6 +11,12 @@
 static const struct vfgx_port_ops *const backend_table[] = {
 	&vfgx_loopback_ops,
 	&vfgx_socket_ops,
+#if VFGX_HAVE_AFXDP
+	&vfgx_afxdp_ops,
+#endif
+#if VFGX_HAVE_DPDK
+	&vfgx_dpdk_ops,
+#endif
 };
 
 #define NB_BACKENDS (sizeof(backend_table) / sizeof(backend_table[0]))

@@ -1,0 +1,44 @@
+/* commlist.c - the CPU (producer) side of the communication list: fill an
+ * item, publish it READY, observe DONE/ERROR, hand it back FREE.  The
+ * ordering contract is written in commlist.h. */
+#include <stdint.h>
+
+#include "commlist.h"
+#include "commlist_host.h"
+
+uint32_t vfgx_comm_load(const struct vfgx_comm_list *l, uint32_t slot)
+{
+	/* acquire: pairs with the GPU's __threadfence_system() + DONE store,
+	 * so results the GPU wrote before DONE are visible after this. */
+	return __atomic_load_n(&l->status[slot].v, __ATOMIC_ACQUIRE);
+}
+
+struct vfgx_comm_pkt *vfgx_comm_pkts(const struct vfgx_comm_list *l,
+				     uint32_t slot)
+{
+	return l->pkts + (uint64_t)slot * l->burst;
+}
+
+void vfgx_comm_publish(struct vfgx_comm_list *l, uint32_t slot, uint64_t seq,
+		       uint32_t nb_pkts, uint32_t cmd)
+{
+	struct vfgx_comm_item *it = &l->items[slot];
+
+	it->seq = seq;
+	it->nb_pkts = nb_pkts;
+	it->cmd = cmd;
+	it->gpu_seen_ns = 0;
+	/* release: descriptors and header above are visible before READY */
+	__atomic_store_n(&l->status[slot].v, VFGX_COMM_READY, __ATOMIC_RELEASE);
+}
+
+void vfgx_comm_free(struct vfgx_comm_list *l, uint32_t slot)
+{
+	/* release: our reads of the finished item complete before reuse */
+	__atomic_store_n(&l->status[slot].v, VFGX_COMM_FREE, __ATOMIC_RELEASE);
+}
+
+void vfgx_comm_quit(struct vfgx_comm_list *l)
+{
+	__atomic_store_n(l->quit, 1u, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,98 @@
+/* commlist.h - the CPU<->GPU communication list: a ring of items, each a
+ * burst of packet descriptors plus a status word.  Plain C shared by gcc
+ * (the producer, src/pipeline/commlist.c) and nvcc (the consumer,
+ * src/pipeline/gpu_proc.cu).
+ *
+ * Life of an item (slot = item number % nb_items):
+ *
+ *   CPU                                   GPU
+ *   wait status == FREE (load-acquire)
+ *   write pkts[], nb_pkts, cmd, seq
+ *   status = READY (store-release)  --->  observe READY (ld.acquire.sys)
+ *                                         read pkts[] (pinned, in place)
+ *                                         run the stages, reduce counters
+ *                                         __threadfence_system()
+ *   observe DONE/ERROR (load-acquire) <-  status = DONE (st.release.sys)
+ *   release the packets, status = FREE
+ *
+ * Memory ordering, as in DPDK's rte_gpu_comm_list: the CPU's descriptor
+ * stores must be visible before READY; x86 stores are ordered (TSO) but the
+ * compiler is not, so READY is a C11 store-release.  The GPU reads READY
+ * with a system-scope acquire load, after which its reads of the descriptors
+ * (pinned host memory, read over PCIe) cannot be served from stale copies.
+ * Before DONE the GPU makes its results (counters, reorder buffer, log)
+ * visible system-wide with __threadfence_system(); the CPU's load-acquire
+ * of DONE then orders its later reads.  Only the CPU writes FREE/READY and
+ * only the GPU writes DONE/ERROR, so no read-modify-write is needed.
+ *
+ * Placement: the status words would best live in GPU memory mapped for the
+ * CPU (GDRCopy's gdrapi); Debian packages no GDRCopy, so they live in
+ * pinned host memory (cudaHostAlloc, mapped), each on its own 64-byte line
+ * so CPU writes of one item and GPU writes of the next never share a line.
+ * The descriptor arrays are pinned host memory too.
+ */
+#ifndef VFGX_COMMLIST_H
+#define VFGX_COMMLIST_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum vfgx_comm_status {
+	VFGX_COMM_FREE = 0,
+	VFGX_COMM_READY = 1,
+	VFGX_COMM_DONE = 2,
+	VFGX_COMM_ERROR = 3,
+};
+
+enum vfgx_comm_cmd {
+	VFGX_COMM_CMD_BURST = 0, /* process nb_pkts packets */
+	VFGX_COMM_CMD_FLUSH = 1, /* end of input: drain the reorder windows */
+	VFGX_COMM_CMD_RESET = 2, /* forget all stream state (windows emptied) */
+};
+
+/* One packet: addr is readable by the GPU (device memory, or pinned host
+ * memory through its device mapping). 24 bytes. */
+struct vfgx_comm_pkt {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t queue; /* stream space: stream index = queue * max_streams + id */
+	uint16_t flags; /* VFGX_PKT_GPU, VFGX_PKT_PAYLOAD */
+	uint64_t ts_ns;
+};
+
+/* Item header; the status word is kept apart (see above). */
+struct vfgx_comm_item {
+	uint64_t seq;          /* item number; the GPU checks it */
+	uint32_t nb_pkts;
+	uint32_t cmd;
+	struct vfgx_comm_pkt *pkts; /* device view of this item's descriptors */
+	uint64_t gpu_seen_ns;  /* %globaltimer when the GPU saw READY (persistent) */
+	uint64_t pad[4];
+};
+
+struct vfgx_comm_status_word {
+	uint32_t v;
+	uint32_t pad[15];
+};
+
+/* Host and device views of the same pinned allocations. */
+struct vfgx_comm_list {
+	uint32_t nb_items;
+	uint32_t burst;
+	struct vfgx_comm_item *items;           /* host view */
+	struct vfgx_comm_item *items_dev;       /* device view */
+	struct vfgx_comm_pkt *pkts;             /* host view, nb_items * burst */
+	struct vfgx_comm_pkt *pkts_dev;
+	struct vfgx_comm_status_word *status;   /* host view */
+	struct vfgx_comm_status_word *status_dev;
+	volatile uint32_t *quit;                /* host view of the quit flag */
+	uint32_t *quit_dev;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1013 @@
+/* gpu_proc.cu - the GPU data plane: kernels that run the shared stages
+ * (vfgx/stages.h, compiled by nvcc) over comm-list items in three launch
+ * modes, and the host code that allocates, launches and stops them.
+ *
+ * Work split: phase A (parse, validate with a warp-wide UDP checksum,
+ * filter, sequence header) runs one warp per packet, any number of items
+ * at once.  Phase B (reorder, verify, user stage) must see each stream's
+ * packets in item order, exactly as the CPU processor does: streams are
+ * split into GPUK_GROUPS groups, one warp per group, and a per-group ticket
+ * (the item number whose turn it is) orders items.  The reorder windows
+ * (the output buffer) live in GPU memory.  Counters are summed per block in
+ * shared memory and added to GPU-memory counters once per item. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <vfgx/stages.h>
+
+#include "gpu_iface.h"
+#include "gpu_user_stage.cuh"
+
+#define FULL 0xffffffffu
+#define WARPS 8
+#define THREADS (WARPS * 32)
+#define PKT_FLAG_GPU 0x1
+#define PKT_FLAG_PAYLOAD 0x2
+#define RES_NONE 0
+#define RES_INSERT 1
+#define DROP_USER 15 /* VFGX_DROP_USER */
+
+typedef unsigned long long ull;
+
+struct res {
+	uint64_t seq;
+	const uint8_t *body;
+	uint32_t len;
+	uint32_t stream; /* global stream index */
+	uint32_t kind;
+	uint32_t flags;
+};
+
+/* Everything a kernel needs, passed by value. */
+struct kparams {
+	struct vfgx_comm_item *items;
+	struct vfgx_comm_status_word *status;
+	const uint32_t *quit;
+	uint32_t nb_items, burst;
+	struct res *res;            /* nb_items * burst */
+	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
+	uint8_t *stage;             /* stage_copy buffers or NULL */
+	uint64_t *tickets;          /* GPUK_GROUPS */
+	uint64_t *seen;             /* persistent: items observed READY so far */
+	ull *cnt;                   /* GPUK_NCNT */
+	/* reorder state, nb_streams each (windows: * window) */
+	uint64_t *base, *next;
+	ull *ordinal;
+	uint32_t *held, *slot_len;
+	uint8_t *slot_flags, *slot_data;
+	uint32_t nb_streams, max_streams, window, slot, reorder, verify;
+	uint32_t nb_ranges;
+	uint16_t lo[GPUK_MAX_RANGES], hi[GPUK_MAX_RANGES];
+	struct vfgx_gpu_user_ctx user;
+	struct gpuk_delivery *log;
+	ull *log_n;
+	uint64_t log_cap;
+};
+
+/* ---- memory-ordering helpers (see commlist.h) ---------------------------- */
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)
+{
+	cuda::atomic_ref<const uint32_t, cuda::thread_scope_system> a(*p);
+	return a.load(cuda::memory_order_acquire);
+}
+
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
+{
+	cuda::atomic_ref<uint32_t, cuda::thread_scope_system> a(*p);
+	a.store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ uint64_t ld_acquire_dev(const uint64_t *p)
+{
+	cuda::atomic_ref<const uint64_t, cuda::thread_scope_device> a(*p);
+	return a.load(cuda::memory_order_acquire);
+}
+
+__device__ __forceinline__ void st_release_dev(uint64_t *p, uint64_t v)
+{
+	cuda::atomic_ref<uint64_t, cuda::thread_scope_device> a(*p);
+	a.store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)
+{
+	return *(const volatile uint32_t *)q;
+}
+
+__device__ __forceinline__ uint64_t globaltimer(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+__device__ __forceinline__ ull warp_sum(ull v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_down_sync(FULL, v, off);
+	return __shfl_sync(FULL, v, 0);
+}
+
+__device__ __forceinline__ void count(ull *cnt, int i, ull v)
+{
+	atomicAdd(&cnt[i], v);
+}
+
+/* ---- phase A: one warp per packet --------------------------------------- */
+
+/* Exact (unfolded) sum of the big-endian 16-bit words of p[0..len), as
+ * vfgx_csum_add computes it, split across the warp: 16-byte loads over the
+ * aligned middle, bytes at the ends.  A byte at an even offset from p is a
+ * high byte; the middle's even and odd bytes are summed apart and weighted
+ * by the parity of p. */
+__device__ __forceinline__ void csum_word(uint32_t w, uint32_t &e, uint32_t &o)
+{
+	uint32_t a = w & 0x00ff00ffu, b = (w >> 8) & 0x00ff00ffu;
+
+	e += (a & 0xffff) + (a >> 16);
+	o += (b & 0xffff) + (b >> 16);
+}
+
+__device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
+{
+	uintptr_t start = (uintptr_t)p, end = start + len;
+	uintptr_t a0 = (start + 15) & ~(uintptr_t)15, a1 = end & ~(uintptr_t)15;
+	ull s = 0;
+
+	if (a0 >= a1) {
+		for (uint32_t i = lane; i < len; i += 32)
+			s += (ull)p[i] << ((i & 1) ? 0 : 8);
+		return warp_sum(s);
+	}
+	for (uint32_t i = lane; i < a0 - start; i += 32)
+		s += (ull)p[i] << ((i & 1) ? 0 : 8);
+	for (uint32_t i = lane; i < end - a1; i += 32) {
+		uint32_t off = (uint32_t)(a1 - start) + i;
+
+		s += (ull)p[off] << ((off & 1) ? 0 : 8);
+	}
+	{
+		const uint4 *q = (const uint4 *)a0;
+		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
+
+#pragma unroll 4
+		for (uint32_t j = lane; j < n16; j += 32) {
+			uint4 v = q[j];
+
+			csum_word(v.x, e, o);
+			csum_word(v.y, e, o);
+			csum_word(v.z, e, o);
+			csum_word(v.w, e, o);
+		}
+		/* little endian: byte 0 of a word sits at an even address */
+		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
+	}
+	return warp_sum(s);
+}
+
+__device__ void deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+			const uint8_t *data, uint32_t len, uint32_t flags,
+			bool ordered, uint32_t lane)
+{
+	uint32_t id = s % k.max_streams; /* the stream id the packet carried */
+	int keep;
+
+	if (k.verify) {
+		bool bad = false;
+
+		for (uint32_t i = lane; i < len && !bad; i += 32)
+			bad = __ldcg(data + i) != vfgx_pattern_byte(id, seq, i);
+		if (__any_sync(FULL, bad) && lane == 0)
+			count(cnt, GPUK_C_VERIFY, 1);
+	}
+	keep = !__shfl_sync(FULL, vfgx_gpu_user_stage(&k.user, s, seq, data, len,
+						      lane), 0);
+	if (!keep) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + DROP_USER, 1);
+		return;
+	}
+	if (k.log_cap) {
+		ull a = 0, b = 0;
+
+		for (uint32_t i = lane; i < len; i += 32) {
+			ull v = __ldcg(data + i);
+
+			a += v;
+			b += v * (2ull * i + 1ull);
+		}
+		a = warp_sum(a);
+		b = warp_sum(b);
+		if (lane == 0) {
+			ull ord = atomicAdd(&k.ordinal[s], 1ull);
+			ull at = atomicAdd(k.log_n, 1ull);
+
+			if (at < k.log_cap) {
+				struct gpuk_delivery *d = &k.log[at];
+
+				d->stream = s;
+				d->len = len;
+				d->ordinal = ord;
+				d->seq = seq;
+				d->hash = a ^ (b << 20) ^ ((ull)len << 52);
+			}
+		}
+	}
+	if (lane == 0) {
+		count(cnt, GPUK_C_DELIVERED, 1);
+		count(cnt, GPUK_C_DELIVERED_BYTES, len);
+		if (flags & VFGX_APP_FLAG_LAST)
+			count(cnt, GPUK_C_LAST_SEEN, 1);
+		if (ordered) {
+			if (seq < __ldcg(&k.next[s]))
+				count(cnt, GPUK_C_ORDER, 1);
+			k.next[s] = seq + 1;
+		}
+	}
+	__syncwarp();
+}
+
+__device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
+			       uint32_t i, uint32_t lane)
+{
+	const struct vfgx_comm_pkt *pk = &k.items[slot].pkts[i];
+	struct res *out = &k.res[(size_t)slot * k.burst + i];
+	uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
+	const uint8_t *f = (const uint8_t *)(uintptr_t)pk->addr;
+	uint32_t len = pk->len, flags = pk->flags, q = pk->queue;
+	struct vfgx_parsed ps;
+	struct vfgx_app_hdr h;
+	const uint8_t *pay;
+	int r = VFGX_STAGE_PASS;
+
+	if (lane == 0) {
+		count(cnt, GPUK_C_PACKETS, 1);
+		count(cnt, GPUK_C_BYTES, len);
+		out->kind = RES_NONE;
+		*grp = 0xff;
+	}
+	if (k.stage && !(flags & PKT_FLAG_GPU) && len <= GPUK_STAGE_MAX) {
+		uint8_t *dst = k.stage + ((size_t)slot * k.burst + i) * GPUK_STAGE_MAX;
+
+		for (uint32_t b = lane; b < len; b += 32)
+			dst[b] = f[b];
+		__syncwarp();
+		f = dst;
+	}
+	if (flags & PKT_FLAG_PAYLOAD) {
+		ps.payload_off = 0;
+		ps.payload_len = len;
+	} else {
+		int need_csum = 0;
+
+		r = vfgx_parse_headers(f, len, &ps, &need_csum);
+		if (r == VFGX_STAGE_PASS && need_csum) {
+			ull s = warp_csum(f + ps.l4_off,
+					  ps.payload_len + VFGX_UDP_HLEN, lane);
+
+			s += vfgx_udp_pseudo_sum(&ps);
+			if (vfgx_csum_fold((uint32_t)s) != 0)
+				r = VFGX_R_BAD_UDP_CSUM;
+		}
+		if (r == VFGX_STAGE_PASS)
+			r = vfgx_filter_port(k.lo, k.hi, k.nb_ranges, ps.dst_port);
+		if (r != VFGX_STAGE_PASS) {
+			if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+			return;
+		}
+	}
+	if (lane == 0)
+		count(cnt, GPUK_C_PASSED, 1);
+	pay = f + ps.payload_off;
+	r = vfgx_app_hdr_read(pay, ps.payload_len, k.max_streams, &h);
+	if (!k.reorder) {
+		if (r == VFGX_STAGE_PASS)
+			deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
+				pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
+				h.flags, false, lane);
+		else if (k.verify) {
+			if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+		} else {
+			deliver(k, cnt, q * k.max_streams, 0, pay, ps.payload_len,
+				0, false, lane);
+		}
+		return;
+	}
+	if (r == VFGX_STAGE_PASS && ps.payload_len - VFGX_APP_HLEN > k.slot)
+		r = VFGX_R_TOO_BIG;
+	if (r != VFGX_STAGE_PASS) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + r, 1);
+		return;
+	}
+	if (lane == 0) {
+		out->seq = h.seq;
+		out->body = pay + VFGX_APP_HLEN;
+		out->len = ps.payload_len - VFGX_APP_HLEN;
+		out->stream = q * k.max_streams + h.stream;
+		out->flags = h.flags;
+		out->kind = RES_INSERT;
+		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
+	}
+}
+
+/* ---- phase B: reorder, one warp per stream group --------------------------
+ * All lanes run the same control flow on values read after __syncwarp();
+ * lane 0 alone writes the window state, then __syncwarp() publishes it to
+ * the warp.  State written by another multiprocessor is read with __ldcg
+ * after the ticket's acquire. */
+
+__device__ void slot_advance(const kparams &k, ull *cnt, uint32_t s,
+			     uint32_t lane)
+{
+	uint64_t base = __ldcg(&k.base[s]);
+	size_t i = (size_t)s * k.window + (base & (k.window - 1));
+	uint32_t l = __ldcg(&k.slot_len[i]);
+
+	if (l) {
+		deliver(k, cnt, s, base, k.slot_data + i * k.slot, l - 1,
+			__ldcg(&k.slot_flags[i]), true, lane);
+		if (lane == 0) {
+			k.slot_len[i] = 0;
+			k.held[s] = __ldcg(&k.held[s]) - 1;
+		}
+	} else if (lane == 0) {
+		count(cnt, GPUK_C_GAPS, 1);
+	}
+	if (lane == 0)
+		k.base[s] = base + 1;
+	__syncwarp();
+}
+
+__device__ void slide_to(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+			 uint32_t lane)
+{
+	uint64_t w = k.window;
+	uint64_t target = seq - w + 1;
+
+	if (target - __ldcg(&k.base[s]) > w) {
+		for (uint64_t i = 0; i < w; i++)
+			slot_advance(k, cnt, s, lane);
+		if (lane == 0) {
+			count(cnt, GPUK_C_GAPS, target - __ldcg(&k.base[s]));
+			k.base[s] = target;
+		}
+		__syncwarp();
+		return;
+	}
+	while (__ldcg(&k.base[s]) < target)
+		slot_advance(k, cnt, s, lane);
+}
+
+__device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
+			       uint32_t lane)
+{
+	uint32_t s = r->stream, mask = k.window - 1;
+	uint64_t seq = r->seq;
+	uint64_t base = __ldcg(&k.base[s]);
+	size_t i;
+
+	/* In order with nothing held: inserting and draining would deliver
+	 * this record at once from its slot, so deliver it from the packet
+	 * (same bytes, same counters) and skip the copy. */
+	if (seq == base && __ldcg(&k.held[s]) == 0) {
+		deliver(k, cnt, s, seq, r->body, r->len, r->flags, true, lane);
+		if (lane == 0)
+			k.base[s] = base + 1;
+		__syncwarp();
+		return;
+	}
+	if (seq < base) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_LATE, 1);
+		return;
+	}
+	if (seq - base >= k.window)
+		slide_to(k, cnt, s, seq, lane);
+	i = (size_t)s * k.window + (seq & mask);
+	if (__ldcg(&k.slot_len[i])) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
+		return;
+	}
+	for (uint32_t b = lane; b < r->len; b += 32)
+		k.slot_data[i * k.slot + b] = r->body[b];
+	__syncwarp();
+	if (lane == 0) {
+		k.slot_len[i] = r->len + 1;
+		k.slot_flags[i] = (uint8_t)r->flags;
+		k.held[s] = __ldcg(&k.held[s]) + 1;
+	}
+	__syncwarp();
+	for (;;) {
+		uint64_t b2 = __ldcg(&k.base[s]);
+
+		if (!__ldcg(&k.slot_len[(size_t)s * k.window + (b2 & mask)]))
+			break;
+		slot_advance(k, cnt, s, lane);
+	}
+}
+
+__device__ void flush_stream(const kparams &k, ull *cnt, uint32_t s,
+			     uint32_t lane)
+{
+	uint64_t skipped = 0;
+
+	for (uint32_t i = 0; i < k.window && __ldcg(&k.held[s]); i++) {
+		uint64_t base = __ldcg(&k.base[s]);
+
+		if (__ldcg(&k.slot_len[(size_t)s * k.window + (base & (k.window - 1))])) {
+			if (lane == 0 && skipped)
+				count(cnt, GPUK_C_GAPS, skipped);
+			skipped = 0;
+			slot_advance(k, cnt, s, lane);
+		} else {
+			skipped++;
+			if (lane == 0)
+				k.base[s] = base + 1;
+			__syncwarp();
+		}
+	}
+	if (lane == 0)
+		k.base[s] = __ldcg(&k.base[s]) - skipped;
+	__syncwarp();
+}
+
+/* Returns false when told to quit while waiting for the group's turn. */
+__device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
+			      uint64_t item, uint32_t n, uint32_t cmd,
+			      uint32_t g, uint32_t lane)
+{
+	const struct res *rs = &k.res[(size_t)slot * k.burst];
+	int quit = 0;
+
+	if (lane == 0) {
+		uint32_t spins = 0;
+
+		while (ld_acquire_dev(&k.tickets[g]) != item) {
+			/* the quit flag is host memory: read it rarely */
+			if ((++spins & 255) == 0 && ld_quit(k.quit)) {
+				quit = 1;
+				break;
+			}
+		}
+	}
+	if (__shfl_sync(FULL, quit, 0))
+		return false;
+	__syncwarp();
+	if (cmd == VFGX_COMM_CMD_RESET) {
+		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
+			for (uint32_t i = lane; i < k.window; i += 32)
+				k.slot_len[(size_t)s * k.window + i] = 0;
+			if (lane == 0) {
+				k.base[s] = 0;
+				k.held[s] = 0;
+				k.next[s] = 0;
+			}
+		}
+	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
+		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
+			flush_stream(k, cnt, s, lane);
+	} else if (k.reorder) {
+		const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+
+		/* 1024 entries at a time: 32 independent byte loads per lane,
+		 * then one ballot per 32 entries, in arrival order */
+		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+			uint32_t bal[32];
+
+#pragma unroll
+			for (uint32_t c = 0; c < 32; c++) {
+				uint32_t i = b0 + 32 * c + lane;
+
+				bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+			}
+#pragma unroll 1
+			for (uint32_t c = 0; c < 32; c++) {
+				uint32_t m = bal[c];
+
+				while (m) {
+					uint32_t j = __ffs(m) - 1;
+
+					m &= m - 1;
+					reorder_insert(k, cnt, &rs[b0 + 32 * c + j], lane);
+				}
+			}
+		}
+	}
+	__syncwarp();
+	if (lane == 0) {
+		__threadfence();
+		st_release_dev(&k.tickets[g], item + 1);
+	}
+	return true;
+}
+
+__device__ void zero_counters(ull *cnt)
+{
+	for (uint32_t t = threadIdx.x; t < GPUK_NCNT; t += blockDim.x)
+		cnt[t] = 0;
+	__syncthreads();
+}
+
+/* Block-level reduction: one atomic per non-zero counter per block. */
+__device__ void flush_counters(const kparams &k, ull *cnt)
+{
+	__syncthreads();
+	for (uint32_t t = threadIdx.x; t < GPUK_NCNT; t += blockDim.x) {
+		ull v = cnt[t];
+
+		if (v)
+			atomicAdd(&k.cnt[t], v);
+		cnt[t] = 0;
+	}
+	__syncthreads();
+}
+
+__device__ void mark_done(const kparams &k, uint32_t slot)
+{
+	/* results, counters and the reorder buffer before DONE (commlist.h) */
+	__threadfence_system();
+	st_release_sys(&k.status[slot].v, VFGX_COMM_DONE);
+}
+
+/* ---- per_burst and graph: three kernels per item --------------------------- */
+__global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
+{
+	__shared__ ull cnt[GPUK_NCNT];
+	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	uint32_t n = k.items[slot].nb_pkts;
+
+	zero_counters(cnt);
+	if (k.items[slot].cmd == VFGX_COMM_CMD_BURST)
+		for (uint32_t i = blockIdx.x * WARPS + warp; i < n;
+		     i += gridDim.x * WARPS)
+			phase_a_packet(k, cnt, slot, i, lane);
+	flush_counters(k, cnt);
+}
+
+__global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
+{
+	__shared__ ull cnt[GPUK_NCNT];
+	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	const struct vfgx_comm_item *it = &k.items[slot];
+
+	zero_counters(cnt);
+	for (uint32_t g = blockIdx.x * WARPS + warp; g < GPUK_GROUPS;
+	     g += gridDim.x * WARPS)
+		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts, it->cmd, g,
+				   lane))
+			break;
+	flush_counters(k, cnt);
+}
+
+__global__ void kernel_done(kparams k, uint32_t slot)
+{
+	if (threadIdx.x == 0)
+		mark_done(k, slot);
+}
+
+/* ---- persistent: one kernel, block b takes items b, b + grid, ... ---------- */
+__global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
+{
+	__shared__ ull cnt[GPUK_NCNT];
+	/* quit: set by thread 0 while waiting for an item, read after the
+	 * next barrier; quit_b: set in phase B, read after flush_counters'
+	 * barriers.  Two words so no write races a read across iterations. */
+	__shared__ int quit, quit_b;
+	__shared__ uint32_t n_sh, cmd_sh;
+	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+	if (threadIdx.x == 0) {
+		quit = 0;
+		quit_b = 0;
+	}
+	zero_counters(cnt);
+	for (uint64_t item = blockIdx.x;; item += gridDim.x) {
+		uint32_t slot = (uint32_t)(item % k.nb_items);
+
+		if (threadIdx.x == 0) {
+			uint32_t spins = 0;
+
+			/* Items are observed in order: only the block whose item
+			 * is next polls the status word over PCIe; the others
+			 * wait on a GPU-memory word (no PCIe traffic).  Plain
+			 * spinning: with __nanosleep() backoff here an item took
+			 * about 1 ms on the H100 measured. */
+			while (ld_acquire_dev(k.seen) != item) {
+				if ((++spins & 255) == 0 && ld_quit(k.quit)) {
+					quit = 1;
+					break;
+				}
+			}
+			while (!quit) {
+				if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
+				    *(volatile uint64_t *)&k.items[slot].seq == item)
+					break;
+				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
+					quit = 1;
+					break;
+				}
+			}
+			if (!quit) {
+				k.items[slot].gpu_seen_ns = globaltimer();
+				n_sh = *(volatile uint32_t *)&k.items[slot].nb_pkts;
+				cmd_sh = *(volatile uint32_t *)&k.items[slot].cmd;
+				st_release_dev(k.seen, item + 1);
+			}
+		}
+		__syncthreads();
+		if (quit)
+			return;
+		if (cmd_sh == VFGX_COMM_CMD_BURST)
+			for (uint32_t i = warp; i < n_sh; i += WARPS)
+				phase_a_packet(k, cnt, slot, i, lane);
+		__syncthreads();
+		for (uint32_t g = warp; g < GPUK_GROUPS; g += WARPS) {
+			if (!phase_b_group(k, cnt, slot, item, n_sh, cmd_sh, g, lane)) {
+				if (lane == 0)
+					atomicExch(&quit_b, 1);
+				break;
+			}
+		}
+		flush_counters(k, cnt);
+		if (quit_b)
+			return;
+		if (threadIdx.x == 0)
+			mark_done(k, slot);
+	}
+}
+
+/* ---- host side -------------------------------------------------------------- */
+struct gpuk {
+	struct gpuk_conf c;
+	struct vfgx_comm_list list;
+	kparams k;
+	cudaStream_t stream, stats_stream;
+	cudaGraphExec_t graph[2];
+	bool graph_ok[2];
+	bool launched, failed;
+	uint32_t grid_a, grid_b, blocks;
+	ull *cnt_host;
+	char name[256];
+	void *allocs[24];
+	int nb_allocs;
+	void *hallocs[4];
+	int nb_hallocs;
+};
+
+static int cuerr(char *err, size_t len, const char *what, cudaError_t e)
+{
+	snprintf(err, len, "%s: %s (%s)", what, cudaGetErrorString(e),
+		 cudaGetErrorName(e));
+	return -EIO;
+}
+
+static int dalloc(struct gpuk *g, void **p, size_t size, char *err, size_t len)
+{
+	cudaError_t e;
+
+	if (size == 0)
+		size = 64;
+	e = cudaMalloc(p, size);
+	if (e != cudaSuccess)
+		return cuerr(err, len, "cudaMalloc", e);
+	g->allocs[g->nb_allocs++] = *p;
+	e = cudaMemset(*p, 0, size);
+	return e == cudaSuccess ? 0 : cuerr(err, len, "cudaMemset", e);
+}
+
+static int halloc(struct gpuk *g, void **p, void **dev, size_t size, char *err,
+		  size_t len)
+{
+	cudaError_t e = cudaHostAlloc(p, size, cudaHostAllocMapped |
+						       cudaHostAllocPortable);
+
+	if (e != cudaSuccess)
+		return cuerr(err, len, "cudaHostAlloc", e);
+	g->hallocs[g->nb_hallocs++] = *p;
+	memset(*p, 0, size);
+	e = cudaHostGetDevicePointer(dev, *p, 0);
+	return e == cudaSuccess ? 0 : cuerr(err, len, "cudaHostGetDevicePointer", e);
+}
+
+extern "C" int gpuk_probe(uint32_t gpu_id, char *desc, size_t len, char *err,
+			  size_t errlen)
+{
+	cudaDeviceProp prop;
+	int n = 0, drv = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess) {
+		snprintf(err, errlen, "CUDA finds no GPU: %s", cudaGetErrorString(e));
+		return -ENODEV;
+	}
+	if ((int)gpu_id >= n) {
+		snprintf(err, errlen, "GPU %u not present (CUDA sees %d)", gpu_id, n);
+		return -ENODEV;
+	}
+	e = cudaGetDeviceProperties(&prop, (int)gpu_id);
+	if (e != cudaSuccess)
+		return cuerr(err, errlen, "cudaGetDeviceProperties", e);
+	cudaDriverGetVersion(&drv);
+	snprintf(desc, len, "GPU %u: %s (sm_%d%d, %d SMs, %.1f GiB, CUDA driver %d.%d)",
+		 gpu_id, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+		 (double)prop.totalGlobalMem / (1 << 30), drv / 1000,
+		 (drv % 1000) / 10);
+	return 0;
+}
+
+extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
+			   struct vfgx_comm_list **list, char *err, size_t errlen)
+{
+	struct gpuk *g = (struct gpuk *)calloc(1, sizeof(*g));
+	cudaDeviceProp prop;
+	cudaError_t e;
+	void *h, *d;
+	size_t nw;
+	int ret, can_host_ptr = 0;
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	kparams &k = g->k;
+	g->c = *c;
+	if ((e = cudaSetDevice((int)c->gpu_id)) != cudaSuccess ||
+	    (e = cudaGetDeviceProperties(&prop, (int)c->gpu_id)) != cudaSuccess) {
+		free(g);
+		return cuerr(err, errlen, "cudaSetDevice", e);
+	}
+	cudaDeviceGetAttribute(&can_host_ptr,
+			       cudaDevAttrCanUseHostPointerForRegisteredMem,
+			       (int)c->gpu_id);
+	if (!can_host_ptr) {
+		free(g);
+		snprintf(err, errlen, "%s cannot use host pointers of pinned memory directly (no unified addressing); this GPU data plane needs it",
+			 prop.name);
+		return -ENOTSUP;
+	}
+	snprintf(g->name, sizeof(g->name), "%s", prop.name);
+	g->list.nb_items = c->mode == 2 ? 2 * c->graph_items : c->items;
+	g->list.burst = c->burst;
+	k.nb_items = g->list.nb_items;
+	k.burst = c->burst;
+	k.nb_streams = c->queues * c->max_streams;
+	k.max_streams = c->max_streams;
+	k.window = c->reorder ? c->window : 1;
+	k.slot = c->slot;
+	k.reorder = c->reorder;
+	k.verify = c->verify;
+	k.nb_ranges = c->nb_ranges;
+	memcpy(k.lo, c->lo, sizeof(k.lo));
+	memcpy(k.hi, c->hi, sizeof(k.hi));
+	nw = (size_t)k.nb_streams * k.window;
+	if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) ||
+	    (e = cudaStreamCreateWithFlags(&g->stats_stream, cudaStreamNonBlocking))) {
+		free(g);
+		return cuerr(err, errlen, "cudaStreamCreate", e);
+	}
+	/* comm list: item headers, descriptors, status words, quit: pinned */
+	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_item) * k.nb_items, err, errlen)))
+		goto fail;
+	g->list.items = (struct vfgx_comm_item *)h;
+	g->list.items_dev = k.items = (struct vfgx_comm_item *)d;
+	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_pkt) * k.nb_items * c->burst, err, errlen)))
+		goto fail;
+	g->list.pkts = (struct vfgx_comm_pkt *)h;
+	g->list.pkts_dev = (struct vfgx_comm_pkt *)d;
+	for (uint32_t i = 0; i < k.nb_items; i++)
+		g->list.items[i].pkts = g->list.pkts_dev + (size_t)i * c->burst;
+	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_status_word) * k.nb_items, err, errlen)))
+		goto fail;
+	g->list.status = (struct vfgx_comm_status_word *)h;
+	g->list.status_dev = k.status = (struct vfgx_comm_status_word *)d;
+	if ((ret = halloc(g, &h, &d, 64 + sizeof(ull) * GPUK_NCNT, err, errlen)))
+		goto fail;
+	g->list.quit = (volatile uint32_t *)h;
+	g->list.quit_dev = (uint32_t *)d;
+	k.quit = (const uint32_t *)d;
+	g->cnt_host = (ull *)((char *)h + 64);
+	/* GPU memory: results, tickets, counters, reorder windows, log */
+	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.seen, sizeof(uint64_t), err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.base, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.next, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.ordinal, sizeof(ull) * k.nb_streams, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.held, sizeof(uint32_t) * k.nb_streams, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.slot_len, sizeof(uint32_t) * nw, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.slot_flags, nw, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.slot_data, c->reorder ? nw * c->slot : 64, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.user.flow_sum, sizeof(ull) * k.nb_streams, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.log_n, sizeof(ull), err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.log, sizeof(struct gpuk_delivery) * c->log_records, err, errlen)))
+		goto fail;
+	if (c->stage_copy &&
+	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->burst * GPUK_STAGE_MAX, err, errlen)))
+		goto fail;
+	k.user.nb_flows = k.nb_streams;
+	k.user.enabled = c->user == 1;
+	k.log_cap = c->log_records;
+	g->grid_a = (c->burst + WARPS - 1) / WARPS;
+	g->grid_b = GPUK_GROUPS / WARPS;
+	g->blocks = c->blocks ? c->blocks : (uint32_t)prop.multiProcessorCount;
+	*out = g;
+	*list = &g->list;
+	return 0;
+fail:
+	gpuk_destroy(g);
+	return ret;
+}
+
+static int launch_item(struct gpuk *g, uint32_t slot)
+{
+	kernel_a<<<g->grid_a, THREADS, 0, g->stream>>>(g->k, slot);
+	kernel_b<<<g->grid_b, THREADS, 0, g->stream>>>(g->k, slot);
+	kernel_done<<<1, 32, 0, g->stream>>>(g->k, slot);
+	return 0;
+}
+
+extern "C" int gpuk_start(struct gpuk *g, char *err, size_t errlen)
+{
+	cudaError_t e;
+
+	if (g->c.mode == 0) {
+		kernel_persistent<<<g->blocks, THREADS, 0, g->stream>>>(g->k);
+		g->launched = true;
+		e = cudaGetLastError();
+		return e == cudaSuccess ? 0 : cuerr(err, errlen, "persistent kernel launch", e);
+	}
+	if (g->c.mode == 2) {
+		for (int h = 0; h < 2; h++) {
+			cudaGraph_t graph;
+
+			e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal);
+			if (e != cudaSuccess)
+				return cuerr(err, errlen, "cudaStreamBeginCapture", e);
+			for (uint32_t i = 0; i < g->c.graph_items; i++)
+				launch_item(g, h * g->c.graph_items + i);
+			e = cudaStreamEndCapture(g->stream, &graph);
+			if (e != cudaSuccess)
+				return cuerr(err, errlen, "cudaStreamEndCapture", e);
+			e = cudaGraphInstantiate(&g->graph[h], graph, 0);
+			cudaGraphDestroy(graph);
+			if (e != cudaSuccess)
+				return cuerr(err, errlen, "cudaGraphInstantiate", e);
+			g->graph_ok[h] = true;
+		}
+	}
+	return 0;
+}
+
+extern "C" int gpuk_launch(struct gpuk *g, uint32_t slot, char *err, size_t errlen)
+{
+	cudaError_t e;
+
+	if (g->c.mode == 1)
+		launch_item(g, slot);
+	else if (g->c.mode == 2)
+		cudaGraphLaunch(g->graph[slot / g->c.graph_items], g->stream);
+	g->launched = true;
+	e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : cuerr(err, errlen, "kernel launch", e);
+}
+
+extern "C" int gpuk_health(struct gpuk *g, char *err, size_t errlen)
+{
+	cudaError_t e = cudaStreamQuery(g->stream);
+
+	if (e == cudaErrorNotReady)
+		return 0;
+	if (e != cudaSuccess) {
+		g->failed = true;
+		return cuerr(err, errlen, "GPU kernel failed", e);
+	}
+	if (g->c.mode == 0 && g->launched) {
+		snprintf(err, errlen, "the persistent kernel ended unexpectedly");
+		return -ESRCH;
+	}
+	return 0;
+}
+
+extern "C" int gpuk_read_counters(struct gpuk *g, uint64_t *cnt, char *err,
+				  size_t errlen)
+{
+	cudaError_t e = cudaMemcpyAsync(g->cnt_host, g->k.cnt, sizeof(ull) * GPUK_NCNT,
+					cudaMemcpyDeviceToHost, g->stats_stream);
+
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stats_stream);
+	if (e != cudaSuccess)
+		return cuerr(err, errlen, "reading GPU counters", e);
+	memcpy(cnt, g->cnt_host, sizeof(ull) * GPUK_NCNT);
+	return 0;
+}
+
+extern "C" int gpuk_read_flow_sums(struct gpuk *g, uint64_t *sums, uint32_t n,
+				   char *err, size_t errlen)
+{
+	cudaError_t e;
+
+	if (n > g->k.nb_streams)
+		n = g->k.nb_streams;
+	e = cudaMemcpyAsync(sums, g->k.user.flow_sum, sizeof(ull) * n,
+			    cudaMemcpyDeviceToHost, g->stats_stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stats_stream);
+	return e == cudaSuccess ? 0 : cuerr(err, errlen, "reading flow sums", e);
+}
+
+extern "C" int64_t gpuk_read_log(struct gpuk *g, struct gpuk_delivery *recs,
+				 uint64_t max, char *err, size_t errlen)
+{
+	ull n = 0;
+	cudaError_t e = cudaMemcpyAsync(&n, g->k.log_n, sizeof(n),
+					cudaMemcpyDeviceToHost, g->stats_stream);
+
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stats_stream);
+	if (e != cudaSuccess)
+		return cuerr(err, errlen, "reading the delivery log", e);
+	if (n > g->k.log_cap || n > max)
+		return -ENOSPC;
+	if (n)
+		e = cudaMemcpyAsync(recs, g->k.log, sizeof(*recs) * n,
+				    cudaMemcpyDeviceToHost, g->stats_stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stats_stream);
+	return e == cudaSuccess ? (int64_t)n : cuerr(err, errlen, "reading the delivery log", e);
+}
+
+extern "C" int gpuk_device_readable(const void *p)
+{
+	cudaPointerAttributes a;
+
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+		cudaGetLastError(); /* not sticky: clear it */
+		return 0;
+	}
+	return a.type != cudaMemoryTypeUnregistered;
+}
+
+extern "C" const char *gpuk_device_name(const struct gpuk *g)
+{
+	return g->name;
+}
+
+extern "C" int gpuk_stop(struct gpuk *g, uint32_t timeout_ms)
+{
+	struct timespec t0, t;
+
+	__atomic_store_n(g->list.quit, 1u, __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		cudaError_t e = cudaStreamQuery(g->stream);
+
+		if (e != cudaErrorNotReady)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
+		    (long)timeout_ms) {
+			g->failed = true;
+			return -ETIMEDOUT;
+		}
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+extern "C" void gpuk_destroy(struct gpuk *g)
+{
+	if (!g)
+		return;
+	if (g->launched && g->failed && cudaStreamQuery(g->stream) == cudaErrorNotReady) {
+		/* a kernel that ignored the quit flag: freeing would block on it;
+		 * process exit releases the memory */
+		free(g);
+		return;
+	}
+	for (int h = 0; h < 2; h++)
+		if (g->graph_ok[h])
+			cudaGraphExecDestroy(g->graph[h]);
+	for (int i = 0; i < g->nb_allocs; i++)
+		cudaFree(g->allocs[i]);
+	for (int i = 0; i < g->nb_hallocs; i++)
+		cudaFreeHost(g->hallocs[i]);
+	if (g->stream)
+		cudaStreamDestroy(g->stream);
+	if (g->stats_stream)
+		cudaStreamDestroy(g->stats_stream);
+	free(g);
+}

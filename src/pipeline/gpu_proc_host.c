@@ -1,0 +1,469 @@
+/* gpu_proc_host.c - the GPU processor's C side: pipeline.gpu options, the
+ * producer loop over the communication list (submit, reap, timeouts), and
+ * counters converted to vfgx_pipeline_stats.  Kernels: gpu_proc.cu. */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/gpu.h>
+#include <vfgx/stages.h>
+
+#include "commlist_host.h"
+#include "gpu_iface.h"
+
+_Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
+	       "delivery layout");
+_Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
+
+/* cudaStreamQuery() (the fault check) at most this often while waiting:
+ * the persistent mode measured about 1 ms per item while it was called
+ * every 1024 polls (bench/results/gpu.md analysis). */
+#define HEALTH_NS 20000000ull
+
+static const char *const mode_names[] = { "persistent", "per_burst", "graph", NULL };
+static const char *const user_names[] = { "none", "flow_sum", NULL };
+
+const char *vfgx_gpu_mode_name(enum vfgx_gpu_mode m)
+{
+	return (unsigned)m < 3 ? mode_names[m] : "?";
+}
+
+void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = VFGX_GPU_PERSISTENT;
+	o->items = 64;
+	o->burst = 1024;
+	o->graph_items = 8;
+	o->timeout_ms = 5000;
+	o->queues = 1;
+}
+
+int vfgx_gpu_opts_parse(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
+{
+	static const char *const keys[] = { "mode", "stage_copy", "items", "burst",
+					    "graph_items", "blocks", "timeout_ms",
+					    "user_stage", "log_records", "gpu_id",
+					    NULL };
+	int ret, mode, user;
+
+	vfgx_gpu_opts_default(o);
+	if ((ret = vfgx_cfg_check_keys(n, keys)) ||
+	    (ret = vfgx_cfg_enum(n, "mode", mode_names, 0, &mode)) ||
+	    (ret = vfgx_cfg_bool(n, "stage_copy", false, &o->stage_copy)) ||
+	    (ret = vfgx_cfg_u32(n, "items", 64, 2, 4096, &o->items)) ||
+	    (ret = vfgx_cfg_u32(n, "burst", 1024, 1, 8192, &o->burst)) ||
+	    (ret = vfgx_cfg_u32(n, "graph_items", 8, 1, 256, &o->graph_items)) ||
+	    (ret = vfgx_cfg_u32(n, "blocks", 0, 0, 4096, &o->blocks)) ||
+	    (ret = vfgx_cfg_u32(n, "timeout_ms", 5000, 10, 3600000, &o->timeout_ms)) ||
+	    (ret = vfgx_cfg_enum(n, "user_stage", user_names, 0, &user)) ||
+	    (ret = vfgx_cfg_u32(n, "log_records", 0, 0, 1u << 28, &o->log_records)) ||
+	    (ret = vfgx_cfg_u32(n, "gpu_id", 0, 0, 63, &o->gpu_id)))
+		return ret;
+	o->mode = (enum vfgx_gpu_mode)mode;
+	o->user = (enum vfgx_gpu_user)user;
+	return 0;
+}
+
+int vfgx_gpu_probe(vfgx_ctx *ctx, uint32_t gpu_id, char *desc, size_t len)
+{
+	char err[256];
+	int ret = gpuk_probe(gpu_id, desc, len, err, sizeof(err));
+
+	return ret ? vfgx_set_error(ctx, ret, "%s", err) : 0;
+}
+
+struct vfgx_gpu_proc {
+	vfgx_ctx *ctx;
+	struct gpuk *g;
+	struct vfgx_comm_list *l;
+	struct vfgx_gpu_opts o;
+	uint32_t nb_items;
+	uint64_t next;      /* next item number */
+	uint64_t done;      /* items < done are finished and freed */
+	uint32_t graph_fill;
+	uint64_t *ts_min;   /* per slot: oldest packet timestamp */
+	uint32_t *npk;      /* per slot: packets */
+	uint64_t lat_hist[VFGX_LAT_BUCKETS];
+	uint64_t cnt[GPUK_NCNT];
+	uint64_t last_health;
+	int error;
+	char desc[384];
+};
+
+static int gp_fail(vfgx_gpu_proc *gp, int ret, const char *what, const char *err)
+{
+	if (!gp->error) {
+		gp->error = ret;
+		vfgx_set_error(gp->ctx, ret, "GPU %s: %s: %s; run stopped, counters so far kept",
+			       gpuk_device_name(gp->g), what, err);
+	}
+	return gp->error;
+}
+
+int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+			 const struct vfgx_gpu_opts *opts, vfgx_gpu_proc **out)
+{
+	struct gpuk_conf c = { 0 };
+	vfgx_gpu_proc *gp;
+	char err[256];
+	int ret;
+
+	*out = NULL;
+	if (conf->reorder && (conf->reorder_window < 2 ||
+			      (conf->reorder_window & (conf->reorder_window - 1))))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: reorder window must be a power of two >= 2");
+	gp = calloc(1, sizeof(*gp));
+	if (!gp)
+		return -ENOMEM;
+	gp->ctx = ctx;
+	gp->o = *opts;
+	if (!gp->o.queues)
+		gp->o.queues = 1;
+	c.mode = opts->mode;
+	c.stage_copy = opts->stage_copy;
+	c.items = opts->items;
+	c.burst = opts->burst;
+	c.graph_items = opts->graph_items;
+	c.blocks = opts->blocks;
+	c.timeout_ms = opts->timeout_ms;
+	c.user = opts->user;
+	c.log_records = opts->log_records;
+	c.gpu_id = opts->gpu_id;
+	c.queues = gp->o.queues;
+	c.reorder = conf->reorder;
+	c.window = conf->reorder_window;
+	c.slot = conf->reorder_slot;
+	c.max_streams = conf->max_streams ? conf->max_streams : 1;
+	c.verify = conf->verify_payload;
+	c.nb_ranges = conf->nb_port_ranges;
+	for (uint16_t i = 0; i < conf->nb_port_ranges && i < GPUK_MAX_RANGES; i++) {
+		c.lo[i] = conf->port_ranges[i].lo;
+		c.hi[i] = conf->port_ranges[i].hi;
+	}
+	ret = gpuk_create(&c, &gp->g, &gp->l, err, sizeof(err));
+	if (ret) {
+		free(gp);
+		return vfgx_set_error(ctx, ret, "GPU %u: %s", opts->gpu_id, err);
+	}
+	gp->nb_items = gp->l->nb_items;
+	gp->ts_min = calloc(gp->nb_items, sizeof(*gp->ts_min));
+	gp->npk = calloc(gp->nb_items, sizeof(*gp->npk));
+	if (!gp->ts_min || !gp->npk) {
+		vfgx_gpu_proc_destroy(gp);
+		return -ENOMEM;
+	}
+	ret = gpuk_start(gp->g, err, sizeof(err));
+	if (ret) {
+		vfgx_set_error(ctx, ret, "GPU %s: %s", gpuk_device_name(gp->g), err);
+		vfgx_gpu_proc_destroy(gp);
+		return ret;
+	}
+	snprintf(gp->desc, sizeof(gp->desc),
+		 "%s, mode %s, %u items x %u packets, status words in pinned host memory (no GDRCopy)%s",
+		 gpuk_device_name(gp->g), vfgx_gpu_mode_name(opts->mode),
+		 gp->nb_items, opts->burst, opts->stage_copy ? ", stage_copy" : "");
+	*out = gp;
+	return 0;
+}
+
+const char *vfgx_gpu_proc_describe(const vfgx_gpu_proc *gp)
+{
+	return gp->desc;
+}
+
+static unsigned lat_bucket(uint64_t ns)
+{
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+
+	return b < VFGX_LAT_BUCKETS ? b : VFGX_LAT_BUCKETS - 1;
+}
+
+/* Reap finished items in order without waiting. */
+static int reap(vfgx_gpu_proc *gp)
+{
+	int got = 0;
+
+	while (gp->done < gp->next) {
+		uint32_t slot = (uint32_t)(gp->done % gp->nb_items);
+		uint32_t st = vfgx_comm_load(gp->l, slot);
+
+		if (st != VFGX_COMM_DONE && st != VFGX_COMM_ERROR)
+			break;
+		if (gp->npk[slot] && gp->ts_min[slot]) {
+			uint64_t now = vfgx_now_ns();
+
+			if (now >= gp->ts_min[slot])
+				gp->lat_hist[lat_bucket(now - gp->ts_min[slot])] += gp->npk[slot];
+		}
+		vfgx_comm_free(gp->l, slot);
+		gp->done++;
+		got++;
+	}
+	return got;
+}
+
+static int health(vfgx_gpu_proc *gp)
+{
+	char err[256];
+	int ret = gpuk_health(gp->g, err, sizeof(err));
+
+	return ret ? gp_fail(gp, ret, "kernel", err) : 0;
+}
+
+static int launch(vfgx_gpu_proc *gp, uint32_t slot)
+{
+	char err[256];
+	int ret = gpuk_launch(gp->g, slot, err, sizeof(err));
+
+	return ret ? gp_fail(gp, ret, "launch", err) : 0;
+}
+
+/* Wait until item (already launched) is finished and reaped. */
+static int wait_nokick(vfgx_gpu_proc *gp, uint64_t item)
+{
+	uint64_t t0 = vfgx_now_ns(), spins = 0;
+	int ret;
+
+	while (gp->done <= item) {
+		if (reap(gp))
+			continue;
+		if ((++spins & 1023) == 0) {
+			uint64_t now = vfgx_now_ns(), el = now - t0;
+			char err[200];
+
+			if (now - gp->last_health > HEALTH_NS) {
+				gp->last_health = now;
+				if ((ret = health(gp)))
+					return ret;
+			}
+			if (el > (uint64_t)gp->o.timeout_ms * 1000000ull) {
+				snprintf(err, sizeof(err),
+					 "item %" PRIu64 " not finished after %u ms (pipeline.gpu.timeout_ms)",
+					 item, gp->o.timeout_ms);
+				return gp_fail(gp, -ETIMEDOUT, "timeout", err);
+			}
+			if (el > 1000000)
+				sched_yield();
+		}
+	}
+	return 0;
+}
+
+int vfgx_gpu_proc_kick(vfgx_gpu_proc *gp)
+{
+	int ret;
+
+	if (gp->error)
+		return gp->error;
+	if (gp->o.mode != VFGX_GPU_GRAPH || gp->graph_fill == 0)
+		return 0;
+	/* pad the half with empty items: the graph always runs all of them */
+	while (gp->graph_fill) {
+		uint32_t slot = (uint32_t)(gp->next % gp->nb_items);
+
+		/* the slot's previous item ran in an earlier launch of this half */
+		if (gp->next - gp->done >= gp->nb_items &&
+		    (ret = wait_nokick(gp, gp->next - gp->nb_items)))
+			return ret;
+		gp->npk[slot] = 0;
+		gp->ts_min[slot] = 0;
+		vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
+		if (++gp->graph_fill == gp->o.graph_items) {
+			gp->graph_fill = 0;
+			return launch(gp, slot);
+		}
+	}
+	return 0;
+}
+
+/* Wait until item is finished; launches its graph batch if still open. */
+static int wait_item(vfgx_gpu_proc *gp, uint64_t item)
+{
+	int ret;
+
+	if (item >= gp->next)
+		return -EINVAL;
+	if (gp->graph_fill && item >= gp->next - gp->graph_fill &&
+	    (ret = vfgx_gpu_proc_kick(gp)))
+		return ret;
+	return wait_nokick(gp, item);
+}
+
+uint64_t vfgx_gpu_proc_next(const vfgx_gpu_proc *gp)
+{
+	return gp->next;
+}
+
+int vfgx_gpu_proc_wait(vfgx_gpu_proc *gp, uint64_t item)
+{
+	return gp->error ? gp->error : wait_item(gp, item);
+}
+
+static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
+			   uint32_t n, uint32_t cmd)
+{
+	uint32_t slot;
+	struct vfgx_comm_pkt *d;
+	uint64_t ts = UINT64_MAX;
+	int ret;
+
+	if (gp->error)
+		return gp->error;
+	if (n > gp->o.burst)
+		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
+				      n, gp->o.burst);
+	while (gp->next - gp->done >= gp->nb_items)
+		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
+			return ret;
+	slot = (uint32_t)(gp->next % gp->nb_items);
+	d = vfgx_comm_pkts(gp->l, slot);
+	for (uint32_t i = 0; i < n; i++) {
+		if (pkts[i].queue >= gp->o.queues)
+			return vfgx_set_error(gp->ctx, -EINVAL, "GPU: packet of stream space %u, only %u configured",
+					      pkts[i].queue, gp->o.queues);
+		d[i].addr = (uint64_t)(uintptr_t)pkts[i].data;
+		d[i].len = pkts[i].len;
+		d[i].queue = pkts[i].queue;
+		d[i].flags = pkts[i].flags;
+		d[i].ts_ns = pkts[i].ts_ns;
+		if (pkts[i].ts_ns && pkts[i].ts_ns < ts)
+			ts = pkts[i].ts_ns;
+	}
+	gp->ts_min[slot] = ts == UINT64_MAX ? 0 : ts;
+	gp->npk[slot] = n;
+	vfgx_comm_publish(gp->l, slot, gp->next, n, cmd);
+	if (gp->o.mode == VFGX_GPU_PER_BURST) {
+		if ((ret = launch(gp, slot)))
+			return ret;
+	} else if (gp->o.mode == VFGX_GPU_GRAPH) {
+		if (++gp->graph_fill == gp->o.graph_items) {
+			gp->graph_fill = 0;
+			if ((ret = launch(gp, slot)))
+				return ret;
+		}
+	}
+	return (int64_t)gp->next++;
+}
+
+int64_t vfgx_gpu_proc_submit(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
+			     uint32_t n)
+{
+	return submit_item(gp, pkts, n, VFGX_COMM_CMD_BURST);
+}
+
+int64_t vfgx_gpu_proc_poll(vfgx_gpu_proc *gp)
+{
+	if (gp->error)
+		return gp->error;
+	if (!reap(gp) && gp->done < gp->next) {
+		uint64_t now = vfgx_now_ns();
+
+		if (now - gp->last_health > HEALTH_NS) {
+			gp->last_health = now;
+			if (health(gp))
+				return gp->error;
+		}
+	}
+	return (int64_t)gp->done;
+}
+
+int vfgx_gpu_proc_sync(vfgx_gpu_proc *gp)
+{
+	if (gp->error)
+		return gp->error;
+	return gp->next ? wait_item(gp, gp->next - 1) : 0;
+}
+
+int vfgx_gpu_proc_flush(vfgx_gpu_proc *gp)
+{
+	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_FLUSH);
+
+	return r < 0 ? (int)r : vfgx_gpu_proc_sync(gp);
+}
+
+int vfgx_gpu_proc_reset(vfgx_gpu_proc *gp)
+{
+	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_RESET);
+
+	return r < 0 ? (int)r : 0;
+}
+
+int vfgx_gpu_proc_stats(vfgx_gpu_proc *gp, struct vfgx_pipeline_stats *st,
+			uint64_t *order_errors)
+{
+	char err[256];
+	int ret = 0;
+
+	if (!gp->error) {
+		ret = gpuk_read_counters(gp->g, gp->cnt, err, sizeof(err));
+		if (ret)
+			gp_fail(gp, ret, "counters", err);
+	}
+	memset(st, 0, sizeof(*st));
+	st->packets = gp->cnt[GPUK_C_PACKETS];
+	st->bytes = gp->cnt[GPUK_C_BYTES];
+	st->passed = gp->cnt[GPUK_C_PASSED];
+	st->delivered = gp->cnt[GPUK_C_DELIVERED];
+	st->delivered_bytes = gp->cnt[GPUK_C_DELIVERED_BYTES];
+	st->gaps = gp->cnt[GPUK_C_GAPS];
+	st->verify_errors = gp->cnt[GPUK_C_VERIFY];
+	st->last_seen = gp->cnt[GPUK_C_LAST_SEEN];
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		st->drops[i] = gp->cnt[GPUK_C_DROP0 + i];
+	memcpy(st->lat_hist, gp->lat_hist, sizeof(st->lat_hist));
+	if (order_errors)
+		*order_errors = gp->cnt[GPUK_C_ORDER];
+	return ret;
+}
+
+int vfgx_gpu_proc_flow_sums(vfgx_gpu_proc *gp, uint64_t *sums, uint32_t n)
+{
+	char err[256];
+	int ret = gp->error ? gp->error : gpuk_read_flow_sums(gp->g, sums, n, err, sizeof(err));
+
+	return ret && !gp->error ? gp_fail(gp, ret, "flow sums", err) : ret;
+}
+
+static int cmp_delivery(const void *a, const void *b)
+{
+	const struct vfgx_gpu_delivery *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+int64_t vfgx_gpu_proc_log(vfgx_gpu_proc *gp, struct vfgx_gpu_delivery *recs,
+			  uint64_t max)
+{
+	char err[256];
+	int64_t n;
+
+	if (gp->error)
+		return gp->error;
+	n = gpuk_read_log(gp->g, (struct gpuk_delivery *)recs, max, err, sizeof(err));
+	if (n == -ENOSPC)
+		return vfgx_set_error(gp->ctx, -ENOSPC, "GPU delivery log overflowed (raise pipeline.gpu.log_records)");
+	if (n < 0)
+		return gp_fail(gp, (int)n, "delivery log", err);
+	qsort(recs, (size_t)n, sizeof(*recs), cmp_delivery);
+	return n;
+}
+
+void vfgx_gpu_proc_destroy(vfgx_gpu_proc *gp)
+{
+	if (!gp)
+		return;
+	if (gp->g && gpuk_stop(gp->g, gp->o.timeout_ms) == -ETIMEDOUT)
+		vfgx_err(gp->ctx, "GPU %s: kernel did not stop within %u ms after the quit flag; leaving its memory to process exit",
+			 gpuk_device_name(gp->g), gp->o.timeout_ms);
+	gpuk_destroy(gp->g);
+	free(gp->ts_min);
+	free(gp->npk);
+	free(gp);
+}

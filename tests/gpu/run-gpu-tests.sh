@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# run-gpu-tests.sh BUILD - `make test-gpu`: CPU/GPU parity for every launch
+# mode and placement, the fault path for two modes, then the parity test
+# (quick traffic) under compute-sanitizer memcheck and racecheck.  Exits 77
+# with the reason when no GPU is present; 1 when anything failed.
+set -uo pipefail
+build=${1:-build}
+bin=$build/tests/gpu/test_gpu_parity
+[ -x "$bin" ] || { echo "SKIP: $bin not built (this build has no CUDA)"; exit 77; }
+"$bin" --fault >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+	"$bin" --fault | head -1
+	exit 77
+fi
+fail=0
+step() {
+	local name=$1; shift
+	echo "== $name"
+	if timeout "${GPU_TEST_TIMEOUT:-600}" "$@"; then echo "PASS $name"; else echo "FAIL $name (exit $?)"; fail=1; fi
+}
+step parity "$bin"
+step "fault persistent" env VFGX_FAULT_MODE=persistent "$bin" --fault
+step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$san" ]; then
+	step "memcheck" "$san" --tool memcheck --error-exitcode 9 "$bin" --quick
+	step "racecheck" "$san" --tool racecheck --error-exitcode 9 "$bin" --quick
+else
+	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "test-gpu: all passed" || echo "test-gpu: FAILED"
+exit $fail
