@@ -10,6 +10,7 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
+	{ "socket", vfgx_bench_socket },
 	{ "gpu", vfgx_bench_gpu },
 	{ "afxdp", vfgx_bench_afxdp },
 #if VFGX_HAVE_DPDK

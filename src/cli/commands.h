@@ -11,6 +11,7 @@ int vfgx_cmd_mon(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
+int vfgx_bench_socket(int argc, char **argv);
 int vfgx_bench_gpu(int argc, char **argv);
 int vfgx_bench_afxdp(int argc, char **argv);
 int vfgx_bench_dpdk(int argc, char **argv);

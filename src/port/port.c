@@ -10,6 +10,7 @@
 /* One line per backend (optional ones under their VFGX_HAVE_* guard). */
 static const struct vfgx_port_ops *const backend_table[] = {
 	&vfgx_loopback_ops,
+	&vfgx_socket_ops,
 #if VFGX_HAVE_AFXDP
 	&vfgx_afxdp_ops,
 #endif

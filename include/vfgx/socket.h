@@ -1,0 +1,55 @@
+/* vfgx/socket.h - what the socket backend (kernel UDP and TCP) negotiated
+ * with the kernel for an open port: offloads, buffer sizes, connections. */
+#ifndef VFGX_SOCKET_H
+#define VFGX_SOCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TCP records on the wire: a 4-byte big-endian payload length, then the
+ * payload.  The pipeline sees one payload-only packet per record. */
+#define VFGX_SOCKET_REC_HLEN 4
+
+struct vfgx_socket_info {
+	bool tcp;          /* false: UDP */
+	bool server;       /* role: server (bind/listen) or client (connect) */
+	bool gro;          /* UDP_GRO enabled on the rx sockets */
+	bool gso;          /* UDP_SEGMENT used on tx */
+	uint16_t port;     /* bound or connected port (server: actual, so
+			    * port 0 in the URI picks a free one) */
+	uint32_t rcvbuf;   /* SO_RCVBUF the kernel granted (bytes, as set) */
+	uint32_t sndbuf;
+	uint32_t conns;    /* TCP: connections open now, all queues */
+	uint32_t closed;   /* TCP: connections closed so far */
+	uint64_t gro_coalesced; /* UDP: datagrams received inside GRO batches */
+	uint64_t gso_sent;      /* UDP: datagrams sent inside GSO batches */
+};
+
+/* -EINVAL when port is not a socket-backend port. */
+int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info);
+
+/* Sleep until rx queue q has something to read (a datagram, a connection,
+ * stream bytes) or timeout_ms passes (-1: no limit): 1 ready, 0 timed out,
+ * negative errno.  For callers that would rather block than poll, like a
+ * blocking recvfrom(); UDP with GRO, and TCP with one connection, receive
+ * while they wait (kept for the next rx_burst).  A TCP server blocked on
+ * its one connection sees new clients on the next rx_burst.  Same thread
+ * as the queue's rx_burst. */
+int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms);
+
+/* TCP: a partial write leaves the tail of accepted records in the port; it
+ * goes out on the next tx_burst or rx_burst of the queue, or at close.
+ * This pushes it now and returns the bytes still waiting (0: all sent). */
+size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
