@@ -75,6 +75,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The guest mounts fresh tmpfs on /tmp, /run, /var/tmp and /dev/shm: a
+# checkout (or kernel folder, or working directory) below one of them is
+# shared again read-only at its own path so the guest still sees it.
+hidden=()
+for d in "$repo" "$vmdir" "$PWD"; do
+	d=$(realpath "$d")
+	case $d/ in
+	/tmp/* | /run/* | /var/tmp/* | /dev/shm/*)
+		[[ " ${hidden[*]} " == *" $d "* ]] || hidden+=("$d") ;;
+	esac
+done
+
 # Modules in dependency order, as insmod lines run inside the chroot.
 ((rdma)) && modules=("${default_modules[@]}" "${modules[@]}")
 {
@@ -82,6 +94,11 @@ trap cleanup EXIT
 	echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 	echo 'export HOME=/tmp LANG=C.UTF-8 VFGX_IN_VM=1'
 	printf 'export VM_OUT=%q\n' "$out"
+	i=0
+	for d in "${hidden[@]}"; do
+		printf 'mkdir -p %q 2>/dev/null; mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=524288 hid%d %q || exit 125\n' "$d" "$i" "$d"
+		i=$((i + 1))
+	done
 	seen=" "
 	for m in "${modules[@]}"; do
 		while read -r ko; do
@@ -114,6 +131,11 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$smp"
       -append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init vfgx.out=$out"
       -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
       -virtfs "local,path=$out,mount_tag=vfgxout,security_model=none,multidevs=remap")
+i=0
+for d in "${hidden[@]}"; do
+	qemu+=(-virtfs "local,path=$d,mount_tag=hid$i,security_model=none,readonly=on,multidevs=remap")
+	i=$((i + 1))
+done
 i=0
 for d in "${rws[@]}"; do
 	qemu+=(-virtfs "local,path=$d,mount_tag=rw$i,security_model=none,multidevs=remap")
