@@ -5,6 +5,7 @@
 
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
+int vfgx_cmd_discover(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
