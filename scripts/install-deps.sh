@@ -26,6 +26,7 @@ done
 
 if ((${#missing[@]} == 0)); then
 	echo "install-deps: all ${#pkgs[@]} packages present"
+	"$(dirname "$0")/../tests/vm/prepare-kernel.sh" >/dev/null || echo "install-deps: VM guest kernel not prepared; vm tests will skip" >&2
 	exit 0
 fi
 
@@ -38,3 +39,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/../tests/vm/prepare-kernel.sh" >/dev/null || echo "install-deps: VM guest kernel not prepared; vm tests will skip" >&2
