@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "rdma.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -299,6 +300,67 @@ int vfgx_ring_peek(struct vfgx_ring_consumer *c, const void **msg,
 /* Release the record returned by the last successful peek: advances head
  * and publishes it in the state word (release store). */
 void vfgx_ring_release(struct vfgx_ring_consumer *c);
+
+
+/* ---- channels over RDMA (built when VFGX_HAVE_RDMA) -------------------- */
+
+/*
+ * A channel is one connected RC queue pair plus the peer's descriptor: the
+ * one-sided operations address the peer's exposed buffer by offset and are
+ * checked against the descriptor's size before anything is posted (out of
+ * bounds is -ERANGE locally, never sent).  Local memory is the channel's
+ * registered `local` MR (by offset).  One thread per channel.
+ */
+typedef struct vfgx_channel vfgx_channel;
+
+/* Fill a descriptor for an MR this node exposes (addr/rkey/size from the
+ * registration, qpn from qp when not NULL, gid from the device). */
+int vfgx_eba_desc_from_mr(const vfgx_rdma_mr *mr, vfgx_rdma_qp *qp,
+			  uint64_t node_id, uint32_t buffer_id,
+			  enum vfgx_eba_type type, uint64_t state_off,
+			  uint32_t lease_s, struct vfgx_eba_desc *out);
+/* rdma_cm carries only addr/rkey/len in its private data (56 bytes), so
+ * full descriptors go as the connection's first message: each side posts
+ * a receive, sends its encoded descriptor and waits for the peer's.
+ * The peer's descriptor is decoded with every check.  0 or -errno. */
+int vfgx_eba_exchange(vfgx_rdma_qp *qp, const struct vfgx_eba_desc *mine,
+		      struct vfgx_eba_desc *theirs, int timeout_ms);
+
+int vfgx_channel_open(vfgx_rdma_qp *qp, const struct vfgx_eba_desc *remote,
+		      vfgx_rdma_mr *local, vfgx_channel **out);
+void vfgx_channel_close(vfgx_channel *ch);
+const struct vfgx_eba_desc *vfgx_channel_remote(const vfgx_channel *ch);
+/* Write len bytes from local+loff to the peer's buffer at roff.  Posted
+ * (completes later: vfgx_channel_fence); -ERANGE when roff+len exceeds the
+ * descriptor's size, -EFAULT when loff+len exceeds the local MR. */
+int vfgx_channel_write(vfgx_channel *ch, uint64_t roff, size_t loff,
+		       uint32_t len);
+/* Read len bytes of the peer's buffer at roff into local+loff; valid after
+ * vfgx_channel_fence().  Same checks as write. */
+int vfgx_channel_read(vfgx_channel *ch, uint64_t roff, size_t loff,
+		      uint32_t len);
+/* Wait until every operation posted on the channel completed; the first
+ * failure's status (remote access error: -EACCES) or -ETIMEDOUT. */
+int vfgx_channel_fence(vfgx_channel *ch, int timeout_ms);
+
+/* Message ring producer on a channel whose remote descriptor is an RX
+ * buffer holding a ring of ring_size data bytes at offset 0 and its head
+ * word at the descriptor's state_off.  -EINVAL when the descriptor cannot
+ * hold that ring. */
+int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size);
+/* Append one record; msg must lie in the local MR (sent without a copy)
+ * and stay unchanged until the next fence.  Waits while the ring is full
+ * (re-reading the head word) up to timeout_ms: -ETIMEDOUT when the
+ * consumer never made room.  wake: the header goes as WRITE_WITH_IMM. */
+int vfgx_channel_ring_send(vfgx_channel *ch, const void *msg, uint32_t len,
+			   bool wake, int timeout_ms);
+const struct vfgx_ring_producer *vfgx_channel_ring(const vfgx_channel *ch);
+/* Consumer side: keep `n` zero-length receives posted for wake-ups, and
+ * wait up to timeout_ms for one (WRITE_WITH_IMM from the producer).
+ * Returns 1 woken, 0 timed out, or -errno. */
+int vfgx_channel_wake_arm(vfgx_rdma_qp *qp, vfgx_rdma_mr *mr, uint32_t n);
+int vfgx_channel_wake_wait(vfgx_rdma_qp *qp, vfgx_rdma_mr *mr,
+			   int timeout_ms);
 
 #ifdef __cplusplus
 }
