@@ -118,7 +118,6 @@ void vfgx_rdma_dev_set_reg_fail(vfgx_rdma_dev *dev, unsigned mask);
 
 enum vfgx_rdma_qp_type {
 	VFGX_RDMA_RC = 0, /* reliable connected: send/recv, WRITE, READ, atomics */
-	VFGX_RDMA_UD = 1, /* unreliable datagram: send/recv only */
 };
 
 struct vfgx_rdma_qp_conf {
@@ -150,9 +149,10 @@ struct vfgx_rdma_endpoint {
 	uint64_t len;
 };
 
-/* Create an RC (or UD) queue pair on dev with its own send and receive
+/* Create an RC queue pair on dev with its own send and receive
  * completion queues, in state INIT.  Connect it with
- * vfgx_rdma_qp_connect() after exchanging endpoints. */
+ * vfgx_rdma_qp_connect() after exchanging endpoints.  The QP is used by
+ * one thread at a time. */
 int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
 			const struct vfgx_rdma_qp_conf *conf,
 			vfgx_rdma_qp **out);
@@ -160,8 +160,8 @@ int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
  * NULL, addr/rkey/len of mr. */
 int vfgx_rdma_qp_endpoint(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
 			  struct vfgx_rdma_endpoint *ep);
-/* Move an INIT QP to RTR then RTS against the remote endpoint (RC), or to
- * RTS (UD, remote ignored).  The path MTU is the smaller of both ends'. */
+/* Move an INIT QP to RTR then RTS against the remote endpoint.  The path
+ * MTU is the smaller of both ends'. */
 int vfgx_rdma_qp_connect(vfgx_rdma_qp *qp,
 			 const struct vfgx_rdma_endpoint *remote);
 void vfgx_rdma_qp_destroy(vfgx_rdma_qp *qp);

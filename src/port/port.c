@@ -10,6 +10,9 @@
 /* One line per backend (optional ones under their VFGX_HAVE_* guard). */
 static const struct vfgx_port_ops *const backend_table[] = {
 	&vfgx_loopback_ops,
+#if VFGX_HAVE_RDMA
+	&vfgx_rdma_ops,
+#endif
 };
 
 #define NB_BACKENDS (sizeof(backend_table) / sizeof(backend_table[0]))

@@ -1,0 +1,322 @@
+/* rdma.c - the RDMA port backend: one RC connection made by rdma_cm,
+ * receives pre-posted from the queue's pool (registered through the
+ * GPUDirect chain) and sends copied from a registered tx pool. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/rdma.h>
+
+#include "backend.h"
+
+#define RDMA_DEFAULT_BUF 4096
+#define RDMA_DEFAULT_NBUFS 512
+#define RDMA_TX_NBUFS 256
+
+struct rdma_priv {
+	vfgx_rdma_dev *dev;
+	vfgx_rdma_listener *listener;
+	vfgx_rdma_qp *qp;
+	vfgx_rdma_mr *rx_mr, *tx_mr;
+	vfgx_pool *tx_pool;
+	bool own_rx_pool;
+	uintptr_t rx_base; /* pool address of the rx region's first byte */
+	uint32_t rx_buf, tx_buf;
+	bool rx_gpu;
+	struct vfgx_queue_stats st;
+	/* options */
+	char device[64], peer[VFGX_ADDR_MAX];
+	uint32_t port_num, recv_depth, timeout_ms;
+	int gid_index, role;
+	bool fallback_host;
+};
+
+static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
+		      const struct vfgx_port_conf *conf)
+{
+	static const char *const keys[] = { "device", "port", "gid_index",
+					    "role", "peer", "recv_depth",
+					    "timeout_ms", "memory_fallback",
+					    NULL };
+	static const char *const roles[] = { "client", "server", NULL };
+	static const char *const fallbacks[] = { "host", "fail", NULL };
+	const struct vfgx_cfg_node *o = conf->opts;
+	uint32_t gid;
+	int fb, ret;
+
+	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
+	    (ret = vfgx_cfg_str(o, "device", conf->address ? conf->address : "",
+				rp->device, sizeof(rp->device))) ||
+	    (ret = vfgx_cfg_u32(o, "port", 1, 1, 255, &rp->port_num)) ||
+	    (ret = vfgx_cfg_u32(o, "gid_index", 1000, 0, 1000, &gid)) ||
+	    (ret = vfgx_cfg_enum(o, "role", roles, 0, &rp->role)) ||
+	    (ret = vfgx_cfg_str(o, "peer", "", rp->peer, sizeof(rp->peer))) ||
+	    (ret = vfgx_cfg_u32(o, "recv_depth", 256, 1, 4096,
+				&rp->recv_depth)) ||
+	    (ret = vfgx_cfg_u32(o, "timeout_ms", 5000, 1, 3600000,
+				&rp->timeout_ms)) ||
+	    (ret = vfgx_cfg_enum(o, "memory_fallback", fallbacks, 0, &fb)))
+		return ret;
+	rp->gid_index = gid == 1000 ? -1 : (int)gid;
+	rp->fallback_host = fb == 0;
+	if (!*rp->peer)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma needs peer: \"host:port\" (the server's address for a client, the listen address for a server)",
+				      port->name);
+	if (!strrchr(rp->peer, ':'))
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma peer '%s' has no port (write host:port, e.g. 10.0.0.1:7471)",
+				      port->name, rp->peer);
+	if (port->nb_rx_queues != 1 || port->nb_tx_queues > 1)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma has one connection: use 1 rx queue and at most 1 tx queue",
+				      port->name);
+	return 0;
+}
+
+static void rdma_close(struct vfgx_port *port)
+{
+	struct rdma_priv *rp = port->priv;
+
+	vfgx_rdma_qp_destroy(rp->qp);
+	vfgx_rdma_listener_close(rp->listener);
+	vfgx_rdma_dereg(rp->rx_mr);
+	vfgx_rdma_dereg(rp->tx_mr);
+	vfgx_pool_destroy(rp->tx_pool);
+	if (rp->own_rx_pool) {
+		vfgx_pool_destroy(port->rx_pools[0]);
+		port->rx_pools[0] = NULL;
+	}
+	vfgx_rdma_dev_close(rp->dev);
+	memset(rp, 0, sizeof(*rp));
+}
+
+/* Where the NIC writes pool buffer buf (differs from buf after a host
+ * fallback of a GPU region). */
+static uint8_t *rx_nic_addr(const struct rdma_priv *rp, const void *buf)
+{
+	return (uint8_t *)(uintptr_t)(vfgx_rdma_mr_info(rp->rx_mr)->addr +
+				      ((uintptr_t)buf - rp->rx_base));
+}
+
+static int rdma_post_rx(struct rdma_priv *rp, void *buf)
+{
+	return vfgx_rdma_post_recv(rp->qp, rp->rx_mr, rx_nic_addr(rp, buf),
+				   rp->rx_buf, (uintptr_t)buf);
+}
+
+static int rdma_mem(struct vfgx_port *port, struct rdma_priv *rp)
+{
+	const struct vfgx_region_info *ri;
+	vfgx_pool *pool;
+	int ret;
+
+	if (!port->rx_pools[0]) {
+		ret = vfgx_pool_create(port->ctx, NULL, RDMA_DEFAULT_BUF,
+				       RDMA_DEFAULT_NBUFS, &port->rx_pools[0]);
+		if (ret)
+			return ret;
+		rp->own_rx_pool = true;
+	}
+	pool = port->rx_pools[0];
+	ri = vfgx_region_info(vfgx_pool_region(pool));
+	rp->rx_base = (uintptr_t)(ri->kind == VFGX_MEM_GPU ? ri->dev_addr :
+							     ri->addr);
+	rp->rx_buf = vfgx_pool_buf_size(pool);
+	ret = vfgx_rdma_reg_region(rp->dev, vfgx_pool_region(pool), 0,
+				   rp->fallback_host, &rp->rx_mr);
+	if (ret)
+		return ret;
+	rp->rx_gpu = vfgx_rdma_mr_info(rp->rx_mr)->path != VFGX_RDMA_REG_HOST &&
+		     ri->kind == VFGX_MEM_GPU;
+	vfgx_info(port->ctx, "%s: rx buffers registered on %s by %s", port->name,
+		  vfgx_rdma_dev_name(rp->dev),
+		  vfgx_rdma_reg_path_name(vfgx_rdma_mr_info(rp->rx_mr)->path));
+	rp->tx_buf = rp->rx_buf;
+	ret = vfgx_pool_create(port->ctx, NULL, rp->tx_buf, RDMA_TX_NBUFS,
+			       &rp->tx_pool);
+	if (ret)
+		return ret;
+	return vfgx_rdma_reg_region(rp->dev, vfgx_pool_region(rp->tx_pool), 0,
+				    true, &rp->tx_mr);
+}
+
+static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
+{
+	struct vfgx_rdma_qp_conf qc = { .max_send_wr = RDMA_TX_NBUFS,
+					.max_recv_wr = rp->recv_depth };
+	char host[VFGX_ADDR_MAX];
+	char *colon;
+	unsigned long pn;
+
+	snprintf(host, sizeof(host), "%s", rp->peer);
+	colon = strrchr(host, ':');
+	*colon = 0;
+	pn = strtoul(colon + 1, NULL, 10);
+	if (pn == 0 || pn > 65535)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma peer '%s': port must be 1..65535",
+				      port->name, rp->peer);
+	if (rp->role == 0)
+		return vfgx_rdma_connect(rp->dev, host, (uint16_t)pn, &qc, NULL,
+					 NULL, (int)rp->timeout_ms, &rp->qp);
+	int ret = vfgx_rdma_listen(port->ctx, host, (uint16_t)pn, &rp->listener);
+
+	if (ret)
+		return ret;
+	return vfgx_rdma_accept(rp->listener, rp->dev, &qc, NULL, NULL,
+				(int)rp->timeout_ms, &rp->qp);
+}
+
+static int rdma_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
+{
+	struct rdma_priv *rp = port->priv;
+	vfgx_pool *pool;
+	int ret;
+
+	ret = rdma_parse(port, rp, conf);
+	if (ret)
+		return ret;
+	ret = vfgx_rdma_dev_open(port->ctx, rp->device, (uint8_t)rp->port_num,
+				 rp->gid_index, &rp->dev);
+	if (ret)
+		return ret;
+	ret = rdma_mem(port, rp);
+	if (ret)
+		goto err;
+	ret = rdma_connect_peer(port, rp);
+	if (ret)
+		goto err;
+	pool = port->rx_pools[0];
+	for (uint32_t i = 0; i < rp->recv_depth; i++) {
+		void *b;
+
+		if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0) {
+			ret = vfgx_set_error(port->ctx, -ENOBUFS,
+					     "%s: rx pool has fewer than recv_depth %u buffers",
+					     port->name, rp->recv_depth);
+			goto err;
+		}
+		ret = rdma_post_rx(rp, b);
+		if (ret)
+			goto err;
+	}
+	return 0;
+err:
+	rdma_close(port);
+	return ret;
+}
+
+static int rdma_rx_burst(struct vfgx_port *port, uint16_t q,
+			 struct vfgx_pkt *pkts, uint16_t max)
+{
+	struct rdma_priv *rp = port->priv;
+	struct vfgx_rdma_wc wc[64];
+	int n, out = 0;
+
+	(void)q;
+	n = vfgx_rdma_poll(rp->qp, true, wc, max < 64 ? max : 64);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		void *buf = (void *)(uintptr_t)wc[i].wr_id;
+		struct vfgx_pkt *p = &pkts[out];
+
+		if (wc[i].status) {
+			vfgx_pool_free_bulk(port->rx_pools[0], &buf, 1);
+			return vfgx_set_error(port->ctx, wc[i].status,
+					      "%s: receive failed: %s (peer gone?)",
+					      port->name,
+					      vfgx_strerror(wc[i].status));
+		}
+		p->data = rx_nic_addr(rp, buf);
+		p->len = wc[i].byte_len;
+		p->flow = wc[i].has_imm ? wc[i].imm : 0;
+		p->ts_ns = vfgx_now_ns();
+		p->handle = buf;
+		p->queue = 0;
+		p->flags = VFGX_PKT_PAYLOAD | (rp->rx_gpu ? VFGX_PKT_GPU : 0);
+		rp->st.rx_packets++;
+		rp->st.rx_bytes += p->len;
+		out++;
+	}
+	return out;
+}
+
+static void rdma_release(struct vfgx_port *port, uint16_t q,
+			 struct vfgx_pkt *pkts, uint16_t n)
+{
+	struct rdma_priv *rp = port->priv;
+
+	(void)q;
+	for (uint16_t i = 0; i < n; i++)
+		if (rdma_post_rx(rp, pkts[i].handle))
+			vfgx_pool_free_bulk(port->rx_pools[0], &pkts[i].handle, 1);
+}
+
+static void rdma_reap_tx(struct rdma_priv *rp)
+{
+	struct vfgx_rdma_wc wc[64];
+	int n;
+
+	while ((n = vfgx_rdma_poll(rp->qp, false, wc, 64)) > 0)
+		for (int i = 0; i < n; i++) {
+			void *b = (void *)(uintptr_t)wc[i].wr_id;
+
+			vfgx_pool_free_bulk(rp->tx_pool, &b, 1);
+		}
+}
+
+static int rdma_tx_burst(struct vfgx_port *port, uint16_t q,
+			 const struct vfgx_pkt *pkts, uint16_t n)
+{
+	struct rdma_priv *rp = port->priv;
+	uint16_t done = 0;
+
+	(void)q;
+	rdma_reap_tx(rp);
+	for (; done < n; done++) {
+		void *b;
+
+		if (pkts[done].len > rp->tx_buf) {
+			rp->st.drops[VFGX_DROP_TOO_BIG]++;
+			continue;
+		}
+		if (vfgx_pool_alloc_bulk(rp->tx_pool, &b, 1) < 0)
+			break; /* all tx buffers in flight: caller retries */
+		memcpy(b, pkts[done].data, pkts[done].len);
+		if (vfgx_rdma_post_send(rp->qp, rp->tx_mr, b, pkts[done].len,
+					(uintptr_t)b, 0)) {
+			vfgx_pool_free_bulk(rp->tx_pool, &b, 1);
+			break;
+		}
+		rp->st.tx_packets++;
+		rp->st.tx_bytes += pkts[done].len;
+	}
+	return done;
+}
+
+static int rdma_stats(struct vfgx_port *port, uint16_t q,
+		      struct vfgx_queue_stats *st)
+{
+	struct rdma_priv *rp = port->priv;
+	struct vfgx_pool_stats ps;
+
+	(void)q;
+	*st = rp->st;
+	vfgx_pool_stats(port->rx_pools[0], &ps);
+	st->drops[VFGX_DROP_NOBUFS] = ps.alloc_fail;
+	return 0;
+}
+
+const struct vfgx_port_ops vfgx_rdma_ops = {
+	.name = "rdma",
+	.priv_size = sizeof(struct rdma_priv),
+	.open = rdma_open,
+	.rx_burst = rdma_rx_burst,
+	.release = rdma_release,
+	.tx_burst = rdma_tx_burst,
+	.stats = rdma_stats,
+	.close = rdma_close,
+};
