@@ -355,6 +355,9 @@ int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size);
 int vfgx_channel_ring_send(vfgx_channel *ch, const void *msg, uint32_t len,
 			   bool wake, int timeout_ms);
 const struct vfgx_ring_producer *vfgx_channel_ring(const vfgx_channel *ch);
+/* Wait (re-reading the head word) until the consumer has released every
+ * record sent: 0, or -ETIMEDOUT after timeout_ms. */
+int vfgx_channel_ring_drain(vfgx_channel *ch, int timeout_ms);
 /* Consumer side: keep `n` zero-length receives posted for wake-ups, and
  * wait up to timeout_ms for one (WRITE_WITH_IMM from the producer).
  * Returns 1 woken, 0 timed out, or -errno. */

@@ -273,8 +273,9 @@ static int ring_write(void *user, uint64_t off, const void *src, uint32_t len,
 		return ret;
 	if (ch->local_cpu && s >= ch->local_cpu && len <= ch->local_len &&
 	    (size_t)(s - ch->local_cpu) <= ch->local_len - len)
+		/* payloads unsignaled: the header's completion retires them */
 		return post(ch, k, ch->local, (size_t)(s - ch->local_cpu), off,
-			    len, (uint32_t)off, 0);
+			    len, (uint32_t)off, wake ? 0 : VFGX_RDMA_UNSIGNALED);
 	if (len > CTL_INLINE)
 		return vfgx_set_error(ch->ctx, -EFAULT,
 				      "channel ring: a %u-byte message must lie in the channel's local MR", len);
@@ -353,6 +354,33 @@ int vfgx_channel_ring_send(vfgx_channel *ch, const void *msg, uint32_t len,
 const struct vfgx_ring_producer *vfgx_channel_ring(const vfgx_channel *ch)
 {
 	return &ch->ring;
+}
+
+int vfgx_channel_ring_drain(vfgx_channel *ch, int timeout_ms)
+{
+	uint64_t end = vfgx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int ret;
+
+	ret = vfgx_channel_fence(ch, timeout_ms);
+	while (!ret && ch->ring.cached_head != ch->ring.tail) {
+		uint8_t b[8];
+		uint64_t head = 0;
+
+		if (vfgx_now_ns() > end)
+			return vfgx_set_error(ch->ctx, -ETIMEDOUT,
+					      "channel ring: node %llu released %llu of %llu bytes within %d ms",
+					      (unsigned long long)ch->remote.node_id,
+					      (unsigned long long)ch->ring.cached_head,
+					      (unsigned long long)ch->ring.tail, timeout_ms);
+		ret = ring_read(ch, ch->ring.state_off, b, 8);
+		for (int i = 7; i >= 0; i--)
+			head = head << 8 | b[i];
+		if (!ret && (head > ch->ring.tail || head < ch->ring.cached_head))
+			ret = -EPROTO;
+		if (!ret)
+			ch->ring.cached_head = head;
+	}
+	return ret;
 }
 
 int vfgx_channel_wake_arm(vfgx_rdma_qp *qp, vfgx_rdma_mr *mr, uint32_t n)
