@@ -294,9 +294,9 @@ static int ring_read(void *user, uint64_t off, void *dst, uint32_t len)
 		return ret;
 	if (len > CTL_INLINE)
 		return -EINVAL;
-	ret = vfgx_rdma_read_sync(ch->qp, ch->ctl, CTL_READ,
-				  ch->remote.addr + off, ch->remote.rkey, len,
-				  OP_TIMEOUT_MS);
+	ret = post(ch, POST_READ, ch->ctl, CTL_READ, off, len, 0, 0);
+	if (!ret)
+		ret = vfgx_channel_fence(ch, OP_TIMEOUT_MS);
 	if (ret)
 		return ret;
 	memcpy(dst, ch->ctl_mem + CTL_READ, len);

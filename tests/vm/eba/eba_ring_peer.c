@@ -229,8 +229,11 @@ static int produce(vfgx_rdma_dev *dev, const char *addr, uint16_t port,
 			flagged = true;
 			ret = vfgx_channel_ring_send(ch, buf + cur, len, wake, TMO);
 		}
-		if (ret)
-			return die("ring send");
+		if (ret) {
+			fprintf(stderr, "FAIL: ring send of message %u (%u bytes): %s: %s\n",
+				i, len, vfgx_strerror(ret), vfgx_last_error(ctx));
+			return 1;
+		}
 		cur += (len + 63) & ~63u;
 	}
 	if (vfgx_channel_ring_drain(ch, TMO))
