@@ -9,6 +9,7 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
+	{ "eba", vfgx_bench_eba },
 };
 
 int vfgx_cmd_bench(int argc, char **argv)

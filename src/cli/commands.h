@@ -9,5 +9,6 @@ int vfgx_cmd_discover(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
+int vfgx_bench_eba(int argc, char **argv);
 
 #endif
