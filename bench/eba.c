@@ -56,7 +56,7 @@ static int rd_all(int fd, void *b, size_t n)
 
 static uint64_t ring_bytes(uint32_t size)
 {
-	return size * 4ull > (4u << 20) ? size * 4ull : 4u << 20;
+	return size * 16ull > (4u << 20) ? size * 16ull : 4u << 20;
 }
 
 /* child: expose a ring, count messages until the zero-length end marker */
@@ -425,7 +425,7 @@ int vfgx_bench_eba(int argc, char **argv)
 		return 1;
 	fprintf(f, "- command: vfgx bench eba --dev %s --addr %s --seconds %g (tests/vm/eba/bench.sh)\n",
 		o.dev, o.addr, o.seconds);
-	fprintf(f, "- method: per size, for %g s each: (1) the message ring: a producer process sends records with vfgx_channel_ring_send (RDMA WRITE payload + header, RDMA READ of the head word when credit runs out) into a ring of max(4 MiB, 4 x size) exposed by a consumer process that peeks and releases every record; time from the first send until the head word shows everything consumed; (2) perftest `ib_write_bw -R -n N` on the same device with N = the ring's message count (20..100000), bandwidth from its message rate x size; (3) TCP on 127.0.0.1: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process, timed until the receiver acknowledges the count. MB = 10^6 bytes.\n\n", o.seconds);
+	fprintf(f, "- method: per size, for %g s each: (1) the message ring: a producer process sends records with vfgx_channel_ring_send (RDMA WRITE payload + header, RDMA READ of the head word when credit runs out) into a ring of max(4 MiB, 16 x size) exposed by a consumer process that peeks and releases every record; time from the first send until the head word shows everything consumed; (2) perftest `ib_write_bw -R -n N` on the same device with N = the ring's message count (20..100000), bandwidth from its message rate x size; (3) TCP on 127.0.0.1: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process, timed until the receiver acknowledges the count. MB = 10^6 bytes.\n\n", o.seconds);
 	fprintf(f, "| size B | ring MB/s | ring msg/s | ib_write_bw MB/s | ib_write_bw msg/s | ring/ib | TCP MB/s | TCP msg/s | ring/TCP |\n|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NB_SIZES; i++)
 		fprintf(f, "| %u | %.1f | %.0f | %.1f | %.0f | %.3f | %.1f | %.0f | %.3f |\n",

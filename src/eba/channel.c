@@ -21,7 +21,7 @@ struct vfgx_channel {
 	vfgx_rdma_qp *qp;
 	struct vfgx_eba_desc remote;
 	vfgx_rdma_mr *local;
-	uint8_t *local_cpu;
+	uint8_t *local_cpu; /* base address of the local MR (CPU or GPU) */
 	size_t local_len;
 	vfgx_rdma_mr *ctl;
 	uint8_t *ctl_mem;
@@ -133,7 +133,9 @@ int vfgx_channel_open(vfgx_rdma_qp *qp, const struct vfgx_eba_desc *remote,
 	ch->remote = *remote;
 	ch->local = local;
 	if (local) {
-		ch->local_cpu = vfgx_rdma_mr_cpu_addr(local);
+		/* the address the MR covers: CPU, or GPU for a device region,
+		 * so ring messages may come straight from GPU memory */
+		ch->local_cpu = (uint8_t *)(uintptr_t)vfgx_rdma_mr_info(local)->addr;
 		ch->local_len = vfgx_rdma_mr_info(local)->len;
 	}
 	ch->ctl_mem = aligned_alloc(64, CTL_SIZE);
