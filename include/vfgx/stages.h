@@ -93,20 +93,28 @@ VFGX_HD void vfgx_wr64(uint8_t *p, uint64_t v)
 	vfgx_wr32(p + 4, (uint32_t)v);
 }
 
-/* Ones-complement sum of big-endian 16-bit words, not folded. */
+/* Ones-complement sum of big-endian 16-bit words, not folded to 16 bits.
+ * Adds 32-bit words into a 64-bit accumulator (2^16 == 1 modulo 0xffff, so
+ * this is congruent to the 16-bit sum) and folds to 32 bits at the end. */
 VFGX_HD uint32_t vfgx_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
+	uint64_t acc = sum;
 	uint32_t i = 0;
 
+	for (; i + 4 <= len; i += 4)
+		acc += vfgx_rd32(p + i);
 	for (; i + 1 < len; i += 2)
-		sum += (uint32_t)((p[i] << 8) | p[i + 1]);
+		acc += (uint32_t)((p[i] << 8) | p[i + 1]);
 	if (i < len)
-		sum += (uint32_t)(p[i] << 8);
-	return sum;
+		acc += (uint32_t)(p[i] << 8);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	return (uint32_t)acc;
 }
 
 VFGX_HD uint16_t vfgx_csum_fold(uint32_t sum)
 {
+	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "vfgx_build.h"
 
 static const struct {
 	const char *name;
@@ -10,6 +11,9 @@ static const struct {
 } benches[] = {
 	{ "pipeline", vfgx_bench_pipeline },
 	{ "eba", vfgx_bench_eba },
+#if VFGX_HAVE_RDMA
+	{ "rdma", vfgx_bench_rdma },
+#endif
 };
 
 int vfgx_cmd_bench(int argc, char **argv)

@@ -6,9 +6,12 @@
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
 int vfgx_cmd_discover(int argc, char **argv);
+int vfgx_cmd_devices(int argc, char **argv);
+int vfgx_cmd_doctor(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);
 int vfgx_bench_eba(int argc, char **argv);
+int vfgx_bench_rdma(int argc, char **argv);
 
 #endif

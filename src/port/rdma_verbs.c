@@ -1318,7 +1318,9 @@ int vfgx_rdma_fence(vfgx_rdma_qp *qp, int timeout_ms)
 	struct vfgx_rdma_wc wc[16];
 	int first = 0;
 
-	while (qp->outstanding) {
+	/* unsignaled WRs after the last signaled one give no completion to
+	 * wait for: only signaled ones are waited on */
+	while (qp->fifo_head != qp->fifo_tail) {
 		int n = vfgx_rdma_wait(qp, false, wc, 16, timeout_ms);
 
 		if (n < 0) {
@@ -1342,8 +1344,11 @@ int vfgx_rdma_fence(vfgx_rdma_qp *qp, int timeout_ms)
 		if (first && qp->dead)
 			break;
 	}
-	if (first)
+	if (first) {
 		qp->outstanding = 0;
+		qp->unsig = 0;
+		qp->fifo_head = qp->fifo_tail;
+	}
 	return first;
 }
 

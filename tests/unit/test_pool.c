@@ -70,6 +70,7 @@ static void test_region_kinds(void **state)
 	memset(x, 0xab, 2048);
 	assert_int_equal(vfgx_pool_index(p, x), 0);
 	vfgx_pool_free_bulk(p, &x, 1);
+	vfgx_pool_destroy(p);
 	/* a region too small for the pool is refused with a message */
 	assert_int_equal(vfgx_pool_create(ctx, r, 2048, 1024, &p), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "cannot hold"));

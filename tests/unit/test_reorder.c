@@ -168,6 +168,7 @@ static void test_too_big_and_bad_stream(void **state)
 	vfgx_proc_stats(p, &st);
 	assert_int_equal(st.drops[VFGX_DROP_TOO_BIG], 1);
 	assert_int_equal(st.drops[VFGX_DROP_BAD_STREAM], 1);
+	vfgx_proc_destroy(p);
 	pc.reorder_window = 6;
 	assert_int_equal(vfgx_proc_create(ctx, &pc, &p) < 0, 1);
 	vfgx_proc_destroy(NULL);

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # guest-init.sh - /init of the test guest: load virtio + 9p, mount the
 # host's root read-only and the run's output share, chroot into the host
 # root and run the script vm-run.sh left in the output share; record its
@@ -8,11 +9,12 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in $(cat /modules.order); do
+while read -r m; do
 	insmod "/lib/modules/$m" || echo "guest-init: insmod $m failed"
-done
+done </modules.order
 out=
-for arg in $(cat /proc/cmdline); do
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
 	case $arg in vfgx.out=*) out=${arg#vfgx.out=} ;; esac
 done
 opts=trans=virtio,version=9p2000.L,msize=524288

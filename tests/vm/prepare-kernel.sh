@@ -25,18 +25,23 @@ if [[ -z $pkg ]]; then
 fi
 kver=${pkg#linux-image-}
 stamp=$vmdir/ready-$kver
-if [[ -f $stamp && -f $vmdir/initramfs-$kver.cpio.gz && -f $vmdir/root/boot/vmlinuz-$kver ]]; then
+# the initramfs is rebuilt whenever guest-init.sh changes
+init_sum=$(sha256sum "$here/guest-init.sh" | cut -c1-16)
+if [[ -f $stamp && -f $vmdir/initramfs-$kver.cpio.gz && -f $vmdir/root/boot/vmlinuz-$kver &&
+      $(cat "$vmdir/initramfs-$kver.sum" 2>/dev/null) == "$init_sum" ]]; then
 	echo "$vmdir"
 	exit 0
 fi
 
-mkdir -p "$vmdir/dl"
-if ! ls "$vmdir/dl/${pkg}_"*.deb >/dev/null 2>&1; then
-	(cd "$vmdir/dl" && apt-get download "$pkg" >&2)
+if [[ ! -f $stamp || ! -f $vmdir/root/boot/vmlinuz-$kver ]]; then
+	mkdir -p "$vmdir/dl"
+	if ! ls "$vmdir/dl/${pkg}_"*.deb >/dev/null 2>&1; then
+		(cd "$vmdir/dl" && apt-get download "$pkg" >&2)
+	fi
+	rm -rf "$vmdir/root"
+	dpkg -x "$vmdir/dl/${pkg}_"*.deb "$vmdir/root"
+	depmod -b "$vmdir/root" "$kver"
 fi
-rm -rf "$vmdir/root"
-dpkg -x "$vmdir/dl/${pkg}_"*.deb "$vmdir/root"
-depmod -b "$vmdir/root" "$kver"
 
 # initramfs: busybox, the modules needed to reach the host's root over
 # virtio 9p (in dependency order), and /init.
@@ -57,6 +62,7 @@ done
 cp "$here/guest-init.sh" "$ird/init"
 chmod +x "$ird/init"
 (cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) >"$vmdir/initramfs-$kver.cpio.gz"
+echo "$init_sum" >"$vmdir/initramfs-$kver.sum"
 echo "$kver" >"$vmdir/kver"
 touch "$stamp"
 echo "$vmdir"

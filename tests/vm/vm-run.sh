@@ -61,11 +61,18 @@ if [[ ! -f $vmdir/ready-$kver || ! -f $kernel || ! -f $initrd ]]; then
 	echo "vm-run: guest kernel $kver in $vmdir is incomplete (rerun tests/vm/prepare-kernel.sh)"
 	exit 77
 fi
+if [[ $(cat "$vmdir/initramfs-$kver.sum" 2>/dev/null) != "$(sha256sum "$here/guest-init.sh" | cut -c1-16)" ]]; then
+	# guest-init.sh changed: rebuild the initramfs (no download needed)
+	VFGX_VM_DIR=$vmdir "$here/prepare-kernel.sh" >/dev/null || exit 77
+fi
 command -v qemu-system-x86_64 >/dev/null || { echo "vm-run: qemu-system-x86_64 missing (apt-get install qemu-system-x86)"; exit 77; }
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/vfgx-vm.XXXXXX")
 chmod 755 "$out"
-cleanup() { ((keep)) && echo "vm-run: kept $out" >&2 || rm -rf "$out"; }
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+	if ((keep)); then echo "vm-run: kept $out" >&2; else rm -rf "$out"; fi
+}
 trap cleanup EXIT
 
 # Modules in dependency order, as insmod lines run inside the chroot.
@@ -99,6 +106,7 @@ trap cleanup EXIT
 	echo
 } >"$out/run.sh"
 
+# shellcheck disable=SC2054 # commas belong to QEMU's option syntax
 qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$smp"
       -nodefaults -no-user-config -display none -no-reboot
       -serial "file:$out/console.log"

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""test-config-doc.py - docs/config.md names every key the core config and
+the loopback backend accept, and each literal default next to its key."""
+import os
+import re
+import sys
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+FILES = ["src/core/config.c", "src/port/loopback.c"]
+
+doc = open(os.path.join(SRC, "docs/config.md")).read()
+rows = [l for l in doc.splitlines() if l.startswith("| `")]
+failed = False
+
+
+def doc_rows(key):
+    pat = re.compile(r"^\| `(?:[\w\[\]<>]+\.)*%s` \|" % re.escape(key))
+    return [r for r in rows if pat.match(r)]
+
+
+for rel in FILES:
+    text = open(os.path.join(SRC, rel)).read()
+    keys = set()
+    for arr in re.findall(r"keys\[\]\s*=\s*\{([^}]*)\}", text):
+        keys.update(re.findall(r'"(\w+)"', arr))
+    for key in sorted(keys):
+        if not doc_rows(key) and "`%s`" % key not in doc:
+            print("FAIL: %s: key '%s' is not in docs/config.md" % (rel, key))
+            failed = True
+    calls = re.findall(r'vfgx_cfg_(u32|u64|double|bool)\(\s*&?\w+,\s*"(\w+)",\s*([^,]+),', text)
+    for kind, key, default in calls:
+        default = default.strip()
+        if not re.fullmatch(r"\d+|true|false", default):
+            continue
+        if not any("`%s`" % default in r.split("|")[2] for r in doc_rows(key)):
+            print("FAIL: %s: key '%s' default %s is not in its docs/config.md row" % (rel, key, default))
+            failed = True
+    if not keys or not calls:
+        print("FAIL: %s: found no keys (the pattern no longer matches the source)" % rel)
+        failed = True
+
+if failed:
+    sys.exit(1)
+print("test-config-doc: every key of %s documented with its default" % ", ".join(FILES))

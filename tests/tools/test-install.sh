@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test-install.sh - scripts/install-vectorflow-gx.sh --no-clone --no-bind into
+# a temporary prefix, twice (idempotent): the prefix gets bin/vfgx, the
+# library, include/vfgx and vfgx.pc, and a small program builds against it
+# with pkg-config.  Bad flags are one-line errors with exit status 2.
+set -uo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+script=$src/scripts/install-vectorflow-gx.sh
+for tool in meson ninja pkg-config cc; do
+	command -v "$tool" >/dev/null || { echo "test-install: skipped: $tool not installed"; exit 77; }
+done
+tmp=$(mktemp -d /tmp/vfgx-install-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+export PREFIX=$tmp/prefix BUILD_DIR=$tmp/build
+# the optional backends are not what this test is about: keep the build small
+export MESON_ARGS="-Dcuda=disabled -Dafxdp=disabled -Ddpdk=disabled -Drdma=disabled"
+
+# --- usage errors: one line, exit 2 ---------------------------------------------
+for args in "--bogus" "-n" "-d" "-n 17:00" "-g xyz"; do
+	# shellcheck disable=SC2086 # split the argument list on purpose
+	err=$("$script" $args 2>&1 >/dev/null)
+	rc=$?
+	[ "$rc" -eq 2 ] || fail "'$args': exit $rc, expected 2"
+	[ "$(wc -l <<<"$err")" -eq 1 ] || fail "'$args': error is not one line: $err"
+done
+err=$("$script" 2>&1)
+grep -q -- '-r REPO_URL is required' <<<"$err" || fail "no -r and no --no-clone: $err"
+
+# --- first install ----------------------------------------------------------------
+out=$("$script" --no-clone --no-bind --no-kmod -d "$src" 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] || fail "install: exit $rc"$'\n'"$out"
+grep -q "configuring $BUILD_DIR" <<<"$out" || fail "install: no configure step in:"$'\n'"$out"
+grep -q "run the demo:      $PREFIX/bin/vfgx run" <<<"$out" || fail "install: no run command printed"
+
+[ -x "$PREFIX/bin/vfgx" ] || fail "no $PREFIX/bin/vfgx"
+[ -f "$PREFIX/include/vfgx/vfgx.h" ] || fail "no $PREFIX/include/vfgx/vfgx.h"
+lib=$(find "$PREFIX" -name 'libvfgx.so' | head -1)
+pc=$(find "$PREFIX" -name vfgx.pc | head -1)
+[ -n "$lib" ] || fail "no libvfgx.so under $PREFIX"
+[ -n "$pc" ] || fail "no vfgx.pc under $PREFIX"
+case $lib in "$PREFIX"/lib*) ;; *) fail "libvfgx.so outside $PREFIX/lib*: $lib" ;; esac
+
+ver=$("$PREFIX/bin/vfgx" --version 2>&1) || fail "installed vfgx does not start: $ver"
+[ "$ver" = "vfgx 0.1.0" ] || fail "vfgx --version: '$ver'"
+"$PREFIX/bin/vfgx" doctor --root "$src/tests/fixtures/healthy-cx7-h100" >/dev/null ||
+	fail "installed vfgx doctor on the healthy fixture: exit $?"
+
+# --- pkg-config and a program built against the prefix --------------------------------
+if [ -n "$pc" ]; then
+	export PKG_CONFIG_PATH
+	PKG_CONFIG_PATH=$(dirname "$pc")
+	flags=$(pkg-config --cflags --libs vfgx) || fail "pkg-config --cflags --libs vfgx failed"
+	grep -q -- "-I$PREFIX/include" <<<"$flags" || fail "pkg-config cflags lack -I$PREFIX/include: $flags"
+	grep -q -- "-lvfgx" <<<"$flags" || fail "pkg-config libs lack -lvfgx: $flags"
+	cat >"$tmp/hello.c" <<'C'
+/* hello.c - the smallest libvfgx user: a context and the default config */
+#include <stdio.h>
+#include <vfgx/vfgx.h>
+
+int main(void)
+{
+	struct vfgx_config *cfg;
+	vfgx_ctx *ctx;
+
+	if (vfgx_ctx_create(&ctx))
+		return 1;
+	if (vfgx_config_load_default(ctx, &cfg)) {
+		fprintf(stderr, "%s\n", vfgx_last_error(ctx));
+		return 1;
+	}
+	printf("libvfgx %s, %u interface(s) in the default config\n",
+	       VFGX_VERSION_STRING, cfg->nb_ifaces);
+	vfgx_config_destroy(cfg);
+	vfgx_ctx_destroy(ctx);
+	return 0;
+}
+C
+	# shellcheck disable=SC2086 # pkg-config output is a list of flags
+	if cc -std=c17 -Wall -Werror "$tmp/hello.c" -o "$tmp/hello" $flags; then
+		got=$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/hello")
+		[ "$got" = "libvfgx 0.1.0, 1 interface(s) in the default config" ] ||
+			fail "hello against the prefix printed '$got'"
+	else
+		fail "cc against pkg-config vfgx failed"
+	fi
+fi
+
+# --- second run: nothing to redo, same result -----------------------------------------
+out=$("$script" --no-clone --no-bind --no-kmod -d "$src" 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] || fail "second install: exit $rc"$'\n'"$out"
+grep -q "reconfiguring $BUILD_DIR" <<<"$out" || fail "second install did not reuse $BUILD_DIR"
+grep -q "building: ninja: no work to do." <<<"$out" || fail "second install rebuilt something:"$'\n'"$out"
+[ -x "$PREFIX/bin/vfgx" ] || fail "second install lost bin/vfgx"
+
+# --- --check runs the doctor from the prefix --------------------------------------------
+out=$("$script" --check 2>&1)
+rc=$?
+[ "$rc" -le 2 ] || fail "--check: exit $rc"
+grep -q "vfgx doctor ($PREFIX/bin/vfgx)" <<<"$out" || fail "--check did not use $PREFIX/bin/vfgx:"$'\n'"$out"
+grep -q '^result: ' <<<"$out" || fail "--check printed no doctor result"
+
+if [ "$failed" -ne 0 ]; then
+	echo "test-install: FAILED"
+	exit 1
+fi
+echo "test-install: all checks passed"
