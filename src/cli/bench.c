@@ -16,6 +16,7 @@ static const struct {
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },
 #endif
+	{ "eba", vfgx_bench_eba },
 #if VFGX_HAVE_RDMA
 	{ "rdma", vfgx_bench_rdma },
 #endif

@@ -5,6 +5,7 @@
 
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
+int vfgx_cmd_discover(int argc, char **argv);
 int vfgx_cmd_devices(int argc, char **argv);
 int vfgx_cmd_doctor(int argc, char **argv);
 int vfgx_cmd_mon(int argc, char **argv);
@@ -15,6 +16,7 @@ int vfgx_bench_socket(int argc, char **argv);
 int vfgx_bench_gpu(int argc, char **argv);
 int vfgx_bench_afxdp(int argc, char **argv);
 int vfgx_bench_dpdk(int argc, char **argv);
+int vfgx_bench_eba(int argc, char **argv);
 int vfgx_bench_rdma(int argc, char **argv);
 
 #endif

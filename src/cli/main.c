@@ -15,6 +15,7 @@ struct command {
 static const struct command commands[] = {
 	{ "run", vfgx_cmd_run, "run ports and pipeline from a config (default: embedded loopback)" },
 	{ "bench", vfgx_cmd_bench, "benchmarks; writes bench/results/*.md" },
+	{ "discover", vfgx_cmd_discover, "find exposed-buffer peers on an interface (raw Ethernet 0x88B5)" },
 	{ "devices", vfgx_cmd_devices, "network interfaces, RDMA devices, GPUs and GPU-NIC PCIe distance" },
 	{ "doctor", vfgx_cmd_doctor, "check the system for GPUDirect networking; prints the fixes" },
 	{ "mon", vfgx_cmd_mon, "gpurdma_mon driver: telemetry, then events live" },

@@ -1,0 +1,160 @@
+/* ring.c - the exposed message ring's producer and consumer over an
+ * abstract one-sided transport (RDMA WRITE/READ, or plain memory in one
+ * process); the record format and ordering rules are in vfgx/eba.h. */
+#include <errno.h>
+#include <string.h>
+
+#include <vfgx/eba.h>
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int vfgx_ring_producer_init(struct vfgx_ring_producer *p,
+			    const struct vfgx_ring_transport *tr,
+			    uint64_t data_off, uint64_t size,
+			    uint64_t state_off)
+{
+	if (!pow2(size) || size < VFGX_RING_MIN || data_off % 8 ||
+	    state_off % 8 || data_off + size < data_off)
+		return -EINVAL;
+	if (state_off + 8 > data_off && state_off < data_off + size)
+		return -EINVAL; /* the head word would be overwritten by records */
+	memset(p, 0, sizeof(*p));
+	p->tr = *tr;
+	p->size = size;
+	p->data_off = data_off;
+	p->state_off = state_off;
+	p->seq = 1;
+	return 0;
+}
+
+static int tr_write(struct vfgx_ring_producer *p, uint64_t off,
+		    const void *src, uint32_t len, bool wake)
+{
+	int ret;
+
+	while ((ret = p->tr.write(p->tr.user, p->data_off + off, src, len,
+				  wake)) == -EAGAIN)
+		;
+	return ret;
+}
+
+static int refresh_head(struct vfgx_ring_producer *p)
+{
+	uint8_t b[8];
+	uint64_t head = 0;
+	int ret;
+
+	while ((ret = p->tr.read(p->tr.user, p->state_off, b, 8)) == -EAGAIN)
+		;
+	if (ret)
+		return ret;
+	p->state_reads++;
+	for (int i = 7; i >= 0; i--)
+		head = head << 8 | b[i];
+	if (head > p->tail || head < p->cached_head)
+		return -EPROTO;
+	p->cached_head = head;
+	return 0;
+}
+
+int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
+		   bool wake)
+{
+	uint64_t rec = vfgx_ring_rec_size(len);
+	uint64_t pos = p->tail & (p->size - 1);
+	uint64_t gap = pos + rec > p->size ? p->size - pos : 0;
+	uint64_t hdr;
+	int ret;
+
+	if (len > vfgx_ring_max_payload(p->size))
+		return -EMSGSIZE;
+	if (vfgx_ring_credit(p) < gap + rec) {
+		ret = refresh_head(p);
+		if (ret)
+			return ret;
+		if (vfgx_ring_credit(p) < gap + rec) {
+			p->full++;
+			return -EAGAIN;
+		}
+	}
+	if (gap) {
+		/* a wrap marker needs the 8 header bytes; gap >= 8 because
+		 * records and the ring size are multiples of 8 */
+		hdr = vfgx_ring_hdr_pack(VFGX_RING_WRAP, p->seq);
+		ret = tr_write(p, pos, &hdr, 8, false);
+		if (ret)
+			return ret;
+		p->tail += gap;
+		pos = 0;
+	}
+	if (len) {
+		ret = tr_write(p, pos + VFGX_RING_HDR, msg, len, false);
+		if (ret)
+			return ret;
+	}
+	/* header last: the consumer sees it only after the payload landed */
+	hdr = vfgx_ring_hdr_pack(len, p->seq);
+	ret = tr_write(p, pos, &hdr, 8, wake);
+	if (ret)
+		return ret;
+	p->tail += rec;
+	p->seq++;
+	return 0;
+}
+
+int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,
+			    uint64_t size, _Atomic uint64_t *state)
+{
+	if (!pow2(size) || size < VFGX_RING_MIN || (uintptr_t)data % 8 ||
+	    (uintptr_t)state % 8)
+		return -EINVAL;
+	memset(data, 0, size);
+	atomic_store_explicit(state, 0, memory_order_release);
+	c->data = data;
+	c->state = state;
+	c->size = size;
+	c->head = 0;
+	c->seq = 1;
+	return 0;
+}
+
+int vfgx_ring_peek(struct vfgx_ring_consumer *c, const void **msg,
+		   uint32_t *len)
+{
+	for (int lap = 0; lap < 2; lap++) {
+		uint64_t pos = c->head & (c->size - 1);
+		_Atomic uint64_t *hp = (_Atomic uint64_t *)(c->data + pos);
+		uint64_t hdr = atomic_load_explicit(hp, memory_order_acquire);
+		uint32_t l = (uint32_t)hdr, seq = (uint32_t)(hdr >> 32);
+
+		if (seq != c->seq)
+			return 0;
+		if (l == VFGX_RING_WRAP) {
+			if (pos == 0)
+				return -EPROTO;
+			c->head += c->size - pos;
+			continue;
+		}
+		if (pos + vfgx_ring_rec_size(l) > c->size)
+			return -EPROTO;
+		*msg = c->data + pos + VFGX_RING_HDR;
+		*len = l;
+		return 1;
+	}
+	return -EPROTO;
+}
+
+void vfgx_ring_release(struct vfgx_ring_consumer *c)
+{
+	uint64_t pos = c->head & (c->size - 1);
+	uint64_t hdr;
+
+	memcpy(&hdr, c->data + pos, 8);
+	c->head += vfgx_ring_rec_size((uint32_t)hdr);
+	c->seq++;
+	/* all reads of the record happen before the producer may reuse it */
+	atomic_store_explicit(c->state, c->head, memory_order_release);
+}

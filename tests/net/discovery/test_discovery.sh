@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# test_discovery.sh VFGX INJECT - exposed-buffer discovery between two
+# network namespaces joined by veth (eb-a, eb-b, VETH_NET 74): both peers
+# find each other; malformed, truncated, wrong-magic and wrong-version
+# frames are counted and dropped; an expired lease removes a peer.
+set -uo pipefail
+vfgx=$1
+inject=$2
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: iproute2 (ip) not installed"; exit 77; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	VETH_NET=74 "$root/scripts/netns-veth.sh" down eb
+	rm -rf "$work"
+}
+trap cleanup EXIT
+VETH_NET=74 "$root/scripts/netns-veth.sh" up eb >/dev/null || { echo "SKIP: cannot create network namespaces"; exit 77; }
+fail() { echo "FAIL: $*"; for f in "$work"/*.out; do echo "== $f"; cat "$f"; done; exit 1; }
+# wait until a background discover has opened its socket
+ready() { for _ in $(seq 100); do grep -q announcing "$1" && return 0; sleep 0.05; done; fail "$1: never started"; }
+
+# 1. both peers found
+ip netns exec eb-a "$vfgx" discover -i eb-a0 -n 1 -p 1 -t 10 >"$work/a1.out" 2>&1 & pa=$!
+ip netns exec eb-b "$vfgx" discover -i eb-b0 -n 2 -p 1 -t 10 >"$work/b1.out" 2>&1 & pb=$!
+wait $pa || fail "node 1 did not find node 2"
+wait $pb || fail "node 2 did not find node 1"
+grep -Eq '^2 +0 +ctrl' "$work/a1.out" || fail "node 1's table lacks node 2"
+grep -Eq '^1 +0 +ctrl' "$work/b1.out" || fail "node 2's table lacks node 1"
+echo "ok: both peers found"
+
+# 2. bad frames counted and dropped; a good one after them still accepted
+ip netns exec eb-b "$vfgx" discover -i eb-b0 -n 2 -t 2 >"$work/b2.out" 2>&1 & pb=$!
+pids=($pb)
+ready "$work/b2.out"
+for k in "truncated 3" "magic 4" "version 5" "malformed 6" "valid 1"; do
+	ip netns exec eb-a "$inject" eb-a0 ${k% *} ${k#* } 77 || fail "inject $k"
+done
+wait $pb || fail "node 2 found no peer after the injected frames"
+pids=()
+grep -q 'truncated=3 bad_magic=4 bad_version=5 malformed=6' "$work/b2.out" ||
+	fail "bad frames not counted as 3/4/5/6"
+grep -Eq 'rx=19 valid=1 ' "$work/b2.out" || fail "expected 19 frames, 1 valid"
+grep -Eq '^77 +1 +rx +0x0000000000010000 0x00000077 65536 ' "$work/b2.out" ||
+	fail "the valid frame's rx buffer is missing from the table"
+echo "ok: bad frames counted and dropped"
+
+# 3. a lease that runs out removes the peer
+ip netns exec eb-b "$vfgx" discover -i eb-b0 -n 2 -t 4 -v >"$work/b3.out" 2>&1 & pb=$!
+pids=($pb)
+ready "$work/b3.out"
+ip netns exec eb-a "$vfgx" discover -i eb-a0 -n 1 -t 1 -l 1 >"$work/a3.out" 2>&1
+wait $pb
+pids=()
+grep -q 'event: added node=1 ' "$work/b3.out" || fail "node 1 never seen"
+grep -q 'event: expired node=1 ' "$work/b3.out" || fail "node 1's lease did not expire"
+grep -Eq '^1 +0 ' "$work/b3.out" && fail "expired node 1 still in the table"
+grep -q 'peers: 0 nodes' "$work/b3.out" || fail "table not empty after expiry"
+echo "ok: expired lease removed the peer"
