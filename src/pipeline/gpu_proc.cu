@@ -9,7 +9,10 @@
  * split into GPUK_GROUPS groups, one warp per group, and a per-group ticket
  * (the item number whose turn it is) orders items.  The reorder windows
  * (the output buffer) live in GPU memory.  Counters are summed per block in
- * shared memory and added to GPU-memory counters once per item. */
+ * shared memory and added to GPU-memory counters once per item.  Persistent
+ * mode: groups without packets in the item pass their tickets on at once
+ * (bitmap from phase A), and a group's share of the item is read before its
+ * turn; see kernel_persistent and phase_b_group. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,6 +36,10 @@
 #define RES_NONE 0
 #define RES_INSERT 1
 #define DROP_USER 15 /* VFGX_DROP_USER */
+/* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
+ * (spread over L2 slices) instead of 4 */
+#define TICKET_STRIDE 16
+#define TICKET(k, g) (&(k).tickets[(size_t)(g) * TICKET_STRIDE])
 
 typedef unsigned long long ull;
 
@@ -60,7 +67,7 @@ struct kparams {
 	struct res *res;            /* nb_items * burst */
 	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
 	uint8_t *stage;             /* stage_copy buffers or NULL */
-	uint64_t *tickets;          /* GPUK_GROUPS */
+	uint64_t *tickets;          /* GPUK_GROUPS, TICKET_STRIDE apart */
 	uint64_t *seen;             /* persistent: items observed READY so far */
 	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
 	uint64_t *seen_ns;          /* persistent: %globaltimer when READY was seen, per slot (pinned) */
@@ -512,18 +519,82 @@ __device__ __forceinline__ void cache_put(const kparams &k, uint32_t cs,
 	__syncwarp();
 }
 
+/* Entries b0 .. b0 + 1023 of the item: bal[c] has bit j set when entry
+ * b0 + 32 c + j belongs to group g; tot counts them.  32 independent byte
+ * loads per lane. */
+__device__ __forceinline__ void group_ballots(const uint8_t *grp, uint32_t b0,
+					      uint32_t n, uint32_t g,
+					      uint32_t lane, uint32_t (&bal)[32],
+					      uint32_t &tot)
+{
+	tot = 0;
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		uint32_t i = b0 + 32 * c + lane;
+
+		bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+	}
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++)
+		tot += __popc(bal[c]);
+}
+
+/* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
+ * arrival order (zero past the last), so a batch of 32 records arrives in
+ * one L2 round trip. */
+__device__ __forceinline__ struct res batch_record(const struct res *rs,
+						   const uint32_t (&bal)[32],
+						   uint32_t b0, uint32_t r0,
+						   uint32_t lane)
+{
+	uint32_t want = r0 + lane, acc = 0, idx = UINT32_MAX;
+	struct res mine = { 0, NULL, 0, 0, 0, 0 };
+
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		uint32_t p = __popc(bal[c]);
+
+		if (want >= acc && want < acc + p) {
+			uint32_t m = bal[c];
+
+			for (uint32_t d = want - acc; d; d--)
+				m &= m - 1;
+			idx = b0 + 32 * c + (uint32_t)(__ffs(m) - 1);
+		}
+		acc += p;
+	}
+	if (idx != UINT32_MAX)
+		mine = rs[idx];
+	return mine;
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
 			      uint32_t g, uint32_t lane)
 {
 	const struct res *rs = &k.res[(size_t)slot * k.burst];
+	const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+	uint32_t bal[32], tot = 0;
+	struct res mine0 = { 0, NULL, 0, 0, 0, 0 };
 	int quit = 0;
 
+	/* What phase A of this block left for the group (its entries of the
+	 * first 1024 and the first 32 records) does not depend on earlier
+	 * items: read it before waiting for the group's turn, so the turn
+	 * itself only covers the window state. */
+	if (k.reorder && cmd == VFGX_COMM_CMD_BURST && n) {
+		group_ballots(grp, 0, n, g, lane, bal, tot);
+		mine0 = batch_record(rs, bal, 0, 0, lane);
+	}
 	if (lane == 0) {
 		uint32_t spins = 0;
+		uint64_t t;
 
-		while (ld_acquire_dev(&k.tickets[g]) != item) {
+		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+			/* more than one item before ours: no hurry */
+			if (item - t > 1)
+				__nanosleep(100);
 			/* the persistent kernel's quit word is GPU memory; the
 			 * host's is read over PCIe, so only rarely */
 			if ((++spins & 255) == 0 &&
@@ -551,7 +622,6 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);
 	} else if (k.reorder) {
-		const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
 		/* One stream's window state cached in registers (the same in
 		 * every lane) while its records come in order with nothing
 		 * held: such a record is delivered from the packet with no
@@ -568,38 +638,14 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		 * arrive in one L2 round trip instead of one per chunk; the
 		 * warp then walks them in order through shuffles. */
 		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
-			uint32_t bal[32], tot = 0;
-
-#pragma unroll
-			for (uint32_t c = 0; c < 32; c++) {
-				uint32_t i = b0 + 32 * c + lane;
-
-				bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
-			}
-#pragma unroll
-			for (uint32_t c = 0; c < 32; c++)
-				tot += __popc(bal[c]);
+			if (b0)
+				group_ballots(grp, b0, n, g, lane, bal, tot);
 #pragma unroll 1
 			for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
-				uint32_t want = r0 + lane, acc = 0, idx = UINT32_MAX;
 				uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
-				struct res mine = { 0, NULL, 0, 0, 0, 0 };
+				struct res mine = b0 == 0 && r0 == 0 ? mine0 :
+					batch_record(rs, bal, b0, r0, lane);
 
-#pragma unroll
-				for (uint32_t c = 0; c < 32; c++) {
-					uint32_t p = __popc(bal[c]);
-
-					if (want >= acc && want < acc + p) {
-						uint32_t m = bal[c];
-
-						for (uint32_t d = want - acc; d; d--)
-							m &= m - 1;
-						idx = b0 + 32 * c + (uint32_t)(__ffs(m) - 1);
-					}
-					acc += p;
-				}
-				if (idx != UINT32_MAX)
-					mine = rs[idx];
 #pragma unroll 1
 				for (uint32_t j = 0; j < batch; j++) {
 					struct res r;
@@ -641,7 +687,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * st.release.gpu is a fence.acq_rel.gpu plus the store, so no extra
 	 * __threadfence() is needed. */
 	if (lane == 0)
-		st_release_dev(&k.tickets[g], item + 1);
+		st_release_dev(TICKET(k, g), item + 1);
 	return true;
 }
 
@@ -658,8 +704,11 @@ __device__ bool pass_empty_groups(const kparams &k, uint64_t item,
 
 	if (lane < GPUK_GROUPS / WARPS && ((empty8 >> lane) & 1)) {
 		uint32_t g = warp + WARPS * lane, spins = 0;
+		uint64_t t;
 
-		while (ld_acquire_dev(&k.tickets[g]) != item) {
+		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+			if (item - t > 1)
+				__nanosleep(100);
 			if ((++spins & 255) == 0 &&
 			    (ld_relaxed_dev(k.dquit) ||
 			     ((spins & 65535) == 0 && ld_quit(k.quit)))) {
@@ -668,7 +717,7 @@ __device__ bool pass_empty_groups(const kparams &k, uint64_t item,
 			}
 		}
 		if (!quit)
-			st_release_dev(&k.tickets[g], item + 1);
+			st_release_dev(TICKET(k, g), item + 1);
 	}
 	return !__any_sync(FULL, quit);
 }
@@ -1014,7 +1063,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	k.seen_ns = (uint64_t *)d;
 	/* GPU memory: results, tickets, counters, reorder windows, log */
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS * TICKET_STRIDE, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.seen, 2 * sizeof(uint64_t), err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
