@@ -123,43 +123,102 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct handoff_res {
+	double p50, p99;          /* half the round trip */
+	double r50, r99;          /* READY -> DONE round trip seen by the CPU */
+	double d50, d99, dmin;    /* direct: READY store -> GPU's observation */
+	double width0, width1;    /* calibration uncertainty before, after (ns) */
+	double tick;              /* %globaltimer step (ns) */
+	double drift_ppm;         /* globaltimer vs CLOCK_MONOTONIC */
+	bool direct;
+};
+
 /* Empty items through the persistent kernel: CPU stores READY, the GPU
- * sees it, runs the (empty) stages, stores DONE, the CPU sees DONE.  The
- * one-way hand-off is estimated as half that round trip. */
-static int handoff(vfgx_ctx *ctx, double *p50, double *p99, double *rtt50,
-		   double *rtt99)
+ * sees it, runs the (empty) stages, stores DONE, the CPU sees DONE.  Each
+ * item gives the round trip (CPU clock) and, directly, the CPU's time
+ * just before its READY store and the GPU's %globaltimer when its poll
+ * first returned READY; the two clocks are related by a ping-pong
+ * calibration just before and just after (offset interpolated linearly in
+ * CPU time), so hand-off = GPU stamp + tick/2 - offset - READY time. */
+static int handoff(vfgx_ctx *ctx, struct handoff_res *h)
 {
 	struct vfgx_pipeline_config pc = bench_conf(64, true);
 	struct vfgx_gpu_opts o;
 	vfgx_gpu_proc *gp;
 	uint64_t *rtt = calloc(HANDOFFS, sizeof(*rtt));
+	uint64_t *rdy = calloc(HANDOFFS, sizeof(*rdy));
+	uint64_t *seen = calloc(HANDOFFS, sizeof(*seen));
+	int64_t *one = calloc(HANDOFFS, sizeof(*one));
+	long long off0 = 0, off1 = 0;
+	unsigned long long at0 = 0, at1 = 0;
+	double tick1 = 0;
+	char err[256];
 	int ret;
 
+	memset(h, 0, sizeof(*h));
 	vfgx_gpu_opts_default(&o);
 	o.items = 256;
-	if (!rtt)
-		return -ENOMEM;
-	if ((ret = vfgx_gpu_proc_create(ctx, &pc, &o, &gp))) {
-		free(rtt);
-		return ret;
+	if (!rtt || !rdy || !seen || !one) {
+		ret = -ENOMEM;
+		goto out;
 	}
+	h->direct = gpubw_clock_cal(0, 2000, &off0, &h->width0, &h->tick, &at0,
+				    err, sizeof(err)) == 0;
+	if (!h->direct)
+		fprintf(stderr, "vfgx bench gpu: clock calibration: %s (direct hand-off not measured)\n", err);
+	if ((ret = vfgx_gpu_proc_create(ctx, &pc, &o, &gp)))
+		goto out;
 	for (int i = 0; i < HANDOFFS + 1000 && !ret; i++) {
 		uint64_t t0 = vfgx_now_ns();
 		int64_t item = vfgx_gpu_proc_submit(gp, NULL, 0);
 
 		ret = item < 0 ? (int)item : vfgx_gpu_proc_wait(gp, (uint64_t)item);
-		if (i >= 1000) /* the first 1000 warm up */
+		if (i >= 1000) { /* the first 1000 warm up */
 			rtt[i - 1000] = vfgx_now_ns() - t0;
+			if (!ret && vfgx_gpu_proc_handoff_stamps(gp, (uint64_t)item,
+								 &rdy[i - 1000], &seen[i - 1000]))
+				h->direct = false;
+		}
 	}
 	vfgx_gpu_proc_destroy(gp);
-	if (!ret) {
-		qsort(rtt, HANDOFFS, sizeof(*rtt), cmp_u64);
-		*rtt50 = (double)rtt[HANDOFFS / 2] / 1e3;
-		*rtt99 = (double)rtt[HANDOFFS * 99 / 100] / 1e3;
-		*p50 = *rtt50 / 2;
-		*p99 = *rtt99 / 2;
+	if (ret)
+		goto out;
+	if (h->direct &&
+	    gpubw_clock_cal(0, 2000, &off1, &h->width1, &tick1, &at1, err, sizeof(err))) {
+		fprintf(stderr, "vfgx bench gpu: clock calibration: %s (direct hand-off not measured)\n", err);
+		h->direct = false;
 	}
+	qsort(rtt, HANDOFFS, sizeof(*rtt), cmp_u64);
+	h->r50 = (double)rtt[HANDOFFS / 2] / 1e3;
+	h->r99 = (double)rtt[HANDOFFS * 99 / 100] / 1e3;
+	h->p50 = h->r50 / 2;
+	h->p99 = h->r99 / 2;
+	if (h->direct) {
+		double slope = at1 > at0 ? (double)(off1 - off0) / (double)(at1 - at0) : 0;
+
+		h->drift_ppm = slope * 1e6;
+		for (int i = 0; i < HANDOFFS; i++) {
+			long long off = off0 + (long long)(slope * ((double)rdy[i] - (double)at0));
+
+			one[i] = (int64_t)seen[i] + (int64_t)(h->tick / 2) - off - (int64_t)rdy[i];
+		}
+		qsort(one, HANDOFFS, sizeof(*one), cmp_i64);
+		h->d50 = (double)one[HANDOFFS / 2] / 1e3;
+		h->d99 = (double)one[HANDOFFS * 99 / 100] / 1e3;
+		h->dmin = (double)one[0] / 1e3;
+	}
+out:
 	free(rtt);
+	free(rdy);
+	free(seen);
+	free(one);
 	return ret;
 }
 
@@ -268,7 +327,8 @@ int vfgx_bench_gpu(int argc, char **argv)
 {
 	static struct tput res[NB_SIZES][2][NB_MODES], var[2];
 	double pp50[NB_PP] = { 0 }, pp99[NB_PP] = { 0 };
-	double cpu[NB_SIZES], d2d = 0, pcie = 0, h50 = 0, h99 = 0, r50 = 0, r99 = 0;
+	double cpu[NB_SIZES], d2d = 0, pcie = 0;
+	struct handoff_res ho;
 	const char *out = "bench/results";
 	double seconds = 0.5;
 	char path[512], desc[256], drv[256], err[256];
@@ -302,12 +362,14 @@ int vfgx_bench_gpu(int argc, char **argv)
 		cpu[s] = cpu_one_core(ctx, sizes[s], seconds);
 		printf("cpu one core %5u B: %.2f Mpps\n", sizes[s], cpu[s]);
 	}
-	if (handoff(ctx, &h50, &h99, &r50, &r99)) {
+	if (handoff(ctx, &ho)) {
 		fprintf(stderr, "vfgx bench gpu: hand-off: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
-	printf("hand-off: median %.2f us, p99 %.2f us (round trip median %.2f, p99 %.2f)\n",
-	       h50, h99, r50, r99);
+	printf("hand-off: direct median %.2f us, p99 %.2f us, min %.2f us (%s; calibration +-%.0f/%.0f ns, tick %.0f ns, drift %.2f ppm); half round trip median %.2f us, p99 %.2f us (round trip median %.2f, p99 %.2f)\n",
+	       ho.d50, ho.d99, ho.dmin, ho.direct ? "measured" : "NOT measured",
+	       ho.width0 / 2, ho.width1 / 2, ho.tick, ho.drift_ppm,
+	       ho.p50, ho.p99, ho.r50, ho.r99);
 	for (int v = 0; v < NB_PP; v++) {
 		if (gpubw_pingpong(0, pp[v].flags, PP_ITERS, &pp50[v], &pp99[v], err,
 				   sizeof(err))) {
@@ -377,10 +439,19 @@ int vfgx_bench_gpu(int argc, char **argv)
 		fprintf(f, "| CPU pipeline, one core, %u B (same stages, vfgx_proc) | %.2f Mpps (%.2f Gbps) |\n",
 			sizes[s], cpu[s], cpu[s] * sizes[s] * 8 / 1e3);
 	fprintf(f, "\n## Hand-off latency (CPU stores READY -> GPU observes it)\n\n");
-	fprintf(f, "%d empty items through the persistent kernel, each waited for; one-way = half the READY->DONE round trip seen by the CPU.\n\n",
-		HANDOFFS);
-	fprintf(f, "| | median | p99 |\n|---|---|---|\n| one-way estimate | %.2f us | %.2f us |\n| round trip | %.2f us | %.2f us |\n\n",
-		h50, h99, r50, r99);
+	fprintf(f, "%d empty items through the persistent kernel, each waited for.  Direct: the CPU takes CLOCK_MONOTONIC just before its READY store; the GPU thread polling the status word reads %%globaltimer when a poll first returns READY and stores it in pinned memory before DONE; the clocks are related by %d ping-pongs just before and just after (each bounds offset = globaltimer - monotonic to [g - t1, g + tick - t0]; intersection, middle; offset interpolated between the two); hand-off = stamp + tick/2 - offset - READY time.  Also half the READY->DONE round trip and the round trip itself.\n\n",
+		HANDOFFS, 2000);
+	fprintf(f, "| | median | p99 |\n|---|---|---|\n");
+	if (ho.direct)
+		fprintf(f, "| direct: READY store -> GPU observes it | %.2f us | %.2f us |\n", ho.d50, ho.d99);
+	else
+		fprintf(f, "| direct: not measured (calibration failed) | - | - |\n");
+	fprintf(f, "| half round trip | %.2f us | %.2f us |\n| round trip READY -> DONE seen | %.2f us | %.2f us |\n\n",
+		ho.p50, ho.p99, ho.r50, ho.r99);
+	if (ho.direct)
+		fprintf(f, "Calibration: offset interval width %.0f ns before, %.0f ns after (the direct value is uncertain by about +-%.0f ns); %%globaltimer step %.0f ns; drift between the two calibrations %.2f ppm; smallest direct sample %.2f us.\n\n",
+			ho.width0, ho.width1, (ho.width0 > ho.width1 ? ho.width0 : ho.width1) / 2,
+			ho.tick, ho.drift_ppm, ho.dmin);
 	fprintf(f, "Ping-pong variants (same run): the CPU stores i to a pinned word, one GPU thread polls it and stores i to a second pinned word, the CPU polls that; %d round trips each.\n\n| variant | round trip median | p99 |\n|---|---|---|\n",
 		PP_ITERS);
 	for (int v = 0; v < NB_PP; v++)
@@ -408,7 +479,8 @@ int vfgx_bench_gpu(int argc, char **argv)
 		fprintf(f, "Best modes: 64 B GPU memory %s; 1500 B GPU memory %s; 8192 B GPU memory %s; 8192 B pinned %s.\n\n",
 			vfgx_gpu_mode_name(m64), vfgx_gpu_mode_name(m1500),
 			vfgx_gpu_mode_name(m8g), vfgx_gpu_mode_name(m8p));
-		bench_target(f, "gpu_handoff_median_us", h50, r50, 2.0, false);
+		bench_target(f, "gpu_handoff_median_us", ho.direct ? ho.d50 : ho.p50, ho.r50,
+			     2.0, false);
 		bench_target(f, "gpu_64B_mpps_from_gpu_memory", b64, cpu[0], 100, true);
 		bench_target(f, "gpu_8192B_gbytes_s_vs_device_bw", b8g, d2d, 0.5 * d2d, true);
 		bench_target(f, "gpu_8192B_gbytes_s_pinned_vs_pcie_read", b8p, pcie, 0.8 * pcie, true);

@@ -1,5 +1,6 @@
 /* gpu_bw.cu - measured floors for `vfgx bench gpu` (see gpu_bw.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,5 +262,102 @@ out:
 	cudaFree(dev);
 	cudaFreeHost(h);
 	free(rtt);
+	return ret;
+}
+
+/* One thread: measure the step of %globaltimer, then answer each go = i
+ * with the %globaltimer read when it was seen. */
+__global__ void cal_kernel(struct pp_words *w, int iters)
+{
+	uint64_t tick = ~0ull;
+
+	for (int n = 0; n < 16; n++) {
+		uint64_t a, b;
+
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(a));
+		do
+			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(b));
+		while (b == a);
+		if (b - a < tick)
+			tick = b - a;
+	}
+	w->stamp = tick;
+	__threadfence_system();
+	w->ack = 0xffffffffu;
+	for (int i = 1; i <= iters; i++) {
+		uint32_t spins = 0;
+		uint64_t t;
+
+		while (w->go != (uint32_t)i)
+			if ((++spins & 63) == 0 && w->quit)
+				return;
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		w->stamp = t;
+		__threadfence_system();
+		w->ack = (uint32_t)i;
+	}
+}
+
+extern "C" int gpubw_clock_cal(int gpu, int iters, long long *off_ns,
+			       double *width_ns, double *tick_ns,
+			       unsigned long long *at_ns, char *err, size_t len)
+{
+	struct pp_words *h = NULL, *d = NULL;
+	long long lo = LLONG_MIN, hi = LLONG_MAX;
+	uint64_t tick = 0, first = 0, last = 0;
+	cudaStream_t s;
+	cudaError_t e;
+	int ret = 0;
+
+	if ((e = cudaSetDevice(gpu)) ||
+	    (e = cudaHostAlloc((void **)&h, sizeof(*h), cudaHostAllocMapped)) ||
+	    (e = cudaHostGetDevicePointer((void **)&d, h, 0)) ||
+	    (e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))
+		return fail(err, len, "clock calibration alloc", e);
+	memset((void *)h, 0, sizeof(*h));
+	cal_kernel<<<1, 1, 0, s>>>(d, iters);
+	{
+		uint64_t t0 = pp_now();
+
+		while (__atomic_load_n(&h->ack, __ATOMIC_ACQUIRE) != 0xffffffffu)
+			if (pp_now() - t0 > 2000000000ull) {
+				snprintf(err, len, "clock calibration: kernel did not start within 2 s");
+				ret = -ETIMEDOUT;
+				goto out;
+			}
+		tick = h->stamp;
+	}
+	for (int i = 1; i <= iters; i++) {
+		uint64_t t0 = pp_now(), t1;
+		long long g;
+
+		__atomic_store_n(&h->go, (uint32_t)i, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&h->ack, __ATOMIC_ACQUIRE) != (uint32_t)i)
+			if (pp_now() - t0 > 2000000000ull) {
+				snprintf(err, len, "clock calibration: no answer to %d within 2 s", i);
+				ret = -ETIMEDOUT;
+				goto out;
+			}
+		t1 = pp_now();
+		g = (long long)h->stamp;
+		if (g - (long long)t1 > lo)
+			lo = g - (long long)t1;
+		if (g + (long long)tick - (long long)t0 < hi)
+			hi = g + (long long)tick - (long long)t0;
+		if (!first)
+			first = t0;
+		last = t1;
+	}
+	*off_ns = lo + (hi - lo) / 2;
+	*width_ns = (double)(hi - lo);
+	*tick_ns = (double)tick;
+	*at_ns = first + (last - first) / 2;
+out:
+	h->quit = 1;
+	e = cudaStreamSynchronize(s);
+	if (!ret && e != cudaSuccess)
+		ret = fail(err, len, "clock calibration kernel", e);
+	cudaStreamDestroy(s);
+	cudaFreeHost(h);
 	return ret;
 }

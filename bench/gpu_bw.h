@@ -26,6 +26,15 @@ int gpubw_pinned_read(int gpu, size_t bytes, int reps, double *gbs, char *err,
 #define PP_CPUFENCE 64 /* the CPU runs a full fence (mfence) after its store */
 int gpubw_pingpong(int gpu, int flags, int iters, double *p50_us, double *p99_us,
 		   char *err, size_t len);
+/* %globaltimer against CLOCK_MONOTONIC (vfgx_now_ns): iters ping-pongs,
+ * each bounding offset = globaltimer - monotonic to [g - t1, g + tick - t0]
+ * (g read by the GPU between the CPU's t0 and t1); the intersection of all
+ * bounds gives *off_ns (its middle) and *width_ns (its width); *tick_ns is
+ * the smallest step of %globaltimer seen, *at_ns the CPU time of the
+ * middle of the calibration.  Needs <stdint.h>. */
+int gpubw_clock_cal(int gpu, int iters, long long *off_ns, double *width_ns,
+		    double *tick_ns, unsigned long long *at_ns, char *err,
+		    size_t len);
 /* Copy into / out of device memory for the benchmark's packet buffers. */
 int gpubw_copy_to_device(void *dst, const void *src, size_t bytes);
 

@@ -8,7 +8,7 @@
 
 uint32_t vfgx_comm_load(const struct vfgx_comm_list *l, uint32_t slot)
 {
-	/* acquire: pairs with the GPU's __threadfence_system() + DONE store,
+	/* acquire: pairs with the GPU's st.release.sys of DONE,
 	 * so results the GPU wrote before DONE are visible after this. */
 	return __atomic_load_n(&l->status[slot].v, __ATOMIC_ACQUIRE);
 }

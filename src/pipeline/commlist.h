@@ -11,7 +11,7 @@
  *   status = READY (store-release)  --->  observe READY (ld.acquire.sys)
  *                                         read pkts[] (pinned, in place)
  *                                         run the stages, reduce counters
- *                                         __threadfence_system()
+ *                                         __syncthreads()
  *   observe DONE/ERROR (load-acquire) <-  status = DONE (st.release.sys)
  *   release the packets, status = FREE
  *
@@ -20,9 +20,10 @@
  * compiler is not, so READY is a C11 store-release.  The GPU reads READY
  * with a system-scope acquire load, after which its reads of the descriptors
  * (pinned host memory, read over PCIe) cannot be served from stale copies.
- * Before DONE the GPU makes its results (counters, reorder buffer, log)
- * visible system-wide with __threadfence_system(); the CPU's load-acquire
- * of DONE then orders its later reads.  Only the CPU writes FREE/READY and
+ * Before DONE the block synchronizes (__syncthreads) and one thread stores
+ * DONE with st.release.sys, i.e. fence.acq_rel.sys + store, which is
+ * cumulative over the block's writes (counters, reorder buffer, log); the
+ * CPU's load-acquire of DONE then orders its later reads.  Only the CPU writes FREE/READY and
  * only the GPU writes DONE/ERROR, so no read-modify-write is needed.
  *
  * Placement: the status words would best live in GPU memory mapped for the
@@ -89,6 +90,9 @@ struct vfgx_comm_list {
 	struct vfgx_comm_status_word *status_dev;
 	volatile uint32_t *quit;                /* host view of the quit flag */
 	uint32_t *quit_dev;
+	/* persistent mode: per slot, the GPU's %globaltimer (ns) when it
+	 * observed the item READY; written before DONE (host view) */
+	volatile uint64_t *seen_ns;
 };
 
 #ifdef __cplusplus

@@ -9,8 +9,12 @@
  * split into GPUK_GROUPS groups, one warp per group, and a per-group ticket
  * (the item number whose turn it is) orders items.  The reorder windows
  * (the output buffer) live in GPU memory.  Counters are summed per block in
- * shared memory and added to GPU-memory counters once per item. */
+ * shared memory and added to GPU-memory counters once per item.  Persistent
+ * mode: groups without packets in the item pass their tickets on at once
+ * (bitmap from phase A), and a group's share of the item is read before its
+ * turn; see kernel_persistent and phase_b_group. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +36,18 @@
 #define RES_NONE 0
 #define RES_INSERT 1
 #define DROP_USER 15 /* VFGX_DROP_USER */
+/* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
+ * (spread over L2 slices) instead of 4 */
+#define TICKET_STRIDE 16
+#define TICKET(k, g) (&(k).tickets[(size_t)(g) * TICKET_STRIDE])
 
 typedef unsigned long long ull;
+
+/* ld_item_hdr reads the header as seq | nb_pkts, cmd | pkts */
+static_assert(offsetof(struct vfgx_comm_item, nb_pkts) == 8 &&
+	      offsetof(struct vfgx_comm_item, cmd) == 12 &&
+	      offsetof(struct vfgx_comm_item, pkts) == 16 &&
+	      sizeof(struct vfgx_comm_item) % 16 == 0, "comm item header layout");
 
 struct res {
 	uint64_t seq;
@@ -53,9 +67,10 @@ struct kparams {
 	struct res *res;            /* nb_items * burst */
 	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
 	uint8_t *stage;             /* stage_copy buffers or NULL */
-	uint64_t *tickets;          /* GPUK_GROUPS */
+	uint64_t *tickets;          /* GPUK_GROUPS, TICKET_STRIDE apart */
 	uint64_t *seen;             /* persistent: items observed READY so far */
 	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
+	uint64_t *seen_ns;          /* persistent: %globaltimer when READY was seen, per slot (pinned) */
 	ull *cnt;                   /* GPUK_NCNT */
 	/* reorder state, nb_streams each (windows: * window) */
 	uint64_t *base, *next;
@@ -106,6 +121,17 @@ __device__ __forceinline__ void st_release_dev(uint64_t *p, uint64_t v)
 {
 	cuda::atomic_ref<uint64_t, cuda::thread_scope_device> a(*p);
 	a.store(v, cuda::memory_order_release);
+}
+
+/* An item header's seq, nb_pkts | cmd << 32 and pkts: two loads issued
+ * together, one PCIe round trip (after the acquire of READY). */
+__device__ __forceinline__ void ld_item_hdr(const struct vfgx_comm_item *it,
+					    uint64_t &seq, uint64_t &nc,
+					    uint64_t &pkts)
+{
+	asm volatile("ld.volatile.v2.u64 {%0, %1}, [%3];\n\t"
+		     "ld.volatile.u64 %2, [%3+16];"
+		     : "=l"(seq), "=l"(nc), "=l"(pkts) : "l"(it) : "memory");
 }
 
 __device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)
@@ -242,9 +268,10 @@ __device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 }
 
 /* Packet i of the item in slot; its descriptor was read by the caller. */
-__device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
-			       uint32_t i, uint64_t addr, uint32_t len,
-			       uint32_t q, uint32_t flags, uint32_t lane)
+__device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
+			       uint32_t slot, uint32_t i, uint64_t addr,
+			       uint32_t len, uint32_t q, uint32_t flags,
+			       uint32_t lane)
 {
 	struct res *out = &k.res[(size_t)slot * k.burst + i];
 	uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
@@ -324,13 +351,16 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, uint32_t slot,
 		out->flags = h.flags;
 		out->kind = RES_INSERT;
 		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
+		if (gmask)
+			atomicOr(gmask, 1ull << (out->stream % GPUK_GROUPS));
 	}
 }
 
 /* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
  * stride chunks): each lane reads one descriptor (one coalesced read over
  * PCIe per 32 packets), then the warp runs the packets one by one. */
-__device__ void phase_a_chunks(const kparams &k, ull *cnt, uint32_t slot,
+__device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
+			       uint32_t slot,
 			       const struct vfgx_comm_pkt *pkts, uint32_t n,
 			       uint32_t chunk, uint32_t stride, uint32_t lane)
 {
@@ -346,7 +376,8 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, uint32_t slot,
 			flags = pkts[i].flags;
 		}
 		for (uint32_t j = 0; j < m; j++)
-			phase_a_packet(k, cnt, slot, c0 + j, __shfl_sync(FULL, addr, j),
+			phase_a_packet(k, cnt, gmask, slot, c0 + j,
+				       __shfl_sync(FULL, addr, j),
 				       __shfl_sync(FULL, len, j), __shfl_sync(FULL, q, j),
 				       __shfl_sync(FULL, flags, j), lane);
 	}
@@ -488,18 +519,82 @@ __device__ __forceinline__ void cache_put(const kparams &k, uint32_t cs,
 	__syncwarp();
 }
 
+/* Entries b0 .. b0 + 1023 of the item: bal[c] has bit j set when entry
+ * b0 + 32 c + j belongs to group g; tot counts them.  32 independent byte
+ * loads per lane. */
+__device__ __forceinline__ void group_ballots(const uint8_t *grp, uint32_t b0,
+					      uint32_t n, uint32_t g,
+					      uint32_t lane, uint32_t (&bal)[32],
+					      uint32_t &tot)
+{
+	tot = 0;
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		uint32_t i = b0 + 32 * c + lane;
+
+		bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+	}
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++)
+		tot += __popc(bal[c]);
+}
+
+/* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
+ * arrival order (zero past the last), so a batch of 32 records arrives in
+ * one L2 round trip. */
+__device__ __forceinline__ struct res batch_record(const struct res *rs,
+						   const uint32_t (&bal)[32],
+						   uint32_t b0, uint32_t r0,
+						   uint32_t lane)
+{
+	uint32_t want = r0 + lane, acc = 0, idx = UINT32_MAX;
+	struct res mine = { 0, NULL, 0, 0, 0, 0 };
+
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		uint32_t p = __popc(bal[c]);
+
+		if (want >= acc && want < acc + p) {
+			uint32_t m = bal[c];
+
+			for (uint32_t d = want - acc; d; d--)
+				m &= m - 1;
+			idx = b0 + 32 * c + (uint32_t)(__ffs(m) - 1);
+		}
+		acc += p;
+	}
+	if (idx != UINT32_MAX)
+		mine = rs[idx];
+	return mine;
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
 			      uint32_t g, uint32_t lane)
 {
 	const struct res *rs = &k.res[(size_t)slot * k.burst];
+	const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+	uint32_t bal[32], tot = 0;
+	struct res mine0 = { 0, NULL, 0, 0, 0, 0 };
 	int quit = 0;
 
+	/* What phase A of this block left for the group (its entries of the
+	 * first 1024 and the first 32 records) does not depend on earlier
+	 * items: read it before waiting for the group's turn, so the turn
+	 * itself only covers the window state. */
+	if (k.reorder && cmd == VFGX_COMM_CMD_BURST && n) {
+		group_ballots(grp, 0, n, g, lane, bal, tot);
+		mine0 = batch_record(rs, bal, 0, 0, lane);
+	}
 	if (lane == 0) {
 		uint32_t spins = 0;
+		uint64_t t;
 
-		while (ld_acquire_dev(&k.tickets[g]) != item) {
+		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+			/* more than one item before ours: no hurry */
+			if (item - t > 1)
+				__nanosleep(100);
 			/* the persistent kernel's quit word is GPU memory; the
 			 * host's is read over PCIe, so only rarely */
 			if ((++spins & 255) == 0 &&
@@ -527,7 +622,6 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);
 	} else if (k.reorder) {
-		const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
 		/* One stream's window state cached in registers (the same in
 		 * every lane) while its records come in order with nothing
 		 * held: such a record is delivered from the packet with no
@@ -538,31 +632,24 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		uint64_t cbase = 0, cnext = 0;
 
 		/* 1024 entries at a time: 32 independent byte loads per lane,
-		 * then one ballot per 32 entries, in arrival order */
+		 * then one ballot per 32 entries.  The group's matches (in
+		 * arrival order) are then taken 32 at a time: lane j finds the
+		 * j-th match and loads its record, so the records of a batch
+		 * arrive in one L2 round trip instead of one per chunk; the
+		 * warp then walks them in order through shuffles. */
 		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
-			uint32_t bal[32];
-
-#pragma unroll
-			for (uint32_t c = 0; c < 32; c++) {
-				uint32_t i = b0 + 32 * c + lane;
-
-				bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
-			}
+			if (b0)
+				group_ballots(grp, b0, n, g, lane, bal, tot);
 #pragma unroll 1
-			for (uint32_t c = 0; c < 32; c++) {
-				uint32_t m = bal[c];
-				struct res mine = { 0, NULL, 0, 0, 0, 0 };
+			for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
+				uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
+				struct res mine = b0 == 0 && r0 == 0 ? mine0 :
+					batch_record(rs, bal, b0, r0, lane);
 
-				if (!m)
-					continue;
-				/* each lane reads its own record, then shuffles */
-				if (m & (1u << lane))
-					mine = rs[b0 + 32 * c + lane];
-				while (m) {
-					uint32_t j = __ffs(m) - 1;
+#pragma unroll 1
+				for (uint32_t j = 0; j < batch; j++) {
 					struct res r;
 
-					m &= m - 1;
 					r.seq = __shfl_sync(FULL, mine.seq, j);
 					r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
 					r.len = __shfl_sync(FULL, mine.len, j);
@@ -595,11 +682,44 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		cache_put(k, cs, cbase, cnext, lane);
 	}
 	__syncwarp();
-	if (lane == 0) {
-		__threadfence();
-		st_release_dev(&k.tickets[g], item + 1);
-	}
+	/* The release store orders this warp's window writes (published to
+	 * lane 0 by the __syncwarp() above) before the next item's acquire:
+	 * st.release.gpu is a fence.acq_rel.gpu plus the store, so no extra
+	 * __threadfence() is needed. */
+	if (lane == 0)
+		st_release_dev(TICKET(k, g), item + 1);
 	return true;
+}
+
+/* Persistent mode: the groups of this warp (warp, warp + WARPS, ...) that
+ * have no packet in the item (bit j of empty8 for group warp + WARPS * j)
+ * only pass their ticket on.  Lane j waits for group j's turn and releases
+ * it, all at once, instead of one wait, fence and release after another.
+ * The acquire then release by the same lane keeps the chain of earlier
+ * items' window writes intact for the next item.  Returns false on quit. */
+__device__ bool pass_empty_groups(const kparams &k, uint64_t item,
+				  uint32_t warp, uint32_t empty8, uint32_t lane)
+{
+	int quit = 0;
+
+	if (lane < GPUK_GROUPS / WARPS && ((empty8 >> lane) & 1)) {
+		uint32_t g = warp + WARPS * lane, spins = 0;
+		uint64_t t;
+
+		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+			if (item - t > 1)
+				__nanosleep(100);
+			if ((++spins & 255) == 0 &&
+			    (ld_relaxed_dev(k.dquit) ||
+			     ((spins & 65535) == 0 && ld_quit(k.quit)))) {
+				quit = 1;
+				break;
+			}
+		}
+		if (!quit)
+			st_release_dev(TICKET(k, g), item + 1);
+	}
+	return !__any_sync(FULL, quit);
 }
 
 __device__ void zero_counters(ull *cnt)
@@ -625,8 +745,11 @@ __device__ void flush_counters(const kparams &k, ull *cnt)
 
 __device__ void mark_done(const kparams &k, uint32_t slot)
 {
-	/* results, counters and the reorder buffer before DONE (commlist.h) */
-	__threadfence_system();
+	/* results, counters and the reorder buffer before DONE (commlist.h):
+	 * the caller's __syncthreads() orders the block's writes before this
+	 * thread's, and st.release.sys is a fence.acq_rel.sys plus the store,
+	 * cumulative over them; a __threadfence_system() (fence.sc.sys) in
+	 * front of it adds nothing to the ordering. */
 	st_release_sys(&k.status[slot].v, VFGX_COMM_DONE);
 }
 
@@ -645,8 +768,8 @@ __global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
 		     i += gridDim.x * WARPS) {
 			const struct vfgx_comm_pkt *pk = &pkts[i];
 
-			phase_a_packet(k, cnt, slot, i, pk->addr, pk->len, pk->queue,
-				       pk->flags, lane);
+			phase_a_packet(k, cnt, NULL, slot, i, pk->addr, pk->len,
+				       pk->queue, pk->flags, lane);
 		}
 	}
 	flush_counters(k, cnt);
@@ -683,11 +806,15 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	__shared__ int quit, quit_b;
 	__shared__ uint32_t n_sh, cmd_sh;
 	__shared__ const struct vfgx_comm_pkt *pkts_sh;
+	/* groups with a packet in the item: set in phase A, read in phase B,
+	 * cleared by thread 0 after flush_counters' barriers */
+	__shared__ ull gmask;
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
 	if (threadIdx.x == 0) {
 		quit = 0;
 		quit_b = 0;
+		gmask = 0;
 	}
 	zero_counters(cnt);
 	for (uint64_t item = blockIdx.x;; item += gridDim.x) {
@@ -715,12 +842,20 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 					__nanosleep(200);
 			}
 			/* relaxed polls, then one acquire load of the READY it saw
-			 * (only the GPU moves a status word on from READY) */
+			 * (only the GPU moves a status word on from READY).  The
+			 * %globaltimer of the poll that first returned READY is
+			 * the observation time (bench: hand-off latency). */
+			uint64_t t_obs = 0, hseq = 0, hnc = 0, hpkts = 0;
+
 			while (!quit) {
-				if (ld_relaxed_sys(&k.status[slot].v) == VFGX_COMM_READY &&
-				    ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY &&
-				    *(volatile uint64_t *)&k.items[slot].seq == item)
-					break;
+				if (ld_relaxed_sys(&k.status[slot].v) == VFGX_COMM_READY) {
+					asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_obs));
+					if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY) {
+						ld_item_hdr(&k.items[slot], hseq, hnc, hpkts);
+						if (hseq == item)
+							break;
+					}
+				}
 				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
 					quit = 1;
 					st_release_dev(k.dquit, 1);
@@ -728,9 +863,11 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				}
 			}
 			if (!quit) {
-				n_sh = *(volatile uint32_t *)&k.items[slot].nb_pkts;
-				cmd_sh = *(volatile uint32_t *)&k.items[slot].cmd;
-				pkts_sh = *(struct vfgx_comm_pkt *volatile *)&k.items[slot].pkts;
+				/* a weak posted write; ordered before DONE */
+				k.seen_ns[slot] = t_obs;
+				n_sh = (uint32_t)hnc;
+				cmd_sh = (uint32_t)(hnc >> 32);
+				pkts_sh = (const struct vfgx_comm_pkt *)(uintptr_t)hpkts;
 				st_release_dev(k.seen, item + 1);
 			}
 		}
@@ -739,20 +876,35 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			return;
 		/* phase A: each warp takes chunks of 32 packets */
 		if (cmd_sh == VFGX_COMM_CMD_BURST)
-			phase_a_chunks(k, cnt, slot, pkts_sh, n_sh, warp, WARPS, lane);
+			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, n_sh, warp, WARPS, lane);
 		__syncthreads();
-		for (uint32_t g = warp; g < GPUK_GROUPS; g += WARPS) {
-			if (!phase_b_group(k, cnt, slot, item, n_sh, cmd_sh, g, lane)) {
-				if (lane == 0)
-					atomicExch(&quit_b, 1);
-				break;
+		{
+			/* this warp's groups with nothing to do pass their
+			 * tickets on at once; the others run in turn */
+			ull full = cmd_sh == VFGX_COMM_CMD_BURST ? (k.reorder ? gmask : 0) : ~0ull;
+			uint32_t busy8 = 0;
+			bool ok;
+
+			for (uint32_t j = 0; j < GPUK_GROUPS / WARPS; j++)
+				busy8 |= (uint32_t)((full >> (warp + WARPS * j)) & 1) << j;
+			ok = pass_empty_groups(k, item, warp,
+					       ~busy8 & ((1u << (GPUK_GROUPS / WARPS)) - 1), lane);
+			for (uint32_t j = 0; ok && j < GPUK_GROUPS / WARPS; j++) {
+				if (!((busy8 >> j) & 1))
+					continue;
+				ok = phase_b_group(k, cnt, slot, item, n_sh, cmd_sh,
+						   warp + WARPS * j, lane);
 			}
+			if (!ok && lane == 0)
+				atomicExch(&quit_b, 1);
 		}
 		flush_counters(k, cnt);
 		if (quit_b)
 			return;
-		if (threadIdx.x == 0)
+		if (threadIdx.x == 0) {
+			gmask = 0;
 			mark_done(k, slot);
+		}
 	}
 }
 
@@ -770,7 +922,7 @@ struct gpuk {
 	char name[256];
 	void *allocs[24];
 	int nb_allocs;
-	void *hallocs[4];
+	void *hallocs[8];
 	int nb_hallocs;
 };
 
@@ -905,9 +1057,13 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	g->list.quit_dev = (uint32_t *)d;
 	k.quit = (const uint32_t *)d;
 	g->cnt_host = (ull *)((char *)h + 64);
+	if ((ret = halloc(g, &h, &d, sizeof(uint64_t) * k.nb_items, err, errlen)))
+		goto fail;
+	g->list.seen_ns = (volatile uint64_t *)h;
+	k.seen_ns = (uint64_t *)d;
 	/* GPU memory: results, tickets, counters, reorder windows, log */
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS * TICKET_STRIDE, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.seen, 2 * sizeof(uint64_t), err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||

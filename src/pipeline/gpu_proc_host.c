@@ -88,6 +88,7 @@ struct vfgx_gpu_proc {
 	uint32_t graph_fill;
 	uint64_t *ts_min;   /* per slot: oldest packet timestamp */
 	uint32_t *npk;      /* per slot: packets */
+	uint64_t *ready_ns; /* per slot: vfgx_now_ns() just before READY */
 	uint64_t lat_hist[VFGX_LAT_BUCKETS];
 	uint64_t cnt[GPUK_NCNT];
 	uint64_t last_health;
@@ -154,7 +155,8 @@ int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	gp->nb_items = gp->l->nb_items;
 	gp->ts_min = calloc(gp->nb_items, sizeof(*gp->ts_min));
 	gp->npk = calloc(gp->nb_items, sizeof(*gp->npk));
-	if (!gp->ts_min || !gp->npk) {
+	gp->ready_ns = calloc(gp->nb_items, sizeof(*gp->ready_ns));
+	if (!gp->ts_min || !gp->npk || !gp->ready_ns) {
 		vfgx_gpu_proc_destroy(gp);
 		return -ENOMEM;
 	}
@@ -337,6 +339,7 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 	}
 	gp->ts_min[slot] = ts == UINT64_MAX ? 0 : ts;
 	gp->npk[slot] = n;
+	gp->ready_ns[slot] = vfgx_now_ns();
 	vfgx_comm_publish(gp->l, slot, gp->next, n, cmd);
 	if (gp->o.mode == VFGX_GPU_PER_BURST) {
 		if ((ret = launch(gp, slot)))
@@ -466,5 +469,19 @@ void vfgx_gpu_proc_destroy(vfgx_gpu_proc *gp)
 	gpuk_destroy(gp->g);
 	free(gp->ts_min);
 	free(gp->npk);
+	free(gp->ready_ns);
 	free(gp);
+}
+
+int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
+				 uint64_t *ready_ns, uint64_t *gpu_seen_ns)
+{
+	uint32_t slot = (uint32_t)(item % gp->nb_items);
+
+	if (gp->o.mode != VFGX_GPU_PERSISTENT || item >= gp->done ||
+	    gp->next - item > gp->nb_items)
+		return -EINVAL;
+	*ready_ns = gp->ready_ns[slot];
+	*gpu_seen_ns = gp->l->seen_ns[slot];
+	return 0;
 }
