@@ -3,9 +3,11 @@
  * modes, and the host code that allocates, launches and stops them.
  *
  * Work split: phase A (parse, validate with a warp-wide UDP checksum,
- * filter, sequence header) runs one warp per packet, any number of items
- * at once.  Phase B (reorder, verify, user stage) must see each stream's
- * packets in item order, exactly as the CPU processor does: streams are
+ * filter, sequence header) runs 32 packets per warp in persistent mode
+ * (lane j parses packet j, the warp sums each checksum; phase_a_chunks),
+ * one warp per packet otherwise, any number of items at once.  Phase B
+ * (reorder, verify, user stage) must see each stream's packets in item
+ * order, exactly as the CPU processor does: streams are
  * split into GPUK_GROUPS groups, one warp per group, and a per-group ticket
  * (the item number whose turn it is) orders items.  The reorder windows
  * (the output buffer) live in GPU memory.  Counters are summed per block in
@@ -29,13 +31,16 @@
 #include "gpu_user_stage.cuh"
 
 #define FULL 0xffffffffu
-#define WARPS 8
+/* 16 warps per block (one persistent block per SM): phase A keeps twice the
+ * packets' loads in flight of 8, and each warp has 4 stream groups */
+#define WARPS 16
 #define THREADS (WARPS * 32)
 #define PKT_FLAG_GPU 0x1
 #define PKT_FLAG_PAYLOAD 0x2
 #define RES_NONE 0
 #define RES_INSERT 1
 #define DROP_USER 15 /* VFGX_DROP_USER */
+#define CSUM_DEPTH 16
 /* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
  * (spread over L2 slices) instead of 4 */
 #define TICKET_STRIDE 16
@@ -151,7 +156,7 @@ __device__ __forceinline__ void count(ull *cnt, int i, ull v)
 	atomicAdd(&cnt[i], v);
 }
 
-/* ---- phase A: one warp per packet --------------------------------------- */
+/* ---- phase A: a warp per packet, or 32 per warp (phase_a_chunks) --------------------------------------- */
 
 /* Exact (unfolded) sum of the big-endian 16-bit words of p[0..len), as
  * vfgx_csum_add computes it, split across the warp: 16-byte loads over the
@@ -185,17 +190,29 @@ __device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
 		s += (ull)p[off] << ((off & 1) ? 0 : 8);
 	}
 	{
+		/* CSUM_DEPTH 16-byte loads per lane issued before any is summed:
+		 * a warp has 8 KiB in flight, a whole 8192 B frame in one round
+		 * trip (the loop bound alone had the compiler wait per load) */
 		const uint4 *q = (const uint4 *)a0;
 		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
 
-#pragma unroll 4
-		for (uint32_t j = lane; j < n16; j += 32) {
-			uint4 v = q[j];
+#pragma unroll 1
+		for (uint32_t j0 = 0; j0 < n16; j0 += 32 * CSUM_DEPTH) {
+			uint4 v[CSUM_DEPTH];
 
-			csum_word(v.x, e, o);
-			csum_word(v.y, e, o);
-			csum_word(v.z, e, o);
-			csum_word(v.w, e, o);
+#pragma unroll
+			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+				uint32_t j = j0 + 32 * u + lane;
+
+				v[u] = j < n16 ? q[j] : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+				csum_word(v[u].x, e, o);
+				csum_word(v[u].y, e, o);
+				csum_word(v[u].z, e, o);
+				csum_word(v[u].w, e, o);
+			}
 		}
 		/* little endian: byte 0 of a word sits at an even address */
 		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
@@ -358,7 +375,12 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 
 /* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
  * stride chunks): each lane reads one descriptor (one coalesced read over
- * PCIe per 32 packets), then the warp runs the packets one by one. */
+ * PCIe per 32 packets).  Lane j then parses, filters and reads the sequence
+ * header of packet j itself (the header round trips of 32 packets overlap
+ * instead of following one another), the warp sums the UDP checksums one
+ * packet after another (warp_csum), and lane j records its packet's result.
+ * The counters and results are those of phase_a_packet for every packet.
+ * With stage_copy the packets run one by one through phase_a_packet. */
 __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			       uint32_t slot,
 			       const struct vfgx_comm_pkt *pkts, uint32_t n,
@@ -375,11 +397,139 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			q = pkts[i].queue;
 			flags = pkts[i].flags;
 		}
-		for (uint32_t j = 0; j < m; j++)
-			phase_a_packet(k, cnt, gmask, slot, c0 + j,
-				       __shfl_sync(FULL, addr, j),
-				       __shfl_sync(FULL, len, j), __shfl_sync(FULL, q, j),
-				       __shfl_sync(FULL, flags, j), lane);
+		if (k.stage) {
+			for (uint32_t j = 0; j < m; j++)
+				phase_a_packet(k, cnt, gmask, slot, c0 + j,
+					       __shfl_sync(FULL, addr, j),
+					       __shfl_sync(FULL, len, j), __shfl_sync(FULL, q, j),
+					       __shfl_sync(FULL, flags, j), lane);
+			continue;
+		}
+
+		const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
+		struct vfgx_parsed ps;
+		struct vfgx_app_hdr h = { 0, 0, 0 };
+		int r = VFGX_STAGE_PASS, fr = VFGX_STAGE_PASS;
+		int ar = VFGX_R_BAD_APP_HDR, need = 0;
+		uint32_t pseudo = 0, todo, act, passed, bit_lo = 0, bit_hi = 0;
+		bool bad = false;
+		ull bytes;
+
+		memset(&ps, 0, sizeof(ps));
+		if (i < n) {
+			if (flags & PKT_FLAG_PAYLOAD) {
+				ps.payload_off = 0;
+				ps.payload_len = len;
+			} else {
+				r = vfgx_parse_headers(f, len, &ps, &need);
+				if (r == VFGX_STAGE_PASS) {
+					fr = vfgx_filter_port(k.lo, k.hi, k.nb_ranges,
+							      ps.dst_port);
+					if (need)
+						pseudo = vfgx_udp_pseudo_sum(&ps);
+				} else {
+					need = 0;
+				}
+			}
+			if (r == VFGX_STAGE_PASS && fr == VFGX_STAGE_PASS)
+				ar = vfgx_app_hdr_read(f + ps.payload_off, ps.payload_len,
+						       k.max_streams, &h);
+		}
+		/* the warp sums each checksum that must be verified */
+		todo = __ballot_sync(FULL, need);
+		while (todo) {
+			uint32_t j = (uint32_t)(__ffs(todo) - 1);
+			const uint8_t *p = (const uint8_t *)(uintptr_t)
+				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j);
+			uint32_t l = __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j);
+			ull s = warp_csum(p, l, lane);
+
+			todo &= todo - 1;
+			if (lane == j)
+				bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
+		}
+		if (i < n) {
+			if (r == VFGX_STAGE_PASS && bad)
+				r = VFGX_R_BAD_UDP_CSUM;
+			if (r == VFGX_STAGE_PASS)
+				r = fr;
+			if (r != VFGX_STAGE_PASS)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+		}
+		act = __ballot_sync(FULL, i < n);
+		passed = __ballot_sync(FULL, i < n && r == VFGX_STAGE_PASS);
+		bytes = warp_sum(i < n ? len : 0);
+		if (lane == 0) {
+			count(cnt, GPUK_C_PACKETS, __popc(act));
+			count(cnt, GPUK_C_BYTES, bytes);
+			if (passed)
+				count(cnt, GPUK_C_PASSED, __popc(passed));
+		}
+		if (!k.reorder) {
+			/* deliver is warp-wide: one packet after another */
+			for (uint32_t j = 0; j < m; j++) {
+				const uint8_t *pay;
+				uint32_t pl, qj;
+				int aj;
+
+				if (!((passed >> j) & 1))
+					continue;
+				pay = (const uint8_t *)(uintptr_t)__shfl_sync(FULL,
+					(ull)(uintptr_t)(f + ps.payload_off), j);
+				pl = __shfl_sync(FULL, ps.payload_len, j);
+				qj = __shfl_sync(FULL, q, j);
+				aj = __shfl_sync(FULL, ar, j);
+				if (aj == VFGX_STAGE_PASS)
+					deliver(k, cnt, qj * k.max_streams +
+						__shfl_sync(FULL, h.stream, j),
+						__shfl_sync(FULL, h.seq, j),
+						pay + VFGX_APP_HLEN, pl - VFGX_APP_HLEN,
+						__shfl_sync(FULL, h.flags, j), false, lane);
+				else if (k.verify) {
+					if (lane == 0)
+						count(cnt, GPUK_C_DROP0 + aj, 1);
+				} else {
+					deliver(k, cnt, qj * k.max_streams, 0, pay, pl,
+						0, false, lane);
+				}
+			}
+			continue;
+		}
+		if (i < n) {
+			struct res *out = &k.res[(size_t)slot * k.burst + i];
+			uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
+			uint32_t kind = RES_NONE;
+			uint8_t gv = 0xff;
+
+			if (r == VFGX_STAGE_PASS) {
+				if (ar == VFGX_STAGE_PASS &&
+				    ps.payload_len - VFGX_APP_HLEN > k.slot)
+					ar = VFGX_R_TOO_BIG;
+				if (ar != VFGX_STAGE_PASS) {
+					count(cnt, GPUK_C_DROP0 + ar, 1);
+				} else {
+					uint32_t st = q * k.max_streams + h.stream;
+
+					out->seq = h.seq;
+					out->body = f + ps.payload_off + VFGX_APP_HLEN;
+					out->len = ps.payload_len - VFGX_APP_HLEN;
+					out->stream = st;
+					out->flags = h.flags;
+					kind = RES_INSERT;
+					gv = (uint8_t)(st % GPUK_GROUPS);
+					if (gv < 32)
+						bit_lo = 1u << gv;
+					else
+						bit_hi = 1u << (gv - 32);
+				}
+			}
+			out->kind = kind;
+			*grp = gv;
+		}
+		bit_lo = __reduce_or_sync(FULL, bit_lo);
+		bit_hi = __reduce_or_sync(FULL, bit_hi);
+		if (lane == 0 && gmask && (bit_lo | bit_hi))
+			atomicOr(gmask, (ull)bit_lo | ((ull)bit_hi << 32));
 	}
 }
 
