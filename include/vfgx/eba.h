@@ -211,10 +211,15 @@ void vfgx_discovery_stats(const vfgx_discovery *d,
  * them in order; in one process a release store).  The consumer loads the
  * header with acquire and accepts it only when seq is the one it expects,
  * so a stale header from an earlier lap is never taken for a new record.
- * The producer keeps `tail` and a cached copy of head; only when the
- * cached credit (size - (tail - cached_head)) is too small does it read
- * the state word again (one RDMA READ).  A full ring is -EAGAIN: the
- * producer waits, nothing is overwritten.
+ * The producer keeps `tail` and a cached copy of head.  Once the cached
+ * credit (size - (tail - cached_head)) falls below half the ring it
+ * starts one read of the state word (one RDMA READ) without waiting for
+ * it, and picks its result up on a later send, so the send queue keeps
+ * flowing while the head travels back; it waits for that read only when
+ * a record does not fit the cached credit.  Any head value read is at
+ * most the consumer's current one, so a late answer only understates the
+ * free space.  A full ring is -EAGAIN: the producer waits, nothing is
+ * overwritten.
  */
 #define VFGX_RING_HDR 8
 #define VFGX_RING_WRAP 0xFFFFFFFFu
@@ -241,12 +246,16 @@ static inline uint64_t vfgx_ring_hdr_pack(uint32_t len, uint32_t seq)
 
 /* One-sided operations on the consumer's buffer, by offset from byte 0 of
  * the exposed buffer.  write: place len bytes (wake: deliver a completion
- * to the consumer too, WRITE_WITH_IMM); read: fetch len bytes.  Both may
- * return -EAGAIN (send queue full) and are retried.  0 or -errno. */
+ * to the consumer too, WRITE_WITH_IMM); read_start: start fetching the
+ * 8-byte word at off (at most one in flight); read_poll: 1 with the word
+ * in dst once it arrived, 0 while pending (wait: block until it arrives).
+ * write and read_start may return -EAGAIN (send queue full) and are
+ * retried.  0 or -errno. */
 struct vfgx_ring_transport {
 	int (*write)(void *user, uint64_t off, const void *src, uint32_t len,
 		     bool wake);
-	int (*read)(void *user, uint64_t off, void *dst, uint32_t len);
+	int (*read_start)(void *user, uint64_t off);
+	int (*read_poll)(void *user, void *dst, bool wait);
 	void *user;
 };
 
@@ -260,6 +269,7 @@ struct vfgx_ring_producer {
 	uint32_t seq;         /* next record's seq (starts at 1) */
 	uint64_t state_reads; /* RDMA READs of the head word */
 	uint64_t full;        /* sends refused with -EAGAIN */
+	bool read_busy;       /* a read of the head word is in flight */
 };
 
 struct vfgx_ring_consumer {
@@ -281,12 +291,15 @@ static inline uint64_t vfgx_ring_credit(const struct vfgx_ring_producer *p)
 {
 	return p->size - (p->tail - p->cached_head);
 }
-/* Append one record.  0, -EAGAIN when the ring is full (after one read of
- * the head word), -EMSGSIZE when len > vfgx_ring_max_payload(size),
+/* Append one record.  0, -EAGAIN when the ring is full (after waiting for
+ * a read of the head word), -EMSGSIZE when len > vfgx_ring_max_payload(size),
  * -EPROTO when the head word is impossible (beyond tail), or the
  * transport's error. */
 int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 		   bool wake);
+/* Read the head word now (waiting for a read in flight, or one started
+ * here) and update the cached head.  0, -EPROTO or the transport's error. */
+int vfgx_ring_refresh(struct vfgx_ring_producer *p);
 
 /* data: the local data area (zeroed by this call); state: the local,
  * 8-byte aligned state word (set to 0). */

@@ -13,6 +13,9 @@
 
 #define CTL_SIZE 256
 #define CTL_READ 0   /* 8 bytes: head word read back */
+#define CTL_FENCE 8  /* 8 bytes: landing zone of a fence's READ */
+#define RING_READ_ID UINT64_MAX /* wr_id of the head word's READ */
+#define SIGNAL_EVERY 32 /* ring writes: one signaled in this many */
 #define CTL_INLINE 64 /* up to 64 bytes copied for inline writes */
 #define OP_TIMEOUT_MS 10000
 
@@ -27,6 +30,8 @@ struct vfgx_channel {
 	uint8_t *ctl_mem;
 	struct vfgx_ring_producer ring;
 	bool ring_ok;
+	bool read_busy, read_done; /* head word READ posted / completed */
+	uint32_t unsig; /* ring writes posted since the last signaled WR */
 	int err; /* first failed completion */
 };
 
@@ -187,15 +192,19 @@ static int check_range(vfgx_channel *ch, const char *op, uint64_t roff,
 	return 0;
 }
 
-/* Reap send completions when the send queue is full. */
-static int reap(vfgx_channel *ch)
+/* Reap send completions: wait for at least one (wait), or take what is
+ * there.  Notes the head word READ's completion. */
+static int reap_some(vfgx_channel *ch, bool wait)
 {
 	struct vfgx_rdma_wc wc[32];
-	int n = vfgx_rdma_wait(ch->qp, false, wc, 32, OP_TIMEOUT_MS);
+	int n = wait ? vfgx_rdma_wait(ch->qp, false, wc, 32, OP_TIMEOUT_MS) :
+		       vfgx_rdma_poll(ch->qp, false, wc, 32);
 
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (!wc[i].status && wc[i].wr_id == RING_READ_ID)
+			ch->read_done = true;
 		if (wc[i].status && !ch->err)
 			ch->err = vfgx_set_error(ch->ctx, wc[i].status,
 						 "channel: operation %llu on node %llu buffer %u failed: %s",
@@ -203,7 +212,14 @@ static int reap(vfgx_channel *ch)
 						 (unsigned long long)ch->remote.node_id,
 						 ch->remote.buffer_id,
 						 vfgx_strerror(wc[i].status));
+	}
 	return ch->err;
+}
+
+/* Reap send completions when the send queue is full. */
+static int reap(vfgx_channel *ch)
+{
+	return reap_some(ch, true);
 }
 
 enum post_kind { POST_WRITE, POST_WRITE_IMM, POST_READ };
@@ -257,8 +273,29 @@ int vfgx_channel_read(vfgx_channel *ch, uint64_t roff, size_t loff,
 
 int vfgx_channel_fence(vfgx_channel *ch, int timeout_ms)
 {
-	int ret = vfgx_rdma_fence(ch->qp, timeout_ms);
+	int ret;
 
+	if (ch->unsig) {
+		/* ring writes since the last signaled WR give no completion:
+		 * a signaled READ after them completes only after they did
+		 * (send completions of one RC QP arrive in posting order) */
+		for (;;) {
+			ret = vfgx_rdma_read(ch->qp, ch->ctl, CTL_FENCE,
+					     ch->remote.addr + ch->ring.state_off,
+					     ch->remote.rkey, 8, 0, 0);
+			if (ret != -ENOSPC)
+				break;
+			ret = reap(ch);
+			if (ret < 0)
+				return ret;
+		}
+		if (ret)
+			return ret;
+		ch->unsig = 0;
+	}
+	ret = vfgx_rdma_fence(ch->qp, timeout_ms);
+	if (!ret && ch->read_busy)
+		ch->read_done = true; /* the fence waited for it too */
 	return ret ? ret : ch->err;
 }
 
@@ -270,44 +307,77 @@ static int ring_write(void *user, uint64_t off, const void *src, uint32_t len,
 	const uint8_t *s = src;
 	enum post_kind k = wake ? POST_WRITE_IMM : POST_WRITE;
 	int ret = check_range(ch, "ring write", off, 0, len, false);
+	unsigned sig = VFGX_RDMA_UNSIGNALED;
 
 	if (ret)
 		return ret;
+	/* one completion per SIGNAL_EVERY writes retires the ones before it;
+	 * a failed write still completes (with its error) */
+	if (++ch->unsig >= SIGNAL_EVERY) {
+		sig = 0;
+		ch->unsig = 0;
+	}
 	if (ch->local_cpu && s >= ch->local_cpu && len <= ch->local_len &&
 	    (size_t)(s - ch->local_cpu) <= ch->local_len - len)
-		/* payloads unsignaled: the header's completion retires them */
 		return post(ch, k, ch->local, (size_t)(s - ch->local_cpu), off,
-			    len, (uint32_t)off, wake ? 0 : VFGX_RDMA_UNSIGNALED);
+			    len, (uint32_t)off, sig);
 	if (len > CTL_INLINE)
 		return vfgx_set_error(ch->ctx, -EFAULT,
 				      "channel ring: a %u-byte message must lie in the channel's local MR", len);
 	/* small (the 8-byte record header): copied into the WQE at post */
 	memcpy(ch->ctl_mem + CTL_INLINE, s, len);
 	return post(ch, k, ch->ctl, CTL_INLINE, off, len, (uint32_t)off,
-		    VFGX_RDMA_INLINE);
+		    VFGX_RDMA_INLINE | sig);
 }
 
-static int ring_read(void *user, uint64_t off, void *dst, uint32_t len)
+static int ring_read_start(void *user, uint64_t off)
 {
 	vfgx_channel *ch = user;
-	int ret = check_range(ch, "ring read", off, 0, len, false);
+	int ret = check_range(ch, "ring read", off, 0, 8, false);
 
 	if (ret)
 		return ret;
-	if (len > CTL_INLINE)
-		return -EINVAL;
-	ret = post(ch, POST_READ, ch->ctl, CTL_READ, off, len, 0, 0);
-	if (!ret)
-		ret = vfgx_channel_fence(ch, OP_TIMEOUT_MS);
+	for (;;) {
+		ret = vfgx_rdma_read(ch->qp, ch->ctl, CTL_READ,
+				     ch->remote.addr + off, ch->remote.rkey, 8,
+				     RING_READ_ID, 0);
+		if (ret != -ENOSPC)
+			break;
+		ret = reap(ch);
+		if (ret < 0)
+			return ret;
+	}
 	if (ret)
 		return ret;
-	memcpy(dst, ch->ctl_mem + CTL_READ, len);
+	ch->read_busy = true;
+	ch->read_done = false;
+	ch->unsig = 0; /* the READ's completion retires the writes before it */
 	return 0;
+}
+
+static int ring_read_poll(void *user, void *dst, bool wait)
+{
+	vfgx_channel *ch = user;
+
+	if (!ch->read_busy)
+		return -EINVAL;
+	while (!ch->read_done) {
+		int ret = reap_some(ch, wait);
+
+		if (ret < 0)
+			return ret;
+		if (!wait && !ch->read_done)
+			return 0;
+	}
+	memcpy(dst, ch->ctl_mem + CTL_READ, 8);
+	ch->read_busy = ch->read_done = false;
+	return 1;
 }
 
 int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size)
 {
-	struct vfgx_ring_transport tr = { ring_write, ring_read, ch };
+	struct vfgx_ring_transport tr = { ring_write, ring_read_start,
+					  ring_read_poll, ch };
 
 	if (ch->remote.type != VFGX_EBA_RX || ch->remote.state_off == VFGX_EBA_NO_STATE ||
 	    ring_size > ch->remote.size)
@@ -365,22 +435,16 @@ int vfgx_channel_ring_drain(vfgx_channel *ch, int timeout_ms)
 
 	ret = vfgx_channel_fence(ch, timeout_ms);
 	while (!ret && ch->ring.cached_head != ch->ring.tail) {
-		uint8_t b[8];
-		uint64_t head = 0;
-
 		if (vfgx_now_ns() > end)
 			return vfgx_set_error(ch->ctx, -ETIMEDOUT,
 					      "channel ring: node %llu released %llu of %llu bytes within %d ms",
 					      (unsigned long long)ch->remote.node_id,
 					      (unsigned long long)ch->ring.cached_head,
 					      (unsigned long long)ch->ring.tail, timeout_ms);
-		ret = ring_read(ch, ch->ring.state_off, b, 8);
-		for (int i = 7; i >= 0; i--)
-			head = head << 8 | b[i];
-		if (!ret && (head > ch->ring.tail || head < ch->ring.cached_head))
-			ret = -EPROTO;
-		if (!ret)
-			ch->ring.cached_head = head;
+		ret = vfgx_ring_refresh(&ch->ring);
+		if (ret == -EPROTO)
+			vfgx_set_error(ch->ctx, ret, "channel ring: node %llu's head word is beyond what was sent (corrupt ring)",
+				       (unsigned long long)ch->remote.node_id);
 	}
 	return ret;
 }

@@ -41,23 +41,36 @@ static int tr_write(struct vfgx_ring_producer *p, uint64_t off,
 	return ret;
 }
 
-static int refresh_head(struct vfgx_ring_producer *p)
+static int read_start(struct vfgx_ring_producer *p)
 {
-	uint8_t b[8];
-	uint64_t head = 0;
 	int ret;
 
-	while ((ret = p->tr.read(p->tr.user, p->state_off, b, 8)) == -EAGAIN)
+	while ((ret = p->tr.read_start(p->tr.user, p->state_off)) == -EAGAIN)
 		;
 	if (ret)
 		return ret;
+	p->read_busy = true;
+	return 0;
+}
+
+/* Pick up the head word read in flight: 1 when it arrived (cached head
+ * updated), 0 while pending (never with wait), or -errno. */
+static int read_finish(struct vfgx_ring_producer *p, bool wait)
+{
+	uint8_t b[8];
+	uint64_t head = 0;
+	int ret = p->tr.read_poll(p->tr.user, b, wait);
+
+	if (ret <= 0)
+		return ret;
+	p->read_busy = false;
 	p->state_reads++;
 	for (int i = 7; i >= 0; i--)
 		head = head << 8 | b[i];
 	if (head > p->tail || head < p->cached_head)
 		return -EPROTO;
 	p->cached_head = head;
-	return 0;
+	return 1;
 }
 
 int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
@@ -71,9 +84,19 @@ int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 
 	if (len > vfgx_ring_max_payload(p->size))
 		return -EMSGSIZE;
+	if (p->read_busy) {
+		ret = read_finish(p, false);
+		if (ret < 0)
+			return ret;
+	}
 	if (vfgx_ring_credit(p) < gap + rec) {
-		ret = refresh_head(p);
-		if (ret)
+		if (!p->read_busy) {
+			ret = read_start(p);
+			if (ret)
+				return ret;
+		}
+		ret = read_finish(p, true);
+		if (ret < 0)
 			return ret;
 		if (vfgx_ring_credit(p) < gap + rec) {
 			p->full++;
@@ -102,7 +125,23 @@ int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 		return ret;
 	p->tail += rec;
 	p->seq++;
+	/* below half credit: ask for the head now, pick the answer up later */
+	if (!p->read_busy && vfgx_ring_credit(p) < p->size / 2)
+		return read_start(p);
 	return 0;
+}
+
+int vfgx_ring_refresh(struct vfgx_ring_producer *p)
+{
+	int ret;
+
+	if (!p->read_busy) {
+		ret = read_start(p);
+		if (ret)
+			return ret;
+	}
+	ret = read_finish(p, true);
+	return ret < 0 ? ret : 0;
 }
 
 int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,

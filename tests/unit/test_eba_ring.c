@@ -19,6 +19,8 @@ struct membuf {
 	uint8_t *base;
 	uint64_t size;     /* data bytes */
 	uint64_t writes, reads;
+	uint64_t word; /* the head word as read_start saw it */
+	bool busy;
 };
 
 static int mem_write(void *user, uint64_t off, const void *src, uint32_t len,
@@ -41,30 +43,43 @@ static int mem_write(void *user, uint64_t off, const void *src, uint32_t len,
 	return 0;
 }
 
-static int mem_read(void *user, uint64_t off, void *dst, uint32_t len)
+/* read_start takes the word at once; read_poll hands it over, so the
+ * answer is as old as the start, like an RDMA READ in flight */
+static int mem_read_start(void *user, uint64_t off)
 {
 	struct membuf *m = user;
-	uint64_t v;
 
-	assert_int_equal(len, 8);
 	assert_int_equal(off, m->size);
-	v = atomic_load_explicit((_Atomic uint64_t *)(m->base + off),
-				 memory_order_acquire);
-	memcpy(dst, &v, 8);
+	assert_false(m->busy); /* at most one read in flight */
+	m->word = atomic_load_explicit((_Atomic uint64_t *)(m->base + off),
+				       memory_order_acquire);
+	m->busy = true;
 	m->reads++;
 	return 0;
+}
+
+static int mem_read_poll(void *user, void *dst, bool wait)
+{
+	struct membuf *m = user;
+
+	(void)wait;
+	assert_true(m->busy);
+	memcpy(dst, &m->word, 8);
+	m->busy = false;
+	return 1;
 }
 
 static void setup_ring(struct membuf *m, uint64_t size,
 		       struct vfgx_ring_producer *p,
 		       struct vfgx_ring_consumer *c)
 {
-	struct vfgx_ring_transport tr = { mem_write, mem_read, m };
+	struct vfgx_ring_transport tr = { mem_write, mem_read_start, mem_read_poll, m };
 
 	m->base = aligned_alloc(64, size + 64);
 	assert_non_null(m->base);
 	m->size = size;
 	m->writes = m->reads = 0;
+	m->busy = false;
 	assert_int_equal(vfgx_ring_consumer_init(c, m->base, size,
 						 (_Atomic uint64_t *)(m->base + size)), 0);
 	assert_int_equal(vfgx_ring_producer_init(p, &tr, 0, size, size), 0);
@@ -101,7 +116,7 @@ static void msg_fill(uint8_t *b, uint32_t len, uint32_t seq)
 
 static void test_format(void **state)
 {
-	struct vfgx_ring_transport tr = { mem_write, mem_read, NULL };
+	struct vfgx_ring_transport tr = { mem_write, mem_read_start, mem_read_poll, NULL };
 	struct vfgx_ring_producer p;
 	uint8_t buf[128] __attribute__((aligned(8)));
 	_Atomic uint64_t w;
@@ -146,12 +161,23 @@ static void test_full_and_wrap(void **state)
 			break;
 		assert_int_equal(ret, 0);
 		sent++;
+		/* no read while at least half the ring is free; the 5th
+		 * record leaves 464 bytes: a read starts, nobody waits */
+		if (sent == 4)
+			assert_int_equal(m.reads, 0);
+		if (sent == 5) {
+			assert_int_equal(m.reads, 1);
+			assert_true(p.read_busy);
+			assert_int_equal(p.state_reads, 0);
+		}
 	}
 	assert_int_equal(sent, 9);
 	assert_int_equal(p.full, 1);
-	/* credit ran out once: exactly one read of the head word */
-	assert_int_equal(m.reads, 1);
-	assert_int_equal(p.state_reads, 1);
+	/* below half credit one read per send (sends 5..9), picked up by the
+	 * next send; the 10th found no room and waited for its own read */
+	assert_int_equal(m.reads, 6);
+	assert_int_equal(p.state_reads, 6);
+	assert_false(p.read_busy);
 	/* refused again without the consumer moving: nothing overwritten */
 	assert_int_equal(vfgx_ring_send(&p, msg, 9, false), -EAGAIN);
 	assert_int_equal(vfgx_ring_peek(&c, &got, &len), 1);
@@ -167,7 +193,10 @@ static void test_full_and_wrap(void **state)
 	memset(msg, 0xAB, 100);
 	assert_int_equal(vfgx_ring_send(&p, msg, 100, false), 0);
 	sent++;
-	assert_int_equal(p.state_reads, 3);
+	/* the refused send and this one each waited for one read; the
+	 * ring is full again, so another read is in flight */
+	assert_int_equal(p.state_reads, 8);
+	assert_true(p.read_busy);
 	assert_int_equal(vfgx_ring_send(&p, msg, 1, false), -EAGAIN);
 	while (recv < sent) {
 		assert_int_equal(vfgx_ring_peek(&c, &got, &len), 1);
