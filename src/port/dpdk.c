@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@
 #include <rte_mbuf.h>
 #include <rte_memory.h>
 #include <rte_mempool.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <vfgx/stages.h>
 
@@ -60,6 +64,12 @@ struct dk_queue {
 	struct rte_device *dma_dev; /* set when ext_addr is DMA-mapped */
 	bool gpu;                   /* mbuf data are device addresses */
 	bool polled;                /* rx thread registered with EAL */
+	/* the last burst handed out: its mbufs in order, and the descriptor
+	 * array they went to, so releasing exactly that burst frees this
+	 * array instead of gathering handles from the 40-byte descriptors */
+	struct rte_mbuf **last;
+	const struct vfgx_pkt *last_pkts;
+	uint16_t last_n;
 	struct vfgx_queue_stats st;
 };
 
@@ -71,6 +81,7 @@ struct dk_priv {
 	bool promisc;      /* we turned promiscuous mode on */
 	bool split;
 	bool sw_steer;
+	bool rss;          /* RSS configured: mbufs may carry a hash */
 	char devname[VFGX_ADDR_MAX];
 	struct rte_mempool *tx_mp;
 	struct dk_queue q[VFGX_MAX_QUEUES];
@@ -748,6 +759,7 @@ static void dk_close(struct vfgx_port *port)
 		rte_mempool_free(dp->q[q].mp);
 		rte_mempool_free(dp->q[q].hdr_mp);
 		dk_ext_release(&dp->q[q]);
+		free(dp->q[q].last);
 	}
 	rte_mempool_free(dp->tx_mp);
 	pthread_mutex_unlock(&eal_lock);
@@ -778,9 +790,10 @@ static int dk_configure(struct vfgx_port *port, const struct dk_opts *o,
 		ec.rx_adv_conf.rss_conf.rss_hf =
 			(RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) &
 			di->flow_type_rss_offloads;
-		if (ec.rx_adv_conf.rss_conf.rss_hf)
+		if (ec.rx_adv_conf.rss_conf.rss_hf) {
 			ec.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
-		else
+			dp->rss = true;
+		} else
 			vfgx_info(port->ctx, "%s: PMD %s has no RSS; each rx queue gets what the PMD puts there",
 				  port->name, di->driver_name);
 	}
@@ -860,6 +873,15 @@ static int dk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	ret = dk_steering(port, o, &di);
 	if (ret)
 		goto err;
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
+		dp->q[q].last = malloc(port->burst * sizeof(*dp->q[q].last));
+		if (!dp->q[q].last) {
+			ret = vfgx_set_error(port->ctx, -ENOMEM,
+					     "%s: no memory for rx queue %u's burst array",
+					     port->name, q);
+			goto err;
+		}
+	}
 	dk_xstats_ids(dp);
 	dp->base_tsc = rte_rdtsc();
 	dp->base_ns = vfgx_now_ns();
@@ -947,12 +969,48 @@ static int dk_rx_slow(const struct dk_priv *dp, struct rte_mbuf *m,
 	return r;
 }
 
+/* Descriptor halves for dk_rx_burst: ts_ns + handle, queue, flags ... */
+#ifdef __SSE2__
+/* the 16-byte stores below assume this layout (x86: little-endian) */
+_Static_assert(offsetof(struct vfgx_pkt, len) == 8 &&
+	       offsetof(struct vfgx_pkt, flow) == 12 &&
+	       offsetof(struct vfgx_pkt, handle) ==
+	       offsetof(struct vfgx_pkt, ts_ns) + 8,
+	       "struct vfgx_pkt layout changed: update dk_fill_meta/dk_fill_data");
+#endif
+static inline void dk_fill_meta(struct vfgx_pkt *p, struct rte_mbuf *m,
+				uint64_t now, uint16_t q, uint16_t flags)
+{
+#ifdef __SSE2__
+	_mm_storeu_si128((__m128i *)&p->ts_ns,
+			 _mm_set_epi64x((long long)(uintptr_t)m, (long long)now));
+#else
+	p->ts_ns = now;
+	p->handle = m;
+#endif
+	p->queue = q;
+	p->flags = flags;
+}
+
+/* ... and data, len with flow 0 (one 16-byte store where SSE2 is there). */
+static inline void dk_fill_data(struct vfgx_pkt *p, uint8_t *data, uint32_t len)
+{
+#ifdef __SSE2__
+	_mm_storeu_si128((__m128i *)p, _mm_set_epi64x((long long)len,
+						      (long long)(uintptr_t)data));
+#else
+	p->data = data;
+	p->len = len;
+	p->flow = 0;
+#endif
+}
+
 static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t max)
 {
 	struct dk_priv *dp = port->priv;
 	struct dk_queue *dq = &dp->q[q];
-	struct rte_mbuf *mb[1024], *bad[1024];
+	struct rte_mbuf **mb = dq->last, *bad[1024];
 	uint16_t n = 0, k, nb_bad = 0, out = 0, odd = 0;
 	uint16_t flags = dq->gpu ? VFGX_PKT_GPU : 0;
 	uint64_t now, bytes = 0;
@@ -964,9 +1022,10 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		if (rte_lcore_id() == LCORE_ID_ANY)
 			rte_thread_register();
 	}
+	dq->last_n = 0;
 	if (max > port->burst)
 		max = port->burst;
-	if (dp->sw_steer) {
+	if (unlikely(dp->sw_steer)) {
 		uint16_t nq = port->nb_rx_queues, keep;
 
 		/* packets other queues' threads steered to q come first */
@@ -996,22 +1055,27 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		goto done;
 	now = dk_now_ns(dp);
 	/* fast path: one descriptor per mbuf, no branches; odd mbufs
-	 * (several segments, header split) are redone below */
+	 * (several segments, header split) are redone below.  Two passes:
+	 * first what needs no mbuf field (time + handle, queue, flags), then
+	 * the mbuf loads (data, len, with the flow hint 0; the RSS hash is
+	 * filled in only where RSS is configured).  On net_null, loading
+	 * the mbufs the PMD has just written costs more than all the stores,
+	 * and loads issued after the stores, which are merged into 16-byte
+	 * ones, ran about 9% faster than one pass of field stores. */
+	for (uint16_t i = 0; i < n; i++)
+		dk_fill_meta(&pkts[i], mb[i], now, q, flags);
 	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = mb[i];
-		struct vfgx_pkt *p = &pkts[i];
+		const struct rte_mbuf *m = mb[i];
 
-		p->data = rte_pktmbuf_mtod(m, uint8_t *);
-		p->len = m->data_len;
-		p->flow = m->hash.rss &
-			  -(uint32_t)!!(m->ol_flags & RTE_MBUF_F_RX_RSS_HASH);
-		p->ts_ns = now;
-		p->handle = m;
-		p->queue = q;
-		p->flags = flags;
+		dk_fill_data(&pkts[i], (uint8_t *)m->buf_addr + m->data_off,
+			     m->data_len);
 		odd |= (uint16_t)(m->nb_segs - 1);
 		bytes += m->data_len;
 	}
+	if (dp->rss)
+		for (uint16_t i = 0; i < n; i++)
+			if (mb[i]->ol_flags & RTE_MBUF_F_RX_RSS_HASH)
+				pkts[i].flow = mb[i]->hash.rss;
 	out = n;
 	if (unlikely(odd | dp->split)) {
 		bytes = 0;
@@ -1031,6 +1095,11 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 			bytes += pkts[out++].len;
 		}
 	}
+	if (likely(out == n)) {
+		/* pkts[i].handle == mb[i] for the whole burst */
+		dq->last_pkts = pkts;
+		dq->last_n = n;
+	}
 	dq->st.rx_packets += out;
 	dq->st.rx_bytes += bytes;
 done:
@@ -1039,13 +1108,31 @@ done:
 	return out;
 }
 
+/*
+ * Releasing the last burst of the queue from the array it went to: its
+ * mbufs are still in dq->last in rx order, so when the descriptors still
+ * hold exactly those handles (compared, not trusted: a caller may have
+ * reordered or swapped descriptors) dq->last goes to the bulk free as it
+ * is, without writing a gathered copy.  A subset, another array or other
+ * handles gather the handles from the descriptors.
+ */
 static void dk_release(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t n)
 {
+	struct dk_queue *dq = &((struct dk_priv *)port->priv)->q[q];
 	struct rte_mbuf *mb[1024];
 
-	(void)port;
-	(void)q;
+	if (pkts == dq->last_pkts && n == dq->last_n) {
+		uintptr_t diff = 0;
+
+		for (uint16_t i = 0; i < n; i++)
+			diff |= (uintptr_t)pkts[i].handle ^ (uintptr_t)dq->last[i];
+		if (likely(!diff)) {
+			dq->last_n = 0;
+			rte_pktmbuf_free_bulk(dq->last, n);
+			return;
+		}
+	}
 	for (uint16_t i = 0; i < n; i++)
 		mb[i] = pkts[i].handle;
 	rte_pktmbuf_free_bulk(mb, n);

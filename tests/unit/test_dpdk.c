@@ -125,6 +125,38 @@ static void test_null_zero_copy(void **state)
 	}
 	/* every mbuf back in the pool after bulk release */
 	assert_int_equal(rte_mempool_in_use_count(mp), 0);
+	/* release frees what the descriptors hold, also when the caller
+	 * swapped handles with an earlier burst's copy or releases parts */
+	{
+		struct vfgx_pkt keep[32], tmp;
+		struct rte_mbuf *a7;
+		int n1 = vfgx_port_rx_burst(port, 0, pk, 32), n2, n3;
+
+		assert_int_equal(n1, 32);
+		memcpy(keep, pk, sizeof(keep));
+		n2 = vfgx_port_rx_burst(port, 0, pk, 32);
+		assert_int_equal(n2, 32);
+		tmp = pk[5];
+		pk[5] = keep[7];
+		keep[7] = tmp;
+		a7 = pk[5].handle;
+		rte_mbuf_refcnt_update(a7, 1);
+		vfgx_port_release(port, 0, pk, (uint16_t)n2);
+		/* a7 was released once (refcnt 2 -> 1); the mbuf it displaced
+		 * (now in keep[7]) was not: all of keep's burst and b5 */
+		assert_int_equal(rte_mbuf_refcnt_read(a7), 1);
+		assert_int_equal(rte_mempool_in_use_count(mp), 33);
+		vfgx_port_release(port, 0, keep, (uint16_t)n1);
+		assert_int_equal(rte_mempool_in_use_count(mp), 1);
+		rte_pktmbuf_free(a7);
+		n3 = vfgx_port_rx_burst(port, 0, pk, 32);
+		assert_int_equal(n3, 32);
+		vfgx_port_release(port, 0, pk, 10);
+		assert_int_equal(rte_mempool_in_use_count(mp), 22);
+		vfgx_port_release(port, 0, pk + 10, (uint16_t)(n3 - 10));
+		assert_int_equal(rte_mempool_in_use_count(mp), 0);
+		total += (uint64_t)(n1 + n2 + n3);
+	}
 	assert_int_equal(vfgx_port_stats(port, 0, &st), 0);
 	assert_int_equal(st.rx_packets, total);
 	assert_int_equal(st.rx_bytes, total * 96);
