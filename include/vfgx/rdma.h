@@ -1,7 +1,8 @@
 /* vfgx/rdma.h - RDMA verbs layer: open a device, register regions (GPUDirect
- * dma-buf -> peermem -> host chain), connect RC queue pairs by rdma_cm or by
- * raw endpoint exchange, and post one-sided WRITE / WRITE_WITH_IMM / READ /
- * compare-and-swap with completion waiting under a timeout. */
+ * dma-buf -> peermem -> host chain), connect RC or UD queue pairs by
+ * rdma_cm or by raw endpoint exchange, and post one-sided WRITE /
+ * WRITE_WITH_IMM / READ / compare-and-swap with completion waiting under a
+ * timeout. */
 #ifndef VFGX_RDMA_H
 #define VFGX_RDMA_H
 

@@ -1278,6 +1278,13 @@ int vfgx_rdma_post_recv(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, void *buf,
 	return 0;
 }
 
+static int ud_one_sided(vfgx_rdma_qp *qp)
+{
+	return vfgx_set_error(qp->dev->ctx, -EOPNOTSUPP,
+			      "%s: QP %u is UD: WRITE, READ and compare-and-swap need an RC QP",
+			      qp->dev->name, qp->qp->qp_num);
+}
+
 static int one_sided(vfgx_rdma_qp *qp, enum ibv_wr_opcode op,
 		     const vfgx_rdma_mr *mr, size_t loff, uint64_t raddr,
 		     uint32_t rkey, uint32_t len, uint32_t imm, uint64_t wr_id,
@@ -1291,6 +1298,8 @@ static int one_sided(vfgx_rdma_qp *qp, enum ibv_wr_opcode op,
 
 	if (ret)
 		return ret;
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_one_sided(qp);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	if (op == IBV_WR_RDMA_WRITE_WITH_IMM)
@@ -1335,6 +1344,8 @@ int vfgx_rdma_cas(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 
 	if (ret)
 		return ret;
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_one_sided(qp);
 	if (raddr & 7)
 		return vfgx_set_error(qp->dev->ctx, -EINVAL,
 				      "%s: compare-and-swap target 0x%llx is not 8-byte aligned",

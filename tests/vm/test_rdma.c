@@ -394,6 +394,9 @@ static void test_ud_raw(void **state)
 		assert_int_equal(wc.byte_len, len);
 		assert_memory_equal(rx + VFGX_RDMA_GRH_BYTES, tx, len);
 	}
+	/* one-sided operations need RC: a clear error, nothing posted */
+	assert_int_equal(vfgx_rdma_write(a, m, 0, 0, 0, 8, 3, 0), -EOPNOTSUPP);
+	assert_non_null(strstr(vfgx_last_error(ctx), "need an RC QP"));
 	/* one byte over the MTU: refused before it reaches the wire */
 	assert_int_equal(vfgx_rdma_post_send(a, m, tx, mtu + 1, 2, 0), -EMSGSIZE);
 	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds the path MTU"));
