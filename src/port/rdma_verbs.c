@@ -872,9 +872,16 @@ static int cm_expect(vfgx_ctx *ctx, struct rdma_event_channel *ec,
 		return vfgx_set_error(ctx, -ECONNREFUSED,
 				      "%s: connection refused (no listener on that address and port?)",
 				      what);
+	case RDMA_CM_EVENT_UNREACHABLE:
+		/* a SIDR reply (UD) with status 1 (no such service) or 2
+		 * (rejected): nobody listens there */
+		if (ud && (st == 1 || st == 2))
+			return vfgx_set_error(ctx, -ECONNREFUSED,
+					      "%s: connection refused (no UD listener on that address and port?)",
+					      what);
+		/* fall through */
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
 		return vfgx_set_error(ctx, -EHOSTUNREACH,
 				      "%s: %s (status %d; is an RDMA device bound to the route's netdev?)",
 				      what, rdma_event_str(t), st);

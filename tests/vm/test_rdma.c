@@ -426,6 +426,17 @@ static void test_ud_port(void **state)
 
 	(void)state;
 	assert_true(ud_mtu > 0); /* from test_ud_raw */
+	/* nobody listening: the SIDR answer is a one-line refusal */
+	{
+		const struct vfgx_rdma_qp_conf uc = { .type = VFGX_RDMA_UD };
+		vfgx_rdma_dev *dev = open_dev();
+		vfgx_rdma_qp *qp;
+
+		assert_int_equal(vfgx_rdma_connect(dev, ip, 7479, &uc, NULL, NULL,
+						   5000, &qp), -ECONNREFUSED);
+		assert_non_null(strstr(vfgx_last_error(ctx), "connection refused"));
+		vfgx_rdma_dev_close(dev);
+	}
 	snprintf(sy, sizeof(sy),
 		 "interfaces:\n  - name: usrv\n    backend: rdma\n    address: %s\n"
 		 "    rdma: { role: server, qp_type: ud, peer: \"%s:7473\", timeout_ms: 20000 }\n",
