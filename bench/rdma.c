@@ -16,6 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
 #include <vfgx/rdma.h>
 #include <vfgx/vfgx.h>
 
@@ -198,6 +202,53 @@ static void teardown(struct run *r)
 
 /* ------------------------------------------------------------ hot loops */
 
+/*
+ * Timestamps in the hot loops are TSC reads, like perftest's get_cycles(),
+ * scaled to ns by a clock_gettime() pair around the whole loop: in the
+ * TCG guest the clocksource is hpet and clock_gettime() costs ~1.9 us,
+ * which inside a ping-pong iteration showed up as latency.
+ */
+static inline uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return vfgx_now_ns();
+#endif
+}
+
+struct tick_scale {
+	uint64_t ns0, tk0;
+};
+
+static void tick_start(struct tick_scale *t)
+{
+	t->ns0 = vfgx_now_ns();
+	t->tk0 = ticks();
+}
+
+/* ns per tick over the time since tick_start() */
+static double tick_ns(const struct tick_scale *t)
+{
+	uint64_t tk = ticks() - t->tk0, ns = vfgx_now_ns() - t->ns0;
+
+	return tk ? (double)ns / (double)tk : 1.0;
+}
+
+/* Spin timeout, checked every 65536 spins (spin 0: every call), so the
+ * fast path reads no clock; *since is 0 until the first check. */
+static bool spin_expired(unsigned spin, uint64_t *since)
+{
+	uint64_t now;
+
+	if (spin & 0xffff)
+		return false;
+	now = vfgx_now_ns();
+	if (!*since)
+		*since = now;
+	return now - *since > SPIN_TIMEOUT_NS;
+}
+
 static int reap(struct run *r, bool recv, struct vfgx_rdma_wc *wc, int max)
 {
 	int n = vfgx_rdma_poll(r->qp, recv, wc, max);
@@ -217,13 +268,13 @@ static int reap(struct run *r, bool recv, struct vfgx_rdma_wc *wc, int max)
 static int wait_recv_mode(struct run *r, uint32_t len, bool lazy)
 {
 	struct vfgx_rdma_wc wc;
-	uint64_t t0 = vfgx_now_ns();
+	uint64_t since = 0;
 	int n;
 
-	for (unsigned spin = 0; !(n = reap(r, true, &wc, 1)); spin++) {
+	for (unsigned spin = 1; !(n = reap(r, true, &wc, 1)); spin++) {
 		if (lazy)
 			usleep(2000);
-		if ((lazy || !(spin & 0xffff)) && vfgx_now_ns() - t0 > SPIN_TIMEOUT_NS)
+		if (spin_expired(lazy ? 0 : spin, &since))
 			return -ETIMEDOUT;
 	}
 	if (n < 0)
@@ -246,11 +297,14 @@ static unsigned inl(const struct opts *o)
 static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 {
 	struct vfgx_rdma_wc wc[16];
-	uint64_t posted = 0, t0 = vfgx_now_ns(), last = t0, done_at;
+	struct tick_scale ts;
+	uint64_t posted = 0, t0 = vfgx_now_ns(), since = 0, last, done_at;
 	double best = 1e30;
-	unsigned fl;
+	unsigned fl, spin = 0;
 	int ret;
 
+	tick_start(&ts);
+	last = ts.tk0;
 	while (posted < o->iters || vfgx_rdma_qp_outstanding(r->qp)) {
 		while (posted < o->iters &&
 		       vfgx_rdma_qp_outstanding(r->qp) < TX_DEPTH) {
@@ -270,17 +324,17 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 		if (ret < 0)
 			return ret;
 		if (ret) {
-			uint64_t now = vfgx_now_ns();
+			uint64_t now = ticks();
 
 			if ((double)(now - last) < best)
 				best = (double)(now - last);
 			last = now;
 		}
-		if (vfgx_now_ns() - t0 > SPIN_TIMEOUT_NS)
+		if (spin_expired(++spin, &since))
 			return -ETIMEDOUT;
 	}
 	done_at = vfgx_now_ns();
-	*peak_ns = best;
+	*peak_ns = best * tick_ns(&ts);
 	return (int64_t)(done_at - t0);
 }
 
@@ -290,27 +344,31 @@ static int lat_loop(struct run *r, const struct opts *o, double *lat_us)
 {
 	volatile uint8_t *inbox = r->buf + o->size + o->size - 1;
 	struct vfgx_rdma_wc wc[16];
-	uint64_t prev = vfgx_now_ns();
+	struct tick_scale ts;
+	uint64_t prev;
+	double scale;
 	int ret;
 
+	tick_start(&ts);
+	prev = ts.tk0;
 	for (uint32_t i = 1; i <= o->iters; i++) {
 		uint8_t tag = (uint8_t)i;
-		uint64_t t0 = vfgx_now_ns();
+		uint64_t since = 0;
 		unsigned spin = 0;
 
 		if (o->test == READ_LAT) {
+			uint64_t t0 = ticks();
+
 			ret = vfgx_rdma_read(r->qp, r->mr, 0, r->peer.addr + o->size,
 					     r->peer.rkey, o->size, i, 0);
 			if (ret)
 				return ret;
 			while (!(ret = reap(r, false, wc, 1)))
-				if (!(++spin & 0xffff) && vfgx_now_ns() - t0 > SPIN_TIMEOUT_NS)
+				if (spin_expired(++spin, &since))
 					return -ETIMEDOUT;
 			if (ret < 0)
 				return ret;
-			uint64_t now = vfgx_now_ns();
-
-			lat_us[i - 1] = (double)(now - t0) / 1e3;
+			lat_us[i - 1] = (double)(ticks() - t0); /* ticks, scaled below */
 			continue;
 		}
 		bool my_turn = r->client; /* the client speaks first */
@@ -331,8 +389,7 @@ static int lat_loop(struct run *r, const struct opts *o, double *lat_us)
 					return ret;
 			} else if (o->test == WRITE_LAT) {
 				while (*inbox != tag)
-					if (!(++spin & 0xffff) &&
-					    vfgx_now_ns() - t0 > SPIN_TIMEOUT_NS)
+					if (spin_expired(++spin, &since))
 						return -ETIMEDOUT;
 			} else {
 				ret = wait_recv(r, o->size);
@@ -343,11 +400,15 @@ static int lat_loop(struct run *r, const struct opts *o, double *lat_us)
 		while (vfgx_rdma_qp_outstanding(r->qp) > 2 * LAT_SIGNAL)
 			if (reap(r, false, wc, 16) < 0)
 				return -EIO;
-		uint64_t now = vfgx_now_ns();
+		uint64_t now = ticks();
 
-		lat_us[i - 1] = (double)(now - prev) / 2e3;
+		lat_us[i - 1] = (double)(now - prev); /* a round trip, in ticks */
 		prev = now;
 	}
+	/* round trip for read_lat, one way (half the round trip) otherwise */
+	scale = tick_ns(&ts) / (o->test == READ_LAT ? 1e3 : 2e3);
+	for (uint32_t i = 0; i < o->iters; i++)
+		lat_us[i] *= scale;
 	return vfgx_rdma_fence(r->qp, 10000);
 }
 

@@ -1,7 +1,8 @@
 /* vfgx/rdma.h - RDMA verbs layer: open a device, register regions (GPUDirect
- * dma-buf -> peermem -> host chain), connect RC queue pairs by rdma_cm or by
- * raw endpoint exchange, and post one-sided WRITE / WRITE_WITH_IMM / READ /
- * compare-and-swap with completion waiting under a timeout. */
+ * dma-buf -> peermem -> host chain), connect RC or UD queue pairs by
+ * rdma_cm or by raw endpoint exchange, and post one-sided WRITE /
+ * WRITE_WITH_IMM / READ / compare-and-swap with completion waiting under a
+ * timeout. */
 #ifndef VFGX_RDMA_H
 #define VFGX_RDMA_H
 
@@ -118,7 +119,15 @@ void vfgx_rdma_dev_set_reg_fail(vfgx_rdma_dev *dev, unsigned mask);
 
 enum vfgx_rdma_qp_type {
 	VFGX_RDMA_RC = 0, /* reliable connected: send/recv, WRITE, READ, atomics */
+	VFGX_RDMA_UD = 1, /* unreliable datagram: send/recv of at most the path
+			     MTU to the one peer it was connected to */
 };
+
+/* UD receives: the first 40 bytes of every receive buffer are reserved for
+ * the GRH; the payload starts there and byte_len excludes it. */
+#define VFGX_RDMA_GRH_BYTES 40
+/* Q_Key of vfgx UD queue pairs (rdma_cm's RDMA_UDP_QKEY). */
+#define VFGX_RDMA_UD_QKEY 0x01234567u
 
 struct vfgx_rdma_qp_conf {
 	enum vfgx_rdma_qp_type type; /* default RC */
@@ -143,16 +152,17 @@ struct vfgx_rdma_endpoint {
 	uint16_t lid;    /* InfiniBand only; 0 on RoCE */
 	uint8_t port;
 	uint8_t mtu;     /* enum ibv_mtu of the sender's active port */
+	uint32_t qkey;   /* UD only; 0 means VFGX_RDMA_UD_QKEY */
 	/* exposed region (0/0/0 when none) */
 	uint64_t addr;
 	uint32_t rkey;
 	uint64_t len;
 };
 
-/* Create an RC queue pair on dev with its own send and receive
- * completion queues, in state INIT.  Connect it with
- * vfgx_rdma_qp_connect() after exchanging endpoints.  The QP is used by
- * one thread at a time. */
+/* Create an RC (or, with conf->type VFGX_RDMA_UD, a UD) queue pair on dev
+ * with its own send and receive completion queues, in state INIT.  Connect
+ * it with vfgx_rdma_qp_connect() after exchanging endpoints.  The QP is
+ * used by one thread at a time. */
 int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
 			const struct vfgx_rdma_qp_conf *conf,
 			vfgx_rdma_qp **out);
@@ -161,9 +171,14 @@ int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
 int vfgx_rdma_qp_endpoint(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
 			  struct vfgx_rdma_endpoint *ep);
 /* Move an INIT QP to RTR then RTS against the remote endpoint.  The path
- * MTU is the smaller of both ends'. */
+ * MTU is the smaller of both ends'.  A UD QP gets an address handle for
+ * the remote gid/lid and sends every datagram to its qpn/qkey. */
 int vfgx_rdma_qp_connect(vfgx_rdma_qp *qp,
 			 const struct vfgx_rdma_endpoint *remote);
+enum vfgx_rdma_qp_type vfgx_rdma_qp_type(const vfgx_rdma_qp *qp);
+/* Largest datagram a connected UD QP sends: the path MTU in bytes (RC: 0,
+ * no limit). */
+uint32_t vfgx_rdma_qp_max_msg(const vfgx_rdma_qp *qp);
 void vfgx_rdma_qp_destroy(vfgx_rdma_qp *qp);
 
 /*
@@ -180,9 +195,15 @@ int vfgx_rdma_connect(vfgx_rdma_dev *dev, const char *host, uint16_t port,
 		      const struct vfgx_rdma_endpoint *mine,
 		      struct vfgx_rdma_endpoint *theirs, int timeout_ms,
 		      vfgx_rdma_qp **out);
-/* Listen on addr:port (addr NULL or "0.0.0.0": all). */
+/* Listen on addr:port (addr NULL or "0.0.0.0": all) for RC connections. */
 int vfgx_rdma_listen(vfgx_ctx *ctx, const char *addr, uint16_t port,
 		     vfgx_rdma_listener **out);
+/* The same for QPs of the given type: UD uses rdma_cm's UDP port space
+ * (RDMA_PS_UDP), where accept answers the peer's request (SIDR) and the
+ * peer's qpn and gid travel in the private data. */
+int vfgx_rdma_listen_type(vfgx_ctx *ctx, const char *addr, uint16_t port,
+			  enum vfgx_rdma_qp_type type,
+			  vfgx_rdma_listener **out);
 /* The port actually bound (useful with port 0). */
 uint16_t vfgx_rdma_listener_port(const vfgx_rdma_listener *l);
 /* Wait up to timeout_ms (-1: forever) for one connection request, create
@@ -231,7 +252,9 @@ struct vfgx_rdma_wc {
 	bool has_imm;
 };
 
-/* Two-sided.  buf must lie inside mr. */
+/* Two-sided.  buf must lie inside mr.  On a UD QP a send longer than
+ * vfgx_rdma_qp_max_msg() is refused with -EMSGSIZE, and receive buffers
+ * start with VFGX_RDMA_GRH_BYTES reserved bytes. */
 int vfgx_rdma_post_send(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
 			const void *buf, uint32_t len, uint64_t wr_id,
 			unsigned flags);

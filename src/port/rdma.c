@@ -1,6 +1,6 @@
-/* rdma.c - the RDMA port backend: one RC connection made by rdma_cm,
- * receives pre-posted from the queue's pool (registered through the
- * GPUDirect chain) and sends copied from a registered tx pool. */
+/* rdma.c - the RDMA port backend: one RC connection (or UD peer) made by
+ * rdma_cm, receives pre-posted from the queue's pool (registered through
+ * the GPUDirect chain) and sends copied from a registered tx pool. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +23,13 @@ struct rdma_priv {
 	bool own_rx_pool;
 	uintptr_t rx_base; /* pool address of the rx region's first byte */
 	uint32_t rx_buf, tx_buf;
+	uint32_t rx_off; /* UD: GRH bytes before the payload */
 	bool rx_gpu;
 	struct vfgx_queue_stats st;
 	/* options */
 	char device[64], peer[VFGX_ADDR_MAX];
 	uint32_t port_num, recv_depth, timeout_ms;
-	int gid_index, role;
+	int gid_index, role, qp_type;
 	bool fallback_host;
 };
 
@@ -38,7 +39,8 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	static const char *const keys[] = { "device", "port", "gid_index",
 					    "role", "peer", "recv_depth",
 					    "timeout_ms", "memory_fallback",
-					    NULL };
+					    "qp_type", NULL };
+	static const char *const qtypes[] = { "rc", "ud", NULL };
 	static const char *const roles[] = { "client", "server", NULL };
 	static const char *const fallbacks[] = { "host", "fail", NULL };
 	const struct vfgx_cfg_node *o = conf->opts;
@@ -56,7 +58,8 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 				&rp->recv_depth)) ||
 	    (ret = vfgx_cfg_u32(o, "timeout_ms", 5000, 1, 3600000,
 				&rp->timeout_ms)) ||
-	    (ret = vfgx_cfg_enum(o, "memory_fallback", fallbacks, 0, &fb)))
+	    (ret = vfgx_cfg_enum(o, "memory_fallback", fallbacks, 0, &fb)) ||
+	    (ret = vfgx_cfg_enum(o, "qp_type", qtypes, 0, &rp->qp_type)))
 		return ret;
 	rp->gid_index = gid == 1000 ? -1 : (int)gid;
 	rp->fallback_host = fb == 0;
@@ -145,7 +148,9 @@ static int rdma_mem(struct vfgx_port *port, struct rdma_priv *rp)
 static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
 {
 	struct vfgx_rdma_qp_conf qc = { .max_send_wr = RDMA_TX_NBUFS,
-					.max_recv_wr = rp->recv_depth };
+					.max_recv_wr = rp->recv_depth,
+					.type = rp->qp_type ? VFGX_RDMA_UD :
+							      VFGX_RDMA_RC };
 	char host[VFGX_ADDR_MAX];
 	char *colon;
 	unsigned long pn;
@@ -161,7 +166,8 @@ static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
 	if (rp->role == 0)
 		return vfgx_rdma_connect(rp->dev, host, (uint16_t)pn, &qc, NULL,
 					 NULL, (int)rp->timeout_ms, &rp->qp);
-	int ret = vfgx_rdma_listen(port->ctx, host, (uint16_t)pn, &rp->listener);
+	int ret = vfgx_rdma_listen_type(port->ctx, host, (uint16_t)pn, qc.type,
+					&rp->listener);
 
 	if (ret)
 		return ret;
@@ -188,6 +194,21 @@ static int rdma_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	ret = rdma_connect_peer(port, rp);
 	if (ret)
 		goto err;
+	if (rp->qp_type) {
+		uint32_t mtu = vfgx_rdma_qp_max_msg(rp->qp);
+
+		rp->rx_off = VFGX_RDMA_GRH_BYTES;
+		if (rp->rx_buf < mtu + VFGX_RDMA_GRH_BYTES) {
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: UD receive buffers of %u bytes cannot hold a %u-byte datagram plus the %u-byte GRH (use a pool with buffers of at least %u bytes)",
+					     port->name, rp->rx_buf, mtu,
+					     VFGX_RDMA_GRH_BYTES,
+					     mtu + VFGX_RDMA_GRH_BYTES);
+			goto err;
+		}
+		vfgx_info(port->ctx, "%s: UD datagrams up to %u bytes (path MTU)",
+			  port->name, mtu);
+	}
 	pool = port->rx_pools[0];
 	for (uint32_t i = 0; i < rp->recv_depth; i++) {
 		void *b;
@@ -230,7 +251,7 @@ static int rdma_rx_burst(struct vfgx_port *port, uint16_t q,
 					      port->name,
 					      vfgx_strerror(wc[i].status));
 		}
-		p->data = rx_nic_addr(rp, buf);
+		p->data = rx_nic_addr(rp, buf) + rp->rx_off;
 		p->len = wc[i].byte_len;
 		p->flow = wc[i].has_imm ? wc[i].imm : 0;
 		p->ts_ns = vfgx_now_ns();
@@ -279,6 +300,17 @@ static int rdma_tx_burst(struct vfgx_port *port, uint16_t q,
 	for (; done < n; done++) {
 		void *b;
 
+		if (rp->qp_type && pkts[done].len > vfgx_rdma_qp_max_msg(rp->qp)) {
+			/* refused, not consumed: the caller sees why */
+			if (done)
+				break;
+			rp->st.drops[VFGX_DROP_TOO_BIG]++;
+			return vfgx_set_error(port->ctx, -EMSGSIZE,
+					      "%s: UD datagram of %u bytes exceeds the path MTU of %u bytes (send at most %u, or set rdma.qp_type: rc)",
+					      port->name, pkts[done].len,
+					      vfgx_rdma_qp_max_msg(rp->qp),
+					      vfgx_rdma_qp_max_msg(rp->qp));
+		}
 		if (pkts[done].len > rp->tx_buf) {
 			rp->st.drops[VFGX_DROP_TOO_BIG]++;
 			continue;

@@ -58,10 +58,15 @@ struct vfgx_rdma_qp {
 	uint32_t *fifo;       /* WQEs each signaled WR retires */
 	uint32_t fifo_head, fifo_tail;
 	bool dead;
+	/* UD: where every datagram goes */
+	struct ibv_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+	uint32_t max_msg; /* path MTU in bytes */
 };
 
 struct vfgx_rdma_listener {
 	vfgx_ctx *ctx;
+	enum vfgx_rdma_qp_type type;
 	struct rdma_event_channel *ec;
 	struct rdma_cm_id *id;
 };
@@ -485,12 +490,12 @@ static int qp_alloc(vfgx_rdma_dev *dev, const struct vfgx_rdma_qp_conf *in,
 		return -ENOMEM;
 	qp->dev = dev;
 	conf_defaults(&qp->conf, in);
-	if (qp->conf.type != VFGX_RDMA_RC) {
+	if (qp->conf.type != VFGX_RDMA_RC && qp->conf.type != VFGX_RDMA_UD) {
 		int t = qp->conf.type;
 
 		free(qp);
 		return vfgx_set_error(dev->ctx, -EINVAL,
-				      "%s: only RC queue pairs are supported by vfgx_rdma (type %d)",
+				      "%s: queue pair type %d is neither RC nor UD",
 				      dev->name, t);
 	}
 	qp->fifo = calloc(qp->conf.max_send_wr, sizeof(*qp->fifo));
@@ -517,12 +522,17 @@ static void qp_init_attr(vfgx_rdma_qp *qp, struct ibv_qp_init_attr *a)
 	memset(a, 0, sizeof(*a));
 	a->send_cq = qp->scq;
 	a->recv_cq = qp->rcq;
-	a->qp_type = IBV_QPT_RC;
+	a->qp_type = qp->conf.type == VFGX_RDMA_UD ? IBV_QPT_UD : IBV_QPT_RC;
 	a->cap.max_send_wr = qp->conf.max_send_wr;
 	a->cap.max_recv_wr = qp->conf.max_recv_wr;
 	a->cap.max_send_sge = qp->conf.max_sge;
 	a->cap.max_recv_sge = qp->conf.max_sge;
 	a->cap.max_inline_data = qp->conf.max_inline;
+}
+
+static bool qp_ud(const struct vfgx_rdma_qp_conf *c)
+{
+	return c && c->type == VFGX_RDMA_UD;
 }
 
 int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
@@ -542,16 +552,21 @@ int vfgx_rdma_qp_create(vfgx_rdma_dev *dev,
 	if (!qp->qp) {
 		ret = -errno;
 		vfgx_rdma_qp_destroy(qp);
-		return vfgx_set_error(dev->ctx, ret, "%s: cannot create an RC QP: %s",
-				      dev->name, strerror(-ret));
+		return vfgx_set_error(dev->ctx, ret, "%s: cannot create a%s QP: %s",
+				      dev->name,
+				      qp_ud(conf) ? " UD" : "n RC",
+				      strerror(-ret));
 	}
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = dev->port;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
+	a.qkey = VFGX_RDMA_UD_QKEY;
 	if (ibv_modify_qp(qp->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+					      IBV_QP_PORT |
+					      (qp_ud(conf) ? IBV_QP_QKEY :
+							     IBV_QP_ACCESS_FLAGS))) {
 		ret = -errno;
 		vfgx_rdma_qp_destroy(qp);
 		return vfgx_set_error(dev->ctx, ret, "%s: QP to INIT: %s",
@@ -571,6 +586,7 @@ int vfgx_rdma_qp_endpoint(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
 	ep->lid = qp->dev->pattr.lid;
 	ep->port = qp->dev->port;
 	ep->mtu = (uint8_t)qp->dev->pattr.active_mtu;
+	ep->qkey = qp->conf.type == VFGX_RDMA_UD ? VFGX_RDMA_UD_QKEY : 0;
 	if (mr) {
 		ep->addr = mr->info.addr;
 		ep->rkey = mr->info.rkey;
@@ -586,6 +602,73 @@ static uint8_t rd_atomic(const vfgx_rdma_dev *dev)
 	return (uint8_t)(m > 0 && m < RDMA_MAX_RD_ATOMIC ? m : RDMA_MAX_RD_ATOMIC);
 }
 
+/* UD: the address handle to the peer's gid/lid and where datagrams go. */
+static int ud_target(vfgx_rdma_qp *qp, const struct ibv_ah_attr *aa,
+		     uint32_t qpn, uint32_t qkey, int mtu)
+{
+	struct ibv_ah_attr a = *aa;
+
+	if (qp->ah)
+		ibv_destroy_ah(qp->ah);
+	qp->ah = ibv_create_ah(qp->dev->pd, &a);
+	if (!qp->ah)
+		return vfgx_set_error(qp->dev->ctx, -errno,
+				      "%s: UD QP %u: cannot create an address handle to qpn %u: %s (check the gid index with gid_index)",
+				      qp->dev->name, qp->qp->qp_num, qpn,
+				      strerror(errno));
+	qp->remote_qpn = qpn;
+	qp->remote_qkey = qkey ? qkey : VFGX_RDMA_UD_QKEY;
+	qp->max_msg = 128u << mtu;
+	return 0;
+}
+
+static void ah_from_ep(const vfgx_rdma_dev *dev,
+		       const struct vfgx_rdma_endpoint *r,
+		       struct ibv_ah_attr *aa)
+{
+	static const uint8_t zero[16];
+
+	memset(aa, 0, sizeof(*aa));
+	aa->dlid = r->lid;
+	aa->port_num = dev->port;
+	if (memcmp(r->gid, zero, 16)) {
+		aa->is_global = 1;
+		memcpy(aa->grh.dgid.raw, r->gid, 16);
+		aa->grh.sgid_index = (uint8_t)dev->gid_index;
+		aa->grh.hop_limit = 64;
+	}
+}
+
+static int ud_connect(vfgx_rdma_qp *qp, const struct vfgx_rdma_endpoint *r,
+		      int mtu)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	struct ibv_ah_attr aa;
+
+	if (ibv_modify_qp(qp->qp, &a, IBV_QP_STATE))
+		return vfgx_set_error(qp->dev->ctx, -errno, "%s: UD QP %u to RTR: %s",
+				      qp->dev->name, qp->qp->qp_num,
+				      strerror(errno));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = qp->psn;
+	if (ibv_modify_qp(qp->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return vfgx_set_error(qp->dev->ctx, -errno, "%s: UD QP %u to RTS: %s",
+				      qp->dev->name, qp->qp->qp_num,
+				      strerror(errno));
+	ah_from_ep(qp->dev, r, &aa);
+	return ud_target(qp, &aa, r->qpn, r->qkey, mtu);
+}
+
+enum vfgx_rdma_qp_type vfgx_rdma_qp_type(const vfgx_rdma_qp *qp)
+{
+	return qp->conf.type;
+}
+
+uint32_t vfgx_rdma_qp_max_msg(const vfgx_rdma_qp *qp)
+{
+	return qp->conf.type == VFGX_RDMA_UD ? qp->max_msg : 0;
+}
+
 int vfgx_rdma_qp_connect(vfgx_rdma_qp *qp,
 			 const struct vfgx_rdma_endpoint *r)
 {
@@ -594,6 +677,9 @@ int vfgx_rdma_qp_connect(vfgx_rdma_qp *qp,
 	static const uint8_t zero[16];
 	int mtu = r->mtu && r->mtu < dev->pattr.active_mtu ? r->mtu :
 							   dev->pattr.active_mtu;
+
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_connect(qp, r, mtu);
 
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = (enum ibv_mtu)mtu;
@@ -639,8 +725,10 @@ void vfgx_rdma_qp_destroy(vfgx_rdma_qp *qp)
 {
 	if (!qp)
 		return;
+	if (qp->ah)
+		ibv_destroy_ah(qp->ah);
 	if (qp->id) {
-		if (!qp->dead)
+		if (!qp->dead && qp->conf.type == VFGX_RDMA_RC)
 			rdma_disconnect(qp->id);
 		if (qp->qp)
 			rdma_destroy_qp(qp->id);
@@ -674,6 +762,14 @@ struct cm_priv {
 	uint32_t magic;
 } __attribute__((packed));
 #define CM_PRIV_MAGIC 0x76666778u /* "vfgx" */
+
+/* UD connection request: the client's QP, so the server can address it. */
+struct cm_ud_priv {
+	struct cm_priv base;
+	uint32_t qpn;
+	uint8_t gid[16];
+	uint16_t lid;
+} __attribute__((packed));
 
 static void priv_pack(struct cm_priv *p, const struct vfgx_rdma_endpoint *ep)
 {
@@ -741,7 +837,8 @@ static int set_nonblock(int fd)
 /* Wait for event `want` on ec, mapping the failure events to errors. */
 static int cm_expect(vfgx_ctx *ctx, struct rdma_event_channel *ec,
 		     enum rdma_cm_event_type want, int timeout_ms,
-		     const char *what, struct vfgx_rdma_endpoint *theirs)
+		     const char *what, struct vfgx_rdma_endpoint *theirs,
+		     vfgx_rdma_qp *ud)
 {
 	struct rdma_cm_event *ev;
 	int ret = cm_next(ec, timeout_ms, &ev), st;
@@ -754,6 +851,16 @@ static int cm_expect(vfgx_ctx *ctx, struct rdma_event_channel *ec,
 		return vfgx_set_error(ctx, ret, "%s: %s", what, strerror(-ret));
 	t = ev->event;
 	st = ev->status;
+	if (t == want && t == RDMA_CM_EVENT_ESTABLISHED && ud) {
+		/* SIDR reply: address handle, qpn and qkey of the server */
+		priv_unpack(ev->param.ud.private_data,
+			    ev->param.ud.private_data_len, theirs);
+		ret = ud_target(ud, &ev->param.ud.ah_attr, ev->param.ud.qp_num,
+				ev->param.ud.qkey,
+				ud->dev->pattr.active_mtu);
+		rdma_ack_cm_event(ev);
+		return ret;
+	}
 	if (t == want && t == RDMA_CM_EVENT_ESTABLISHED && theirs)
 		priv_unpack(ev->param.conn.private_data,
 			    ev->param.conn.private_data_len, theirs);
@@ -765,9 +872,16 @@ static int cm_expect(vfgx_ctx *ctx, struct rdma_event_channel *ec,
 		return vfgx_set_error(ctx, -ECONNREFUSED,
 				      "%s: connection refused (no listener on that address and port?)",
 				      what);
+	case RDMA_CM_EVENT_UNREACHABLE:
+		/* a SIDR reply (UD) with status 1 (no such service) or 2
+		 * (rejected): nobody listens there */
+		if (ud && (st == 1 || st == 2))
+			return vfgx_set_error(ctx, -ECONNREFUSED,
+					      "%s: connection refused (no UD listener on that address and port?)",
+					      what);
+		/* fall through */
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
 		return vfgx_set_error(ctx, -EHOSTUNREACH,
 				      "%s: %s (status %d; is an RDMA device bound to the route's netdev?)",
 				      what, rdma_event_str(t), st);
@@ -803,6 +917,7 @@ static int cm_make_qp(vfgx_rdma_dev *dev, struct rdma_cm_id *id,
 	}
 	qp->qp = id->qp;
 	qp->id = id;
+	qp->max_msg = 128u << dev->pattr.active_mtu;
 	*out = qp;
 	return 0;
 }
@@ -829,7 +944,7 @@ int vfgx_rdma_connect(vfgx_rdma_dev *dev, const char *host, uint16_t port,
 	struct rdma_event_channel *ec;
 	struct rdma_conn_param cp;
 	struct rdma_cm_id *id = NULL;
-	struct cm_priv priv;
+	struct cm_ud_priv priv;
 	vfgx_rdma_qp *qp = NULL;
 	char what[128], ps[8];
 	int ret, tmo = timeout_ms < 0 ? 60000 : timeout_ms;
@@ -842,7 +957,8 @@ int vfgx_rdma_connect(vfgx_rdma_dev *dev, const char *host, uint16_t port,
 		return vfgx_set_error(dev->ctx, -EINVAL, "%s: cannot resolve: %s",
 				      what, gai_strerror(ret));
 	ec = rdma_create_event_channel();
-	if (!ec || set_nonblock(ec->fd) || rdma_create_id(ec, &id, NULL, RDMA_PS_TCP)) {
+	if (!ec || set_nonblock(ec->fd) ||
+	    rdma_create_id(ec, &id, NULL, qp_ud(conf) ? RDMA_PS_UDP : RDMA_PS_TCP)) {
 		ret = vfgx_set_error(dev->ctx, -errno ? -errno : -ENODEV,
 				     "%s: cannot create an rdma_cm id: %s (is rdma_ucm loaded?)",
 				     what, strerror(errno));
@@ -853,7 +969,7 @@ int vfgx_rdma_connect(vfgx_rdma_dev *dev, const char *host, uint16_t port,
 				     what, strerror(errno));
 		goto err;
 	}
-	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ADDR_RESOLVED, tmo + 100, what, NULL);
+	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ADDR_RESOLVED, tmo + 100, what, NULL, NULL);
 	if (ret)
 		goto err;
 	if (rdma_resolve_route(id, tmo)) {
@@ -861,21 +977,28 @@ int vfgx_rdma_connect(vfgx_rdma_dev *dev, const char *host, uint16_t port,
 				     what, strerror(errno));
 		goto err;
 	}
-	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ROUTE_RESOLVED, tmo + 100, what, NULL);
+	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ROUTE_RESOLVED, tmo + 100, what, NULL, NULL);
 	if (ret)
 		goto err;
 	ret = cm_make_qp(dev, id, conf, what, &qp);
 	if (ret)
 		goto err;
 	qp->ec = ec;
-	priv_pack(&priv, mine);
-	conn_param(&cp, &priv, dev);
+	priv_pack(&priv.base, mine);
+	conn_param(&cp, &priv.base, dev);
+	if (qp_ud(conf)) {
+		priv.qpn = htonl(qp->qp->qp_num);
+		memcpy(priv.gid, dev->gid.raw, 16);
+		priv.lid = htons(dev->pattr.lid);
+		cp.private_data_len = sizeof(priv);
+	}
 	if (rdma_connect(id, &cp)) {
 		ret = vfgx_set_error(dev->ctx, -errno, "%s: connect: %s", what,
 				     strerror(errno));
 		goto err_qp;
 	}
-	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ESTABLISHED, tmo, what, theirs);
+	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ESTABLISHED, tmo, what, theirs,
+			qp_ud(conf) ? qp : NULL);
 	if (ret)
 		goto err_qp;
 	freeaddrinfo(ai);
@@ -898,6 +1021,13 @@ err:
 int vfgx_rdma_listen(vfgx_ctx *ctx, const char *addr, uint16_t port,
 		     vfgx_rdma_listener **out)
 {
+	return vfgx_rdma_listen_type(ctx, addr, port, VFGX_RDMA_RC, out);
+}
+
+int vfgx_rdma_listen_type(vfgx_ctx *ctx, const char *addr, uint16_t port,
+			  enum vfgx_rdma_qp_type type,
+			  vfgx_rdma_listener **out)
+{
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(port) };
 	vfgx_rdma_listener *l;
@@ -912,9 +1042,11 @@ int vfgx_rdma_listen(vfgx_ctx *ctx, const char *addr, uint16_t port,
 	if (!l)
 		return -ENOMEM;
 	l->ctx = ctx;
+	l->type = type;
 	l->ec = rdma_create_event_channel();
 	if (!l->ec || set_nonblock(l->ec->fd) ||
-	    rdma_create_id(l->ec, &l->id, NULL, RDMA_PS_TCP)) {
+	    rdma_create_id(l->ec, &l->id, NULL,
+			   type == VFGX_RDMA_UD ? RDMA_PS_UDP : RDMA_PS_TCP)) {
 		ret = vfgx_set_error(ctx, -errno ? -errno : -ENODEV,
 				     "rdma_cm listen: %s (is rdma_ucm loaded?)",
 				     strerror(errno));
@@ -949,7 +1081,7 @@ int vfgx_rdma_accept(vfgx_rdma_listener *l, vfgx_rdma_dev *dev,
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp;
 	struct rdma_cm_id *id;
-	struct cm_priv priv;
+	struct cm_ud_priv priv, upeer = { 0 };
 	vfgx_rdma_qp *qp;
 	char what[64];
 	int ret;
@@ -957,6 +1089,11 @@ int vfgx_rdma_accept(vfgx_rdma_listener *l, vfgx_rdma_dev *dev,
 	*out = NULL;
 	snprintf(what, sizeof(what), "rdma_cm accept on port %u",
 		 vfgx_rdma_listener_port(l));
+	if (qp_ud(conf) != (l->type == VFGX_RDMA_UD))
+		return vfgx_set_error(dev->ctx, -EINVAL,
+				      "%s: the listener is for %s QPs but an %s QP was asked (use vfgx_rdma_listen_type)",
+				      what, l->type == VFGX_RDMA_UD ? "UD" : "RC",
+				      qp_ud(conf) ? "UD" : "RC");
 	for (;;) {
 		ret = cm_next(l->ec, timeout_ms, &ev);
 		if (ret == -ETIMEDOUT)
@@ -972,7 +1109,18 @@ int vfgx_rdma_accept(vfgx_rdma_listener *l, vfgx_rdma_dev *dev,
 	id = ev->id;
 	priv_unpack(ev->param.conn.private_data, ev->param.conn.private_data_len,
 		    theirs);
+	if (l->type == VFGX_RDMA_UD && ev->param.ud.private_data &&
+	    ev->param.ud.private_data_len >= sizeof(upeer))
+		memcpy(&upeer, ev->param.ud.private_data, sizeof(upeer));
 	rdma_ack_cm_event(ev);
+	if (l->type == VFGX_RDMA_UD &&
+	    ntohl(upeer.base.magic) != CM_PRIV_MAGIC) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return vfgx_set_error(dev->ctx, -EPROTO,
+				      "%s: UD request without the client's QP in its private data (peer is not vfgx?)",
+				      what);
+	}
 	ec = rdma_create_event_channel();
 	if (!ec || set_nonblock(ec->fd) || rdma_migrate_id(id, ec)) {
 		ret = vfgx_set_error(dev->ctx, -errno ? -errno : -ENOMEM,
@@ -992,8 +1140,33 @@ int vfgx_rdma_accept(vfgx_rdma_listener *l, vfgx_rdma_dev *dev,
 		return ret;
 	}
 	qp->ec = ec;
-	priv_pack(&priv, mine);
-	conn_param(&cp, &priv, dev);
+	priv_pack(&priv.base, mine);
+	conn_param(&cp, &priv.base, dev);
+	if (l->type == VFGX_RDMA_UD) {
+		struct vfgx_rdma_endpoint pe = { .qpn = ntohl(upeer.qpn),
+						 .lid = ntohs(upeer.lid),
+						 .qkey = VFGX_RDMA_UD_QKEY };
+		struct ibv_ah_attr aa;
+
+		memcpy(pe.gid, upeer.gid, 16);
+		ah_from_ep(dev, &pe, &aa);
+		cp.qp_num = qp->qp->qp_num;
+		ret = ud_target(qp, &aa, pe.qpn, pe.qkey,
+				dev->pattr.active_mtu);
+		if (ret || rdma_accept(id, &cp)) {
+			if (!ret)
+				ret = vfgx_set_error(dev->ctx, -errno, "%s: accept: %s",
+						     what, strerror(errno));
+			else
+				rdma_reject(id, NULL, 0);
+			qp->dead = true;
+			vfgx_rdma_qp_destroy(qp);
+			return ret;
+		}
+		/* no ESTABLISHED on the answering side of SIDR */
+		*out = qp;
+		return 0;
+	}
 	if (rdma_accept(id, &cp)) {
 		ret = vfgx_set_error(dev->ctx, -errno, "%s: accept: %s", what,
 				     strerror(errno));
@@ -1002,7 +1175,7 @@ int vfgx_rdma_accept(vfgx_rdma_listener *l, vfgx_rdma_dev *dev,
 		return ret;
 	}
 	ret = cm_expect(dev->ctx, ec, RDMA_CM_EVENT_ESTABLISHED,
-			timeout_ms < 0 ? 60000 : timeout_ms, what, NULL);
+			timeout_ms < 0 ? 60000 : timeout_ms, what, NULL, NULL);
 	if (ret) {
 		qp->dead = true;
 		vfgx_rdma_qp_destroy(qp);
@@ -1074,7 +1247,23 @@ int vfgx_rdma_post_send(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
 				  .num_sge = 1, .opcode = IBV_WR_SEND };
 	int ret = check_range(qp, mr, (uintptr_t)buf - mr->info.addr, len);
 
-	return ret ? ret : post(qp, &wr, flags);
+	if (ret)
+		return ret;
+	if (qp->conf.type == VFGX_RDMA_UD) {
+		if (!qp->ah)
+			return vfgx_set_error(qp->dev->ctx, -ENOTCONN,
+					      "%s: UD QP %u has no peer yet (connect it first)",
+					      qp->dev->name, qp->qp->qp_num);
+		if (len > qp->max_msg)
+			return vfgx_set_error(qp->dev->ctx, -EMSGSIZE,
+					      "%s: UD QP %u: datagram of %u bytes exceeds the path MTU of %u bytes (send at most %u, or use an RC QP)",
+					      qp->dev->name, qp->qp->qp_num, len,
+					      qp->max_msg, qp->max_msg);
+		wr.wr.ud.ah = qp->ah;
+		wr.wr.ud.remote_qpn = qp->remote_qpn;
+		wr.wr.ud.remote_qkey = qp->remote_qkey;
+	}
+	return post(qp, &wr, flags);
 }
 
 int vfgx_rdma_post_recv(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, void *buf,
@@ -1096,6 +1285,13 @@ int vfgx_rdma_post_recv(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, void *buf,
 	return 0;
 }
 
+static int ud_one_sided(vfgx_rdma_qp *qp)
+{
+	return vfgx_set_error(qp->dev->ctx, -EOPNOTSUPP,
+			      "%s: QP %u is UD: WRITE, READ and compare-and-swap need an RC QP",
+			      qp->dev->name, qp->qp->qp_num);
+}
+
 static int one_sided(vfgx_rdma_qp *qp, enum ibv_wr_opcode op,
 		     const vfgx_rdma_mr *mr, size_t loff, uint64_t raddr,
 		     uint32_t rkey, uint32_t len, uint32_t imm, uint64_t wr_id,
@@ -1109,6 +1305,8 @@ static int one_sided(vfgx_rdma_qp *qp, enum ibv_wr_opcode op,
 
 	if (ret)
 		return ret;
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_one_sided(qp);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	if (op == IBV_WR_RDMA_WRITE_WITH_IMM)
@@ -1153,6 +1351,8 @@ int vfgx_rdma_cas(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 
 	if (ret)
 		return ret;
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_one_sided(qp);
 	if (raddr & 7)
 		return vfgx_set_error(qp->dev->ctx, -EINVAL,
 				      "%s: compare-and-swap target 0x%llx is not 8-byte aligned",
@@ -1214,6 +1414,9 @@ int vfgx_rdma_poll(vfgx_rdma_qp *qp, bool recv, struct vfgx_rdma_wc *out,
 					map_op(wc[i].opcode) :
 					(recv ? VFGX_RDMA_OP_RECV : VFGX_RDMA_OP_OTHER);
 			o->byte_len = wc[i].byte_len;
+			if (recv && qp->conf.type == VFGX_RDMA_UD &&
+			    o->byte_len >= VFGX_RDMA_GRH_BYTES)
+				o->byte_len -= VFGX_RDMA_GRH_BYTES;
 			o->has_imm = wc[i].wc_flags & IBV_WC_WITH_IMM;
 			o->imm = o->has_imm ? ntohl(wc[i].imm_data) : 0;
 			if (recv)

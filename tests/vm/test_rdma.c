@@ -1,8 +1,9 @@
 /* test_rdma.c - the RDMA backend on a real soft-RoCE device in the test
  * guest (run through rxe-env.sh): registration chain, WRITE/READ/CAS and
  * WRITE_WITH_IMM over raw-exchanged QPs, send/recv integrity through the
- * port backend over rdma_cm, and the failure cases (bad rkey, refused
- * connection, peer killed mid-transfer). */
+ * port backend over rdma_cm (RC and UD), UD datagrams over raw-exchanged
+ * QPs, and the failure cases (bad rkey, refused connection, peer killed
+ * mid-transfer, oversize datagram). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -32,17 +33,26 @@ static vfgx_rdma_dev *open_dev(void)
 	return dev;
 }
 
-/* Two RC QPs on one device connected to each other by raw exchange. */
-static void raw_pair(vfgx_rdma_dev *dev, vfgx_rdma_qp **a, vfgx_rdma_qp **b)
+/* Two QPs of conf's type (NULL: RC) on one device connected to each other
+ * by raw exchange. */
+static void raw_pair_conf(vfgx_rdma_dev *dev,
+			  const struct vfgx_rdma_qp_conf *conf,
+			  vfgx_rdma_qp **a, vfgx_rdma_qp **b)
 {
 	struct vfgx_rdma_endpoint ea, eb;
 
-	assert_int_equal(vfgx_rdma_qp_create(dev, NULL, a), 0);
-	assert_int_equal(vfgx_rdma_qp_create(dev, NULL, b), 0);
+	if (vfgx_rdma_qp_create(dev, conf, a) ||
+	    vfgx_rdma_qp_create(dev, conf, b))
+		fail_msg("%s", vfgx_last_error(ctx));
 	vfgx_rdma_qp_endpoint(*a, NULL, &ea);
 	vfgx_rdma_qp_endpoint(*b, NULL, &eb);
 	if (vfgx_rdma_qp_connect(*a, &eb) || vfgx_rdma_qp_connect(*b, &ea))
 		fail_msg("%s", vfgx_last_error(ctx));
+}
+
+static void raw_pair(vfgx_rdma_dev *dev, vfgx_rdma_qp **a, vfgx_rdma_qp **b)
+{
+	raw_pair_conf(dev, NULL, a, b);
 }
 
 static void test_reg_chain(void **state)
@@ -336,6 +346,178 @@ static void test_sendrecv_port(void **state)
 	vfgx_ctx_destroy(s.ctx);
 }
 
+/* ------------------------------------------------------ UD datagrams */
+
+static uint32_t ud_mtu; /* path MTU in bytes, learned by test_ud_raw */
+
+/* Raw-exchanged UD QPs: a datagram each way lands after the GRH with its
+ * own length, the full MTU passes, MTU + 1 is refused with -EMSGSIZE. */
+static void test_ud_raw(void **state)
+{
+	const struct vfgx_rdma_qp_conf uc = { .type = VFGX_RDMA_UD };
+	vfgx_rdma_dev *dev = open_dev();
+	struct vfgx_rdma_wc wc;
+	vfgx_rdma_qp *a, *b;
+	vfgx_rdma_mr *m;
+	uint8_t *buf;
+	uint32_t mtu, rlen;
+
+	(void)state;
+	raw_pair_conf(dev, &uc, &a, &b);
+	assert_int_equal(vfgx_rdma_qp_type(a), VFGX_RDMA_UD);
+	mtu = vfgx_rdma_qp_max_msg(a);
+	assert_true(mtu >= 256 && mtu <= 4096);
+	assert_int_equal(vfgx_rdma_qp_max_msg(b), mtu);
+	ud_mtu = mtu;
+	rlen = mtu + VFGX_RDMA_GRH_BYTES;
+	/* [0, rlen) b's receive, [rlen, 2 rlen) a's receive, then tx */
+	buf = calloc(3, rlen + 64);
+	assert_int_equal(vfgx_rdma_reg_mem(dev, buf, 3 * (size_t)(rlen + 64), 0, &m), 0);
+	uint8_t *tx = buf + 2 * rlen;
+
+	for (int round = 0; round < 2; round++) {
+		vfgx_rdma_qp *src = round ? b : a, *dst = round ? a : b;
+		uint8_t *rx = buf + (size_t)round * rlen;
+		uint32_t len = round ? mtu : 77;
+
+		for (uint32_t k = 0; k < len; k++)
+			tx[k] = (uint8_t)(k * 7 + round);
+		memset(rx, 0xee, rlen);
+		assert_int_equal(vfgx_rdma_post_recv(dst, m, rx, rlen, 100 + round), 0);
+		assert_int_equal(vfgx_rdma_post_send(src, m, tx, len, 1, 0), 0);
+		assert_int_equal(vfgx_rdma_wait(src, false, &wc, 1, 10000), 1);
+		assert_int_equal(wc.status, 0);
+		if (vfgx_rdma_wait(dst, true, &wc, 1, 10000) != 1)
+			fail_msg("%s", vfgx_last_error(ctx));
+		assert_int_equal(wc.status, 0);
+		assert_int_equal(wc.wr_id, 100 + round);
+		assert_int_equal(wc.byte_len, len);
+		assert_memory_equal(rx + VFGX_RDMA_GRH_BYTES, tx, len);
+	}
+	/* one-sided operations need RC: a clear error, nothing posted */
+	assert_int_equal(vfgx_rdma_write(a, m, 0, 0, 0, 8, 3, 0), -EOPNOTSUPP);
+	assert_non_null(strstr(vfgx_last_error(ctx), "need an RC QP"));
+	/* one byte over the MTU: refused before it reaches the wire */
+	assert_int_equal(vfgx_rdma_post_send(a, m, tx, mtu + 1, 2, 0), -EMSGSIZE);
+	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds the path MTU"));
+	assert_int_equal(vfgx_rdma_qp_outstanding(a), 0);
+	vfgx_rdma_qp_destroy(a);
+	vfgx_rdma_qp_destroy(b);
+	vfgx_rdma_dereg(m);
+	vfgx_rdma_dev_close(dev);
+	free(buf);
+}
+
+/* UD through the port backend, peers found by rdma_cm's UDP port space:
+ * random sizes up to the MTU arrive intact, in order and all counted; an
+ * oversize datagram is refused with -EMSGSIZE and counted as too big. */
+static void test_ud_port(void **state)
+{
+	enum { N = 300, WINDOW = 32 };
+	char sy[512], cy[512];
+	struct srv_arg s = { .yaml = sy };
+	uint8_t msg[4096], seen[4096];
+	struct vfgx_pkt pk[64];
+	struct vfgx_queue_stats st;
+	vfgx_port *cli;
+	pthread_t th;
+	uint32_t sizes[N];
+	int sent = 0, got = 0, back = 0;
+
+	(void)state;
+	assert_true(ud_mtu > 0); /* from test_ud_raw */
+	/* nobody listening: the SIDR answer is a one-line refusal */
+	{
+		const struct vfgx_rdma_qp_conf uc = { .type = VFGX_RDMA_UD };
+		vfgx_rdma_dev *dev = open_dev();
+		vfgx_rdma_qp *qp;
+
+		assert_int_equal(vfgx_rdma_connect(dev, ip, 7479, &uc, NULL, NULL,
+						   5000, &qp), -ECONNREFUSED);
+		assert_non_null(strstr(vfgx_last_error(ctx), "connection refused"));
+		vfgx_rdma_dev_close(dev);
+	}
+	snprintf(sy, sizeof(sy),
+		 "interfaces:\n  - name: usrv\n    backend: rdma\n    address: %s\n"
+		 "    rdma: { role: server, qp_type: ud, peer: \"%s:7473\", timeout_ms: 20000 }\n",
+		 devname_, ip);
+	snprintf(cy, sizeof(cy),
+		 "interfaces:\n  - name: ucli\n    backend: rdma\n    address: va\n"
+		 "    rdma: { role: client, qp_type: ud, peer: \"%s:7473\" }\n", ip);
+	assert_int_equal(vfgx_ctx_create(&s.ctx), 0);
+	assert_int_equal(pthread_create(&th, NULL, open_server, &s), 0);
+	cli = open_yaml(cy);
+	pthread_join(th, NULL);
+	if (s.ret)
+		fail_msg("server: %s", vfgx_last_error(s.ctx));
+	srand(13);
+	for (int i = 0; i < N; i++)
+		sizes[i] = i == 0 ? ud_mtu : 1 + (uint32_t)rand() % ud_mtu;
+	/* UD drops when no receive is posted: keep at most WINDOW in flight */
+	while (got < N) {
+		if (sent < N && sent - got < WINDOW) {
+			struct vfgx_pkt p = { .data = msg, .len = sizes[sent] };
+			int r;
+
+			for (uint32_t k = 0; k < p.len; k++)
+				msg[k] = (uint8_t)(sent * 29 + k);
+			r = vfgx_port_tx_burst(cli, 0, &p, 1);
+			if (r < 0)
+				fail_msg("tx: %s", vfgx_last_error(ctx));
+			sent += r;
+		}
+		int n = vfgx_port_rx_burst(s.port, 0, pk, 64);
+
+		if (n < 0)
+			fail_msg("rx: %s", vfgx_last_error(s.ctx));
+		for (int i = 0; i < n; i++, got++) {
+			assert_int_equal(pk[i].len, sizes[got]);
+			for (uint32_t k = 0; k < pk[i].len; k++)
+				seen[k] = (uint8_t)(got * 29 + k);
+			assert_memory_equal(pk[i].data, seen, pk[i].len);
+			assert_true(pk[i].flags & VFGX_PKT_PAYLOAD);
+		}
+		vfgx_port_release(s.port, 0, pk, (uint16_t)n);
+	}
+	/* the server learned the client's QP from the request: it answers */
+	for (uint32_t k = 0; k < 100; k++)
+		msg[k] = (uint8_t)(k ^ 0x5a);
+	struct vfgx_pkt rp = { .data = msg, .len = 100 };
+
+	assert_int_equal(vfgx_port_tx_burst(s.port, 0, &rp, 1), 1);
+	for (int i = 0; i < 2000000 && !back; i++) {
+		int n = vfgx_port_rx_burst(cli, 0, pk, 64);
+
+		assert_true(n >= 0);
+		if (n) {
+			assert_int_equal(n, 1);
+			assert_int_equal(pk[0].len, 100);
+			assert_memory_equal(pk[0].data, msg, 100);
+			back = 1;
+		}
+		vfgx_port_release(cli, 0, pk, (uint16_t)n);
+	}
+	assert_true(back);
+	/* oversize: refused, not sent, counted */
+	struct vfgx_pkt big = { .data = msg, .len = ud_mtu + 1 };
+
+	assert_int_equal(vfgx_port_tx_burst(cli, 0, &big, 1), -EMSGSIZE);
+	assert_non_null(strstr(vfgx_last_error(ctx), "ucli: UD datagram of"));
+	assert_non_null(strstr(vfgx_last_error(ctx), "path MTU"));
+	vfgx_port_stats(s.port, 0, &st);
+	assert_int_equal(st.rx_packets, N);
+	vfgx_port_stats(cli, 0, &st);
+	assert_int_equal(st.tx_packets, N);
+	assert_int_equal(st.rx_packets, 1);
+	assert_int_equal(st.drops[VFGX_DROP_TOO_BIG], 1);
+	/* nothing more arrives: the refused datagram never left */
+	usleep(200000);
+	assert_int_equal(vfgx_port_rx_burst(s.port, 0, pk, 64), 0);
+	vfgx_port_close(cli);
+	vfgx_port_close(s.port);
+	vfgx_ctx_destroy(s.ctx);
+}
+
 /* ------------------------------------------- peer killed mid-transfer */
 
 static _Noreturn void peer_child(int fd)
@@ -434,6 +616,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_rkey),
 		cmocka_unit_test(test_conn_refused),
 		cmocka_unit_test(test_sendrecv_port),
+		cmocka_unit_test(test_ud_raw),
+		cmocka_unit_test(test_ud_port),
 		cmocka_unit_test(test_peer_killed),
 	};
 
