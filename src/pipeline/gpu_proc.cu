@@ -411,7 +411,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		struct vfgx_app_hdr h = { 0, 0, 0 };
 		int r = VFGX_STAGE_PASS, fr = VFGX_STAGE_PASS;
 		int ar = VFGX_R_BAD_APP_HDR, need = 0;
-		uint32_t pseudo = 0, todo, act, passed, bit_lo = 0, bit_hi = 0;
+		uint32_t pseudo = 0, left, act, passed, bit_lo = 0, bit_hi = 0;
 		bool bad = false;
 		ull bytes;
 
@@ -436,15 +436,15 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 						       k.max_streams, &h);
 		}
 		/* the warp sums each checksum that must be verified */
-		todo = __ballot_sync(FULL, need);
-		while (todo) {
-			uint32_t j = (uint32_t)(__ffs(todo) - 1);
+		left = __ballot_sync(FULL, need);
+		while (left) {
+			uint32_t j = (uint32_t)(__ffs(left) - 1);
 			const uint8_t *p = (const uint8_t *)(uintptr_t)
 				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j);
 			uint32_t l = __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j);
 			ull s = warp_csum(p, l, lane);
 
-			todo &= todo - 1;
+			left &= left - 1;
 			if (lane == j)
 				bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
 		}
