@@ -338,6 +338,34 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 	return (int64_t)(done_at - t0);
 }
 
+/* Server of send_bw: take iters receives, polled up to 16 at a time and
+ * each re-posted at once, so RX_DEPTH stay outstanding (perftest's
+ * run_iter_bw_server). */
+static int bw_server(struct run *r, const struct opts *o)
+{
+	struct vfgx_rdma_wc wc[16];
+	uint64_t got = 0, since = 0;
+	unsigned spin = 0;
+	int n;
+
+	while (got < o->iters) {
+		n = reap(r, true, wc, 16);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			int ret = vfgx_rdma_post_recv(r->qp, r->mr, r->buf + o->size,
+						      o->size ? o->size : 1, 0);
+
+			if (ret)
+				return ret;
+		}
+		got += (uint64_t)n;
+		if (!n && spin_expired(++spin, &since))
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
 /* Ping-pong latency: per-iteration one-way time (round trip / 2) for
  * write_lat and send_lat, the round trip for read_lat. */
 static int lat_loop(struct run *r, const struct opts *o, double *lat_us)
@@ -452,7 +480,8 @@ static int run_test(const struct opts *o)
 		return 1;
 	}
 	/* receives: the final "done" message, or the streamed sends */
-	for (int i = 0; i < (o->test == SEND_BW || o->test == SEND_LAT ? RX_DEPTH / 2 : 4); i++)
+	for (int i = 0; i < (o->test == SEND_BW ? RX_DEPTH :
+			     o->test == SEND_LAT ? RX_DEPTH / 2 : 4); i++)
 		if ((ret = vfgx_rdma_post_recv(r.qp, r.mr, r.buf + o->size,
 					       o->size ? o->size : 1, 0)))
 			goto out;
@@ -480,8 +509,7 @@ static int run_test(const struct opts *o)
 		} else if (o->test == WRITE_BW) {
 			ret = wait_recv_mode(&r, o->size, true);
 		} else {
-			for (uint32_t i = 0; i < o->iters && !ret; i++)
-				ret = wait_recv(&r, o->size);
+			ret = bw_server(&r, o);
 			if (!ret)
 				ret = vfgx_rdma_post_send(r.qp, r.mr, r.buf, 0, 0, 0) ?:
 				      vfgx_rdma_fence(r.qp, 10000);
