@@ -70,6 +70,11 @@ struct dk_queue {
 	struct rte_mbuf **last;
 	const struct vfgx_pkt *last_pkts;
 	uint16_t last_n;
+	/* the last burst may go back with rte_mempool_put_bulk (what
+	 * rte_mbuf_raw_free does per mbuf): every mbuf one segment, direct
+	 * (host pool, no external buffer) and from dq->mp; dk_release adds
+	 * the last condition, reference count 1 */
+	bool last_raw;
 	struct vfgx_queue_stats st;
 };
 
@@ -1014,6 +1019,7 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 	uint16_t n = 0, k, nb_bad = 0, out = 0, odd = 0;
 	uint16_t flags = dq->gpu ? VFGX_PKT_GPU : 0;
 	uint64_t now, bytes = 0;
+	uintptr_t foreign = (uintptr_t)dq->ext_addr;
 
 	if (unlikely(!dq->polled)) {
 		/* the queue's thread, if not an EAL thread, gets an lcore id
@@ -1071,6 +1077,9 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 			     m->data_len);
 		odd |= (uint16_t)(m->nb_segs - 1);
 		bytes += m->data_len;
+		/* same cache line as the fields above; the reference
+		 * count is checked at release */
+		foreign |= (uintptr_t)m->pool ^ (uintptr_t)dq->mp;
 	}
 	if (dp->rss)
 		for (uint16_t i = 0; i < n; i++)
@@ -1099,6 +1108,7 @@ static int dk_rx_burst(struct vfgx_port *port, uint16_t q,
 		/* pkts[i].handle == mb[i] for the whole burst */
 		dq->last_pkts = pkts;
 		dq->last_n = n;
+		dq->last_raw = !(foreign | odd | dp->split);
 	}
 	dq->st.rx_packets += out;
 	dq->st.rx_bytes += bytes;
@@ -1125,11 +1135,23 @@ static void dk_release(struct vfgx_port *port, uint16_t q,
 	if (pkts == dq->last_pkts && n == dq->last_n) {
 		uintptr_t diff = 0;
 
-		for (uint16_t i = 0; i < n; i++)
-			diff |= (uintptr_t)pkts[i].handle ^ (uintptr_t)dq->last[i];
+		uint16_t shared = 0;
+
+		/* the caller may have taken a reference since rx (handle is
+		 * the mbuf): then the mbuf must go through the refcount */
+		for (uint16_t i = 0; i < n; i++) {
+			struct rte_mbuf *m = dq->last[i];
+
+			diff |= (uintptr_t)pkts[i].handle ^ (uintptr_t)m;
+			shared |= (uint16_t)(rte_mbuf_refcnt_read(m) - 1);
+		}
 		if (likely(!diff)) {
 			dq->last_n = 0;
-			rte_pktmbuf_free_bulk(dq->last, n);
+			if (likely(dq->last_raw && !shared))
+				rte_mempool_put_bulk(dq->mp, (void **)dq->last,
+						     n);
+			else
+				rte_pktmbuf_free_bulk(dq->last, n);
 			return;
 		}
 	}

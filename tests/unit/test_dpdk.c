@@ -157,6 +157,23 @@ static void test_null_zero_copy(void **state)
 		assert_int_equal(rte_mempool_in_use_count(mp), 0);
 		total += (uint64_t)(n1 + n2 + n3);
 	}
+	/* a reference the caller took on an mbuf of the last burst, with the
+	 * descriptors untouched, survives the release (no raw put to the
+	 * pool for it or its burst) */
+	{
+		int n4 = vfgx_port_rx_burst(port, 0, pk, 32);
+		struct rte_mbuf *m3;
+
+		assert_int_equal(n4, 32);
+		m3 = pk[3].handle;
+		rte_mbuf_refcnt_update(m3, 1);
+		vfgx_port_release(port, 0, pk, (uint16_t)n4);
+		assert_int_equal(rte_mbuf_refcnt_read(m3), 1);
+		assert_int_equal(rte_mempool_in_use_count(mp), 1);
+		rte_pktmbuf_free(m3);
+		assert_int_equal(rte_mempool_in_use_count(mp), 0);
+		total += (uint64_t)n4;
+	}
 	assert_int_equal(vfgx_port_stats(port, 0, &st), 0);
 	assert_int_equal(st.rx_packets, total);
 	assert_int_equal(st.rx_bytes, total * 96);
