@@ -73,7 +73,7 @@ struct kparams {
 	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
 	uint8_t *stage;             /* stage_copy buffers or NULL */
 	uint64_t *tickets;          /* GPUK_GROUPS, TICKET_STRIDE apart */
-	uint64_t *seen;             /* persistent: items observed READY so far */
+	uint64_t *seen;             /* persistent: 1 + the highest item observed READY */
 	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
 	uint64_t *seen_ns;          /* persistent: %globaltimer when READY was seen, per slot (pinned) */
 	ull *cnt;                   /* GPUK_NCNT */
@@ -670,23 +670,49 @@ __device__ __forceinline__ void cache_put(const kparams &k, uint32_t cs,
 }
 
 /* Entries b0 .. b0 + 1023 of the item: bal[c] has bit j set when entry
- * b0 + 32 c + j belongs to group g; tot counts them.  32 independent byte
- * loads per lane. */
+ * b0 + 32 c + j belongs to group g; tot counts them.  Lane c loads entries
+ * b0 + 32 c .. + 31 at once (two 16-byte loads where aligned, else 32
+ * independent byte loads: one L2 round trip either way; the grp array has
+ * 32 bytes of slack at its end) and the masks are shuffled to every lane. */
 __device__ __forceinline__ void group_ballots(const uint8_t *grp, uint32_t b0,
 					      uint32_t n, uint32_t g,
 					      uint32_t lane, uint32_t (&bal)[32],
 					      uint32_t &tot)
 {
+	uint32_t first = b0 + 32 * lane, m = 0;
+
+	if (first < n) {
+		const uint8_t *p = grp + first;
+		uint32_t w[8], left = n - first;
+
+		if (((uintptr_t)p & 15) == 0) {
+			uint4 a = __ldcg((const uint4 *)p), b = __ldcg((const uint4 *)p + 1);
+
+			w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+			w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+		} else {
+			uint8_t v[32];
+
+#pragma unroll
+			for (uint32_t i = 0; i < 32; i++)
+				v[i] = __ldcg(p + i);
+#pragma unroll
+			for (uint32_t i = 0; i < 8; i++)
+				w[i] = (uint32_t)v[4 * i] | (uint32_t)v[4 * i + 1] << 8 |
+				       (uint32_t)v[4 * i + 2] << 16 | (uint32_t)v[4 * i + 3] << 24;
+		}
+#pragma unroll
+		for (uint32_t i = 0; i < 32; i++)
+			m |= (uint32_t)(((w[i / 4] >> (8 * (i % 4))) & 0xff) == g) << i;
+		if (left < 32)
+			m &= (1u << left) - 1;
+	}
 	tot = 0;
 #pragma unroll
 	for (uint32_t c = 0; c < 32; c++) {
-		uint32_t i = b0 + 32 * c + lane;
-
-		bal[c] = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
-	}
-#pragma unroll
-	for (uint32_t c = 0; c < 32; c++)
+		bal[c] = __shfl_sync(FULL, m, c);
 		tot += __popc(bal[c]);
+	}
 }
 
 /* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
@@ -795,6 +821,44 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
 				struct res mine = b0 == 0 && r0 == 0 ? mine0 :
 					batch_record(rs, bal, b0, r0, lane);
+
+				/* A batch that is one stream's next records in
+				 * sequence, nothing held, and nothing to do per record
+				 * (no verify, user stage or delivery log): delivered
+				 * at once, with the counters the records one by one
+				 * would add (only the first can count as reordered). */
+				if (!k.verify && !k.user.enabled && !k.log_cap) {
+					uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
+					uint64_t s0 = __shfl_sync(FULL, mine.seq, 0);
+					bool run = lane >= batch ||
+						   (mine.stream == st0 && mine.seq == s0 + lane);
+
+					if (__all_sync(FULL, run)) {
+						if (st0 != cs) {
+							cache_put(k, cs, cbase, cnext, lane);
+							cs = st0;
+							cbase = __ldcg(&k.base[cs]);
+							cnext = __ldcg(&k.next[cs]);
+							cheld = __ldcg(&k.held[cs]);
+						}
+						if (s0 == cbase && cheld == 0) {
+							ull bytes = warp_sum(lane < batch ? mine.len : 0);
+							uint32_t last = __popc(__ballot_sync(FULL,
+								lane < batch && (mine.flags & VFGX_APP_FLAG_LAST)));
+
+							if (lane == 0) {
+								count(cnt, GPUK_C_DELIVERED, batch);
+								count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
+								if (last)
+									count(cnt, GPUK_C_LAST_SEEN, last);
+								if (s0 < cnext)
+									count(cnt, GPUK_C_ORDER, 1);
+							}
+							cbase = cnext = s0 + batch;
+							continue;
+						}
+					}
+				}
 
 #pragma unroll 1
 				for (uint32_t j = 0; j < batch; j++) {
@@ -947,6 +1011,7 @@ __global__ void kernel_done(kparams k, uint32_t slot)
 }
 
 /* ---- persistent: one kernel, block b takes items b, b + grid, ... ---------- */
+#define LOOKAHEAD 4
 __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 {
 	__shared__ ull cnt[GPUK_NCNT];
@@ -973,23 +1038,24 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		if (threadIdx.x == 0) {
 			uint32_t spins = 0;
 
-			/* Items are observed in order: only the block whose item
-			 * is next reads the status word over PCIe and the host's
-			 * quit flag; the others wait on GPU-memory words (seen,
-			 * dquit) and never touch host memory.  A block more than
-			 * one item away from its turn backs off a little so the
-			 * spinning does not load the L2 slice holding seen. */
+			/* Up to LOOKAHEAD blocks poll their items' status words
+			 * over PCIe (and the host's quit flag) at once: those
+			 * whose item is below seen + LOOKAHEAD, seen being one
+			 * past the highest item observed, so the PCIe round trips
+			 * of consecutive items overlap.  The others wait on
+			 * GPU-memory words (seen, dquit) and never touch host
+			 * memory; one further away backs off so the spinning
+			 * does not load the L2 slice holding seen. */
 			for (;;) {
 				uint64_t s = ld_relaxed_dev(k.seen);
 
-				if (s == item)
+				if (item < s + LOOKAHEAD)
 					break;
 				if (ld_relaxed_dev(k.dquit)) {
 					quit = 1;
 					break;
 				}
-				if (item - s > 1)
-					__nanosleep(200);
+				__nanosleep(item - s > 2 * LOOKAHEAD ? 1000 : 100);
 			}
 			/* relaxed polls, then one acquire load of the READY it saw
 			 * (only the GPU moves a status word on from READY).  The
@@ -1018,7 +1084,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				n_sh = (uint32_t)hnc;
 				cmd_sh = (uint32_t)(hnc >> 32);
 				pkts_sh = (const struct vfgx_comm_pkt *)(uintptr_t)hpkts;
-				st_release_dev(k.seen, item + 1);
+				/* throttles the pollers only: no data hangs on it */
+				atomicMax((ull *)k.seen, (ull)(item + 1));
 			}
 		}
 		__syncthreads();
@@ -1215,7 +1282,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS * TICKET_STRIDE, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.seen, 2 * sizeof(uint64_t), err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst + 32, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.base, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.next, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
