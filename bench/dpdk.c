@@ -457,9 +457,20 @@ static void veth_bench(vfgx_ctx *ctx, const struct bench_opts *o,
 	r->sent_t = stop_sender(snd, rep[0]);
 	/* vfgx in NS-a (the EAL started for net_null is reused) */
 	if (r->ok && enter_ns("/var/run/netns/" NS "-a") == 0) {
+		int tries = 0;
+
 		snd = start_sender(o->main_core, rep[1], 0);
-		if (vfgx_rx(ctx, o, "net_af_xdp0,iface=" NS "-a0", &r->vfgx, NULL))
-			r->ok = false;
+		/* the kernel frees testpmd's AF_XDP socket some time after
+		 * the process exits (the XSKMAP of its XDP program holds it):
+		 * binding queue 0 meanwhile fails with EBUSY, so retry */
+		while (vfgx_rx(ctx, o, "net_af_xdp0,iface=" NS "-a0", &r->vfgx, NULL)) {
+			if (++tries == 10) {
+				r->ok = false;
+				break;
+			}
+			fprintf(stderr, "vfgx bench dpdk: net_af_xdp port busy (testpmd's socket not yet released), retrying in 0.5 s\n");
+			usleep(500000);
+		}
 		r->sent_v = stop_sender(snd, rep[0]);
 		setns(self_ns, CLONE_NEWNET);
 	}
@@ -611,7 +622,7 @@ int vfgx_bench_dpdk(int argc, char **argv)
 		fprintf(f, "| %d | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", r + 1, vc[r], tc[r],
 			vc[r] / tc[r], vw[r], tw[r], rc[r], rrc[r]);
 	fprintf(f, "| median | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f | %.2f |\n\n", vm, tm, vm / tm, vwm, twm, rm, rrm);
-	fprintf(f, "The two raw columns run right after vfgx in each round on the port vfgx opened (same pool, queue, lcore), DPDK calls only: rte_eth_rx_burst + rte_pktmbuf_free_bulk (testpmd rxonly's work; 22.11's rxonly frees each mbuf with rte_pktmbuf_free instead), and the same reading each mbuf's data pointer and length before the free. Against them: raw/testpmd %.3f (the same work in two processes, bulk vs per-packet free; it also moves with the machine's load while each ran, see the wall columns), raw-reading/raw %.3f (loading data and len, then rte_pktmbuf_free_bulk, which loads the same mbuf lines again for its reference-count, segment and pool checks), vfgx/raw-reading %.3f. vfgx reads data and len too, but rx already checks the fast-free conditions on the lines it loads (pool, reference count, segments), so its release skips rte_pktmbuf_free_bulk's per-mbuf pass and returns the burst with one rte_mempool_put_bulk; that is why it can run faster than both raw loops. Multi-segment, header-split and external-buffer (pinned/GPU) bursts take rte_pktmbuf_free_bulk.\n\n",
+	fprintf(f, "The two raw columns run right after vfgx in each round on the port vfgx opened (same pool, queue, lcore), DPDK calls only: rte_eth_rx_burst + rte_pktmbuf_free_bulk (testpmd rxonly's work; 22.11's rxonly frees each mbuf with rte_pktmbuf_free instead), and the same reading each mbuf's data pointer and length before the free. Against them: raw/testpmd %.3f (the same work in two processes, bulk vs per-packet free; it also moves with the machine's load while each ran, see the wall columns), raw-reading/raw %.3f (loading data and len, then rte_pktmbuf_free_bulk, which loads the same mbuf lines again for its reference-count, segment and pool checks), vfgx/raw-reading %.3f. vfgx reads data and len too, but rx checks the fast-free conditions it can on the lines it loads (pool, segments) and the release checks the reference counts while it compares the handles, so it skips rte_pktmbuf_free_bulk's per-mbuf pass and returns the burst with one rte_mempool_put_bulk; that is why it can run faster than both raw loops. Multi-segment, header-split and external-buffer (pinned/GPU) bursts take rte_pktmbuf_free_bulk.\n\n",
 		rm / tm, rrm / rm, vm / rrm);
 	if (vr.ok) {
 		fprintf(f, "net_af_xdp on a veth pair (namespaces " NS "-a/" NS "-b), 64 B UDP payloads from a kernel sendmmsg sender pinned to core %d, receiver on lcore %d, %g s each:\n\n",
