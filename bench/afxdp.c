@@ -602,10 +602,10 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 		fprintf(f, "| %u | ", sizes[i]);
 		for (int q = 0; q < B.queues; q++) {
 			if (res[i].have_q_xdp)
-				fprintf(f, "%d:%.0f/%.0f ", q, res[i].q_sock[q] / 1e3,
+				fprintf(f, "%d:%.1f/%.1f ", q, res[i].q_sock[q] / 1e3,
 					res[i].q_xdp[q] / 1e3);
 			else
-				fprintf(f, "%d:%.0f/? ", q, res[i].q_sock[q] / 1e3);
+				fprintf(f, "%d:%.1f/? ", q, res[i].q_sock[q] / 1e3);
 			used += res[i].q_sock[q] > 0;
 		}
 		fprintf(f, "| %d of %d |\n", used, B.queues);

@@ -4,9 +4,10 @@
 # vfgx from BUILD (meson build dir), plus ip, ethtool, dpdk-testpmd, the
 # net_af_xdp and mempool_ring PMDs, libxdp's XDP objects and every library
 # they load, taken from the Debian 12 packages (apt-get download + dpkg -x)
-# and run through Debian's own loader.  Writes DEST/kit.tar.xz and
-# DEST/device.sh; on the target: `bash DEST/device.sh` (root; results go to
-# $OUT, or /tmp/vfgx-xdp-out).  Run on the Debian 12 build host, as root.
+# and run through Debian's own loader.  Writes DEST/kit.tar.gz (gzip: every
+# userland has it) and DEST/device.sh; on the target: `bash DEST/device.sh`
+# (root; results go to $OUT, or /tmp/vfgx-xdp-out).  Run on the Debian 12
+# build host, as root.
 set -euo pipefail
 
 [ $# -eq 2 ] || { echo "usage: $0 BUILD DEST   (e.g. build-kit .carry-xdp)" >&2; exit 2; }
@@ -99,10 +100,10 @@ chmod +x "$kit"/wrap/*
 ls "$work/debs" >"$kit/PACKAGES"
 
 mkdir -p "$dest"
-tar -C "$work" -cJf "$dest/kit.tar.xz" kit
+tar -C "$work" -czf "$dest/kit.tar.gz" kit
 cat >"$dest/device.sh" <<'EOF'
 #!/usr/bin/env bash
-# device.sh - runs `vfgx bench afxdp` from kit.tar.xz beside it (see
+# device.sh - runs `vfgx bench afxdp` from kit.tar.gz beside it (see
 # scripts/afxdp-device-kit.sh): unpacks it to /tmp, puts its ip, ethtool,
 # dpdk-testpmd and vfgx first in PATH, and writes the results to $OUT.
 # AFXDP_SECONDS (5), AFXDP_SENDERS (12), AFXDP_QUEUES (8) change the main
@@ -113,7 +114,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/vfgx-xdp-out}
 w=/tmp/vfgx-xdp
 mkdir -p "$out"
-rm -rf "$w" && mkdir -p "$w" && tar -C "$w" -xJf "$here/kit.tar.xz" || exit 1
+rm -rf "$w" && mkdir -p "$w" && tar -C "$w" -xzf "$here/kit.tar.gz" || exit 1
 export PATH="$w/kit/wrap:$PATH" LIBXDP_OBJECT_PATH="$w/kit/bpf"
 mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 {

@@ -47,7 +47,7 @@ if "$vfgx" bench afxdp --seconds 0.3 --senders 2 --queues 2 --testpmd none --out
 	f=$tmp/afxdp.md
 	if grep -q "created with 2 tx and 2 rx queues" "$f" &&
 	   awk -F'|' '$2 == " 64 " && NF > 10 {exit !($3 + 0 > 0 && $5 + 0 > 0)}' "$f" &&
-	   [ "$(grep -cE '^\| (64|1024|1500) \| 0:[0-9]+/[0-9?]+ 1:[0-9]+/[0-9?]+ \| [0-9] of 2 \|$' "$f")" = 3 ]; then
+	   [ "$(grep -cE '^\| (64|1024|1500) \| 0:[0-9.]+/[0-9.?]+ 1:[0-9.]+/[0-9.?]+ \| [0-9] of 2 \|$' "$f")" = 3 ]; then
 		ok "bench afxdp --queues 2: afxdp and recvmmsg received packets, per-queue table written"
 	else
 		fail "bench afxdp --queues 2: results file"; cat "$f"
