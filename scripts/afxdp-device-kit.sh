@@ -98,6 +98,7 @@ exec "$k/lib/ld-linux-x86-64.so.2" --library-path "$k/lib" "$k/bin/dpdk-testpmd"
 EOF
 chmod +x "$kit"/wrap/*
 ls "$work/debs" >"$kit/PACKAGES"
+echo "vfgx from $(git -C "$root" rev-parse --abbrev-ref HEAD) $(git -C "$root" describe --always --dirty), built $(date -u '+%F %T UTC')" >"$kit/VERSION"
 
 mkdir -p "$dest"
 tar -C "$work" -czf "$dest/kit.tar.gz" kit
@@ -118,6 +119,7 @@ rm -rf "$w" && mkdir -p "$w" && tar -C "$w" -xzf "$here/kit.tar.gz" || exit 1
 export PATH="$w/kit/wrap:$PATH" LIBXDP_OBJECT_PATH="$w/kit/bpf"
 mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 {
+	cat "$w/kit/VERSION"
 	echo "nproc: $(nproc)   load: $(cat /proc/loadavg)   kernel: $(uname -r)"
 	for t in ip ethtool dpdk-testpmd vfgx; do echo "$t -> $(command -v $t)"; done
 	ip -V
@@ -134,6 +136,7 @@ for q in ${AFXDP_VARIANTS-1 12}; do
 		--out "$out/q$q" 2>&1 | grep -v '^libbpf: elf: skipping' | tee "$out/q$q/bench.log"
 done
 echo "load at the end: $(cat /proc/loadavg)" | tee -a "$out/setup.log"
+sed -n '/^| frame B | afxdp/,$p' "$out/afxdp.md" 2>/dev/null
 exit $rc
 EOF
 chmod +x "$dest/device.sh"
