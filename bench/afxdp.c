@@ -520,6 +520,8 @@ static int run_testpmd(unsigned frame, struct result *r)
 		r->sent_mpps[2] = (double)(s1 - s0) / ((t1 - t0) * 1e-3);
 		r->ok[2] = true;
 	} else {
+		fprintf(stderr, "vfgx bench afxdp: dpdk-testpmd gave %s in the window (last line: %s)\n",
+			t0 ? "one stats sample" : "no stats sample", line);
 		ret = -EIO;
 	}
 out:
@@ -738,8 +740,10 @@ int vfgx_bench_afxdp(int argc, char **argv)
 		if (run_afxdp(ctx, sizes[i], &res[i]) ||
 		    run_recvmmsg(sizes[i], &res[i]))
 			goto out_ns;
-		if (have_tp)
+		if (have_tp && run_testpmd(sizes[i], &res[i]) && !stop_flag) {
+			fprintf(stderr, "vfgx bench afxdp: dpdk-testpmd run failed; trying once more\n");
 			run_testpmd(sizes[i], &res[i]);
+		}
 		printf("  afxdp %.3f Mpps, recvmmsg %.3f Mpps, testpmd %.3f Mpps (senders %.3f / %.3f / %.3f Mpps)\n",
 		       res[i].mpps[0], res[i].mpps[1], res[i].mpps[2],
 		       res[i].sent_mpps[0], res[i].sent_mpps[1],
