@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# afxdp-queues.sh VFGX - multi-queue veth for AF_XDP: QUEUES=N in
+# scripts/netns-veth.sh gives both ends N rx and N tx queues (bad values
+# refused with one line), and `vfgx bench afxdp --queues N` runs end to end
+# on such a veth (one AF_XDP socket per queue, packets received, per-queue
+# table written).  Needs root; exits 77 (skip) otherwise.
+set -uo pipefail
+vfgx=$1
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+name=xdq
+tmp=$(mktemp -d /tmp/afxdp-queues.XXXXXX)
+fails=0
+
+skip() { echo "SKIP: $*"; exit 77; }
+((EUID == 0)) || skip "afxdp queue test needs root (network namespaces, XDP)"
+command -v ip >/dev/null || skip "iproute2 (ip) not installed"
+command -v ethtool >/dev/null || skip "ethtool not installed"
+ip netns add "$name-probe" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns del "$name-probe"
+cleanup() {
+	VETH_NET=71 "$root/scripts/netns-veth.sh" down $name
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+ok() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+# current channel counts: the second RX:/TX: lines of ethtool -l
+cur() { ip netns exec "$1" ethtool -l "$2" | awk -v k="$3:" '$1 == k {n++; v = $2} END {print (n == 2 ? v : "?")}'; }
+
+QUEUES=3 VETH_NET=71 "$root/scripts/netns-veth.sh" up $name >/dev/null || fail "QUEUES=3 netns-veth.sh up"
+for e in a b; do
+	r=$(cur $name-$e $name-${e}0 RX) t=$(cur $name-$e $name-${e}0 TX)
+	if [ "$r" = 3 ] && [ "$t" = 3 ]; then ok "$name-${e}0: 3 rx and 3 tx queues"; else fail "$name-${e}0: rx $r tx $t, want 3 and 3"; fi
+done
+VETH_NET=71 "$root/scripts/netns-veth.sh" down $name
+msg=$(QUEUES=0 "$root/scripts/netns-veth.sh" up $name 2>&1); rc=$?
+if ((rc == 2)) && [ "$(echo "$msg" | wc -l)" = 1 ] && grep -q "QUEUES must be 1..64" <<<"$msg"; then
+	ok "QUEUES=0 refused: $msg"
+else
+	fail "QUEUES=0: exit $rc, '$msg'"
+fi
+
+# the benchmark on 2 queues, briefly (no numbers checked, only that every
+# receiver got packets and the per-queue table is there)
+if "$vfgx" bench afxdp --seconds 0.3 --senders 2 --queues 2 --testpmd none --out "$tmp" >"$tmp/bench.log" 2>&1; then
+	f=$tmp/afxdp.md
+	if grep -q "created with 2 tx and 2 rx queues" "$f" &&
+	   awk -F'|' '$2 == " 64 " && NF > 10 {exit !($3 + 0 > 0 && $5 + 0 > 0)}' "$f" &&
+	   [ "$(grep -cE '^\| (64|1024|1500) \| 0:[0-9.]+/[0-9.?]+ 1:[0-9.]+/[0-9.?]+ \| [0-9] of 2 \|$' "$f")" = 3 ]; then
+		ok "bench afxdp --queues 2: afxdp and recvmmsg received packets, per-queue table written"
+	else
+		fail "bench afxdp --queues 2: results file"; cat "$f"
+	fi
+else
+	fail "bench afxdp --queues 2 failed"; cat "$tmp/bench.log"
+fi
+ip netns list | grep -q '^xdb-' && fail "bench left its namespaces"
+
+echo "afxdp-queues: $fails failure(s)"
+((fails == 0))
