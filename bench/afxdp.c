@@ -58,6 +58,7 @@ static struct {
 	int senders;
 	int queues;
 	bool xps_ok;
+	bool touch;          /* --touch: read each received frame's last byte */
 	const char *out;
 	const char *testpmd;
 	int fd_a, fd_b;
@@ -339,8 +340,12 @@ static int run_afxdp(vfgx_ctx *ctx, unsigned frame, struct result *r)
 			for (uint16_t q = 0; q < nq; q++) {
 				int n = vfgx_port_rx_burst(port, q, pkts, 64);
 
-				for (int i = 0; i < n; i++)
-					bytes += pkts[i].data[pkts[i].len - 1];
+				/* descriptors only, like testpmd rxonly (which
+				 * frees its mbufs unread); --touch reads each
+				 * frame's last byte */
+				if (B.touch)
+					for (int i = 0; i < n; i++)
+						bytes += pkts[i].data[pkts[i].len - 1];
 				if (n > 0) {
 					vfgx_port_release(port, q, pkts,
 							  (uint16_t)n);
@@ -547,7 +552,8 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfgx bench afxdp [--seconds S] [--senders N] [--queues Q] [--testpmd PATH|none] [--out DIR]\n"
+	fprintf(f, "usage: vfgx bench afxdp [--seconds S] [--senders N] [--queues Q] [--testpmd PATH|none] [--touch] [--out DIR]\n"
+		   "  --touch: vfgx reads each frame's last byte (testpmd rxonly reads none)\n"
 		   "  needs root; run from the repository root (uses scripts/netns-veth.sh);\n"
 		   "  creates namespaces " NS "-a/" NS "-b (198.18." NET ".0/24) with a veth of Q queue\n"
 		   "  pairs (default Q = N senders, at most %d) and removes them\n", MAX_QUEUES);
@@ -565,8 +571,9 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 		fclose(la);
 	}
 
-	fprintf(f, "- command: vfgx bench afxdp --seconds %g --senders %d --queues %d%s\n",
-		B.seconds, B.senders, B.queues, have_tp ? "" : " --testpmd none");
+	fprintf(f, "- command: vfgx bench afxdp --seconds %g --senders %d --queues %d%s%s\n",
+		B.seconds, B.senders, B.queues, have_tp ? "" : " --testpmd none",
+		B.touch ? " --touch" : "");
 	fprintf(f, "- cores: %ld online; the issue's target needs a 16-core machine so that the senders are not the bottleneck.%s\n",
 		cores, cores < 16 ? " THIS RUN HAD FEWER: senders, kernel softirq work (veth XDP and the UDP stack run on the sending CPU) and the receiver share the same cores, so every number below is bounded by the senders and says little about the receivers' limits." : "");
 	fprintf(f, "- load average at the end of the run (other work on this machine counts): %s\n",
@@ -576,9 +583,11 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 		B.ncpu > 1 ? B.ncpu - 1 : 1, B.queues,
 		B.xps_ok ? "xps_cpus set" : "setting xps_cpus FAILED: the kernel's hash picked the queues",
 		B.seconds);
-	fprintf(f, "- receiving-thread budget, the same for all three: ONE thread pinned to CPU %d. vfgx afxdp port: one AF_XDP socket per veth queue (%d), all polled in turn by that thread (%s; per queue rx/fill rings 4096, 8192 frames; rx_burst 64 + release to the fill ring; one byte of each frame read). Kernel UDP socket: one socket, recvmmsg in that thread (64 per call, MSG_DONTWAIT, 8 MiB rcvbuf); this is the reference the issue names, and the kernel's UDP receive work runs in softirq on the senders' CPUs just as veth's XDP work does for AF_XDP. dpdk-testpmd: %d net_af_xdp ports `net_af_xdpQ,iface=" NS "-b0,start_queue=Q,queue_count=1`, one per veth queue (DPDK 22.11's net_af_xdp refuses queue_count above the interface's combined channel count, which veth reports as none), each --rxq=1 --txq=1, all polled by ONE forwarding lcore on CPU %d, rxonly, burst 64, --rxd 4096, --no-huge\n\n",
-		B.rx_cpu, B.queues, B.mode[0] ? B.mode : "?", B.queues,
-		B.rx_cpu);
+	fprintf(f, "- receiving-thread budget, the same for all three: ONE thread pinned to CPU %d. vfgx afxdp port: one AF_XDP socket per veth queue (%d), all polled in turn by that thread (%s; per queue rx/fill rings 4096, 8192 frames; rx_burst 64 + release to the fill ring; %s). Kernel UDP socket: one socket, recvmmsg in that thread (64 per call, MSG_DONTWAIT, 8 MiB rcvbuf); this is the reference the issue names, and the kernel's UDP receive work runs in softirq on the senders' CPUs just as veth's XDP work does for AF_XDP. dpdk-testpmd: %d net_af_xdp ports `net_af_xdpQ,iface=" NS "-b0,start_queue=Q,queue_count=1`, one per veth queue (DPDK 22.11's net_af_xdp refuses queue_count above the interface's combined channel count, which veth reports as none), each --rxq=1 --txq=1, all polled by ONE forwarding lcore on CPU %d, rxonly, burst 64, --rxd 4096, --no-huge\n\n",
+		B.rx_cpu, B.queues, B.mode[0] ? B.mode : "?",
+		B.touch ? "the last byte of each frame read (--touch)" :
+			  "descriptors only, no frame byte read, as testpmd rxonly frees its mbufs unread",
+		B.queues, B.rx_cpu);
 	fprintf(f, "| frame B | afxdp Mpps | senders Mpps (afxdp run) | recvmmsg Mpps | senders Mpps (recvmmsg run) | testpmd Mpps | senders Mpps (testpmd run) | afxdp/recvmmsg | afxdp/testpmd | afxdp kernel drops in the window |\n|---|---|---|---|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < NB_SIZES; i++) {
 		const struct result *r = &res[i];
@@ -634,6 +643,7 @@ int vfgx_bench_afxdp(int argc, char **argv)
 		{ "senders", required_argument, NULL, 'n' },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "testpmd", required_argument, NULL, 't' },
+		{ "touch", no_argument, NULL, 'T' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -652,7 +662,7 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	B.out = "bench/results";
 	B.testpmd = "dpdk-testpmd";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:q:t:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:q:t:To:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			B.seconds = atof(optarg);
@@ -670,6 +680,9 @@ int vfgx_bench_afxdp(int argc, char **argv)
 			break;
 		case 't':
 			B.testpmd = optarg;
+			break;
+		case 'T':
+			B.touch = true;
 			break;
 		case 'o':
 			B.out = optarg;

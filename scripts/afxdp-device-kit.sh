@@ -105,15 +105,16 @@ tar -C "$work" -czf "$dest/kit.tar.gz" kit
 cat >"$dest/device.sh" <<'EOF'
 #!/usr/bin/env bash
 # device.sh - runs `vfgx bench afxdp` from kit.tar.gz beside it (see
-# scripts/afxdp-device-kit.sh): unpacks it to /tmp, puts its ip, ethtool,
+# scripts/afxdp-device-kit.sh): unpacks it to /root, puts its ip, ethtool,
 # dpdk-testpmd and vfgx first in PATH, and writes the results to $OUT.
 # AFXDP_SECONDS (5), AFXDP_SENDERS (12), AFXDP_QUEUES (8) change the main
 # run; AFXDP_VARIANTS (default "1 12") are extra queue counts, each in
-# $OUT/qN/ with 3 s windows.
+# $OUT/qN/ with 3 s windows; AFXDP_TOUCH=0 skips the --touch run in $OUT/touch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/vfgx-xdp-out}
-w=/tmp/vfgx-xdp
+# DPDK (EAL) refuses to load PMDs from below a world-writable directory such as /tmp
+w=/root/vfgx-xdp
 mkdir -p "$out"
 rm -rf "$w" && mkdir -p "$w" && tar -C "$w" -xzf "$here/kit.tar.gz" || exit 1
 export PATH="$w/kit/wrap:$PATH" LIBXDP_OBJECT_PATH="$w/kit/bpf"
@@ -135,6 +136,12 @@ for q in ${AFXDP_VARIANTS-1 12}; do
 	vfgx bench afxdp --seconds 3 --senders "${AFXDP_SENDERS:-12}" --queues "$q" \
 		--out "$out/q$q" 2>&1 | grep -v '^libbpf: elf: skipping' | tee "$out/q$q/bench.log"
 done
+# the main setup once more with vfgx reading a byte of every frame
+if [ "${AFXDP_TOUCH:-1}" = 1 ]; then
+	mkdir -p "$out/touch"
+	vfgx bench afxdp --seconds 3 --senders "${AFXDP_SENDERS:-12}" --queues "${AFXDP_QUEUES:-8}" \
+		--touch --out "$out/touch" 2>&1 | grep -v '^libbpf: elf: skipping' | tee "$out/touch/bench.log"
+fi
 echo "load at the end: $(cat /proc/loadavg)" | tee -a "$out/setup.log"
 sed -n '/^| frame B | afxdp/,$p' "$out/afxdp.md" 2>/dev/null
 exit $rc
