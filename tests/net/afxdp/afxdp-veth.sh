@@ -83,6 +83,30 @@ rx_case() { # rx_case MODE COUNT SIZE
 rx_case auto 20000 512
 rx_case generic 5000 1400
 
+# --- rx into a pinned UMEM that the GPU pipeline reads in place -----------------
+# Only where CUDA finds a GPU (the device machine): the UMEM is a pinned
+# region, the pipeline runs on the GPU and reads the frames where the kernel
+# wrote them (no staging copy).
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+	sed -e "s/address: vfgx-b0/address: ${B}0/" -e "s/kind: host /kind: pinned /" \
+	    -e "s/^  device: auto/  device: gpu/" "$root/configs/afxdp-veth.yaml" >"$tmp/gpu.yaml"
+	ip netns exec "$B" "$vfgx" run "$tmp/gpu.yaml" --duration 10 >"$tmp/gpu.log" 2>&1 &
+	bgpid=$!
+	if wait_prog; then
+		nsa "$peer" send "$IPB" 5000 20000 1024 0 10000 >/dev/null
+	fi
+	wait $bgpid; rc=$?; bgpid=
+	want="delivered 20000 ($((20000 * (1024 - 16))) payload bytes), gaps 0, verify errors 0"
+	if ((rc == 0)) && grep -qF "$want" "$tmp/gpu.log" && grep -q "result: PASSED" "$tmp/gpu.log" &&
+	   grep -q "frames in pinned memory" "$tmp/gpu.log" && grep -q "GPU pipeline:" "$tmp/gpu.log"; then
+		ok "rx into pinned UMEM, GPU pipeline reading frames in place: 20000 x 1024 B delivered in order, payloads verified"
+	else
+		fail "rx into pinned UMEM with the GPU pipeline: expected '$want' and PASSED"; cat "$tmp/gpu.log"
+	fi
+else
+	echo "skip - rx into pinned UMEM read by the GPU: no GPU here (nvidia-smi finds none)"
+fi
+
 # --- rx on two queues: one socket per queue ----------------------------------------
 # XPS pins each sender's CPU to one veth tx queue, so stream s lands on rx
 # queue s of the peer.
