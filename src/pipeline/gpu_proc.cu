@@ -744,6 +744,43 @@ __device__ __forceinline__ struct res batch_record(const struct res *rs,
 	return mine;
 }
 
+/* One lane waits until group g's ticket is item (the acquire pairs with the
+ * release of the previous item's turn); 1 when told to quit. */
+__device__ int wait_ticket(const kparams &k, uint32_t g, uint64_t item)
+{
+	uint32_t spins = 0;
+	uint64_t t;
+
+	while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+		/* more than one item before ours: no hurry */
+		if (item - t > 1)
+			__nanosleep(100);
+		/* the persistent kernel's quit word is GPU memory; the host's
+		 * is read over PCIe, so only rarely */
+		if ((++spins & 255) == 0 &&
+		    (ld_relaxed_dev(k.dquit) ||
+		     ((spins & 65535) == 0 && ld_quit(k.quit))))
+			return 1;
+	}
+	return 0;
+}
+
+/* Make stream s the one whose window state (base, next, held) is cached
+ * in registers, writing the previous one's back. */
+__device__ __forceinline__ void cache_get(const kparams &k, uint32_t s,
+					  uint32_t &cs, uint64_t &cbase,
+					  uint64_t &cnext, uint32_t &cheld,
+					  uint32_t lane)
+{
+	if (s == cs)
+		return;
+	cache_put(k, cs, cbase, cnext, lane);
+	cs = s;
+	cbase = __ldcg(&k.base[cs]);
+	cnext = __ldcg(&k.next[cs]);
+	cheld = __ldcg(&k.held[cs]);
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
@@ -763,24 +800,8 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		group_ballots(grp, 0, n, g, lane, bal, tot);
 		mine0 = batch_record(rs, bal, 0, 0, lane);
 	}
-	if (lane == 0) {
-		uint32_t spins = 0;
-		uint64_t t;
-
-		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
-			/* more than one item before ours: no hurry */
-			if (item - t > 1)
-				__nanosleep(100);
-			/* the persistent kernel's quit word is GPU memory; the
-			 * host's is read over PCIe, so only rarely */
-			if ((++spins & 255) == 0 &&
-			    (ld_relaxed_dev(k.dquit) ||
-			     ((spins & 65535) == 0 && ld_quit(k.quit)))) {
-				quit = 1;
-				break;
-			}
-		}
-	}
+	if (lane == 0)
+		quit = wait_ticket(k, g, item);
 	if (__shfl_sync(FULL, quit, 0))
 		return false;
 	__syncwarp();
@@ -834,13 +855,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 						   (mine.stream == st0 && mine.seq == s0 + lane);
 
 					if (__all_sync(FULL, run)) {
-						if (st0 != cs) {
-							cache_put(k, cs, cbase, cnext, lane);
-							cs = st0;
-							cbase = __ldcg(&k.base[cs]);
-							cnext = __ldcg(&k.next[cs]);
-							cheld = __ldcg(&k.held[cs]);
-						}
+						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
 						if (s0 == cbase && cheld == 0) {
 							ull bytes = warp_sum(lane < batch ? mine.len : 0);
 							uint32_t last = __popc(__ballot_sync(FULL,
@@ -870,13 +885,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					r.stream = __shfl_sync(FULL, mine.stream, j);
 					r.flags = __shfl_sync(FULL, mine.flags, j);
 					r.kind = RES_INSERT;
-					if (r.stream != cs) {
-						cache_put(k, cs, cbase, cnext, lane);
-						cs = r.stream;
-						cbase = __ldcg(&k.base[cs]);
-						cnext = __ldcg(&k.next[cs]);
-						cheld = __ldcg(&k.held[cs]);
-					}
+					cache_get(k, r.stream, cs, cbase, cnext, cheld, lane);
 					if (r.seq == cbase && cheld == 0) {
 						if (deliver(k, cnt, cs, r.seq, r.body, r.len,
 							    r.flags, false, lane)) {
@@ -917,19 +926,9 @@ __device__ bool pass_empty_groups(const kparams &k, uint64_t item,
 	int quit = 0;
 
 	if (lane < GPUK_GROUPS / WARPS && ((empty8 >> lane) & 1)) {
-		uint32_t g = warp + WARPS * lane, spins = 0;
-		uint64_t t;
+		uint32_t g = warp + WARPS * lane;
 
-		while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
-			if (item - t > 1)
-				__nanosleep(100);
-			if ((++spins & 255) == 0 &&
-			    (ld_relaxed_dev(k.dquit) ||
-			     ((spins & 65535) == 0 && ld_quit(k.quit)))) {
-				quit = 1;
-				break;
-			}
-		}
+		quit = wait_ticket(k, g, item);
 		if (!quit)
 			st_release_dev(TICKET(k, g), item + 1);
 	}
