@@ -226,6 +226,8 @@ static int cpu_send = 0, cpu_recv = 1; /* -1: not pinned */
 struct udp_shared {
 	_Atomic int done;        /* senders finished */
 	_Atomic int go;          /* start sending */
+	_Atomic int ack;         /* the receiver has seen the end */
+	bool mark;               /* end with empty datagrams until ack */
 	uint64_t sent[16];
 	double secs[16];
 };
@@ -362,9 +364,10 @@ static void sockperf_hdr(uint8_t *b, uint64_t seq, uint32_t len)
  * `rate` datagrams/s each when rate > 0, else as fast as they can), record
  * what the kernel accepted, and exit. */
 static int udp_start_senders(struct udp_shared *sh, pid_t *pids, uint16_t port,
-			     uint32_t size, double secs, double rate)
+			     uint32_t size, double secs, double rate, bool mark)
 {
 	memset(sh, 0, sizeof(*sh));
+	sh->mark = mark;
 	for (int i = 0; i < udp_senders; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0)
@@ -415,6 +418,11 @@ static int udp_start_senders(struct udp_shared *sh, pid_t *pids, uint16_t port,
 			sh->sent[i] = sent;
 			sh->secs[i] = (double)(vfgx_now_ns() - t0) / 1e9;
 			atomic_fetch_add(&sh->done, 1);
+			/* wake a receiver that blocks without a timeout */
+			while (sh->mark && !atomic_load(&sh->ack)) {
+				send(fd, buf, 0, 0);
+				usleep(1000);
+			}
 			_exit(0);
 		}
 	}
@@ -460,7 +468,8 @@ static int udp_rx_sockperf(uint32_t size, double secs, double rate,
 	if (!s || spawn(s, srv))
 		goto out;
 	pin(s->pid, cpu_recv);
-	if (!wait_bound(port, false) || udp_start_senders(sh, pids, port, size, secs, rate))
+	if (!wait_bound(port, false) ||
+	    udp_start_senders(sh, pids, port, size, secs, rate, false))
 		goto stop;
 	msleep(100); /* sockperf's warm-up messages are behind us */
 	if (udp_snmp(&a))
@@ -506,12 +515,13 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 	vfgx_proc *proc = NULL;
 	char addr[64];
 	double c0, c1;
+	uint64_t marks = 0;
 	int ret = -1;
 
 	snprintf(addr, sizeof(addr), "udp://127.0.0.1:%u", port);
 	p = open_port(ctx, addr, udp_opts, 1, 0, &cfg);
 	if (!p || vfgx_proc_create(ctx, &pc, &proc) ||
-	    udp_start_senders(sh, pids, port, size, secs, rate))
+	    udp_start_senders(sh, pids, port, size, secs, rate, true))
 		goto out;
 	pin(0, cpu_recv);
 	if (udp_snmp(&a))
@@ -522,23 +532,27 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 		int n = vfgx_port_rx_burst(p, 0, pk, 64);
 
 		if (n > 0) {
+			for (int i = 0; i < n; i++)
+				marks += pk[i].len == 0;
 			vfgx_proc_burst(proc, pk, (uint32_t)n);
 			vfgx_port_release(p, 0, pk, (uint16_t)n);
-			if (n == 64)
+			/* a full burst, or the end: read on without waiting */
+			if (n == 64 || atomic_load(&sh->done) == udp_senders)
 				continue;
 		} else if (n < 0) {
 			goto out;
-		} else if (atomic_load(&sh->done) == udp_senders) {
+		} else if (atomic_load(&sh->done) == udp_senders && marks) {
 			break; /* senders gone and nothing queued */
 		}
-		/* block like sockperf's recvfrom() rather than spin */
-		vfgx_socket_wait(p, 0, 10);
+		/* block like sockperf's recvfrom(), without a timeout (the
+		 * senders end with empty datagrams to wake us) */
+		vfgx_socket_wait(p, 0, -1);
 	}
 	c1 = thread_cpu_ns();
 	if (udp_snmp(&b))
 		goto out;
 	udp_totals(sh, u);
-	u->got = (double)(b.in - a.in);
+	u->got = (double)(b.in - a.in - marks);
 	u->drops = (double)(b.rcvbuf_err - a.rcvbuf_err);
 	u->cpu_s = (c1 - c0) / 1e9;
 	vfgx_port_stats(p, 0, &qs);
@@ -549,6 +563,7 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 		 si.gro ? "on" : "off");
 	ret = u->cpu_s > 0 && u->got > 0 ? 0 : -1;
 out:
+	atomic_store(&sh->ack, 1);
 	unpin();
 	udp_reap(pids);
 	if (ret)
