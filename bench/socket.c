@@ -39,7 +39,10 @@ struct proc_out {
 	size_t len;
 };
 
-static int spawn(struct proc_out *po, char *const argv[])
+static int pin(pid_t pid, int cpu);
+
+/* Runs argv with its output to a pipe, pinned to `cpu` (-1: not). */
+static int spawn_on(struct proc_out *po, char *const argv[], int cpu)
 {
 	int p[2];
 
@@ -55,6 +58,7 @@ static int spawn(struct proc_out *po, char *const argv[])
 		dup2(p[1], 2);
 		close(p[0]);
 		close(p[1]);
+		pin(0, cpu);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -465,9 +469,8 @@ static int udp_rx_sockperf(uint32_t size, double secs, double rate,
 	int ret = -1;
 
 	snprintf(ps, sizeof(ps), "%u", port);
-	if (!s || spawn(s, srv))
+	if (!s || spawn_on(s, srv, cpu_recv))
 		goto out;
-	pin(s->pid, cpu_recv);
 	if (!wait_bound(port, false) ||
 	    udp_start_senders(sh, pids, port, size, secs, rate, false))
 		goto stop;
@@ -592,6 +595,8 @@ static void *tcp_sender(void *arg)
 {
 	struct tcp_side *ts = arg;
 	uint8_t *buf = calloc(1, ts->size);
+
+	pin(0, cpu_send);
 	struct vfgx_pkt pk[64];
 	uint64_t t0 = vfgx_now_ns(), end = t0 + (uint64_t)(ts->secs * 1e9);
 	uint16_t burst = ts->size >= 65536 ? 4 : ts->size >= 4096 ? 16 : 64;
@@ -623,13 +628,14 @@ static void *tcp_echo(void *arg)
 	struct tcp_side *ts = arg;
 	struct vfgx_pkt pk[64];
 
+	pin(0, cpu_recv);
 	while (!atomic_load(&ts->stop)) {
 		int n = vfgx_port_rx_burst(ts->port, 0, pk, 64), off = 0;
 
 		if (n <= 0) {
 			if (n < 0 || vfgx_port_rx_done(ts->port, 0))
 				break;
-			vfgx_socket_wait(ts->port, 0, 10);
+			vfgx_socket_wait(ts->port, 0, -1);
 			continue;
 		}
 		while (off < n && !atomic_load(&ts->stop)) {
@@ -644,7 +650,12 @@ static void *tcp_echo(void *arg)
 		}
 		vfgx_port_release(ts->port, 0, pk, (uint16_t)n);
 		ts->count += (uint64_t)n;
-		vfgx_socket_wait(ts->port, 0, 10); /* the next one, blocking */
+		if (ts->err)
+			break;
+		/* the next one: block in recv() without a timeout, as sockperf
+		 * does (a timed wait arms a kernel timer every time); the
+		 * client's close ends it */
+		vfgx_socket_wait(ts->port, 0, -1);
 	}
 	return NULL;
 }
@@ -664,9 +675,9 @@ static int sockperf_tcp(uint16_t port, uint32_t size, double secs,
 	snprintf(ps, sizeof(ps), "%u", port);
 	snprintf(ms, sizeof(ms), "%u", size);
 	snprintf(ts, sizeof(ts), "%g", secs);
-	if (!s || !c || spawn(s, srv))
+	if (!s || !c || spawn_on(s, srv, cpu_recv))
 		goto out;
-	if (!wait_bound(port, true) || spawn(c, cli)) {
+	if (!wait_bound(port, true) || spawn_on(c, cli, cpu_send)) {
 		finish(s, SIGINT);
 		goto out;
 	}
@@ -722,6 +733,7 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 		uint64_t got = 0;
 
 		cli = (struct tcp_side){ .port = cp, .size = size, .secs = secs };
+		pin(0, cpu_recv); /* this thread receives */
 		pthread_create(&th, NULL, tcp_sender, &cli);
 		for (;;) {
 			int n = vfgx_port_rx_burst(sp, 0, pk, 64);
@@ -743,6 +755,7 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 		goto out;
 	}
 	srv = (struct tcp_side){ .port = sp };
+	pin(0, cpu_send); /* this thread is the client */
 	pthread_create(&th, NULL, tcp_echo, &srv);
 	{
 		uint8_t *buf = calloc(1, size);
@@ -764,9 +777,10 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 				sched_yield();
 			if (r < 0)
 				break;
-			/* block like sockperf pp does, rather than spin */
+			/* block like sockperf pp does, rather than spin,
+			 * and without a timeout, as it does */
 			do
-				vfgx_socket_wait(cp, 0, 10);
+				vfgx_socket_wait(cp, 0, -1);
 			while ((r = vfgx_port_rx_burst(cp, 0, pk, 64)) == 0);
 			if (r < 0)
 				break;
@@ -777,9 +791,12 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 		free(buf);
 	}
 	atomic_store(&srv.stop, true);
+	vfgx_port_close(cp); /* wakes the echo thread's recv() */
+	cp = NULL;
 	pthread_join(th, NULL);
 	ret = *rate > 0 && !srv.err ? 0 : -1;
 out:
+	unpin();
 	vfgx_port_close(cp);
 	vfgx_port_close(sp);
 	vfgx_config_destroy(ccfg);

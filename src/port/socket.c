@@ -33,6 +33,8 @@
 #define SK_MAX_CONNS 64      /* TCP connections per queue */
 #define SK_STAGE 262144      /* TCP receive staging per connection */
 #define SK_CMSG 64
+#define SK_TX_COPY 2048      /* bursts up to this many bytes go out as one
+			      * contiguous send(): cheaper than an iovec */
 
 enum { SK_UDP = 0, SK_TCP = 1 };
 enum { SK_SERVER = 0, SK_CLIENT = 1 };
@@ -53,6 +55,7 @@ struct sk_conn {
 	/* send: bytes accepted but not yet taken by the kernel */
 	uint8_t *pend;
 	size_t pend_len, pend_off, pend_cap;
+	uint8_t txbuf[SK_TX_COPY];
 };
 
 struct sk_queue {
@@ -1190,7 +1193,27 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 	}
 	if (niov) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
-		ssize_t r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t total = 0;
+		ssize_t r;
+
+		for (int i = 0; i < niov && total <= SK_TX_COPY; i++)
+			total += iov[i].iov_len;
+		if (total <= SK_TX_COPY) {
+			/* small records (a ping-pong's, a stream of tiny ones):
+			 * copy into one buffer and send() it; the kernel's
+			 * msghdr/iovec import costs more than the copy */
+			size_t off = 0;
+
+			for (int i = 0; i < niov; i++) {
+				memcpy(c->txbuf + off, iov[i].iov_base, iov[i].iov_len);
+				off += iov[i].iov_len;
+			}
+			iov[0] = (struct iovec){ c->txbuf, total };
+			niov = 1;
+			r = send(c->fd, c->txbuf, total, MSG_DONTWAIT | MSG_NOSIGNAL);
+		} else {
+			r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
 
 		if (r < 0) {
 			int err = errno;
