@@ -560,7 +560,7 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 	u->cpu_s = (c1 - c0) / 1e9;
 	vfgx_port_stats(p, 0, &qs);
 	vfgx_socket_info(p, &si);
-	snprintf(note, note_len, "vfgx port counted %llu received, %llu dropped (SO_RXQ_OVFL); GRO %s",
+	snprintf(note, note_len, "vfgx port counted %llu received (with the empty end datagrams), %llu dropped (SO_MEMINFO); GRO %s",
 		 (unsigned long long)qs.rx_packets,
 		 (unsigned long long)qs.drops[VFGX_DROP_RING_FULL],
 		 si.gro ? "on" : "off");
@@ -1025,8 +1025,9 @@ int vfgx_bench_socket(int argc, char **argv)
 			       path, sizeof(path));
 	if (!f)
 		return 1;
+	snprintf(name, sizeof(name), "%d,%d", cpu_send, cpu_recv);
 	fprintf(f, "- command: vfgx bench socket --seconds %g --rounds %d --senders %d --cpus %s%s%s%s%s%s\n",
-		secs, rounds, udp_senders, cpu_send < 0 ? "none" : "",
+		secs, rounds, udp_senders, cpu_send < 0 ? "none" : name,
 		only[0] ? " --only " : "", only,
 		udp_opts[0] ? " --udp-opts '" : "", udp_opts, udp_opts[0] ? "'" : "");
 	if (cpu_send >= 0)
@@ -1035,11 +1036,11 @@ int vfgx_bench_socket(int argc, char **argv)
 	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, loadavg1());
 	fprintf(f, "- each number is the MEDIAN of %d rounds; in every round both sides run back to back, and odd rounds run vfgx first (every round's numbers are in the tables)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
-	fprintf(f, "- udp_rx measures the RECEIVER. Offered load, identical for both: %d sender processes pinned to the senders' CPU, each sendmmsg()ing bursts of 64 UDP datagrams of SIZE payload bytes to 127.0.0.1 for %g s as fast as it can. Receivers, pinned to the receivers' CPU, one thread each: `sockperf sr` (blocking recvfrom(), one datagram per call) and a vfgx socket port (1 rx queue, default config: recvmmsg bursts, UDP GRO socket option on) with a vfgx_proc behind it, blocking in vfgx_socket_wait() when empty. Received = the kernel's Udp InDatagrams delta, drops = Udp RcvbufErrors delta (this namespace only: the same counters for both); receiver CPU = schedstat run time of sockperf's threads / CLOCK_THREAD_CPUTIME_ID of the vfgx thread, from the senders' start until the socket is drained.\n",
-		udp_senders, secs);
-	fprintf(f, "- udp_rx target = datagrams received per receiver CPU-second (received / receiver CPU time): on 2 cores the loopback senders, which also run the kernel's whole delivery path, cannot keep a receiver busy, so wall-clock rates compare senders (see the wall column and the idle share of the receiver's CPU).\n");
-	fprintf(f, "- tcp_tp: messages per second received one way. Reference: `sockperf tp --tcp -m SIZE` into `sockperf sr --tcp` (server's received count / client time). vfgx: a socket client port sends SIZE-byte records (4-byte length prefix) in bursts to a socket server port, same time.\n");
-	fprintf(f, "- tcp_pp: round trips per second, one message in flight. Reference: `sockperf pp --tcp -m SIZE` against `sockperf sr --tcp` (valid-duration ReceivedMessages / RunTime). vfgx: client port sends one record, the server port echoes it on the same connection; both block in vfgx_socket_wait() (recv()).\n");
+	fprintf(f, "- udp_rx measures the RECEIVER. Offered load, identical for both: %d sender processes on the senders' CPU, each sendmmsg()ing bursts of 64 UDP datagrams of SIZE payload bytes (a sockperf message header in front, so sockperf sr handles them like its own sender's) to 127.0.0.1 for %g s. Round 0 runs the senders unpaced into each receiver; the measured rounds pace them at %s. Receivers on the receivers' CPU, one thread each: `sockperf sr` (blocking recvfrom(), one datagram per call) and a vfgx socket port (1 rx queue, default config: UDP GRO socket option on, recvmmsg() of up to 16) with a vfgx_proc behind it, blocking in vfgx_socket_wait(port, 0, -1) (no timeout, like sockperf; the senders end with empty datagrams to wake it, not counted). Received = the kernel's Udp InDatagrams delta, drops = Udp RcvbufErrors delta (this namespace only: the same counters for both); receiver CPU = schedstat run time of sockperf's threads / CLOCK_THREAD_CPUTIME_ID of the vfgx thread, from the senders' start until the socket is drained.\n",
+		udp_senders, secs, udp_rate > 0 ? "--udp-rate in all" : "90% of the lower unpaced offered rate of the two receivers");
+	fprintf(f, "- udp_rx target = datagrams received per receiver CPU-second (received / receiver CPU time) at that identical offered load. On 2 cores the loopback senders, which also run the kernel's whole delivery path (softirq) on their CPU, cannot saturate a receiver (see rx CPU s < run time and round 0), so wall-clock rates compare senders; the wall rows are listed, not targets.\n");
+	fprintf(f, "- tcp_tp: messages per second received one way. Reference: `sockperf tp --tcp -m SIZE` into `sockperf sr --tcp` (server's received count / client time). vfgx: a socket client port sends SIZE-byte records (4-byte length prefix) in bursts to a socket server port, same time. Sender on the senders' CPU, receiver on the receivers' CPU, for both.\n");
+	fprintf(f, "- tcp_pp: round trips per second, one message in flight. Reference: `sockperf pp --tcp -m SIZE` (client, senders' CPU) against `sockperf sr --tcp` (receivers' CPU), valid-duration ReceivedMessages / RunTime. vfgx: client port (senders' CPU) sends one record, a server port in a thread on the receivers' CPU echoes it on the same connection; both block in vfgx_socket_wait(port, 0, -1), i.e. recv() without a timeout, as sockperf does. Both: 2 system calls per side per round trip (send + recv).\n");
 	fprintf(f, "- goal per line: vfgx >= 0.9 x sockperf (within 10%%).\n\n");
 	fprintf(f, "| test | size B | vfgx (median) | sockperf (median) | ratio | vfgx best | sockperf best | every round vfgx/sockperf |\n|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < nres; i++)
