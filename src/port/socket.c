@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,11 +27,14 @@
 #define SK_MAX_MSGS 256      /* datagrams per recvmmsg/sendmmsg */
 #define SK_GRO_SLOT 65536    /* one coalesced GRO datagram */
 #define SK_GRO_SLOTS 16
+#define SK_GRO_EMPTY UINT32_MAX /* gro_seg of a zero-length datagram */
 #define SK_GSO_MAX_SEGS 64
 #define SK_GSO_MAX_BYTES 65000
 #define SK_MAX_CONNS 64      /* TCP connections per queue */
 #define SK_STAGE 262144      /* TCP receive staging per connection */
 #define SK_CMSG 64
+#define SK_TX_COPY 2048      /* bursts up to this many bytes go out as one
+			      * contiguous send(): cheaper than an iovec */
 
 enum { SK_UDP = 0, SK_TCP = 1 };
 enum { SK_SERVER = 0, SK_CLIENT = 1 };
@@ -51,6 +55,7 @@ struct sk_conn {
 	/* send: bytes accepted but not yet taken by the kernel */
 	uint8_t *pend;
 	size_t pend_len, pend_off, pend_cap;
+	uint8_t txbuf[SK_TX_COPY];
 };
 
 struct sk_queue {
@@ -66,7 +71,6 @@ struct sk_queue {
 	struct iovec iov[SK_MAX_MSGS];
 	uint8_t (*cmsg)[SK_CMSG];
 	void *bufs[SK_MAX_MSGS];
-	uint32_t ovfl;          /* last SO_RXQ_OVFL value */
 	/* UDP GRO: coalesced datagrams not yet split into packets */
 	uint8_t *gro;
 	uint32_t gro_len[SK_GRO_SLOTS], gro_seg[SK_GRO_SLOTS];
@@ -376,7 +380,6 @@ static int sk_open_one(struct vfgx_port *port, struct sk_priv *sp, uint16_t q)
 				    sp->sndbuf, "sndbuf", "net.core.wmem_max",
 				    q == 0);
 	if (sp->proto == SK_UDP) {
-		setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
 		if (sp->gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one,
 					  sizeof(one))) {
 			vfgx_info(port->ctx, "%s: UDP GRO not offered by this kernel (%s); receiving datagram by datagram",
@@ -553,7 +556,7 @@ err:
 
 /* --- UDP -------------------------------------------------------------- */
 
-static void sk_cmsgs(struct sk_queue *sq, struct msghdr *mh, uint32_t *gso)
+static void sk_cmsgs(struct msghdr *mh, uint32_t *gso)
 {
 	*gso = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
@@ -562,15 +565,6 @@ static void sk_cmsgs(struct sk_queue *sq, struct msghdr *mh, uint32_t *gso)
 
 			memcpy(&v, CMSG_DATA(c), sizeof(v));
 			*gso = (uint32_t)v;
-		} else if (c->cmsg_level == SOL_SOCKET &&
-			   c->cmsg_type == SO_RXQ_OVFL) {
-			uint32_t v;
-
-			/* cumulative count of datagrams the kernel dropped
-			 * because the receive buffer was full */
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			sq->st.drops[VFGX_DROP_RING_FULL] += v - sq->ovfl;
-			sq->ovfl = v;
 		}
 	}
 }
@@ -648,7 +642,7 @@ static int sk_udp_rx_direct(struct vfgx_port *port, uint16_t q,
 	for (int i = 0; i < r; i++) {
 		struct msghdr *mh = &sq->msgs[i].msg_hdr;
 
-		sk_cmsgs(sq, mh, &gso);
+		sk_cmsgs(mh, &gso);
 		if (mh->msg_flags & MSG_TRUNC) {
 			sq->st.drops[VFGX_DROP_TRUNCATED]++;
 			vfgx_pool_free_bulk(pool, &sq->bufs[i], 1);
@@ -686,13 +680,15 @@ static int sk_gro_fill(struct vfgx_port *port, uint16_t q, uint32_t k,
 	for (int i = 0; i < r; i++) {
 		uint32_t len = sq->msgs[i].msg_len, seg;
 
-		sk_cmsgs(sq, &sq->msgs[i].msg_hdr, &seg);
+		sk_cmsgs(&sq->msgs[i].msg_hdr, &seg);
 		if (sq->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			sq->st.drops[VFGX_DROP_TRUNCATED]++;
 			len = 0;
 		}
 		sq->gro_len[i] = len;
 		sq->gro_seg[i] = seg && seg < len ? seg : len;
+		if (sq->msgs[i].msg_len == 0)
+			sq->gro_seg[i] = SK_GRO_EMPTY;
 		if (seg && seg < len)
 			sq->gro_coalesced += (len + seg - 1) / seg;
 	}
@@ -728,6 +724,14 @@ static int sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 		void *b;
 
 		if (left == 0) {
+			if (sq->gro_seg[i] == SK_GRO_EMPTY) {
+				/* an empty datagram is one (empty) packet, as
+				 * on the path without GRO */
+				if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0)
+					break;
+				sk_fill(&pkts[n++], q, b, 0, 0, now);
+				sq->st.rx_packets++;
+			}
 			sq->gro_i++;
 			sq->gro_off = 0;
 			continue;
@@ -1189,7 +1193,27 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 	}
 	if (niov) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
-		ssize_t r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t total = 0;
+		ssize_t r;
+
+		for (int i = 0; i < niov && total <= SK_TX_COPY; i++)
+			total += iov[i].iov_len;
+		if (total <= SK_TX_COPY) {
+			/* small records (a ping-pong's, a stream of tiny ones):
+			 * copy into one buffer and send() it; the kernel's
+			 * msghdr/iovec import costs more than the copy */
+			size_t off = 0;
+
+			for (int i = 0; i < niov; i++) {
+				memcpy(c->txbuf + off, iov[i].iov_base, iov[i].iov_len);
+				off += iov[i].iov_len;
+			}
+			iov[0] = (struct iovec){ c->txbuf, total };
+			niov = 1;
+			r = send(c->fd, c->txbuf, total, MSG_DONTWAIT | MSG_NOSIGNAL);
+		} else {
+			r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
 
 		if (r < 0) {
 			int err = errno;
@@ -1255,6 +1279,17 @@ static int sk_stats(struct vfgx_port *port, uint16_t q,
 	struct vfgx_pool_stats ps;
 
 	*st = sp->q[q].st;
+	if (sp->proto == SK_UDP && q < port->nb_rx_queues && sp->q[q].fd >= 0) {
+		uint32_t mi[SK_MEMINFO_VARS];
+		socklen_t l = sizeof(mi);
+
+		/* datagrams the kernel dropped on this socket (receive buffer
+		 * full): read here rather than as a per-datagram SO_RXQ_OVFL
+		 * control message, which costs every recvmmsg() */
+		if (!getsockopt(sp->q[q].fd, SOL_SOCKET, SO_MEMINFO, mi, &l) &&
+		    l > SK_MEMINFO_DROPS * sizeof(uint32_t))
+			st->drops[VFGX_DROP_RING_FULL] = mi[SK_MEMINFO_DROPS];
+	}
 	if (q < port->nb_rx_queues && port->rx_pools[q]) {
 		vfgx_pool_stats(port->rx_pools[q], &ps);
 		st->drops[VFGX_DROP_NOBUFS] = ps.alloc_fail;
