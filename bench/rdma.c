@@ -784,7 +784,7 @@ int vfgx_bench_rdma(int argc, char **argv)
 			  .inline_size = UINT32_MAX };
 	const char *ip = NULL, *out = "bench/results";
 	bool rep = false;
-	int rounds = 5;
+	int rounds = 3;
 	char self[512];
 	int c;
 
