@@ -31,11 +31,13 @@
 
 #define TMO 30000
 #define NB_SIZES 4
+#define MAX_ROUNDS 15
 
 struct opts {
 	const char *dev, *addr, *out;
 	double seconds;
 	uint16_t port;
+	int rounds;
 };
 
 struct meas {
@@ -352,6 +354,33 @@ static int run_tcp(const struct opts *o, uint32_t size, struct meas *m)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of the n values v[i] > 0 (failed runs are 0); 0 when none. */
+static double median(const double *v, int n)
+{
+	double ok[MAX_ROUNDS];
+	int m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i] > 0)
+			ok[m++] = v[i];
+	if (!m)
+		return 0;
+	qsort(ok, (size_t)m, sizeof(*ok), cmp_double);
+	return m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
+}
+
+static uint64_t ib_iters(uint64_t ring_msgs)
+{
+	return ring_msgs < 20 ? 20 : ring_msgs > 100000 ? 100000 : ring_msgs;
+}
+
 int vfgx_bench_eba(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -359,22 +388,28 @@ int vfgx_bench_eba(int argc, char **argv)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "seconds", required_argument, NULL, 's' },
+		{ "rounds", required_argument, NULL, 'r' },
 		{ "consume", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static const uint32_t sizes[NB_SIZES] = { 64, 4096, 65536, 1 << 20 };
 	struct opts o = { .dev = "rxe0", .addr = "198.18.74.1", .out = "bench/results",
-			  .seconds = 2, .port = 7480 };
-	struct meas ring[NB_SIZES], ib[NB_SIZES], tcp[NB_SIZES];
-	int ib_tries[NB_SIZES], ib_ok[NB_SIZES];
+			  .seconds = 1, .port = 7480, .rounds = 5 };
+	/* per size and round: ring and ib_write_bw MB/s and msg/s (0: failed) */
+	double ring_mb[NB_SIZES][MAX_ROUNDS], ring_mr[NB_SIZES][MAX_ROUNDS];
+	double ib_mb[NB_SIZES][MAX_ROUNDS], ib_mr[NB_SIZES][MAX_ROUNDS];
+	uint64_t ib_n[NB_SIZES][MAX_ROUNDS];
+	struct meas tcp[NB_SIZES];
+	int ib_fail[NB_SIZES] = { 0 };
+	uint16_t port;
 	char path[512];
 	vfgx_ctx *ctx;
 	FILE *f;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:a:o:s:c:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:a:o:s:r:c:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': {
 			/* internal: the ring consumer process, SIZE:PORT:FD */
@@ -395,8 +430,15 @@ int vfgx_bench_eba(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'r':
+			o.rounds = atoi(optarg);
+			if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
+				fprintf(stderr, "vfgx bench eba: --rounds must be 1..%d\n", MAX_ROUNDS);
+				return 2;
+			}
+			break;
 		case 'h':
-			printf("usage: vfgx bench eba [--dev rxe0] [--addr 198.18.74.1] [--seconds 2] [--out DIR]\n"
+			printf("usage: vfgx bench eba [--dev rxe0] [--addr 198.18.74.1] [--seconds 1] [--rounds 5] [--out DIR]\n"
 			       "needs an RDMA device with an IPv4 address (tests/vm/eba/bench.sh sets one up in the VM guest) and perftest\n");
 			return 0;
 		default:
@@ -406,48 +448,91 @@ int vfgx_bench_eba(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (vfgx_ctx_create(&ctx))
 		return 1;
+	port = o.port;
 	for (int i = 0; i < NB_SIZES; i++) {
+		uint64_t n = 0;
+
 		fprintf(stderr, "vfgx bench eba: %u B ...\n", sizes[i]);
-		if (run_ring(ctx, &o, sizes[i], (uint16_t)(o.port + i), &ring[i]) ||
-		    run_tcp(&o, sizes[i], &tcp[i])) {
-			fprintf(stderr, "vfgx bench eba: %u B failed\n", sizes[i]);
+		/* the two alternate, ring first in even rounds and last in odd
+		 * ones, so a load change on the host hits both alike; perftest
+		 * moves as many messages as the ring's last run did */
+		for (int k = 0; k < o.rounds; k++) {
+			struct meas r = { 0 }, b = { 0 };
+			int tries;
+
+			for (int step = 0; step < 2; step++) {
+				if ((step == 0) == (k % 2 == 0)) {
+					if (run_ring(ctx, &o, sizes[i], port++, &r)) {
+						fprintf(stderr, "vfgx bench eba: %u B failed\n", sizes[i]);
+						vfgx_ctx_destroy(ctx);
+						return 1;
+					}
+					n = r.msgs;
+				} else {
+					if (!n)
+						continue; /* odd round 0 cannot happen */
+					ib_n[i][k] = ib_iters(n);
+					if (run_ib_write_bw(&o, sizes[i], port, ib_n[i][k], &b, &tries))
+						ib_fail[i]++;
+					port += 60;
+				}
+			}
+			ring_mb[i][k] = r.bytes_s / 1e6;
+			ring_mr[i][k] = r.msgs_s;
+			ib_mb[i][k] = b.bytes_s / 1e6;
+			ib_mr[i][k] = b.msgs_s;
+			printf("%8u B round %d: ring %9.1f MB/s %9.0f msg/s | ib_write_bw %9.1f MB/s %9.0f msg/s\n",
+			       sizes[i], k + 1, ring_mb[i][k], ring_mr[i][k], ib_mb[i][k], ib_mr[i][k]);
+			fflush(stdout);
+		}
+		if (run_tcp(&o, sizes[i], &tcp[i])) {
+			fprintf(stderr, "vfgx bench eba: TCP %u B failed\n", sizes[i]);
 			vfgx_ctx_destroy(ctx);
 			return 1;
 		}
-		/* as many messages as the ring moved, within perftest's limits */
-		ib_ok[i] = !run_ib_write_bw(&o, sizes[i], (uint16_t)(o.port + 10 + i),
-					    ring[i].msgs < 20 ? 20 : ring[i].msgs > 100000 ? 100000 : ring[i].msgs,
-					    &ib[i], &ib_tries[i]);
-		printf("%8u B: ring %9.1f MB/s %9.0f msg/s | ib_write_bw %9.1f MB/s %9.0f msg/s | tcp %9.1f MB/s %9.0f msg/s\n",
-		       sizes[i], ring[i].bytes_s / 1e6, ring[i].msgs_s, ib[i].bytes_s / 1e6,
-		       ib[i].msgs_s, tcp[i].bytes_s / 1e6, tcp[i].msgs_s);
-		fflush(stdout);
 	}
 	vfgx_ctx_destroy(ctx);
 	f = bench_results_open(o.out, "eba", "Exposed-buffer message ring vs ib_write_bw vs TCP framing",
 			       path, sizeof(path));
 	if (!f)
 		return 1;
-	fprintf(f, "- command: vfgx bench eba --dev %s --addr %s --seconds %g (tests/vm/eba/bench.sh)\n",
-		o.dev, o.addr, o.seconds);
-	fprintf(f, "- method: per size, for %g s each: (1) the message ring: a producer process sends records with vfgx_channel_ring_send (RDMA WRITE payload + header, one write in 32 signaled; an RDMA READ of the head word posted without waiting once credit falls below half the ring, waited for only when a record does not fit) into a ring of max(4 MiB, 16 x size) exposed by a consumer process that peeks and releases every record (sched_yield when none is there); time from the first send until the head word shows everything consumed; (2) perftest `ib_write_bw -R -n N` on the same device with N = the ring's message count (20..100000), bandwidth from its message rate x size; (3) TCP on 127.0.0.1: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process, timed until the receiver acknowledges the count. MB = 10^6 bytes.\n\n", o.seconds);
+	fprintf(f, "- command: vfgx bench eba --dev %s --addr %s --seconds %g --rounds %d (tests/vm/eba/bench.sh)\n",
+		o.dev, o.addr, o.seconds, o.rounds);
+	fprintf(f, "- method: per size, %d rounds of (1) the message ring for %g s: a producer process sends records with vfgx_channel_ring_send (per record one post list of two RDMA WRITEs, payload then the 8-byte inline header, one doorbell; one write in 32 signaled; an RDMA READ of the head word posted without waiting once credit falls below half the ring, waited for only when a record does not fit) into a ring of max(4 MiB, 16 x size) exposed by a consumer process that peeks and releases every record (sched_yield when none is there); time from the first send until the head word shows everything consumed; and (2) perftest `ib_write_bw -R -n N` on the same device with N = the message count of the ring's run in that round (20..100000), bandwidth from its message rate x size. The two alternate (ring first in odd-numbered rounds, ib_write_bw first in even-numbered ones) so host load changes hit both; the table has the medians over the rounds, the ratio is median / median. (3) once per size, TCP on 127.0.0.1 for %g s: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process, timed until the receiver acknowledges the count. MB = 10^6 bytes.\n\n",
+		o.rounds, o.seconds, o.seconds);
 	fprintf(f, "| size B | ring MB/s | ring msg/s | ib_write_bw MB/s | ib_write_bw msg/s | ring/ib | TCP MB/s | TCP msg/s | ring/TCP |\n|---|---|---|---|---|---|---|---|---|\n");
-	for (int i = 0; i < NB_SIZES; i++)
+	double rm[NB_SIZES], im[NB_SIZES];
+
+	for (int i = 0; i < NB_SIZES; i++) {
+		rm[i] = median(ring_mb[i], o.rounds);
+		im[i] = median(ib_mb[i], o.rounds);
 		fprintf(f, "| %u | %.1f | %.0f | %.1f | %.0f | %.3f | %.1f | %.0f | %.3f |\n",
-			sizes[i], ring[i].bytes_s / 1e6, ring[i].msgs_s, ib[i].bytes_s / 1e6,
-			ib[i].msgs_s, ib_ok[i] ? ring[i].bytes_s / ib[i].bytes_s : 0,
-			tcp[i].bytes_s / 1e6, tcp[i].msgs_s, ring[i].bytes_s / tcp[i].bytes_s);
+			sizes[i], rm[i], median(ring_mr[i], o.rounds), im[i],
+			median(ib_mr[i], o.rounds), im[i] > 0 ? rm[i] / im[i] : 0,
+			tcp[i].bytes_s / 1e6, tcp[i].msgs_s,
+			tcp[i].bytes_s > 0 ? rm[i] / (tcp[i].bytes_s / 1e6) : 0);
+	}
+	fprintf(f, "\nAll rounds, MB/s (ring / ib_write_bw, its -n; 0: ib_write_bw gave no result after 3 tries):\n\n| size B |");
+	for (int k = 0; k < o.rounds; k++)
+		fprintf(f, " round %d |", k + 1);
+	fprintf(f, "\n|---|");
+	for (int k = 0; k < o.rounds; k++)
+		fprintf(f, "---|");
+	fprintf(f, "\n");
+	for (int i = 0; i < NB_SIZES; i++) {
+		fprintf(f, "| %u |", sizes[i]);
+		for (int k = 0; k < o.rounds; k++)
+			fprintf(f, " %.1f / %.1f (-n %" PRIu64 ") |", ring_mb[i][k], ib_mb[i][k], ib_n[i][k]);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "\n");
 	for (int i = 0; i < NB_SIZES; i++)
-		fprintf(f, "- ib_write_bw %u B: %s after %d tr%s (-n %" PRIu64 ")\n", sizes[i],
-			ib_ok[i] ? "result" : "NO RESULT (hung or failed; killed by timeout)",
-			ib_tries[i] > 3 ? 3 : ib_tries[i], ib_tries[i] == 1 ? "y" : "ies",
-			ring[i].msgs < 20 ? 20 : ring[i].msgs > 100000 ? 100000 : ring[i].msgs);
+		if (ib_fail[i])
+			fprintf(f, "- ib_write_bw %u B: no result in %d of %d rounds (hung or failed 3 times; left out of the median)\n",
+				sizes[i], ib_fail[i], o.rounds);
 	fprintf(f, "\n");
-	bench_target(f, "eba_ring_64KB_vs_ib_write_bw_MBps", ring[2].bytes_s / 1e6,
-		     ib[2].bytes_s / 1e6, 0.9 * ib[2].bytes_s / 1e6, true);
-	bench_target(f, "eba_ring_1MB_vs_ib_write_bw_MBps", ring[3].bytes_s / 1e6,
-		     ib[3].bytes_s / 1e6, 0.9 * ib[3].bytes_s / 1e6, true);
+	bench_target(f, "eba_ring_64KB_vs_ib_write_bw_MBps", rm[2], im[2], 0.9 * im[2], true);
+	bench_target(f, "eba_ring_1MB_vs_ib_write_bw_MBps", rm[3], im[3], 0.9 * im[3], true);
 	fclose(f);
 	printf("wrote %s\n", path);
 	return 0;

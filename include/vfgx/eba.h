@@ -250,13 +250,18 @@ static inline uint64_t vfgx_ring_hdr_pack(uint32_t len, uint32_t seq)
  * 8-byte word at off (at most one in flight); read_poll: 1 with the word
  * in dst once it arrived, 0 while pending (wait: block until it arrives).
  * write and read_start may return -EAGAIN (send queue full) and are
- * retried.  0 or -errno. */
+ * retried.  0 or -errno.  write_rec (optional, NULL: two writes): place a
+ * record's len-byte payload at off + VFGX_RING_HDR and then its 8-byte
+ * header at off, in that order, submitted together (RDMA: one post list,
+ * one doorbell); -EAGAIN as for write. */
 struct vfgx_ring_transport {
 	int (*write)(void *user, uint64_t off, const void *src, uint32_t len,
 		     bool wake);
 	int (*read_start)(void *user, uint64_t off);
 	int (*read_poll)(void *user, void *dst, bool wait);
 	void *user;
+	int (*write_rec)(void *user, uint64_t off, const void *payload,
+			 uint32_t len, const void *hdr, bool wake);
 };
 
 struct vfgx_ring_producer {

@@ -277,6 +277,27 @@ int vfgx_rdma_write(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 int vfgx_rdma_write_imm(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 			uint64_t raddr, uint32_t rkey, uint32_t len,
 			uint32_t imm, uint64_t wr_id, unsigned flags);
+/*
+ * Several RDMA WRITEs (or WRITE_WITH_IMMs) posted with one ibv_post_send,
+ * i.e. one doorbell, executed in list order like separate posts.  Each
+ * entry as for vfgx_rdma_write(); -ENOSPC (nothing posted) unless the send
+ * queue has room for all n; on a post failure the entries before the
+ * failing one were posted and will complete.
+ */
+#define VFGX_RDMA_LIST_MAX 8
+struct vfgx_rdma_write_wr {
+	const vfgx_rdma_mr *mr;
+	size_t loff;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t wr_id;
+	unsigned flags;  /* VFGX_RDMA_UNSIGNALED / FENCE / INLINE */
+	bool with_imm;   /* WRITE_WITH_IMM carrying imm */
+	uint32_t imm;
+};
+int vfgx_rdma_write_list(vfgx_rdma_qp *qp, const struct vfgx_rdma_write_wr *w,
+			 unsigned n);
 int vfgx_rdma_read(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 		   uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t wr_id,
 		   unsigned flags);

@@ -330,6 +330,54 @@ static int ring_write(void *user, uint64_t off, const void *src, uint32_t len,
 		    VFGX_RDMA_INLINE | sig);
 }
 
+/* A record's payload WRITE and its header WRITE (inline, WRITE_WITH_IMM
+ * when wake) as one post list: one doorbell per record. */
+static int ring_write_rec(void *user, uint64_t off, const void *payload,
+			  uint32_t len, const void *hdr, bool wake)
+{
+	vfgx_channel *ch = user;
+	const uint8_t *s = payload;
+	struct vfgx_rdma_write_wr w[2];
+	int ret;
+
+	if (!ch->local_cpu || s < ch->local_cpu || len > ch->local_len ||
+	    (size_t)(s - ch->local_cpu) > ch->local_len - len) {
+		/* not in the local MR: small payloads go inline, one by one */
+		ret = ring_write(user, off + VFGX_RING_HDR, payload, len, false);
+		return ret ? ret : ring_write(user, off, hdr, 8, wake);
+	}
+	ret = check_range(ch, "ring write", off, 0, VFGX_RING_HDR + len, false);
+	if (ret)
+		return ret;
+	memcpy(ch->ctl_mem + CTL_INLINE, hdr, 8);
+	w[0] = (struct vfgx_rdma_write_wr){
+		.mr = ch->local, .loff = (size_t)(s - ch->local_cpu),
+		.raddr = ch->remote.addr + off + VFGX_RING_HDR,
+		.rkey = ch->remote.rkey, .len = len,
+		.wr_id = off + VFGX_RING_HDR, .flags = VFGX_RDMA_UNSIGNALED,
+	};
+	w[1] = (struct vfgx_rdma_write_wr){
+		.mr = ch->ctl, .loff = CTL_INLINE, .raddr = ch->remote.addr + off,
+		.rkey = ch->remote.rkey, .len = 8, .wr_id = off,
+		.flags = VFGX_RDMA_INLINE | VFGX_RDMA_UNSIGNALED,
+		.with_imm = wake, .imm = (uint32_t)off,
+	};
+	/* one completion per SIGNAL_EVERY writes, as in ring_write() */
+	ch->unsig += 2;
+	if (ch->unsig >= SIGNAL_EVERY) {
+		w[1].flags &= ~VFGX_RDMA_UNSIGNALED;
+		ch->unsig = 0;
+	}
+	for (;;) {
+		ret = vfgx_rdma_write_list(ch->qp, w, 2);
+		if (ret != -ENOSPC)
+			return ret;
+		ret = reap(ch);
+		if (ret < 0)
+			return ret;
+	}
+}
+
 static int ring_read_start(void *user, uint64_t off)
 {
 	vfgx_channel *ch = user;
@@ -377,7 +425,7 @@ static int ring_read_poll(void *user, void *dst, bool wait)
 int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size)
 {
 	struct vfgx_ring_transport tr = { ring_write, ring_read_start,
-					  ring_read_poll, ch };
+					  ring_read_poll, ch, ring_write_rec };
 
 	if (ch->remote.type != VFGX_EBA_RX || ch->remote.state_off == VFGX_EBA_NO_STATE ||
 	    ring_size > ch->remote.size)

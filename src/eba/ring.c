@@ -113,14 +113,17 @@ int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 		p->tail += gap;
 		pos = 0;
 	}
-	if (len) {
-		ret = tr_write(p, pos + VFGX_RING_HDR, msg, len, false);
-		if (ret)
-			return ret;
-	}
 	/* header last: the consumer sees it only after the payload landed */
 	hdr = vfgx_ring_hdr_pack(len, p->seq);
-	ret = tr_write(p, pos, &hdr, 8, wake);
+	if (len && p->tr.write_rec) {
+		while ((ret = p->tr.write_rec(p->tr.user, p->data_off + pos, msg,
+					      len, &hdr, wake)) == -EAGAIN)
+			;
+	} else {
+		ret = len ? tr_write(p, pos + VFGX_RING_HDR, msg, len, false) : 0;
+		if (!ret)
+			ret = tr_write(p, pos, &hdr, 8, wake);
+	}
 	if (ret)
 		return ret;
 	p->tail += rec;

@@ -1208,13 +1208,8 @@ static int check_range(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t off,
 	return 0;
 }
 
-static int post(vfgx_rdma_qp *qp, struct ibv_send_wr *wr, unsigned flags)
+static void wr_flags(struct ibv_send_wr *wr, unsigned flags)
 {
-	struct ibv_send_wr *bad;
-	int ret;
-
-	if (qp->outstanding >= qp->conf.max_send_wr)
-		return -ENOSPC;
 	wr->send_flags = 0;
 	if (!(flags & VFGX_RDMA_UNSIGNALED))
 		wr->send_flags |= IBV_SEND_SIGNALED;
@@ -1222,19 +1217,52 @@ static int post(vfgx_rdma_qp *qp, struct ibv_send_wr *wr, unsigned flags)
 		wr->send_flags |= IBV_SEND_FENCE;
 	if (flags & VFGX_RDMA_INLINE)
 		wr->send_flags |= IBV_SEND_INLINE;
-	ret = ibv_post_send(qp->qp, wr, &bad);
-	if (ret)
-		return vfgx_set_error(qp->dev->ctx, -ret, "%s qp %u: post: %s",
-				      qp->dev->name, qp->qp->qp_num,
-				      strerror(ret));
-	qp->outstanding++;
-	if (wr->send_flags & IBV_SEND_SIGNALED) {
-		qp->fifo[qp->fifo_tail++ % qp->conf.max_send_wr] = qp->unsig + 1;
-		qp->unsig = 0;
-	} else {
-		qp->unsig++;
+}
+
+/* Account n posted WRs (wr and its successors): a signaled one retires
+ * itself and the unsignaled ones before it. */
+static void posted(vfgx_rdma_qp *qp, const struct ibv_send_wr *wr, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++, wr = wr->next) {
+		qp->outstanding++;
+		if (wr->send_flags & IBV_SEND_SIGNALED) {
+			qp->fifo[qp->fifo_tail++ % qp->conf.max_send_wr] = qp->unsig + 1;
+			qp->unsig = 0;
+		} else {
+			qp->unsig++;
+		}
 	}
-	return 0;
+}
+
+/* Post the chain of n WRs at wr with one ibv_post_send (one doorbell);
+ * their send_flags are set. */
+static int post_chain(vfgx_rdma_qp *qp, struct ibv_send_wr *wr, unsigned n)
+{
+	struct ibv_send_wr *bad = NULL;
+	unsigned ok = 0;
+	int ret;
+
+	if (qp->outstanding + n > qp->conf.max_send_wr)
+		return -ENOSPC;
+	ret = ibv_post_send(qp->qp, wr, &bad);
+	if (!ret) {
+		posted(qp, wr, n);
+		return 0;
+	}
+	/* the WRs before bad went out and will complete */
+	for (struct ibv_send_wr *w = wr; bad && w && w != bad; w = w->next)
+		ok++;
+	posted(qp, wr, ok);
+	return vfgx_set_error(qp->dev->ctx, -ret, "%s qp %u: post%s: %s",
+			      qp->dev->name, qp->qp->qp_num,
+			      n > 1 ? " list" : "", strerror(ret));
+}
+
+static int post(vfgx_rdma_qp *qp, struct ibv_send_wr *wr, unsigned flags)
+{
+	wr_flags(wr, flags);
+	wr->next = NULL;
+	return post_chain(qp, wr, 1);
 }
 
 int vfgx_rdma_post_send(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr,
@@ -1320,6 +1348,41 @@ int vfgx_rdma_write(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 {
 	return one_sided(qp, IBV_WR_RDMA_WRITE, mr, loff, raddr, rkey, len, 0,
 			 wr_id, flags);
+}
+
+int vfgx_rdma_write_list(vfgx_rdma_qp *qp, const struct vfgx_rdma_write_wr *w,
+			 unsigned n)
+{
+	struct ibv_send_wr wr[VFGX_RDMA_LIST_MAX];
+	struct ibv_sge sge[VFGX_RDMA_LIST_MAX];
+	int ret;
+
+	if (!n || n > VFGX_RDMA_LIST_MAX)
+		return vfgx_set_error(qp->dev->ctx, -EINVAL,
+				      "%s: a write list has 1..%d work requests, not %u",
+				      qp->dev->name, VFGX_RDMA_LIST_MAX, n);
+	if (qp->conf.type == VFGX_RDMA_UD)
+		return ud_one_sided(qp);
+	for (unsigned i = 0; i < n; i++) {
+		ret = check_range(qp, w[i].mr, w[i].loff, w[i].len);
+		if (ret)
+			return ret;
+		sge[i] = (struct ibv_sge){ .addr = w[i].mr->info.addr + w[i].loff,
+					   .length = w[i].len,
+					   .lkey = w[i].mr->info.lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = w[i].wr_id, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = w[i].with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM :
+						  IBV_WR_RDMA_WRITE,
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+		};
+		wr[i].wr.rdma.remote_addr = w[i].raddr;
+		wr[i].wr.rdma.rkey = w[i].rkey;
+		if (w[i].with_imm)
+			wr[i].imm_data = htonl(w[i].imm);
+		wr_flags(&wr[i], w[i].flags);
+	}
+	return post_chain(qp, wr, n);
 }
 
 int vfgx_rdma_write_imm(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,

@@ -1,7 +1,8 @@
 /* test_eba_ring.c - the exposed message ring over a plain-memory
  * transport in one process: record format, credit and head-word reads,
- * wrap markers, a full ring refused (never overwritten), and two threads
- * exchanging 100,000 messages with content, order and count checked. */
+ * wrap markers, a full ring refused (never overwritten), two threads
+ * exchanging 100,000 messages with content, order and count checked, and
+ * the same through a transport's one-submission record write (write_rec). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,9 +19,10 @@
 struct membuf {
 	uint8_t *base;
 	uint64_t size;     /* data bytes */
-	uint64_t writes, reads;
+	uint64_t writes, reads, recs;
 	uint64_t word; /* the head word as read_start saw it */
 	bool busy;
+	bool rec; /* the transport has write_rec */
 };
 
 static int mem_write(void *user, uint64_t off, const void *src, uint32_t len,
@@ -40,6 +42,25 @@ static int mem_write(void *user, uint64_t off, const void *src, uint32_t len,
 		memcpy(m->base + off, src, len);
 	}
 	m->writes++;
+	return 0;
+}
+
+/* payload first, header last (release), as an RDMA post list would */
+static int mem_write_rec(void *user, uint64_t off, const void *payload,
+			 uint32_t len, const void *hdr, bool wake)
+{
+	struct membuf *m = user;
+	uint64_t v;
+
+	(void)wake;
+	assert_true(len > 0); /* empty records go through write() */
+	assert_true(off % 8 == 0 && off + VFGX_RING_HDR + len <= m->size);
+	memcpy(&v, hdr, 8);
+	assert_int_equal((uint32_t)v, len); /* the header describes this payload */
+	memcpy(m->base + off + VFGX_RING_HDR, payload, len);
+	atomic_store_explicit((_Atomic uint64_t *)(m->base + off), v,
+			      memory_order_release);
+	m->recs++;
 	return 0;
 }
 
@@ -73,12 +94,13 @@ static void setup_ring(struct membuf *m, uint64_t size,
 		       struct vfgx_ring_producer *p,
 		       struct vfgx_ring_consumer *c)
 {
-	struct vfgx_ring_transport tr = { mem_write, mem_read_start, mem_read_poll, m };
+	struct vfgx_ring_transport tr = { mem_write, mem_read_start, mem_read_poll, m,
+					  m->rec ? mem_write_rec : NULL };
 
 	m->base = aligned_alloc(64, size + 64);
 	assert_non_null(m->base);
 	m->size = size;
-	m->writes = m->reads = 0;
+	m->writes = m->reads = m->recs = 0;
 	m->busy = false;
 	assert_int_equal(vfgx_ring_consumer_init(c, m->base, size,
 						 (_Atomic uint64_t *)(m->base + size)), 0);
@@ -142,7 +164,7 @@ static void test_format(void **state)
 
 static void test_full_and_wrap(void **state)
 {
-	struct membuf m;
+	struct membuf m = { 0 };
 	struct vfgx_ring_producer p;
 	struct vfgx_ring_consumer c;
 	uint8_t msg[512], *payload;
@@ -219,7 +241,7 @@ static void test_full_and_wrap(void **state)
 
 static void test_corrupt_header(void **state)
 {
-	struct membuf m;
+	struct membuf m = { 0 };
 	struct vfgx_ring_producer p;
 	struct vfgx_ring_consumer c;
 	const void *got;
@@ -273,13 +295,15 @@ static void *producer(void *arg)
 	return NULL;
 }
 
-static void run_xfer(uint32_t count, uint32_t max, uint64_t ring, bool slow)
+static void run_xfer(uint32_t count, uint32_t max, uint64_t ring, bool slow,
+		     bool rec)
 {
 	struct xfer *x = calloc(1, sizeof(*x));
 	uint8_t *want = malloc(max);
 	pthread_t th;
 	uint32_t got = 0;
 
+	x->m.rec = rec;
 	setup_ring(&x->m, ring, &x->p, &x->c);
 	x->count = count;
 	x->max = max;
@@ -307,6 +331,11 @@ static void run_xfer(uint32_t count, uint32_t max, uint64_t ring, bool slow)
 	assert_int_equal(got, count);
 	if (slow)
 		assert_true(x->p.full > 0);
+	if (rec) /* one submission per record; write() only for wrap markers */
+		assert_int_equal(x->m.recs, count);
+	else
+		assert_int_equal(x->m.recs, 0);
+	assert_true(x->m.writes >= (rec ? 0 : 2ull * count));
 	free(x->m.base);
 	free(x);
 	free(want);
@@ -315,13 +344,20 @@ static void run_xfer(uint32_t count, uint32_t max, uint64_t ring, bool slow)
 static void test_threads_100k(void **state)
 {
 	(void)state;
-	run_xfer(100000, 64 << 10, 1 << 20, false);
+	run_xfer(100000, 64 << 10, 1 << 20, false, false);
+}
+
+static void test_threads_100k_rec(void **state)
+{
+	(void)state;
+	run_xfer(100000, 64 << 10, 1 << 20, false, true);
 }
 
 static void test_slow_consumer(void **state)
 {
 	(void)state;
-	run_xfer(2000, 1 << 20, 4 << 20, true);
+	run_xfer(2000, 1 << 20, 4 << 20, true, false);
+	run_xfer(2000, 1 << 20, 4 << 20, true, true);
 }
 
 int main(void)
@@ -331,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_full_and_wrap),
 		cmocka_unit_test(test_corrupt_header),
 		cmocka_unit_test(test_threads_100k),
+		cmocka_unit_test(test_threads_100k_rec),
 		cmocka_unit_test(test_slow_consumer),
 	};
 

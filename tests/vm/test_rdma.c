@@ -195,6 +195,44 @@ static void test_write_imm(void **state)
 	assert_int_equal(wc.imm, 0xdeadbeef);
 	assert_int_equal(wc.wr_id, 77);
 	assert_memory_equal(buf + 32768, buf, 4096);
+
+	/* a write list: payload, then an inline 8-byte word with imm, one
+	 * post; both land, the imm arrives, the outstanding count is right */
+	uint64_t word = 0x0123456789abcdefull, got;
+	uint64_t base = vfgx_rdma_mr_info(m)->addr;
+	uint32_t rkey = vfgx_rdma_mr_info(m)->rkey;
+	struct vfgx_rdma_write_wr w[2] = {
+		{ .mr = m, .loff = 0, .raddr = base + 40008, .rkey = rkey,
+		  .len = 3000, .wr_id = 1, .flags = VFGX_RDMA_UNSIGNALED },
+		{ .mr = m, .loff = 61000, .raddr = base + 40000, .rkey = rkey,
+		  .len = 8, .wr_id = 2, .flags = VFGX_RDMA_INLINE,
+		  .with_imm = true, .imm = 40000 },
+	};
+
+	memset(buf + 40000, 0, 8192);
+	memset(buf, 0x3c, 3000);
+	memcpy(buf + 61000, &word, 8);
+	assert_int_equal(vfgx_rdma_post_recv(b, m, buf + 60000, 16, 78), 0);
+	assert_int_equal(vfgx_rdma_write_list(a, w, 2), 0);
+	memset(buf + 61000, 0, 8); /* inline: copied at post */
+	assert_int_equal(vfgx_rdma_qp_outstanding(a), 2);
+	assert_int_equal(vfgx_rdma_fence(a, 5000), 0);
+	assert_int_equal(vfgx_rdma_qp_outstanding(a), 0);
+	assert_int_equal(vfgx_rdma_wait(b, true, &wc, 1, 5000), 1);
+	assert_int_equal(wc.status, 0);
+	assert_int_equal(wc.op, VFGX_RDMA_OP_RECV_IMM);
+	assert_int_equal(wc.imm, 40000);
+	memcpy(&got, buf + 40000, 8);
+	assert_true(got == word);
+	assert_memory_equal(buf + 40008, buf, 3000);
+	assert_int_equal(buf[40008 + 3000], 0);
+	/* bad lists are refused before anything is posted */
+	assert_int_equal(vfgx_rdma_write_list(a, w, 0), -EINVAL);
+	assert_int_equal(vfgx_rdma_write_list(a, w, VFGX_RDMA_LIST_MAX + 1), -EINVAL);
+	w[0].len = 70000; /* beyond the 65536-byte registration */
+	assert_int_equal(vfgx_rdma_write_list(a, w, 2), -ERANGE);
+	assert_int_equal(vfgx_rdma_qp_outstanding(a), 0);
+
 	vfgx_rdma_qp_destroy(a);
 	vfgx_rdma_qp_destroy(b);
 	vfgx_rdma_dereg(m);
