@@ -26,6 +26,8 @@
 
 #include "backend.h"
 
+/* free frames go to the fill ring this many at a time while packets flow */
+#define AX_FILL_BATCH 64
 #define AX_PROG_FILE "xsk_def_xdp_prog.o"
 #define AX_PROG_NAME "xsk_def_prog"
 #define AX_COMP_BATCH 256
@@ -595,12 +597,17 @@ static int ax_rx_burst(struct vfgx_port *port, uint16_t q,
 	uint32_t idx, n;
 	uint64_t now, bytes = 0;
 
-	if (xq->nb_free)
+	/* the fill ring's producer index is a cache line the kernel's NAPI
+	 * context reads on another CPU: refill in batches while packets
+	 * flow, and whatever is left when the ring runs empty */
+	if (xq->nb_free >= AX_FILL_BATCH)
 		ax_fill(xq, xq->nb_free);
 	if (max > port->burst)
 		max = port->burst;
 	n = xsk_ring_cons__peek(&xq->rx, max, &idx);
 	if (!n) {
+		if (xq->nb_free)
+			ax_fill(xq, xq->nb_free);
 		/* zero-copy drivers sleep until woken when the fill ring ran
 		 * dry; copy mode never sets the flag */
 		if (xsk_ring_prod__needs_wakeup(&xq->fill))
@@ -628,24 +635,15 @@ static int ax_rx_burst(struct vfgx_port *port, uint16_t q,
 	return (int)n;
 }
 
-/* Frames go straight back to the fill ring; what does not fit waits on our
- * free stack for the next rx_burst. */
+/* Released frames wait on the free stack; rx_burst gives them to the fill
+ * ring AX_FILL_BATCH at a time (all of them when the rx ring is empty). */
 static void ax_release(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t n)
 {
 	struct ax_queue *xq = &((struct ax_priv *)port->priv)->q[q];
-	uint32_t idx, room = xsk_prod_nb_free(&xq->fill, n), k;
 
-	k = room < n ? room : n;
-	if (k && xsk_ring_prod__reserve(&xq->fill, k, &idx) == k) {
-		for (uint32_t i = 0; i < k; i++)
-			*xsk_ring_prod__fill_addr(&xq->fill, idx + i) =
-				(uint64_t)(uintptr_t)pkts[i].handle;
-		xsk_ring_prod__submit(&xq->fill, k);
-	} else {
-		k = 0;
-	}
-	for (uint32_t i = k; i < n; i++)
+	/* onto the free stack; rx_burst hands them to the fill ring */
+	for (uint32_t i = 0; i < n; i++)
 		xq->free_addrs[xq->nb_free++] = (uint64_t)(uintptr_t)pkts[i].handle;
 }
 
