@@ -118,6 +118,31 @@ static uint16_t port_of(vfgx_port *p)
 	return si.port;
 }
 
+/* A TCP server port on rx_addr and a client port connected to it, with
+ * client_keys added to the client's socket section.  NULL (counted as a
+ * failure) when the server cannot be opened; *cp NULL (counted) when the
+ * client cannot. */
+static vfgx_port *open_tcp_pair(const char *what, const char *client_keys,
+				struct vfgx_config **scfg, vfgx_port **cp,
+				struct vfgx_config **ccfg)
+{
+	vfgx_port *sp;
+	char y[512];
+	int err;
+
+	*cp = NULL;
+	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:0\n", rx_addr);
+	sp = open_port(y, 1, 1, scfg, &err);
+	CHECK(sp, "%s: open server: %s", what, vfgx_last_error(ctx));
+	if (!sp)
+		return NULL;
+	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:%u\n"
+		 "    socket: {role: client%s}\n", rx_addr, port_of(sp), client_keys);
+	*cp = open_port(y, 1, 1, ccfg, &err);
+	CHECK(*cp, "%s: open client: %s", what, vfgx_last_error(ctx));
+	return sp;
+}
+
 /* --- UDP ----------------------------------------------------------------- */
 
 struct udp_peer {
@@ -580,20 +605,12 @@ static void test_tcp_echo(void)
 	uint32_t sizes[300], sent = 0, got = 0, echoed = 0, bad = 0;
 	uint64_t end = vfgx_now_ns() + 60ull * 1000000000ull;
 	vfgx_port *sp, *cp = NULL;
-	char y[512];
-	int err;
 
 	for (uint32_t i = 0; i < 300; i++)
 		sizes[i] = VFGX_APP_HLEN + (uint32_t)(rnd() % (65536 - VFGX_APP_HLEN));
-	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:0\n", rx_addr);
-	sp = open_port(y, 1, 1, &scfg, &err);
-	CHECK(sp, "%s: open server: %s", what, vfgx_last_error(ctx));
+	sp = open_tcp_pair(what, "", &scfg, &cp, &ccfg);
 	if (!sp)
 		return;
-	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:%u\n"
-		 "    socket: {role: client}\n", rx_addr, port_of(sp));
-	cp = open_port(y, 1, 1, &ccfg, &err);
-	CHECK(cp, "%s: open client: %s", what, vfgx_last_error(ctx));
 	while (cp && got < 300 && vfgx_now_ns() < end) {
 		int n;
 
@@ -746,18 +763,10 @@ static void test_tcp_small_bursts(void)
 	uint32_t sent = 0, got = 0, bad = 0, sizes_seed = 7, stalls = 0;
 	uint64_t end = vfgx_now_ns() + 60ull * 1000000000ull;
 	vfgx_port *sp, *cp = NULL;
-	char y[512];
-	int err;
 
-	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:0\n", rx_addr);
-	sp = open_port(y, 1, 1, &scfg, &err);
-	CHECK(sp, "%s: open server: %s", what, vfgx_last_error(ctx));
+	sp = open_tcp_pair(what, ", sndbuf: 4096", &scfg, &cp, &ccfg);
 	if (!sp)
 		return;
-	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:%u\n"
-		 "    socket: {role: client, sndbuf: 4096}\n", rx_addr, port_of(sp));
-	cp = open_port(y, 1, 1, &ccfg, &err);
-	CHECK(cp, "%s: open client: %s", what, vfgx_last_error(ctx));
 	/* record i: length (i * 7919 + seed) % 301, bytes (i + j) & 0xff */
 	while (cp && got < total && vfgx_now_ns() < end) {
 		int n = 0;
