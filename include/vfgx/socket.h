@@ -14,7 +14,11 @@ extern "C" {
 #endif
 
 /* TCP records on the wire: a 4-byte big-endian payload length, then the
- * payload.  The pipeline sees one payload-only packet per record. */
+ * payload.  The pipeline sees one payload-only packet per record; its
+ * flow is the handle of the connection it came from (slot and
+ * generation, never 0), valid until that connection closes: tx with it
+ * goes back on that connection only, or fails with -ENOTCONN once it is
+ * gone.  A client's tx ignores flow (it has one connection). */
 #define VFGX_SOCKET_REC_HLEN 4
 
 struct vfgx_socket_info {
@@ -27,7 +31,10 @@ struct vfgx_socket_info {
 	uint32_t rcvbuf;   /* SO_RCVBUF the kernel granted (bytes, as set) */
 	uint32_t sndbuf;
 	uint32_t conns;    /* TCP: connections open now, all queues */
-	uint32_t closed;   /* TCP: connections closed so far */
+	uint32_t closed;   /* TCP: connections closed so far (all causes) */
+	uint64_t refused;  /* TCP server: connections closed at once because
+			    * max_conns were open */
+	uint64_t idle_closed; /* TCP server: closed after idle_timeout_ms */
 	uint64_t gro_coalesced; /* UDP: datagrams received inside GRO batches */
 	uint64_t gso_sent;      /* UDP: datagrams sent inside GSO batches */
 };

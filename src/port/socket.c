@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,9 @@
 #define SK_GRO_EMPTY UINT32_MAX /* gro_seg of a zero-length datagram */
 #define SK_GSO_MAX_SEGS 64
 #define SK_GSO_MAX_BYTES 65000
-#define SK_MAX_CONNS 64      /* TCP connections per queue */
+#define SK_MAX_CONNS 4096    /* max_conns upper bound (per queue) */
+#define SK_ACCEPT_NS 1000000ull /* a busy server tries accept() this often */
+#define SK_ACCEPT_BATCH 64   /* connections taken per accept round */
 #define SK_STAGE 262144      /* TCP receive staging per connection */
 #define SK_CMSG 64
 #define SK_TX_COPY 2048      /* bursts up to this many bytes go out as one
@@ -41,6 +44,9 @@ enum { SK_SERVER = 0, SK_CLIENT = 1 };
 
 struct sk_conn {
 	int fd;
+	uint32_t slot;     /* place in sk_queue.conns, fixed for its life */
+	uint32_t handle;   /* pkt.flow of its records: slot | generation */
+	uint64_t last_ns;  /* last byte received or sent (idle timeout) */
 	char peer[64];
 	/* receive: staged stream bytes and the record being assembled */
 	uint8_t *stage;
@@ -60,11 +66,20 @@ struct sk_conn {
 
 struct sk_queue {
 	int fd;                 /* UDP socket, TCP listener (server) */
-	struct sk_conn *conns[SK_MAX_CONNS];
+	/* TCP: connection slots never move while a connection lives, so the
+	 * handle in a received packet names it and nothing else (see
+	 * sk_conn_by_flow); live[] lists the used slots for iteration */
+	struct sk_conn **conns; /* max_conns slots, NULL when free */
+	uint32_t *live;
 	uint32_t nb_conns;
 	uint32_t rr;            /* TCP: next connection to read */
-	uint32_t polls;         /* rx calls since the last accept attempt */
+	uint64_t next_accept_ns; /* when a busy server tries accept() again */
+	uint64_t next_idle_ns;  /* next idle sweep */
+	bool accept_ready;      /* vfgx_socket_wait saw the listener readable */
+	struct pollfd *pfd;     /* vfgx_socket_wait: listener + max_conns */
 	bool had_conn;
+	uint64_t refused;       /* connections closed at once: max_conns reached */
+	uint64_t idle_closed;   /* connections closed by idle_timeout_ms */
 	bool own_pool;
 	/* UDP rx */
 	struct mmsghdr msgs[SK_MAX_MSGS];
@@ -92,6 +107,9 @@ struct sk_priv {
 	char uri[VFGX_ADDR_MAX];
 	uint32_t rcvbuf, sndbuf, got_rcvbuf, got_sndbuf;
 	uint32_t max_record, buf_size, num_bufs, connect_ms;
+	uint32_t max_conns, idle_ms;
+	uint32_t slot_bits;     /* low bits of a connection handle: its slot */
+	_Atomic uint32_t next_gen; /* port-wide: no handle names two queues */
 	bool gro, gso, nodelay, end_on_close;
 	uint16_t nb_socks;
 	uint16_t bound_port;
@@ -167,7 +185,7 @@ static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
 	static const char *const keys[] = {
 		"uri", "role", "rcvbuf", "sndbuf", "gro", "gso", "max_record",
 		"buf_size", "num_bufs", "nodelay", "end_on_close",
-		"connect_timeout_ms", NULL
+		"connect_timeout_ms", "max_conns", "idle_timeout_ms", NULL
 	};
 	static const char *const roles[] = { "server", "client", NULL };
 	const struct vfgx_cfg_node *o = conf->opts;
@@ -193,8 +211,16 @@ static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
 	    (ret = vfgx_cfg_bool(o, "end_on_close", sp->role == SK_CLIENT,
 				 &sp->end_on_close)) ||
 	    (ret = vfgx_cfg_u32(o, "connect_timeout_ms", 5000, 1, 600000,
-				&sp->connect_ms)))
+				&sp->connect_ms)) ||
+	    (ret = vfgx_cfg_u32(o, "max_conns", 64, 1, SK_MAX_CONNS,
+				&sp->max_conns)) ||
+	    (ret = vfgx_cfg_u32(o, "idle_timeout_ms", 60000, 0, 86400000,
+				&sp->idle_ms)))
 		return ret;
+	if (sp->role == SK_CLIENT)
+		sp->max_conns = 1;
+	while ((1u << sp->slot_bits) < sp->max_conns)
+		sp->slot_bits++;
 	if (!uri[0])
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: socket backend needs an address: set interfaces[].address (or socket.uri) to udp://ADDR:PORT or tcp://ADDR:PORT",
@@ -334,6 +360,52 @@ static struct sk_conn *sk_conn_new(int fd, const struct sockaddr_storage *a)
 
 static int sk_tcp_flush(struct sk_conn *c);
 
+/* A new connection's handle: a port-wide generation above the slot bits,
+ * never 0, so flow 0 names no connection.  A handle comes back only after
+ * 2^(32 - slot_bits) - 1 further connections on the port. */
+static uint32_t sk_handle_new(struct sk_priv *sp, uint32_t slot)
+{
+	uint32_t gmax = UINT32_MAX >> sp->slot_bits;
+	uint32_t gen = atomic_fetch_add_explicit(&sp->next_gen, 1,
+						 memory_order_relaxed) % gmax + 1;
+
+	return (gen << sp->slot_bits) | slot;
+}
+
+/* Put fd in a free slot of queue q (the caller checked there is one). */
+static int sk_conn_add(struct sk_priv *sp, uint16_t q, int fd,
+		       const struct sockaddr_storage *a)
+{
+	struct sk_queue *sq = &sp->q[q];
+	struct sk_conn *c = sk_conn_new(fd, a);
+	uint32_t slot = 0;
+
+	if (!c)
+		return -ENOMEM;
+	while (sq->conns[slot])
+		slot++;
+	c->slot = slot;
+	c->handle = sk_handle_new(sp, slot);
+	c->last_ns = vfgx_now_ns();
+	sq->conns[slot] = c;
+	sq->live[sq->nb_conns++] = slot;
+	sq->had_conn = true;
+	return 0;
+}
+
+/* The connection a packet's flow names on queue q, or NULL when it is
+ * gone: a handle is checked whole, so a reused slot does not match. */
+static struct sk_conn *sk_conn_by_flow(struct sk_priv *sp, struct sk_queue *sq,
+				       uint32_t flow)
+{
+	struct sk_conn *c;
+
+	if (sp->role == SK_CLIENT) /* its one connection, whatever the flow */
+		return sq->nb_conns ? sq->conns[0] : NULL;
+	c = sq->conns[flow & ((1u << sp->slot_bits) - 1)];
+	return c && c->handle == flow ? c : NULL;
+}
+
 static void sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c)
 {
 	/* records accepted by tx_burst go out before the close (bounded) */
@@ -417,11 +489,9 @@ static int sk_open_one(struct vfgx_port *port, struct sk_priv *sp, uint16_t q)
 		/* non-blocking only for the connect timeout (see accept) */
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 		sk_tcp_tune(sp, fd);
-		sq->conns[0] = sk_conn_new(fd, &sp->addr);
-		if (!sq->conns[0])
-			return -ENOMEM;
-		sq->nb_conns = 1;
-		sq->had_conn = true;
+		ret = sk_conn_add(sp, q, fd, &sp->addr);
+		if (ret)
+			return ret;
 		sq->fd = -1; /* owned by the connection now */
 	}
 	return 0;
@@ -435,12 +505,18 @@ static void sk_close(struct vfgx_port *port)
 		struct sk_queue *sq = &sp->q[q];
 
 		for (uint32_t i = 0; i < sq->nb_conns; i++)
-			sk_conn_free(port, q, sq->conns[i]);
+			sk_conn_free(port, q, sq->conns[sq->live[i]]);
 		sq->nb_conns = 0;
+		free(sq->conns);
+		free(sq->live);
+		sq->conns = NULL;
+		sq->live = NULL;
 		if (sq->fd >= 0)
 			close(sq->fd);
 		sq->fd = -1;
 		free(sq->cmsg);
+		free(sq->pfd);
+		sq->pfd = NULL;
 		free(sq->gro);
 		free(sq->gso_buf);
 		sq->cmsg = NULL;
@@ -503,7 +579,17 @@ static int sk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 			goto err;
 		}
 		sq->cmsg = calloc(SK_MAX_MSGS, SK_CMSG);
-		if (!sq->cmsg) {
+		sq->pfd = calloc(sp->proto == SK_TCP ? sp->max_conns + 1 : 1,
+				 sizeof(*sq->pfd));
+		if (!sq->cmsg || !sq->pfd) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+	for (uint16_t q = 0; sp->proto == SK_TCP && q < sp->nb_socks; q++) {
+		sp->q[q].conns = calloc(1u << sp->slot_bits, sizeof(*sp->q[q].conns));
+		sp->q[q].live = calloc(sp->max_conns, sizeof(*sp->q[q].live));
+		if (!sp->q[q].conns || !sp->q[q].live) {
 			ret = -ENOMEM;
 			goto err;
 		}
@@ -880,42 +966,18 @@ static int sk_udp_tx(struct vfgx_port *port, uint16_t q,
 
 /* --- TCP -------------------------------------------------------------- */
 
-static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
-			  uint16_t q)
-{
-	struct sk_queue *sq = &sp->q[q];
-
-	while (sq->nb_conns < SK_MAX_CONNS) {
-		struct sockaddr_storage a;
-		socklen_t l = sizeof(a);
-		/* blocking like UDP sockets: data calls pass MSG_DONTWAIT and
-		 * vfgx_socket_wait() may block in recv() */
-		int fd = accept4(sq->fd, (struct sockaddr *)&a, &l, SOCK_CLOEXEC);
-		struct sk_conn *c;
-
-		if (fd < 0)
-			return;
-		sk_tcp_tune(sp, fd);
-		c = sk_conn_new(fd, &a);
-		if (!c) {
-			close(fd);
-			return;
-		}
-		sq->conns[sq->nb_conns++] = c;
-		sq->had_conn = true;
-		vfgx_dbg(port->ctx, "%s: rx queue %u: connection from %s",
-			 port->name, q, c->peer);
-	}
-}
-
-static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q, uint32_t i,
-			     int err)
+/* Close connection c of queue q: its slot is free for a newcomer, whose
+ * handle differs (sk_handle_new).  err 0: the peer closed; ETIMEDOUT:
+ * idle_timeout_ms; otherwise a socket error. */
+static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
+			     struct sk_conn *c, int err)
 {
 	struct sk_priv *sp = port->priv;
 	struct sk_queue *sq = &sp->q[q];
-	struct sk_conn *c = sq->conns[i];
 
-	if (c->in_rec || c->hdr_got) {
+	/* a record already counted as too_big (being skipped, c->cur NULL)
+	 * is not counted again as truncated */
+	if ((c->in_rec && c->cur) || (!c->in_rec && c->hdr_got)) {
 		sq->st.drops[VFGX_DROP_TRUNCATED]++;
 		if (c->in_rec)
 			vfgx_warn(port->ctx,
@@ -929,21 +991,94 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q, uint32_t i,
 				  port->name, q, c->peer,
 				  err ? strerror(err) : "closed", c->hdr_got,
 				  VFGX_SOCKET_REC_HLEN);
+	} else if (err == ETIMEDOUT) {
+		vfgx_info(port->ctx, "%s: rx queue %u: peer %s idle for %u ms: closed (idle_timeout_ms)",
+			  port->name, q, c->peer, sp->idle_ms);
 	} else if (err) {
 		vfgx_warn(port->ctx, "%s: rx queue %u: peer %s: %s", port->name,
 			  q, c->peer, strerror(err));
 	}
+	for (uint32_t k = 0; k < sq->nb_conns; k++) {
+		if (sq->live[k] == c->slot) {
+			sq->live[k] = sq->live[--sq->nb_conns];
+			break;
+		}
+	}
+	sq->conns[c->slot] = NULL;
 	sk_conn_free(port, q, c);
-	sq->conns[i] = sq->conns[--sq->nb_conns];
-	sq->conns[sq->nb_conns] = NULL;
 	sp->closed++;
 }
 
-/* Parse staged bytes into records.  Returns packets produced; *need_more
- * is set when the stage is empty (a recv is wanted). */
+/* Take what waits in the listen queue.  Past max_conns a connection is
+ * accepted and closed at once (the client sees the close rather than
+ * hanging in the backlog) and counted as refused. */
+static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
+			  uint16_t q)
+{
+	struct sk_queue *sq = &sp->q[q];
+
+	for (int i = 0; i < SK_ACCEPT_BATCH; i++) {
+		struct sockaddr_storage a;
+		socklen_t l = sizeof(a);
+		/* blocking like UDP sockets: data calls pass MSG_DONTWAIT and
+		 * vfgx_socket_wait() may block in recv() */
+		int fd = accept4(sq->fd, (struct sockaddr *)&a, &l, SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (sq->nb_conns >= sp->max_conns) {
+			char peer[64];
+
+			close(fd);
+			/* one line for the first refusal and at each power of two */
+			if (!(sq->refused & (sq->refused + 1))) {
+				sa_str(&a, peer, sizeof(peer));
+				vfgx_warn(port->ctx, "%s: rx queue %u: connection from %s refused: %u connections open (socket.max_conns); %llu refused so far",
+					  port->name, q, peer, sp->max_conns,
+					  (unsigned long long)sq->refused + 1);
+			}
+			sq->refused++;
+			continue;
+		}
+		sk_tcp_tune(sp, fd);
+		if (sk_conn_add(sp, q, fd, &a)) {
+			close(fd);
+			return;
+		}
+		vfgx_dbg(port->ctx, "%s: rx queue %u: connection from %s",
+			 port->name, q, sq->conns[sq->live[sq->nb_conns - 1]]->peer);
+	}
+}
+
+/* Close server connections that neither sent nor received for
+ * idle_timeout_ms; checked a few times per timeout, not per call. */
+static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
+			      uint16_t q, uint64_t now)
+{
+	struct sk_queue *sq = &sp->q[q];
+	uint64_t idle_ns = (uint64_t)sp->idle_ms * 1000000ull;
+
+	sq->next_idle_ns = now + (idle_ns / 4 < 100000000ull ? idle_ns / 4 :
+							       100000000ull);
+	for (uint32_t k = 0; k < sq->nb_conns;) {
+		struct sk_conn *c = sq->conns[sq->live[k]];
+
+		/* unparsed staged bytes: our backpressure, not the peer's
+		 * silence */
+		if (now - c->last_ns >= idle_ns && c->s_off == c->s_len) {
+			sq->idle_closed++;
+			sk_tcp_drop_conn(port, q, c, ETIMEDOUT);
+			continue; /* live[k] now holds another slot */
+		}
+		k++;
+	}
+}
+
+/* Parse staged bytes into records.  Returns packets produced; *stalled is
+ * set when the pool has no buffer for the next record. */
 static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
-			     struct sk_conn *c, uint32_t ci,
-			     struct vfgx_pkt *pkts, uint16_t max, bool *stalled)
+			     struct sk_conn *c, struct vfgx_pkt *pkts,
+			     uint16_t max, bool *stalled)
 {
 	struct sk_priv *sp = port->priv;
 	struct sk_queue *sq = &sp->q[q];
@@ -957,8 +1092,8 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 		if (c->in_rec && c->got == c->rec_len) {
 			c->in_rec = false;
 			if (c->cur) {
-				sk_fill(&pkts[n++], q, c->cur, c->rec_len, ci,
-					vfgx_now_ns());
+				sk_fill(&pkts[n++], q, c->cur, c->rec_len,
+					c->handle, vfgx_now_ns());
 				sq->st.rx_packets++;
 				sq->st.rx_bytes += c->rec_len;
 				c->cur = NULL;
@@ -1007,12 +1142,12 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 	return n;
 }
 
-/* Read one connection: parse what is staged, refill, parse again. */
-static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
-			  struct vfgx_pkt *pkts, uint16_t max)
+/* Read one connection: parse what is staged, refill, parse again.  A
+ * negative return -(n + 1): the connection closed, n packets kept. */
+static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
+			  struct sk_conn *c, struct vfgx_pkt *pkts,
+			  uint16_t max, uint64_t now)
 {
-	struct sk_priv *sp = port->priv;
-	struct sk_conn *c = sp->q[q].conns[ci];
 	uint16_t n = 0;
 	bool stalled;
 
@@ -1023,7 +1158,7 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 		size_t want;
 		ssize_t r;
 
-		n += sk_tcp_parse(port, q, c, ci, pkts + n, (uint16_t)(max - n),
+		n += sk_tcp_parse(port, q, c, pkts + n, (uint16_t)(max - n),
 				  &stalled);
 		/* a short read emptied the socket: another recv would only
 		 * say EAGAIN, so leave it to the next call */
@@ -1036,6 +1171,7 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 			if (r > 0) {
 				c->got += (uint32_t)r;
 				c->s_off = c->s_len = 0;
+				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
@@ -1052,17 +1188,18 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q, uint32_t ci,
 			r = recv(c->fd, c->stage + c->s_len, want, MSG_DONTWAIT);
 			if (r > 0) {
 				c->s_len += (uint32_t)r;
+				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
 		}
 		if (r == 0) {
-			sk_tcp_drop_conn(port, q, ci, 0);
-			return -(int)n - 1; /* connection gone, n packets kept */
+			sk_tcp_drop_conn(port, q, c, 0);
+			return -(int)n - 1;
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			break;
-		sk_tcp_drop_conn(port, q, ci, errno);
+		sk_tcp_drop_conn(port, q, c, errno);
 		return -(int)n - 1;
 	}
 	return n;
@@ -1073,23 +1210,36 @@ static int sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 {
 	struct sk_priv *sp = port->priv;
 	struct sk_queue *sq = &sp->q[q];
+	uint64_t now = vfgx_now_ns();
 	uint16_t n = 0;
 
-	if (sp->role == SK_SERVER &&
-	    (sq->nb_conns == 0 || ++sq->polls >= 256)) {
-		sq->polls = 0;
-		sk_tcp_accept(port, sp, q);
+	if (sp->role == SK_SERVER) {
+		/* a newcomer waits at most SK_ACCEPT_NS (or one call after
+		 * vfgx_socket_wait saw it): an accept() per call would cost a
+		 * system call on every receive of a busy connection */
+		if (sq->nb_conns == 0 || sq->accept_ready ||
+		    now >= sq->next_accept_ns) {
+			sq->accept_ready = false;
+			sq->next_accept_ns = now + SK_ACCEPT_NS;
+			sk_tcp_accept(port, sp, q);
+		}
+		if (sp->idle_ms && now >= sq->next_idle_ns)
+			sk_tcp_idle_sweep(port, sp, q, now);
 	}
-	for (uint32_t k = 0; k < sq->nb_conns; k++)
-		if (sq->conns[k]->pend_off < sq->conns[k]->pend_len)
-			sk_tcp_flush(sq->conns[k]); /* a partial write's tail */
+	for (uint32_t k = 0; k < sq->nb_conns; k++) {
+		struct sk_conn *c = sq->conns[sq->live[k]];
+
+		if (c->pend_off < c->pend_len)
+			sk_tcp_flush(c); /* a partial write's tail */
+	}
 	for (uint32_t k = 0; k < sq->nb_conns && n < max; k++) {
-		uint32_t ci = (sq->rr + k) % sq->nb_conns;
-		int r = sk_tcp_rx_conn(port, q, ci, pkts + n, (uint16_t)(max - n));
+		struct sk_conn *c = sq->conns[sq->live[(sq->rr + k) % sq->nb_conns]];
+		int r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n),
+				       now);
 
 		if (r < 0) {
-			/* connection closed: indices moved, stop this round;
-			 * the flow hint of packets from it is stale anyway */
+			/* connection closed: live[] changed, stop this round
+			 * (the packets already taken keep their handles) */
 			n += (uint16_t)(-r - 1);
 			break;
 		}
@@ -1102,6 +1252,8 @@ static int sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 
 static int sk_tcp_flush(struct sk_conn *c)
 {
+	if (c->pend_off == c->pend_len)
+		return 1;
 	while (c->pend_off < c->pend_len) {
 		ssize_t r = send(c->fd, c->pend + c->pend_off,
 				 c->pend_len - c->pend_off,
@@ -1110,6 +1262,7 @@ static int sk_tcp_flush(struct sk_conn *c)
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		c->pend_off += (size_t)r;
+		c->last_ns = vfgx_now_ns();
 	}
 	c->pend_off = c->pend_len = 0;
 	return 1;
@@ -1159,17 +1312,17 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 	uint16_t done = 0;
 	int niov = 0, ret;
 
-	if (sp->role == SK_SERVER && sq->nb_conns == 0)
-		sk_tcp_accept(port, sp, q);
-	if (sq->nb_conns == 0)
+	if (sq->nb_conns == 0 && sp->role == SK_CLIENT)
 		return vfgx_set_error(port->ctx, -ENOTCONN,
-				      "%s: tx queue %u: no TCP connection (%s)", port->name,
-				      q, sp->role == SK_SERVER ? "no client has connected yet" :
-								 "the server closed it");
-	/* the flow hint of a received record names its connection: replies
-	 * go back on it; otherwise the newest connection */
-	c = sq->conns[pkts[0].flow < sq->nb_conns ? pkts[0].flow :
-						    sq->nb_conns - 1];
+				      "%s: tx queue %u: no TCP connection (the server closed it)",
+				      port->name, q);
+	/* a server sends only on the connection a received record names
+	 * (its flow); a gone one is never replaced by another peer's */
+	c = sk_conn_by_flow(sp, sq, pkts[0].flow);
+	if (!c)
+		return vfgx_set_error(port->ctx, -ENOTCONN,
+				      "%s: tx queue %u: connection %#x is gone or was never opened: a server replies with the flow of a record received on this queue",
+				      port->name, q, pkts[0].flow);
 	ret = sk_tcp_flush(c);
 	if (ret < 0)
 		return vfgx_set_error(port->ctx, ret, "%s: tx queue %u: send to %s: %s",
@@ -1177,9 +1330,9 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 	if (ret == 0)
 		return 0; /* the previous burst is still going out */
 	for (; done < n && done < 256; done++) {
-		if (done && pkts[done].flow != pkts[0].flow &&
-		    pkts[done].flow < sq->nb_conns)
-			break;
+		if (done && sp->role == SK_SERVER &&
+		    pkts[done].flow != pkts[0].flow)
+			break; /* another connection: the next call */
 		hdr[done][0] = (uint8_t)(pkts[done].len >> 24);
 		hdr[done][1] = (uint8_t)(pkts[done].len >> 16);
 		hdr[done][2] = (uint8_t)(pkts[done].len >> 8);
@@ -1214,6 +1367,8 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		} else {
 			r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
+		if (r > 0)
+			c->last_ns = vfgx_now_ns();
 
 		if (r < 0) {
 			int err = errno;
@@ -1223,9 +1378,7 @@ static int sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 				/* one client going away is not the port's end */
 				vfgx_warn(port->ctx, "%s: tx queue %u: peer %s: %s: %u records lost",
 					  port->name, q, c->peer, strerror(err), done);
-				for (uint32_t i = 0; i < sq->nb_conns; i++)
-					if (sq->conns[i] == c)
-						sk_tcp_drop_conn(port, q, i, err);
+				sk_tcp_drop_conn(port, q, c, err);
 				return done;
 			}
 			if (err != EAGAIN && err != EINTR)
@@ -1310,7 +1463,7 @@ static bool sk_rx_done(struct vfgx_port *port, uint16_t q)
 
 int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 {
-	struct pollfd pfd[SK_MAX_CONNS + 1];
+	struct pollfd *pfd;
 	struct sk_priv *sp;
 	struct sk_queue *sq;
 	nfds_t n = 0;
@@ -1342,7 +1495,7 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 	if (sp->proto == SK_TCP && sq->nb_conns == 1 && timeout_ms) {
 		/* one connection: block in recv() itself, one syscall per
 		 * wake-up (a server accepts newcomers on the next rx_burst) */
-		struct sk_conn *c = sq->conns[0];
+		struct sk_conn *c = sq->conns[sq->live[0]];
 		ssize_t got;
 
 		if (c->s_off < c->s_len)
@@ -1359,6 +1512,7 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 		}
 		got = recv(c->fd, c->stage, SK_STAGE, 0);
 		if (got > 0) {
+			c->last_ns = vfgx_now_ns();
 			c->s_len = (uint32_t)got;
 			c->short_read = got < SK_STAGE;
 			return 1;
@@ -1367,17 +1521,28 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 			return 1; /* end or error: rx_burst reports it */
 		return 0;
 	}
+	for (uint32_t i = 0; i < sq->nb_conns; i++) {
+		struct sk_conn *c = sq->conns[sq->live[i]];
+
+		if (c->s_off < c->s_len)
+			return 1;
+	}
+	pfd = sq->pfd;
 	if (sq->fd >= 0)
 		pfd[n++] = (struct pollfd){ .fd = sq->fd, .events = POLLIN };
-	for (uint32_t i = 0; i < sq->nb_conns; i++) {
-		if (sq->conns[i]->s_off < sq->conns[i]->s_len)
-			return 1;
-		pfd[n++] = (struct pollfd){ .fd = sq->conns[i]->fd, .events = POLLIN };
-	}
+	for (uint32_t i = 0; i < sq->nb_conns; i++)
+		pfd[n++] = (struct pollfd){ .fd = sq->conns[sq->live[i]]->fd,
+					    .events = POLLIN };
 	r = poll(pfd, n, timeout_ms);
-	if (r < 0)
-		return errno == EINTR ? 0 : -errno;
-	return r > 0;
+	if (r < 0) {
+		r = errno == EINTR ? 0 : -errno;
+	} else {
+		/* a newcomer: the next rx_burst accepts it at once */
+		if (sp->proto == SK_TCP && sq->fd >= 0 && (pfd[0].revents & POLLIN))
+			sq->accept_ready = true;
+		r = r > 0;
+	}
+	return r;
 }
 
 size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q)
@@ -1389,7 +1554,7 @@ size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q)
 		return 0;
 	sp = port->priv;
 	for (uint32_t i = 0; i < sp->q[q].nb_conns; i++) {
-		struct sk_conn *c = sp->q[q].conns[i];
+		struct sk_conn *c = sp->q[q].conns[sp->q[q].live[i]];
 
 		sk_tcp_flush(c);
 		left += c->pend_len - c->pend_off;
@@ -1415,6 +1580,8 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
 	info->closed = sp->closed;
 	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++) {
 		info->conns += sp->q[q].nb_conns;
+		info->refused += sp->q[q].refused;
+		info->idle_closed += sp->q[q].idle_closed;
 		info->gro_coalesced += sp->q[q].gro_coalesced;
 		info->gso_sent += sp->q[q].gso_sent;
 	}

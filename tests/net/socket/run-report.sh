@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# run-report.sh VFGX - `vfgx run` with the socket backend accounts for what
+# the backend dropped: oversized datagrams and refused TCP connections are
+# in the report and fail all_received (a clean live run passes it); one
+# stream over two ports and two workers is delivered once and in order; a
+# reorder config larger than the host's memory is one line and exit 2.
+# Runs in a private network namespace (root) on 127.0.0.1.
+set -uo pipefail
+vfgx=$1
+if [ "$(id -u)" != 0 ]; then echo "skip: needs root for a private network namespace"; exit 77; fi
+if [ -z "${VFGX_REPORT_NETNS:-}" ]; then
+	VFGX_REPORT_NETNS=1 exec unshare --net "$0" "$@"
+fi
+ip link set lo up
+# Debian's interpreter: a version-manager shim may take seconds to start
+py=$(command -v /usr/bin/python3 || command -v python3)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# wait_port udp|tcp PORT: until something listens there (bounded)
+wait_port() {
+	for _ in $(seq 200); do
+		[ -n "$(ss -Hln"${1:0:1}" "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# send.py: udp PORT... (N good datagrams of stream 0 spread over the ports,
+# then BIG oversized ones) | tcp PORT CLIENTS (one record each, kept open)
+cat >"$tmp/send.py" <<'PY'
+import socket, struct, sys, time
+mode = sys.argv[1]
+if mode == "udp":
+    n, big = int(sys.argv[2]), int(sys.argv[3])
+    ports = [int(p) for p in sys.argv[4:]]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for seq in range(n):
+        last = 1 if seq == n - 1 else 0
+        s.sendto(struct.pack("!IIQ", 0, last, seq) + bytes(100), ("127.0.0.1", ports[seq % len(ports)]))
+        if seq % 64 == 63:
+            time.sleep(0.002)
+    for _ in range(big):
+        s.sendto(struct.pack("!IIQ", 1, 0, 0) + bytes(1000), ("127.0.0.1", ports[0]))
+else:
+    port, clients = int(sys.argv[2]), int(sys.argv[3])
+    socks = []
+    for i in range(clients):
+        c = socket.create_connection(("127.0.0.1", port))
+        body = struct.pack("!IIQ", i, 1, 0) + bytes(32)
+        c.sendall(struct.pack("!I", len(body)) + body)
+        socks.append(c)
+        time.sleep(0.05)
+    time.sleep(1)
+PY
+
+# run NAME CONFIG PROTO PORT SENDER_ARGS...: vfgx run in the background,
+# the sender once PROTO PORT listens; output in $tmp/NAME.out, exit code in
+# $tmp/NAME.rc
+run() {
+	local name=$1 cfg=$2 proto=$3 port=$4
+	shift 4
+	"$vfgx" run "$cfg" --quiet >"$tmp/$name.out" 2>&1 &
+	local pid=$!
+	if wait_port "$proto" "$port"; then
+		"$py" "$tmp/send.py" "$@" || bad "$name: sender failed"
+	else
+		bad "$name: nothing listens on $proto port $port"
+	fi
+	wait $pid
+	echo $? >"$tmp/$name.rc"
+}
+
+udp_cfg() { # BUF_SIZE WORKERS PORTS...
+	local buf=$1 workers=$2
+	shift 2
+	printf 'memory_regions:\n  - {name: rx, buf_size: %s, num_bufs: 1024}\ninterfaces:\n' "$buf"
+	for p in "$@"; do
+		printf '  - backend: socket\n    address: udp://127.0.0.1:%s\n' "$p"
+		printf '    rx: {queues: [{id: 0, memory_region: rx}]}\n    socket: {gro: false}\n'
+	done
+	printf 'pipeline: {workers: %s, duration_s: 4}\n' "$workers"
+	printf 'expect: {all_received: true, in_order: true, min_packets: 1}\n'
+}
+
+# 1. oversized datagrams: dropped by the port, in the report, all_received fails
+udp_cfg 512 1 5000 >"$tmp/big.yaml"
+run big "$tmp/big.yaml" udp 5000 udp 200 3 5000
+if [ "$(cat "$tmp/big.rc")" = 1 ] &&
+   grep -qE '^port .* rx queue 0 drop truncated +3$' "$tmp/big.out" &&
+   grep -qE 'all_received +FAILED +live source: received 200, delivered 200; dropped by ports 3' "$tmp/big.out"; then
+	ok "oversized datagrams in the report and in all_received"
+else
+	bad "oversized datagrams (exit $(cat "$tmp/big.rc"))"; sed 's/^/     /' "$tmp/big.out" | tail -20
+fi
+
+# 2. the same without oversized ones: a clean live run passes all_received
+run clean "$tmp/big.yaml" udp 5000 udp 200 0 5000
+if [ "$(cat "$tmp/clean.rc")" = 0 ] && grep -qE 'all_received +ok +live source: received 200, delivered 200; dropped by ports 0' "$tmp/clean.out"; then
+	ok "clean live run passes all_received"
+else
+	bad "clean live run (exit $(cat "$tmp/clean.rc"))"; sed 's/^/     /' "$tmp/clean.out" | tail -20
+fi
+
+# 3. one stream over two ports and two workers: once, in order, handed over
+udp_cfg 2048 2 5000 5001 >"$tmp/split.yaml"
+run split "$tmp/split.yaml" udp 5001 udp 4000 0 5000 5001
+if [ "$(cat "$tmp/split.rc")" = 0 ] &&
+   grep -qE 'all_received +ok +live source: received 4000, delivered 4000' "$tmp/split.out" &&
+   grep -qE 'in_order +ok +0 out-of-order' "$tmp/split.out" &&
+   grep -qE '^reorder: [1-9][0-9]* packets handed to their stream' "$tmp/split.out"; then
+	ok "one stream over two workers delivered once, in order"
+else
+	bad "stream over two workers (exit $(cat "$tmp/split.rc"))"; sed 's/^/     /' "$tmp/split.out" | tail -20
+fi
+
+# 4. TCP connections past max_conns: refused, reported, all_received fails
+cat >"$tmp/tcp.yaml" <<'Y'
+interfaces:
+  - backend: socket
+    address: tcp://127.0.0.1:7000
+    socket: {max_conns: 1}
+pipeline: {duration_s: 4}
+expect: {all_received: true}
+Y
+run tcp "$tmp/tcp.yaml" tcp 7000 tcp 7000 2
+if [ "$(cat "$tmp/tcp.rc")" = 1 ] &&
+   grep -qE '^port .* connections: [0-9]+ open, [0-9]+ closed, 1 refused' "$tmp/tcp.out" &&
+   grep -qE 'all_received +FAILED .*connections refused 1' "$tmp/tcp.out"; then
+	ok "refused TCP connection in the report and in all_received"
+else
+	bad "refused TCP connection (exit $(cat "$tmp/tcp.rc"))"; sed 's/^/     /' "$tmp/tcp.out" | tail -20
+fi
+
+# 5. reorder memory that no host has: one line, exit 2, before anything opens
+printf 'pipeline:\n  reorder: {window: 1048576, slot_size: 65536, max_streams: 65536}\n' >"$tmp/huge.yaml"
+"$vfgx" run "$tmp/huge.yaml" >"$tmp/huge.out" 2>&1
+rc=$?
+if [ $rc = 2 ] && [ "$(wc -l <"$tmp/huge.out")" = 1 ] &&
+   grep -qE "huge.yaml: pipeline.reorder: window 1048576 x slot_size 65536 x max_streams 65536 = .* GiB of reorder memory exceeds this host's" "$tmp/huge.out"; then
+	ok "reorder memory beyond the host: one line, exit 2"
+else
+	bad "huge reorder config (exit $rc)"; sed 's/^/     /' "$tmp/huge.out" | tail -5
+fi
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
