@@ -71,6 +71,7 @@ struct sk_queue {
 	 * sk_conn_by_flow); live[] lists the used slots for iteration */
 	struct sk_conn **conns; /* max_conns slots, NULL when free */
 	uint32_t *live;
+	uint32_t *scan;         /* rx: live[] copied for one round */
 	uint32_t nb_conns;
 	uint32_t rr;            /* TCP: next connection to read */
 	uint64_t next_accept_ns; /* when a busy server tries accept() again */
@@ -509,8 +510,10 @@ static void sk_close(struct vfgx_port *port)
 		sq->nb_conns = 0;
 		free(sq->conns);
 		free(sq->live);
+		free(sq->scan);
 		sq->conns = NULL;
 		sq->live = NULL;
+		sq->scan = NULL;
 		if (sq->fd >= 0)
 			close(sq->fd);
 		sq->fd = -1;
@@ -589,7 +592,8 @@ static int sk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	for (uint16_t q = 0; sp->proto == SK_TCP && q < sp->nb_socks; q++) {
 		sp->q[q].conns = calloc(1u << sp->slot_bits, sizeof(*sp->q[q].conns));
 		sp->q[q].live = calloc(sp->max_conns, sizeof(*sp->q[q].live));
-		if (!sp->q[q].conns || !sp->q[q].live) {
+		sp->q[q].scan = calloc(sp->max_conns, sizeof(*sp->q[q].scan));
+		if (!sp->q[q].conns || !sp->q[q].live || !sp->q[q].scan) {
 			ret = -ENOMEM;
 			goto err;
 		}
@@ -1065,7 +1069,7 @@ static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
 
 		/* unparsed staged bytes: our backpressure, not the peer's
 		 * silence */
-		if (now - c->last_ns >= idle_ns && c->s_off == c->s_len) {
+		if (now >= c->last_ns + idle_ns && c->s_off == c->s_len) {
 			sq->idle_closed++;
 			sk_tcp_drop_conn(port, q, c, ETIMEDOUT);
 			continue; /* live[k] now holds another slot */
@@ -1212,6 +1216,7 @@ static int sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	struct sk_queue *sq = &sp->q[q];
 	uint64_t now = vfgx_now_ns();
 	uint16_t n = 0;
+	uint32_t nb;
 
 	if (sp->role == SK_SERVER) {
 		/* a newcomer waits at most SK_ACCEPT_NS (or one call after
@@ -1232,18 +1237,21 @@ static int sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 		if (c->pend_off < c->pend_len)
 			sk_tcp_flush(c); /* a partial write's tail */
 	}
-	for (uint32_t k = 0; k < sq->nb_conns && n < max; k++) {
-		struct sk_conn *c = sq->conns[sq->live[(sq->rr + k) % sq->nb_conns]];
-		int r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n),
-				       now);
+	/* a close reorders live[]: walk a copy (no accept happens meanwhile,
+	 * so a slot emptied by a close stays empty) */
+	nb = sq->nb_conns;
+	for (uint32_t k = 0; k < nb; k++)
+		sq->scan[k] = sq->live[(sq->rr + k) % nb];
+	for (uint32_t k = 0; k < nb && n < max; k++) {
+		struct sk_conn *c = sq->conns[sq->scan[k]];
+		int r;
 
-		if (r < 0) {
-			/* connection closed: live[] changed, stop this round
-			 * (the packets already taken keep their handles) */
-			n += (uint16_t)(-r - 1);
-			break;
-		}
-		n += (uint16_t)r;
+		if (!c)
+			continue;
+		r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n), now);
+		/* negative: the connection closed, -r - 1 packets kept (they
+		 * keep its handle; a reply to them gets -ENOTCONN) */
+		n += (uint16_t)(r < 0 ? -r - 1 : r);
 	}
 	if (sq->nb_conns)
 		sq->rr = (sq->rr + 1) % sq->nb_conns;
