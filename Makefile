@@ -33,4 +33,4 @@ lint:
 	@scripts/lint.sh
 
 clean:
-	rm -rf $(BUILD) $(SAN)
+	rm -rf $(BUILD) $(SAN) build-tsan

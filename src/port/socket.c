@@ -407,10 +407,14 @@ static struct sk_conn *sk_conn_by_flow(struct sk_priv *sp, struct sk_queue *sq,
 	return c && c->handle == flow ? c : NULL;
 }
 
-static void sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c)
+/* wait_ms: how long records accepted by tx_burst may take to leave (at
+ * port close); a connection closed while receiving gets what the kernel
+ * takes at once, so a peer that stops reading cannot stall the queue. */
+static void sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c,
+			 int wait_ms)
 {
-	/* records accepted by tx_burst go out before the close (bounded) */
-	for (int i = 0; i < 200 && c->pend_off < c->pend_len; i++) {
+	sk_tcp_flush(c);
+	for (int i = 0; i < wait_ms / 10 && c->pend_off < c->pend_len; i++) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 
 		if (sk_tcp_flush(c) < 0 || poll(&pfd, 1, 10) < 0)
@@ -506,7 +510,7 @@ static void sk_close(struct vfgx_port *port)
 		struct sk_queue *sq = &sp->q[q];
 
 		for (uint32_t i = 0; i < sq->nb_conns; i++)
-			sk_conn_free(port, q, sq->conns[sq->live[i]]);
+			sk_conn_free(port, q, sq->conns[sq->live[i]], 2000);
 		sq->nb_conns = 0;
 		free(sq->conns);
 		free(sq->live);
@@ -1009,7 +1013,7 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 		}
 	}
 	sq->conns[c->slot] = NULL;
-	sk_conn_free(port, q, c);
+	sk_conn_free(port, q, c, 0);
 	sp->closed++;
 }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# run-tsan.sh [DIR] - the unit and net tests built with ThreadSanitizer
+# (clang, -fsanitize=thread) in DIR (default build-tsan): the threaded
+# pipeline runner, stream hand-over between workers and the socket backend
+# under real sockets.  Kernel-bypass backends are left out of this build:
+# DPDK's and libxdp's own threads are not instrumented.  A report fails the
+# test that produced it (halt_on_error); test-summary.py counts the results.
+set -uo pipefail
+tsan=${1:-build-tsan}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+echo "== unit and net tests under ThreadSanitizer ($tsan)"
+if [ ! -f "$tsan/build.ninja" ]; then
+	CC=clang meson setup "$tsan" -Db_sanitize=thread -Db_lundef=false \
+		-Dcuda=disabled -Ddpdk=disabled -Dafxdp=disabled -Drdma=disabled \
+		-Dc_args='-fno-omit-frame-pointer' >/dev/null || {
+		mkdir -p "$tsan"
+		echo "tsan setup failed" >"$tsan/build-failed"
+		exit 1
+	}
+fi
+if ! ninja -C "$tsan" >/dev/null; then
+	ninja -C "$tsan" | tail -30
+	echo "tsan build failed" >"$tsan/build-failed"
+	exit 1
+fi
+rm -f "$tsan/build-failed"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+	meson test -C "$tsan" --print-errorlogs --num-processes 1 --suite unit --suite net
