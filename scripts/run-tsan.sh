@@ -8,7 +8,7 @@
 set -uo pipefail
 tsan=${1:-build-tsan}
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 
 echo "== unit and net tests under ThreadSanitizer ($tsan)"
 if [ ! -f "$tsan/build.ninja" ]; then

@@ -104,9 +104,11 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 			       " bytes, no-buffer events %" PRIu64 "\n",
 			       vfgx_port_name(ports[i]), vfgx_port_backend(ports[i]), q,
 			       qs.rx_packets, qs.rx_bytes, qs.drops[VFGX_DROP_NOBUFS]);
-			/* what the backend dropped before the pipeline saw it
-			 * (no_bufs above is backpressure: the source or the
-			 * kernel keeps the packet) */
+			/* what the backend dropped before the pipeline saw it;
+			 * no_bufs (pool exhausted) is printed above as events:
+			 * backpressure on loopback and socket (the source or
+			 * the kernel keeps the packet); NIC drops it counts on
+			 * afxdp and dpdk show as gaps */
 			for (int k = VFGX_DROP_NOBUFS + 1; k < VFGX_DROP_MAX; k++) {
 				if (!qs.drops[k])
 					continue;
