@@ -4,7 +4,8 @@
 # in the report and fail all_received (a clean live run passes it); one
 # stream over two ports and two workers is delivered once and in order; a
 # reorder config larger than the host's memory is one line and exit 2.
-# Runs in a private network namespace (root) on 127.0.0.1.
+# Runs in a private network namespace (root) on 127.0.0.1; receive buffers
+# hold every datagram sent, so a slow (sanitized) receiver loses none.
 set -uo pipefail
 vfgx=$1
 if [ "$(id -u)" != 0 ]; then echo "skip: needs root for a private network namespace"; exit 77; fi
@@ -80,7 +81,7 @@ udp_cfg() { # BUF_SIZE WORKERS PORTS...
 	printf 'memory_regions:\n  - {name: rx, buf_size: %s, num_bufs: 1024}\ninterfaces:\n' "$buf"
 	for p in "$@"; do
 		printf '  - backend: socket\n    address: udp://127.0.0.1:%s\n' "$p"
-		printf '    rx: {queues: [{id: 0, memory_region: rx}]}\n    socket: {gro: false}\n'
+		printf '    rx: {queues: [{id: 0, memory_region: rx}]}\n    socket: {gro: false, rcvbuf: 16777216}\n'
 	done
 	printf 'pipeline: {workers: %s, duration_s: 4}\n' "$workers"
 	printf 'expect: {all_received: true, in_order: true, min_packets: 1}\n'
