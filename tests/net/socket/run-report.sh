@@ -87,36 +87,40 @@ udp_cfg() { # BUF_SIZE WORKERS PORTS...
 	printf 'expect: {all_received: true, in_order: true, min_packets: 1}\n'
 }
 
+# verdict NAME WANT_RC WHAT PATTERN...: run NAME exited WANT_RC and its
+# output matches every PATTERN
+verdict() {
+	local name=$1 want=$2 what=$3 rc pat
+	shift 3
+	rc=$(cat "$tmp/$name.rc")
+	for pat in "$@"; do
+		grep -qE -- "$pat" "$tmp/$name.out" || { rc="$rc, no /$pat/"; break; }
+	done
+	if [ "$rc" = "$want" ]; then
+		ok "$what"
+	else
+		bad "$what (exit $rc)"; sed 's/^/     /' "$tmp/$name.out" | tail -20
+	fi
+}
+
 # 1. oversized datagrams: dropped by the port, in the report, all_received fails
 udp_cfg 512 1 5000 >"$tmp/big.yaml"
 run big "$tmp/big.yaml" udp 5000 udp 200 3 5000
-if [ "$(cat "$tmp/big.rc")" = 1 ] &&
-   grep -qE '^port .* rx queue 0 drop truncated +3$' "$tmp/big.out" &&
-   grep -qE 'all_received +FAILED +live source: received 200, delivered 200; dropped by ports 3' "$tmp/big.out"; then
-	ok "oversized datagrams in the report and in all_received"
-else
-	bad "oversized datagrams (exit $(cat "$tmp/big.rc"))"; sed 's/^/     /' "$tmp/big.out" | tail -20
-fi
+verdict big 1 "oversized datagrams in the report and in all_received" \
+	'^port .* rx queue 0 drop truncated +3$' \
+	'all_received +FAILED +live source: received 200, delivered 200; dropped by ports 3'
 
 # 2. the same without oversized ones: a clean live run passes all_received
 run clean "$tmp/big.yaml" udp 5000 udp 200 0 5000
-if [ "$(cat "$tmp/clean.rc")" = 0 ] && grep -qE 'all_received +ok +live source: received 200, delivered 200; dropped by ports 0' "$tmp/clean.out"; then
-	ok "clean live run passes all_received"
-else
-	bad "clean live run (exit $(cat "$tmp/clean.rc"))"; sed 's/^/     /' "$tmp/clean.out" | tail -20
-fi
+verdict clean 0 "clean live run passes all_received" \
+	'all_received +ok +live source: received 200, delivered 200; dropped by ports 0'
 
 # 3. one stream over two ports and two workers: once, in order, handed over
 udp_cfg 2048 2 5000 5001 >"$tmp/split.yaml"
 run split "$tmp/split.yaml" udp 5001 udp 4000 0 5000 5001
-if [ "$(cat "$tmp/split.rc")" = 0 ] &&
-   grep -qE 'all_received +ok +live source: received 4000, delivered 4000' "$tmp/split.out" &&
-   grep -qE 'in_order +ok +0 out-of-order' "$tmp/split.out" &&
-   grep -qE '^reorder: [1-9][0-9]* packets handed to their stream' "$tmp/split.out"; then
-	ok "one stream over two workers delivered once, in order"
-else
-	bad "stream over two workers (exit $(cat "$tmp/split.rc"))"; sed 's/^/     /' "$tmp/split.out" | tail -20
-fi
+verdict split 0 "one stream over two workers delivered once, in order" \
+	'all_received +ok +live source: received 4000, delivered 4000' \
+	'in_order +ok +0 out-of-order' '^reorder: [1-9][0-9]* packets handed to their stream'
 
 # 4. TCP connections past max_conns: refused, reported, all_received fails
 cat >"$tmp/tcp.yaml" <<'Y'
@@ -128,13 +132,9 @@ pipeline: {duration_s: 4}
 expect: {all_received: true}
 Y
 run tcp "$tmp/tcp.yaml" tcp 7000 tcp 7000 2
-if [ "$(cat "$tmp/tcp.rc")" = 1 ] &&
-   grep -qE '^port .* connections: [0-9]+ open, [0-9]+ closed, 1 refused' "$tmp/tcp.out" &&
-   grep -qE 'all_received +FAILED .*connections refused 1' "$tmp/tcp.out"; then
-	ok "refused TCP connection in the report and in all_received"
-else
-	bad "refused TCP connection (exit $(cat "$tmp/tcp.rc"))"; sed 's/^/     /' "$tmp/tcp.out" | tail -20
-fi
+verdict tcp 1 "refused TCP connection in the report and in all_received" \
+	'^port .* connections: [0-9]+ open, [0-9]+ closed, 1 refused' \
+	'all_received +FAILED .*connections refused 1'
 
 # 5. reorder memory that no host has: one line, exit 2, before anything opens
 printf 'pipeline:\n  reorder: {window: 1048576, slot_size: 65536, max_streams: 65536}\n' >"$tmp/huge.yaml"

@@ -30,53 +30,23 @@
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
+#include "sk_test.h"
+
 static int failures;
 static vfgx_ctx *ctx;
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
 
-static vfgx_port *open_port(const char *yaml, uint16_t nrx, uint16_t ntx,
-			    struct vfgx_config **cfgp)
-{
-	struct vfgx_config *cfg;
-	vfgx_port *port = NULL;
 
-	if (vfgx_config_load_string(ctx, yaml, strlen(yaml), "t.yaml", &cfg))
-		return NULL;
-	cfg->ifaces[0].nb_rx_queues = nrx;
-	cfg->ifaces[0].nb_tx_queues = ntx;
-	if (vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)) {
-		vfgx_config_destroy(cfg);
-		return NULL;
-	}
-	*cfgp = cfg;
-	return port;
-}
-
-static uint16_t port_of(vfgx_port *p)
-{
-	struct vfgx_socket_info si;
-
-	vfgx_socket_info(p, &si);
-	return si.port;
-}
 
 static vfgx_port *tcp_server(const char *keys, struct vfgx_config **cfg)
 {
 	char y[512];
 	vfgx_port *p;
+	int err;
 
 	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://127.0.0.1:0\n"
 		 "    socket: {%s}\n", keys);
-	p = open_port(y, 1, 1, cfg);
+	p = sk_open_port(ctx, y, 1, 1, cfg, &err);
 	CHECK(p, "open server {%s}: %s", keys, vfgx_last_error(ctx));
 	return p;
 }
@@ -168,7 +138,7 @@ static void test_reply_identity(void)
 	if (!sp)
 		return;
 	for (int i = 0; i < 4; i++) {
-		fd[i] = tcp_client(port_of(sp));
+		fd[i] = tcp_client(sk_port_of(sp));
 		if (fd[i] < 0)
 			goto out;
 		/* each client is accepted before the next connects, so slots
@@ -218,7 +188,7 @@ static void test_reply_identity(void)
 		      r < 0 ? '-' : r);
 	}
 	/* a newcomer takes the freed slot: the old flow still names nobody */
-	fd[4] = tcp_client(port_of(sp));
+	fd[4] = tcp_client(sk_port_of(sp));
 	if (fd[4] < 0)
 		goto out_rel;
 	send_record(fd[4], 'E', 8);
@@ -270,7 +240,7 @@ static void test_conn_limit(void)
 	if (!sp)
 		return;
 	for (int i = 0; i < 5; i++) {
-		fd[i] = tcp_client(port_of(sp));
+		fd[i] = tcp_client(sk_port_of(sp));
 		if (fd[i] < 0)
 			goto out;
 		ms_sleep(3);
@@ -292,7 +262,7 @@ static void test_conn_limit(void)
 	if (!sp)
 		return;
 	for (int i = 0; i < 4; i++) {
-		fd[i] = tcp_client(port_of(sp));
+		fd[i] = tcp_client(sk_port_of(sp));
 		ms_sleep(3);
 		vfgx_port_rx_burst(sp, 0, pk, 64);
 	}
@@ -312,7 +282,7 @@ static void test_conn_limit(void)
 	      (unsigned long long)si.idle_closed, si.conns);
 	for (int i = 1; i < 4; i++)
 		CHECK(recv(fd[i], &c, 1, 0) == 0, "%s: idle client %d not closed", what, i);
-	fd[4] = tcp_client(port_of(sp));
+	fd[4] = tcp_client(sk_port_of(sp));
 	send_record(fd[4], 'E', 8);
 	ms_sleep(3);
 	r = rx_until(sp, pk, 0, 1);
@@ -342,13 +312,13 @@ static void test_accept_prompt(void)
 	sp = tcp_server("idle_timeout_ms: 0", &cfg);
 	if (!sp)
 		return;
-	busy = tcp_client(port_of(sp));
+	busy = tcp_client(sk_port_of(sp));
 	ms_sleep(3);
 	vfgx_port_rx_burst(sp, 0, pk, 64);
 	for (int i = 0; i < 5; i++) {
 		int n, seen = 0;
 
-		fd = tcp_client(port_of(sp));
+		fd = tcp_client(sk_port_of(sp));
 		send_record(busy, 'B', 8);
 		send_record(fd, (uint8_t)('0' + i), 8);
 		ms_sleep(3); /* > the backend's accept interval */
@@ -383,7 +353,7 @@ static void test_too_big_cut(void)
 	sp = tcp_server("max_record: 1000, idle_timeout_ms: 0", &cfg);
 	if (!sp)
 		return;
-	fd = tcp_client(port_of(sp));
+	fd = tcp_client(sk_port_of(sp));
 	vfgx_wr32(b, 5000);
 	send(fd, b, sizeof(b), MSG_NOSIGNAL);
 	close(fd);
@@ -455,11 +425,11 @@ static void test_stream_split(void)
 	vfgx_port *ports[2] = { 0 };
 	vfgx_pipeline *pl = NULL;
 	uint8_t frame[2048];
-	int fd = -1;
+	int fd = -1, err;
 
 	for (int i = 0; i < 2; i++) {
-		ports[i] = open_port("interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:0\n"
-				     "    socket: {rcvbuf: 4194304}\n", 1, 0, &cfg[i]);
+		ports[i] = sk_open_port(ctx, "interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:0\n"
+				     "    socket: {rcvbuf: 4194304}\n", 1, 0, &cfg[i], &err);
 		CHECK(ports[i], "%s: open: %s", what, vfgx_last_error(ctx));
 		if (!ports[i])
 			goto out;
@@ -478,7 +448,7 @@ static void test_stream_split(void)
 					   .frame_len = 42 + 16 + 200 };
 		uint32_t len = vfgx_pkt_build(frame, sizeof(frame), &s) - 42;
 
-		dst.sin_port = htons(port_of(ports[seq & 1]));
+		dst.sin_port = htons(sk_port_of(ports[seq & 1]));
 		/* stay within the reorder window of what was processed */
 		for (int spin = 0; spin < 100000; spin++) {
 			vfgx_pipeline_stats(pl, &st);
@@ -523,24 +493,10 @@ out:
 	}
 }
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	int ret;
-
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	ret = ioctl(fd, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (!ret)
-		ret = ioctl(fd, SIOCSIFFLAGS, &ifr);
-	close(fd);
-	return ret;
-}
 
 int main(void)
 {
-	if (unshare(CLONE_NEWNET) == 0 && lo_up() == 0)
+	if (unshare(CLONE_NEWNET) == 0 && sk_lo_up() == 0)
 		printf("loopback in a private network namespace\n");
 	else
 		printf("loopback in the host namespace (not root)\n");
