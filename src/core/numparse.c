@@ -23,9 +23,11 @@ static int fail(char *err, size_t errlen, const char *s, const char *what,
 	snprintf(cut, sizeof(cut), "%.*s%s", ECHO_MAX, s,
 		 n > ECHO_MAX ? "..." : "");
 	vfgx_escape(quoted, sizeof(quoted), cut);
+	/* a value out of range has only digits: no quotes needed */
 	if (err && errlen)
-		snprintf(err, errlen, "'%s' %s (must be %s)", quoted, what,
-			 range);
+		snprintf(err, errlen, strcmp(what, "is out of range") ?
+			 "'%s' %s (must be %s)" : "%s %s (must be %s)",
+			 quoted, what, range);
 	return -EINVAL;
 }
 
@@ -69,7 +71,7 @@ int vfgx_num_u64(const char *s, uint64_t min, uint64_t max, unsigned flags,
 		if (d < 0)
 			return fail(err, errlen, s,
 				    base == 16 ? "is not a hex number" :
-						 "is not a whole decimal number",
+						 "is not a whole number",
 				    range);
 		if (v > (UINT64_MAX - (uint64_t)d) / base)
 			big = true;
