@@ -160,6 +160,18 @@ int vfgx_flag_u32(const char *cmd, const char *flag, const char *s,
 	return ret;
 }
 
+int vfgx_flag_int(const char *cmd, const char *flag, const char *s, int min,
+		  int max, int *out)
+{
+	uint64_t v;
+	int ret = vfgx_flag_u64(cmd, flag, s, min < 0 ? 0 : (uint64_t)min,
+				max < 0 ? 0 : (uint64_t)max, &v);
+
+	if (!ret)
+		*out = (int)v;
+	return ret;
+}
+
 int vfgx_flag_double(const char *cmd, const char *flag, const char *s,
 		     double min, double max, double *out)
 {

@@ -36,6 +36,8 @@ int vfgx_flag_u64(const char *cmd, const char *flag, const char *s,
 		  uint64_t min, uint64_t max, uint64_t *out);
 int vfgx_flag_u32(const char *cmd, const char *flag, const char *s,
 		  uint32_t min, uint32_t max, uint32_t *out);
+int vfgx_flag_int(const char *cmd, const char *flag, const char *s, int min,
+		  int max, int *out); /* 0 <= min <= max */
 int vfgx_flag_double(const char *cmd, const char *flag, const char *s,
 		     double min, double max, double *out);
 
