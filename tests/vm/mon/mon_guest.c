@@ -672,7 +672,7 @@ static void unpriv_child(int ready, int go, unsigned int max)
 	struct gpurdma_mon_threshold now = { .argsz = sizeof(now) };
 	struct gpurdma_mon_publish *p = calloc(1, sizeof(*p));
 	struct gpurdma_mon_event ev[16];
-	int fd, *fds = calloc(max + 1, sizeof(int)), nfds = 0;
+	int fd, *fds = calloc(max + 1, sizeof(int)), nfds = 0, err;
 	uint64_t publishes;
 	char c = 0;
 
@@ -728,8 +728,9 @@ static void unpriv_child(int ready, int go, unsigned int max)
 			break;
 		fds[nfds++] = fd;
 	}
-	CHECK(fd == -1 && errno == EUSERS, "open %d: fd %d errno %d",
-	      nfds + 1, fd, errno);
+	err = errno;
+	CHECK(fd == -1 && err == EUSERS, "open %d: fd %d errno %d",
+	      nfds + 1, fd, err);
 	CHECK(sysfs_clients() == max, "clients %u at the bound %u",
 	      sysfs_clients(), max);
 	/* a closed slot can be taken again */
@@ -738,8 +739,8 @@ static void unpriv_child(int ready, int go, unsigned int max)
 	CHECK(fd >= 0, "reopen after a close: errno %d", errno);
 	if (fd >= 0)
 		fds[nfds++] = fd;
-	printf("unprivileged: %d clients open, the next refused with EUSERS\n",
-	       nfds);
+	printf("unprivileged: %d clients open, the next refused with %s\n",
+	       nfds, strerror(err));
 	if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1)
 		failures++;
 	while (nfds)
