@@ -73,10 +73,16 @@ struct vfgx_comm_item {
 	uint64_t pad[5];       /* the GPU writes nothing here */
 };
 
+/* v, and beside it in the same 16 bytes a CPU clock (vfgx_now_ns()) that a
+ * measuring producer keeps rewriting while it waits for the item (0
+ * otherwise): the GPU reads both in one 16-byte load (hand-off bounds
+ * with no clock model, bench/e2e_handoff.c). */
 struct vfgx_comm_status_word {
 	uint32_t v;
-	uint32_t pad[15];
-};
+	uint32_t pad0;
+	uint64_t clock;
+	uint32_t pad[12];
+} __attribute__((aligned(64)));
 
 /* Host and device views of the same pinned allocations. */
 struct vfgx_comm_list {
@@ -90,8 +96,10 @@ struct vfgx_comm_list {
 	struct vfgx_comm_status_word *status_dev;
 	volatile uint32_t *quit;                /* host view of the quit flag */
 	uint32_t *quit_dev;
-	/* persistent mode: per slot, the GPU's %globaltimer (ns) when it
-	 * observed the item READY; written before DONE (host view) */
+	/* persistent mode: per slot 4 words, written before DONE (host view):
+	 * the GPU's %globaltimer (ns) just after and just before the 16-byte
+	 * load of the status line that returned READY, and the CPU clock that
+	 * load returned */
 	volatile uint64_t *seen_ns;
 };
 
