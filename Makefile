@@ -23,7 +23,10 @@ demo: build
 test: build
 	@scripts/run-tests.sh $(BUILD) $(SAN)
 
-test-gpu: build
+# no `deps` step: a GPU machine may have no apt; meson says what is missing
+test-gpu:
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD)
+	ninja -C $(BUILD)
 	@tests/gpu/run-gpu-tests.sh $(BUILD)
 
 bench: build
