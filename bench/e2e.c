@@ -36,6 +36,7 @@ static const char *const place_names[2] = { "pinned", "gpu" };
 
 struct e2e {
 	double mpps, gbps, p50_us, p99_us;
+	double rx_ns, submit_ns, room_ns; /* feeder, per packet */
 	bool exact; /* every packet delivered, nothing dropped, in order */
 	bool ok;
 };
@@ -79,11 +80,12 @@ static int e2e_yaml(char *y, size_t len, uint32_t size, const char *kind,
 			"  workers: %u\n"
 			"  duration_s: %g\n"
 			"  filter: {udp_dst_ports: [5000]}\n"
-			"  reorder: {enabled: true, window: 1024}\n"
+			"  reorder: {enabled: true, window: 1024, slot_size: %u}\n"
 			"  verify_payload: %s\n"
 			"  gpu: {mode: %s, items: %u, burst: 1024, graph_items: %u, timeout_ms: 20000}\n",
 			kind, buf_for(size), ring, size, flows, rate, device, workers,
-			seconds, verify ? "true" : "false", mode, items, items / 2);
+			seconds, size < 2048 ? 2048 : size, verify ? "true" : "false", mode,
+			items, items / 2);
 }
 
 /* One run of `vfgx run`'s path from a YAML config; wall time from start to
@@ -119,9 +121,16 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	}
 	if (gpu) {
 		uint64_t first;
+		struct vfgx_gpu_feeder fd;
 
 		vfgx_gpu_pipeline_stop(gpl);
 		vfgx_gpu_pipeline_window(gpl, &first, &t1);
+		vfgx_gpu_pipeline_feeder(gpl, &fd);
+		if (fd.packets) {
+			r->rx_ns = (double)fd.rx_ns / (double)fd.packets;
+			r->submit_ns = (double)fd.submit_ns / (double)fd.packets;
+			r->room_ns = (double)fd.room_ns / (double)fd.packets;
+		}
 		vfgx_gpu_pipeline_stats(gpl, &st, &order);
 		ret = vfgx_gpu_pipeline_error(gpl);
 		r->p50_us = (double)vfgx_gpu_pipeline_lat_pct(gpl, 50) / 1e3;
@@ -264,7 +273,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 	struct e2e demo_gpu, demo_cpu;
 	struct handoff ho;
 	const char *out = "bench/results";
-	double seconds = 0.5, pcie = 0, src_host, src_pinned, tick = 32, width;
+	double seconds = 0.5, pcie = 0, src_host, src_pinned, src_gpu, tick = 32, width;
 	long long off;
 	unsigned long long at;
 	char path[512], desc[256], drv[256], err[256], y[2048];
@@ -296,8 +305,9 @@ int vfgx_bench_e2e(int argc, char **argv)
 	printf("PCIe read floor %.1f GB/s, %%globaltimer tick %.0f ns\n", pcie, tick);
 	src_host = source_rate(ctx, "host", seconds);
 	src_pinned = source_rate(ctx, "pinned", seconds);
-	printf("replay source, one core, 64 B: host %.1f Mpps, pinned %.1f Mpps\n", src_host,
-	       src_pinned);
+	src_gpu = source_rate(ctx, "gpu", seconds);
+	printf("replay source, one core, 64 B: host %.1f Mpps, pinned %.1f Mpps, gpu %.1f Mpps\n",
+	       src_host, src_pinned, src_gpu);
 	if (handoff(ctx, tick, &ho)) {
 		fprintf(stderr, "vfgx bench e2e: hand-off: %s\n", vfgx_last_error(ctx));
 		goto out;
@@ -343,9 +353,10 @@ int vfgx_bench_e2e(int argc, char **argv)
 						 items_for(sizes[s]), seconds);
 					if (r->ok && e2e_run(ctx, y, l))
 						fprintf(stderr, "vfgx bench e2e: %s\n", vfgx_last_error(ctx));
-					printf("%5u B %-6s %-10s verify %-3s %8.2f Mpps %8.1f Gbps p50 %7.1f p99 %7.1f us | 10%%: %7.2f Mpps p50 %6.1f p99 %6.1f us%s\n",
+					printf("%5u B %-6s %-10s verify %-3s %8.2f Mpps %8.1f Gbps p50 %7.1f p99 %7.1f us | 10%%: %7.2f Mpps p50 %6.1f p99 %6.1f us | feeder ns/pkt rx %.1f submit %.1f wait %.1f%s\n",
 					       sizes[s], place_names[p], mode, v ? "on" : "off", r->mpps,
 					       r->gbps, r->p50_us, r->p99_us, l->mpps, l->p50_us, l->p99_us,
+					       r->rx_ns, r->submit_ns, r->room_ns,
 					       r->exact && l->exact ? "" : " (NOT EXACT)");
 				}
 
@@ -368,6 +379,8 @@ int vfgx_bench_e2e(int argc, char **argv)
 		demo_gpu.mpps, demo_gpu.exact ? " (exact)" : " (NOT exact)");
 	fprintf(f, "| replay source alone, one core, 64 B, rx + release, host memory | %.1f Mpps |\n", src_host);
 	fprintf(f, "| the same, pinned memory | %.1f Mpps |\n", src_pinned);
+	fprintf(f, "| the same, GPU memory (sequences advanced by strided copies of 18 bytes a frame) | %.1f Mpps |\n",
+		src_gpu);
 	fprintf(f, "\n## Hand-off (CPU stores READY -> GPU observes it), bounded per item\n\n");
 	fprintf(f, "%d empty items through the persistent kernel.  The CPU reads its clock, writes it into the item's status line, stores READY, then keeps writing its clock there (a full fence after each store) until DONE; the polling GPU thread reads status and clock in one 16-byte load between two %%globaltimer reads g0, g1.  For the load that returned READY with clock c: observation - READY in [c - ready, c - ready + 2 x gap + (g1 - g0) + tick], gap being the CPU's longest interval between two clock writes; no relation between the two clocks is assumed.  The median lies between the medians of the two bounds.\n\n",
 		ho.n);
@@ -375,18 +388,19 @@ int vfgx_bench_e2e(int argc, char **argv)
 		ho.lo50, ho.hi50, ho.lo99, ho.hi99);
 	fprintf(f, "Longest CPU clock gap %.0f ns; longest 16-byte load (g1 - g0 + tick) %.0f ns; %%globaltimer tick %.0f ns.\n\n",
 		ho.gap_max, ho.load_max, ho.tick);
-	fprintf(f, "## End to end\n\n| frame B | frames in | mode | verify | Mpps | Gbps | p50 us | p99 us | 10%% load Mpps | p50 us | p99 us | exact |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(f, "## End to end\n\nFeeder: the runner thread's time per packet at full load, in rx (the replay port's rx_burst, building the item), submit (handing it over, reaping, releasing) and wait (for a free comm-list slot).\n\n| frame B | frames in | mode | verify | Mpps | Gbps | p50 us | p99 us | 10%% load Mpps | p50 us | p99 us | feeder rx / submit / wait ns | exact |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int s = 0; s < NB_SIZES; s++)
 		for (int p = 0; p < 2; p++)
 			for (int m = 0; m < NB_MODES; m++)
 				for (int v = 0; v < 2; v++) {
 					struct e2e *r = &full[s][p][m][v], *l = &low[s][p][m][v];
 
-					fprintf(f, "| %u | %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %s |\n",
+					fprintf(f, "| %u | %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f / %.1f / %.1f | %s |\n",
 						sizes[s], place_names[p],
 						vfgx_gpu_mode_name((enum vfgx_gpu_mode)m),
 						v ? "on" : "off", r->mpps, r->gbps, r->p50_us, r->p99_us,
-						l->mpps, l->p50_us, l->p99_us,
+						l->mpps, l->p50_us, l->p99_us, r->rx_ns, r->submit_ns,
+						r->room_ns,
 						r->ok && l->ok && r->exact && l->exact ? "yes" : "NO");
 				}
 	{

@@ -53,6 +53,12 @@ enum vfgx_comm_cmd {
 	VFGX_COMM_CMD_FLUSH = 1, /* end of input: drain the reorder windows */
 	VFGX_COMM_CMD_RESET = 2, /* forget all stream state (windows emptied) */
 };
+#define VFGX_COMM_CMD_MASK 0xffffu
+/* cmd bit: pkts points at struct vfgx_pkt records (40 bytes: data at 0,
+ * len at 8, queue and flags at 32, pinned host memory written by the
+ * port's rx_burst) instead of vfgx_comm_pkt descriptors; the runner hands
+ * its rx arrays over with no copy. */
+#define VFGX_COMM_PKT_RECORDS 0x10000u
 
 /* One packet: addr is readable by the GPU (device memory, or pinned host
  * memory through its device mapping). 24 bytes. */

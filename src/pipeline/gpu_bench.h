@@ -1,11 +1,19 @@
-/* gpu_bench.h - measurement hooks of the GPU data plane for `vfgx bench
- * e2e` (internal: not part of the public API in include/vfgx/gpu.h). */
+/* gpu_bench.h - internal hooks of the GPU data plane (not part of the
+ * public API in include/vfgx/gpu.h): the runner's zero-copy submit, and
+ * what `vfgx bench e2e` measures. */
 #ifndef VFGX_GPU_BENCH_H
 #define VFGX_GPU_BENCH_H
 
 #include <stdint.h>
 
 #include <vfgx/gpu.h>
+
+/* Hand over n struct vfgx_pkt records that live in pinned host memory
+ * (pkts_dev: their device address) as one item, with no copy; the records
+ * must stay untouched until the item is finished.  ts_min: the oldest
+ * receive stamp among them (latency).  Item number or -errno. */
+int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
+				     uint32_t n, uint64_t ts_min);
 
 /* rx -> processed latency: per item, the time from the oldest packet's
  * receive stamp to the CPU reaping the item DONE, counted for each of its
@@ -33,5 +41,11 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, struct vfgx_gpu_handoff *h);
 void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
 			      uint64_t *end_ns);
 uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct);
+
+/* Where the feeder thread's time went (ns), and its items. */
+struct vfgx_gpu_feeder {
+	uint64_t rx_ns, submit_ns, room_ns, items, packets;
+};
+void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f);
 
 #endif

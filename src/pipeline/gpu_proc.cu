@@ -144,6 +144,29 @@ __device__ __forceinline__ void ld_item_hdr(const struct vfgx_comm_item *it,
 		     : "=l"(seq), "=l"(nc), "=l"(pkts) : "l"(it) : "memory");
 }
 
+#define POLL_DEPTH 4
+#define POLL_GAP_NS 250
+
+__device__ __forceinline__ uint64_t gtimer(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+	return t;
+}
+
+/* %globaltimer read only once v has arrived: the (never taken) trap on v
+ * is issued, in order, before the timer read. */
+__device__ __forceinline__ uint64_t gtimer_after(uint32_t v)
+{
+	uint64_t t;
+
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.u32 p, %1, 0xffffffff;\n\t"
+		     "@p trap;\n\tmov.u64 %0, %%globaltimer;\n\t}"
+		     : "=l"(t) : "r"(v) : "memory");
+	return t;
+}
+
 /* The status word and the CPU clock beside it (vfgx_comm_status_word), one
  * 16-byte load. */
 __device__ __forceinline__ void ld_status_clock(const struct vfgx_comm_status_word *w,
@@ -464,6 +487,30 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	}
 }
 
+/* Packet i's descriptor fields: a vfgx_comm_pkt (24 bytes), or with
+ * VFGX_COMM_PKT_RECORDS a struct vfgx_pkt (40 bytes; queue and flags at 32). */
+__device__ __forceinline__ void ld_desc(const void *pkts, uint32_t cmd, uint32_t i,
+					uint64_t &addr, uint32_t &len, uint32_t &q,
+					uint32_t &flags)
+{
+	if (cmd & VFGX_COMM_PKT_RECORDS) {
+		const uint8_t *d = (const uint8_t *)pkts + (size_t)i * 40;
+		uint32_t qf = *(const uint32_t *)(d + 32);
+
+		addr = *(const uint64_t *)d;
+		len = *(const uint32_t *)(d + 8);
+		q = qf & 0xffff;
+		flags = qf >> 16;
+	} else {
+		const struct vfgx_comm_pkt *d = (const struct vfgx_comm_pkt *)pkts + i;
+
+		addr = d->addr;
+		len = d->len;
+		q = d->queue;
+		flags = d->flags;
+	}
+}
+
 /* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
  * stride chunks): each lane reads one descriptor (one coalesced read over
  * PCIe per 32 packets).  Lane j then parses, filters and reads the sequence
@@ -474,7 +521,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
  * With stage_copy the packets run one by one through phase_a_packet. */
 __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			       uint32_t slot,
-			       const struct vfgx_comm_pkt *pkts, uint32_t n,
+			       const void *pkts, uint32_t cmd, uint32_t n,
 			       uint32_t chunk, uint32_t stride, uint32_t lane)
 {
 	for (uint32_t c0 = chunk * 32; c0 < n; c0 += stride * 32) {
@@ -482,12 +529,8 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		uint64_t addr = 0;
 		uint32_t len = 0, q = 0, flags = 0;
 
-		if (i < n) {
-			addr = pkts[i].addr;
-			len = pkts[i].len;
-			q = pkts[i].queue;
-			flags = pkts[i].flags;
-		}
+		if (i < n)
+			ld_desc(pkts, cmd, i, addr, len, q, flags);
 		if (k.stage) {
 			for (uint32_t j = 0; j < m; j++)
 				phase_a_packet(k, cnt, gmask, slot, c0 + j,
@@ -720,8 +763,30 @@ __device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
 			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
 		return;
 	}
-	for (uint32_t b = lane; b < r->len; b += 32)
-		k.slot_data[i * k.slot + b] = r->body[b];
+	{
+		/* 8 loads per lane in flight before the stores: a 512-byte
+		 * record is copied in two round trips instead of sixteen */
+		const uint8_t *src = r->body;
+		uint8_t *dst = k.slot_data + i * k.slot;
+
+		for (uint32_t b0 = 0; b0 < r->len; b0 += 32 * 8) {
+			uint8_t v[8];
+
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				v[u] = b < r->len ? src[b] : 0;
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				if (b < r->len)
+					dst[b] = v[u];
+			}
+		}
+	}
 	__syncwarp();
 	if (lane == 0) {
 		k.slot_len[i] = r->len + 1;
@@ -1087,15 +1152,18 @@ __global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
 	uint32_t n = k.items[slot].nb_pkts;
 
 	zero_counters(cnt);
-	if (k.items[slot].cmd == VFGX_COMM_CMD_BURST) {
-		const struct vfgx_comm_pkt *pkts = k.items[slot].pkts;
+	uint32_t cmd = k.items[slot].cmd;
+
+	if ((cmd & VFGX_COMM_CMD_MASK) == VFGX_COMM_CMD_BURST) {
+		const void *pkts = k.items[slot].pkts;
 
 		for (uint32_t i = blockIdx.x * WARPS + warp; i < n;
 		     i += gridDim.x * WARPS) {
-			const struct vfgx_comm_pkt *pk = &pkts[i];
+			uint64_t addr;
+			uint32_t len, q, flags;
 
-			phase_a_packet(k, cnt, NULL, slot, i, pk->addr, pk->len,
-				       pk->queue, pk->flags, lane);
+			ld_desc(pkts, cmd, i, addr, len, q, flags);
+			phase_a_packet(k, cnt, NULL, slot, i, addr, len, q, flags, lane);
 		}
 	}
 	flush_counters(k, cnt);
@@ -1110,7 +1178,8 @@ __global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
 	zero_counters(cnt);
 	for (uint32_t g = blockIdx.x * WARPS + warp; g < GPUK_GROUPS;
 	     g += gridDim.x * WARPS)
-		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts, it->cmd, g,
+		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts,
+				   it->cmd & VFGX_COMM_CMD_MASK, g,
 				   lane))
 			break;
 	flush_counters(k, cnt);
@@ -1131,8 +1200,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	 * next barrier; quit_b: set in phase B, read after flush_counters'
 	 * barriers.  Two words so no write races a read across iterations. */
 	__shared__ int quit, quit_b;
-	__shared__ uint32_t n_sh, cmd_sh;
-	__shared__ const struct vfgx_comm_pkt *pkts_sh;
+	__shared__ uint32_t n_sh, cmd_sh, rec_sh;
+	__shared__ const void *pkts_sh;
 	/* groups with a packet in the item: set in phase A, read in phase B,
 	 * cleared by thread 0 after flush_counters' barriers */
 	__shared__ ull gmask;
@@ -1174,29 +1243,45 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			 * %globaltimer of the poll that first returned READY is
 			 * the observation time (bench: hand-off latency). */
 			uint64_t t_obs = 0, t_pre = 0, clk = 0, hseq = 0, hnc = 0, hpkts = 0;
+			uint64_t w0[POLL_DEPTH], w1[POLL_DEPTH], gs[POLL_DEPTH];
+			bool seen = false;
 
-			while (!quit) {
-				uint64_t g0, g1, w0, w1;
+			/* POLL_DEPTH 16-byte loads of the status line (status
+			 * and the CPU clock beside it) in flight, issued about
+			 * POLL_GAP_NS apart, so READY is sampled every round trip
+			 * / POLL_DEPTH instead of once per round trip.  Each load
+			 * is bracketed by %globaltimer just before it was issued
+			 * and just after its value was tested. */
+#pragma unroll
+			for (int d = 0; d < POLL_DEPTH; d++) {
+				gs[d] = gtimer();
+				ld_status_clock(&k.status[slot], w0[d], w1[d]);
+				while (gtimer() - gs[d] < POLL_GAP_NS)
+					;
+			}
+			while (!seen && !quit) {
+#pragma unroll
+				for (int d = 0; d < POLL_DEPTH; d++) {
+					uint64_t g1 = gtimer_after((uint32_t)w0[d]);
 
-				/* status word and the CPU's clock beside it in one
-				 * 16-byte load, %globaltimer before and after it */
-				asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
-				ld_status_clock(&k.status[slot], w0, w1);
-				asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
-				if ((uint32_t)w0 == VFGX_COMM_READY) {
-					t_pre = g0;
-					t_obs = g1;
-					clk = w1;
-					if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY) {
+					if (!seen && (uint32_t)w0[d] == VFGX_COMM_READY &&
+					    ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY) {
 						ld_item_hdr(&k.items[slot], hseq, hnc, hpkts);
-						if (hseq == item)
-							break;
+						if (hseq == item) {
+							seen = true;
+							t_pre = gs[d];
+							t_obs = g1;
+							clk = w1[d];
+						}
+					}
+					if (!seen) {
+						gs[d] = gtimer();
+						ld_status_clock(&k.status[slot], w0[d], w1[d]);
 					}
 				}
-				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
+				if (!seen && (++spins & 15) == 0 && ld_quit(k.quit)) {
 					quit = 1;
 					st_release_dev(k.dquit, 1);
-					break;
 				}
 			}
 			if (!quit) {
@@ -1205,8 +1290,9 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				k.seen_ns[4 * slot + 1] = t_pre;
 				k.seen_ns[4 * slot + 2] = clk;
 				n_sh = (uint32_t)hnc;
-				cmd_sh = (uint32_t)(hnc >> 32);
-				pkts_sh = (const struct vfgx_comm_pkt *)(uintptr_t)hpkts;
+				cmd_sh = (uint32_t)(hnc >> 32) & VFGX_COMM_CMD_MASK;
+				rec_sh = (uint32_t)(hnc >> 32) & VFGX_COMM_PKT_RECORDS;
+				pkts_sh = (const void *)(uintptr_t)hpkts;
 				/* throttles the pollers only: no data hangs on it */
 				atomicMax((ull *)k.seen, (ull)(item + 1));
 			}
@@ -1216,7 +1302,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			return;
 		/* phase A: each warp takes chunks of 32 packets */
 		if (cmd_sh == VFGX_COMM_CMD_BURST)
-			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, n_sh, warp, WARPS, lane);
+			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, rec_sh, n_sh, warp, WARPS,
+				       lane);
 		__syncthreads();
 		{
 			/* this warp's groups with nothing to do pass their

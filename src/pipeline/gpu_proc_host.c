@@ -3,6 +3,7 @@
  * counters converted to vfgx_pipeline_stats.  Kernels: gpu_proc.cu. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,10 @@
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
 _Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
+/* VFGX_COMM_PKT_RECORDS: the kernels read struct vfgx_pkt in place */
+_Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) == 0 &&
+	       offsetof(struct vfgx_pkt, len) == 8 && offsetof(struct vfgx_pkt, queue) == 32 &&
+	       offsetof(struct vfgx_pkt, flags) == 34, "struct vfgx_pkt layout");
 
 /* cudaStreamQuery() (the fault check, a driver call) at most this often
  * while waiting.  (It was suspected of the persistent mode's old ~1 ms per
@@ -320,6 +325,7 @@ int vfgx_gpu_proc_kick(vfgx_gpu_proc *gp)
 			return ret;
 		gp->npk[slot] = 0;
 		gp->ts_min[slot] = 0;
+		gp->l->items[slot].pkts = gp->l->pkts_dev + (size_t)slot * gp->l->burst;
 		vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
 		if (++gp->graph_fill == gp->o.graph_items) {
 			gp->graph_fill = 0;
@@ -352,6 +358,38 @@ int vfgx_gpu_proc_wait(vfgx_gpu_proc *gp, uint64_t item)
 	return gp->error ? gp->error : wait_item(gp, item);
 }
 
+static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32_t cmd,
+			    const void *pkts);
+
+/* Room for one more item (waits for the oldest). */
+static int room(vfgx_gpu_proc *gp)
+{
+	int ret;
+
+	if (gp->error)
+		return gp->error;
+	while (gp->next - gp->done >= gp->nb_items)
+		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
+			return ret;
+	return 0;
+}
+
+int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
+				     uint32_t n, uint64_t ts_min)
+{
+	uint32_t slot;
+	int ret;
+
+	if (n > gp->o.burst)
+		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
+				      n, gp->o.burst);
+	if ((ret = room(gp)))
+		return ret;
+	slot = (uint32_t)(gp->next % gp->nb_items);
+	gp->ts_min[slot] = ts_min;
+	return publish_item(gp, slot, n, VFGX_COMM_CMD_BURST | VFGX_COMM_PKT_RECORDS, pkts_dev);
+}
+
 static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 			   uint32_t n, uint32_t cmd)
 {
@@ -365,9 +403,8 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 	if (n > gp->o.burst)
 		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
 				      n, gp->o.burst);
-	while (gp->next - gp->done >= gp->nb_items)
-		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
-			return ret;
+	if ((ret = room(gp)))
+		return ret;
 	slot = (uint32_t)(gp->next % gp->nb_items);
 	d = vfgx_comm_pkts(gp->l, slot);
 	for (uint32_t i = 0; i < n; i++) {
@@ -383,8 +420,19 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 			ts = pkts[i].ts_ns;
 	}
 	gp->ts_min[slot] = ts == UINT64_MAX ? 0 : ts;
+	return publish_item(gp, slot, n, cmd, gp->l->pkts_dev + (size_t)slot * gp->l->burst);
+}
+
+/* Publish the item in slot (its packets described at pkts, a device
+ * address) and launch it in per_burst and graph mode. */
+static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32_t cmd,
+			    const void *pkts)
+{
+	int ret;
+
 	gp->npk[slot] = n;
 	gp->ready_ns[slot] = vfgx_now_ns();
+	gp->l->items[slot].pkts = (struct vfgx_comm_pkt *)(uintptr_t)pkts;
 	vfgx_comm_publish(gp->l, slot, gp->next, n, cmd);
 	if (gp->o.mode == VFGX_GPU_PER_BURST) {
 		if ((ret = launch(gp, slot)))

@@ -36,10 +36,13 @@ struct seg {
 	uint16_t at, n;
 };
 
+/* pkts: pinned host memory, which the GPU reads in place
+ * (VFGX_COMM_PKT_RECORDS): rx_burst writes the records the GPU uses. */
 struct held {
 	uint16_t n, nsegs;
 	struct seg segs[RUN_SEGS];
-	struct vfgx_pkt pkts[RUN_BURST];
+	struct vfgx_pkt *pkts;
+	const struct vfgx_pkt *pkts_dev;
 };
 
 struct vfgx_gpu_pipeline {
@@ -54,6 +57,8 @@ struct vfgx_gpu_pipeline {
 	uint32_t nb_slots;
 	vfgx_region *bounce;
 	uint8_t *bounce_mem;
+	vfgx_region *recs;   /* the held packet records, pinned */
+	struct vfgx_gpu_feeder fd;
 	pthread_t thread;
 	bool started, stopped;
 	atomic_bool stop, done;
@@ -139,6 +144,17 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	if (!gpl->held) {
 		ret = -ENOMEM;
 		goto fail;
+	}
+	ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
+				 (size_t)gpl->nb_slots * RUN_BURST * sizeof(struct vfgx_pkt),
+				 (int)gpl->opts.gpu_id, false, &gpl->recs);
+	if (ret)
+		goto fail;
+	for (uint32_t i = 0; i < gpl->nb_slots; i++) {
+		const struct vfgx_region_info *ri = vfgx_region_info(gpl->recs);
+
+		gpl->held[i].pkts = (struct vfgx_pkt *)ri->addr + (size_t)i * RUN_BURST;
+		gpl->held[i].pkts_dev = (const struct vfgx_pkt *)ri->dev_addr + (size_t)i * RUN_BURST;
 	}
 	*out = gpl;
 	return 0;
@@ -241,20 +257,23 @@ static int make_room(vfgx_gpu_pipeline *gpl)
 }
 
 /* One rx burst of queue e into the item being filled; 0 packets, n, or
- * -errno. */
+ * -errno.  *full: the queue gave all it was asked (more may be waiting). */
 static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
-		   uint32_t e, uint32_t want, bool *all_done)
+		   uint32_t e, uint32_t want, bool *all_done, bool *full)
 {
 	struct rx_entry *rx = &gpl->rx[e];
 	struct seg *sg;
 	int n, ret;
 
+	if (want > rx->port->burst)
+		want = rx->port->burst;
 	n = vfgx_port_rx_burst(rx->port, rx->q, h->pkts + h->n, (uint16_t)want);
 	if (n < 0) {
 		vfgx_set_error(gpl->ctx, n, "%s: rx queue %u failed: %s",
 			       vfgx_port_name(rx->port), rx->q, vfgx_strerror(n));
 		return n;
 	}
+	*full = (uint32_t)n == want;
 	if (n == 0) {
 		if (!vfgx_port_rx_done(rx->port, rx->q))
 			*all_done = false;
@@ -278,11 +297,13 @@ static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 }
 
 /* Fill one item from the queues (each queue in turn, a fair share per
- * round, more rounds while any queue has more and the item has room) and
- * hand it to the GPU; then release what the GPU finished. */
+ * round; more rounds only while some queue gave a full burst, so a lightly
+ * loaded port's packets go out at once) and hand it to the GPU with no
+ * copy; then release what the GPU finished. */
 static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 {
 	uint32_t cap = gpl->opts.burst, share, slot;
+	uint64_t t0 = vfgx_now_ns(), t1, t2, ts = UINT64_MAX;
 	struct held *h;
 	int64_t item, done;
 	bool more = true;
@@ -290,6 +311,8 @@ static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 
 	if ((ret = make_room(gpl)))
 		return ret;
+	t1 = vfgx_now_ns();
+	gpl->fd.room_ns += t1 - t0;
 	slot = (uint32_t)(vfgx_gpu_proc_next(gpl->gp) % gpl->nb_slots);
 	h = &gpl->held[slot];
 	h->n = h->nsegs = 0;
@@ -299,28 +322,41 @@ static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 		for (uint32_t i = 0; i < gpl->nb_rx && h->n < cap && h->nsegs < RUN_SEGS; i++) {
 			uint32_t e = (gpl->rx_first + i) % gpl->nb_rx;
 			uint32_t want = cap - h->n < share ? cap - h->n : share;
-			int n = rx_into(gpl, h, slot, e, want, all_done);
+			bool full = false;
+			int n = rx_into(gpl, h, slot, e, want, all_done, &full);
 
 			if (n < 0) {
 				release_held(h);
 				return n;
 			}
-			more |= n > 0;
+			more |= full;
 		}
 	}
 	gpl->rx_first = (gpl->rx_first + 1) % gpl->nb_rx;
+	t2 = vfgx_now_ns();
+	gpl->fd.rx_ns += t2 - t1;
 	if (!h->n)
 		return 0;
 	*any = true;
-	item = vfgx_gpu_proc_submit(gpl->gp, h->pkts, h->n);
+	for (uint16_t i = 0; i < h->nsegs; i++) {
+		uint64_t t = h->pkts[h->segs[i].at].ts_ns;
+
+		if (t && t < ts)
+			ts = t;
+	}
+	item = vfgx_gpu_proc_submit_records(gpl->gp, h->pkts_dev, h->n,
+					    ts == UINT64_MAX ? 0 : ts);
 	if (item < 0) {
 		release_held(h);
 		return (int)item;
 	}
+	gpl->fd.items++;
+	gpl->fd.packets += h->n;
 	done = vfgx_gpu_proc_poll(gpl->gp);
 	if (done < 0)
 		return (int)done;
 	release_upto(gpl, (uint64_t)done);
+	gpl->fd.submit_ns += vfgx_now_ns() - t2;
 	return 0;
 }
 
@@ -427,10 +463,11 @@ void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl)
 	/* packets still held by unfinished items go back to their ports only
 	 * once the GPU is stopped */
 	vfgx_gpu_proc_destroy(gpl->gp);
-	if (gpl->held)
+	if (gpl->held && gpl->recs)
 		for (uint64_t i = 0; i < gpl->nb_slots; i++)
 			release_held(&gpl->held[i]);
 	vfgx_region_destroy(gpl->bounce);
+	vfgx_region_destroy(gpl->recs);
 	free(gpl->held);
 	free(gpl->rx);
 	pthread_mutex_destroy(&gpl->lock);
@@ -447,4 +484,9 @@ void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
 uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct)
 {
 	return vfgx_gpu_proc_lat_pct(gpl->gp, pct);
+}
+
+void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f)
+{
+	*f = gpl->fd;
 }
