@@ -219,7 +219,7 @@ struct handoff {
  * written before the GPU's read of it and replaced (made visible) within
  * two gaps, and the value travelled back within g1 - g0 (+ one timer tick):
  * observation - ready in [c - ready, c - ready + 2 gap + g1 - g0 + tick]. */
-static int handoff(vfgx_ctx *ctx, double tick, struct handoff *h)
+static int handoff(vfgx_ctx *ctx, double tick, uint32_t every_ns, struct handoff *h)
 {
 	struct vfgx_pipeline_config pc = {
 		.workers = 1, .nb_port_ranges = 1, .port_ranges = { { 5000, 5000 } },
@@ -239,7 +239,7 @@ static int handoff(vfgx_ctx *ctx, double tick, struct handoff *h)
 		struct vfgx_gpu_handoff s;
 		double load, gap;
 
-		if ((ret = vfgx_gpu_proc_handoff_probe(gp, &s)))
+		if ((ret = vfgx_gpu_proc_handoff_probe(gp, every_ns, &s)))
 			goto out;
 		if (i < 1000)
 			continue; /* warm-up */
@@ -271,7 +271,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 	static struct e2e full[NB_SIZES][2][NB_MODES][2], low[NB_SIZES][2][NB_MODES][2];
 	static struct tput kern[NB_SIZES];
 	struct e2e demo_gpu, demo_cpu;
-	struct handoff ho;
+	struct handoff ho, ho0;
 	const char *out = "bench/results";
 	double seconds = 0.5, pcie = 0, src_host, src_pinned, src_gpu, tick = 32, width;
 	long long off;
@@ -308,11 +308,15 @@ int vfgx_bench_e2e(int argc, char **argv)
 	src_gpu = source_rate(ctx, "gpu", seconds);
 	printf("replay source, one core, 64 B: host %.1f Mpps, pinned %.1f Mpps, gpu %.1f Mpps\n",
 	       src_host, src_pinned, src_gpu);
-	if (handoff(ctx, tick, &ho)) {
+	/* the CPU writing its clock as fast as it can, and every 200 ns (less
+	 * traffic on the line the GPU polls; the target's figure) */
+	if (handoff(ctx, tick, 0, &ho0) || handoff(ctx, tick, 200, &ho)) {
 		fprintf(stderr, "vfgx bench e2e: hand-off: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
-	printf("hand-off: median in [%.2f, %.2f] us, p99 of the bounds %.2f / %.2f us (longest CPU clock gap %.0f ns, longest load %.0f ns)\n",
+	printf("hand-off, clock written back to back: median in [%.2f, %.2f] us, p99 of the bounds %.2f / %.2f us (longest CPU clock gap %.0f ns, longest load %.0f ns)\n",
+	       ho0.lo50, ho0.hi50, ho0.lo99, ho0.hi99, ho0.gap_max, ho0.load_max);
+	printf("hand-off, clock written every 200 ns: median in [%.2f, %.2f] us, p99 of the bounds %.2f / %.2f us (longest CPU clock gap %.0f ns, longest load %.0f ns)\n",
 	       ho.lo50, ho.hi50, ho.lo99, ho.hi99, ho.gap_max, ho.load_max);
 	for (int s = 0; s < NB_SIZES; s++) {
 		if (bench_gpu_kernel_only(ctx, sizes[s], true, VFGX_GPU_PERSISTENT, seconds,
@@ -384,10 +388,14 @@ int vfgx_bench_e2e(int argc, char **argv)
 	fprintf(f, "\n## Hand-off (CPU stores READY -> GPU observes it), bounded per item\n\n");
 	fprintf(f, "%d empty items through the persistent kernel.  The CPU reads its clock, writes it into the item's status line, stores READY, then keeps writing its clock there (a full fence after each store) until DONE; the polling GPU thread reads status and clock in one 16-byte load between two %%globaltimer reads g0, g1.  For the load that returned READY with clock c: observation - READY in [c - ready, c - ready + 2 x gap + (g1 - g0) + tick], gap being the CPU's longest interval between two clock writes; no relation between the two clocks is assumed.  The median lies between the medians of the two bounds.\n\n",
 		ho.n);
-	fprintf(f, "| | lower bound | upper bound |\n|---|---|---|\n| median | %.2f us | %.2f us |\n| p99 | %.2f us | %.2f us |\n\n",
-		ho.lo50, ho.hi50, ho.lo99, ho.hi99);
-	fprintf(f, "Longest CPU clock gap %.0f ns; longest 16-byte load (g1 - g0 + tick) %.0f ns; %%globaltimer tick %.0f ns.\n\n",
-		ho.gap_max, ho.load_max, ho.tick);
+	fprintf(f, "Two runs: the CPU writing its clock back to back, and at most every 200 ns (less traffic on the line the GPU polls; the target takes this one, chosen before measuring).\n\n");
+	fprintf(f, "| CPU clock writes | median lower | median upper | p99 lower | p99 upper | longest gap | longest load (g1 - g0 + tick) |\n|---|---|---|---|---|---|---|\n");
+	fprintf(f, "| back to back | %.2f us | %.2f us | %.2f us | %.2f us | %.0f ns | %.0f ns |\n",
+		ho0.lo50, ho0.hi50, ho0.lo99, ho0.hi99, ho0.gap_max, ho0.load_max);
+	fprintf(f, "| every 200 ns | %.2f us | %.2f us | %.2f us | %.2f us | %.0f ns | %.0f ns |\n\n",
+		ho.lo50, ho.hi50, ho.lo99, ho.hi99, ho.gap_max, ho.load_max);
+	fprintf(f, "%%globaltimer tick %.0f ns.  The GPU keeps %d loads of the status line in flight, issued about 250 ns apart.\n\n",
+		ho.tick, 4);
 	fprintf(f, "## End to end\n\nFeeder: the runner thread's time per packet at full load, in rx (the replay port's rx_burst, building the item), submit (handing it over, reaping, releasing) and wait (for a free comm-list slot).\n\n| frame B | frames in | mode | verify | Mpps | Gbps | p50 us | p99 us | 10%% load Mpps | p50 us | p99 us | feeder rx / submit / wait ns | exact |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int s = 0; s < NB_SIZES; s++)
 		for (int p = 0; p < 2; p++)

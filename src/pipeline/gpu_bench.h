@@ -33,8 +33,10 @@ struct vfgx_gpu_handoff {
 
 /* Persistent mode: submit an empty item and, until the GPU marks it DONE,
  * keep writing vfgx_now_ns() into its status line (each store followed by
- * a full fence); then fill h.  -EINVAL in other modes. */
-int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, struct vfgx_gpu_handoff *h);
+ * a full fence; then, with every_ns, no store until every_ns passed); then
+ * fill h.  -EINVAL in other modes. */
+int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
+				struct vfgx_gpu_handoff *h);
 
 /* The runner's first received packet and the end of its feeder thread
  * (vfgx_now_ns()); its processor's latency percentile (as above). */

@@ -579,7 +579,8 @@ int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
 	return 0;
 }
 
-int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, struct vfgx_gpu_handoff *h)
+int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
+				struct vfgx_gpu_handoff *h)
 {
 	volatile uint64_t *clk;
 	uint64_t item, prev, gap = 0, t0;
@@ -614,6 +615,8 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, struct vfgx_gpu_handoff *h)
 			break;
 		if (t - t0 > (uint64_t)gp->o.timeout_ms * 1000000ull)
 			break; /* wait_nokick below reports the timeout */
+		while (every_ns && vfgx_now_ns() - t < every_ns)
+			;
 	}
 	if ((ret = wait_nokick(gp, item)))
 		return ret;

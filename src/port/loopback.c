@@ -14,10 +14,13 @@
  * (updated incrementally, RFC 1624) change from one lap to the next, and
  * the reorder stage, verification and expectations see an endless exact
  * stream.  Host and pinned frames get the new sequence from the CPU when
- * handed out again; GPU frames get it per eighth of the ring through one
- * strided copy (cudaMemcpy2DAsync) of those 18 bytes per frame, issued an
- * eighth ahead.  A frame is handed out again only after its release. */
+ * handed out again; GPU frames get it per eighth of the ring from a
+ * rewriting thread, through one strided copy (cudaMemcpy2DAsync) of those
+ * 18 bytes per frame, as soon as the eighth's frames of the lap before are
+ * released.  A frame is handed out again only after its release. */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,9 +40,17 @@
 #define RP_WIN 18       /* bytes from the UDP checksum to the sequence's end */
 #define RP_WSTRIDE 32   /* bytes per frame in the window shadow */
 
+/* One frame of a replay lap: buffer index, length, stream. */
+struct rp_frame {
+	uint32_t idx, len, flow;
+};
+
 /* Replay state of one queue. */
 struct lb_replay {
-	struct vfgx_pkt *tmpl; /* the lap's frames in order (ts_ns set on rx) */
+	struct vfgx_pkt *tmpl; /* the lap's frames in order (while building) */
+	struct rp_frame *fr;   /* the lap's frames in order, compact */
+	uint8_t *base;         /* frame i of the pool: base + i * cap */
+	uint16_t pflags;       /* VFGX_PKT_GPU for GPU frames */
 	void **bufs;           /* the pool buffers, address order, freed at close */
 	uint32_t nb;           /* frames per lap */
 	uint32_t nb_bufs;
@@ -50,13 +61,15 @@ struct lb_replay {
 	bool gpu;              /* frames in GPU memory */
 	struct vfgx_source_report lap; /* what one lap injects */
 	uint64_t lap_bytes;
-	/* GPU: window shadow (pinned), which lap each eighth holds */
+	/* GPU: window shadow (pinned); the lap each eighth of the ring holds
+	 * on the GPU, published by the rewriting thread */
 	uint8_t *shadow;
-	uint64_t seg_lap[RP_SEGS];
-	bool seg_pending[RP_SEGS];
+	uint64_t seg_ready[RP_SEGS];
+	int gpu_id, prep_err;
+	bool prep_stop, prep_started;
+	pthread_t prep;
 #if VFGX_HAVE_CUDA
 	cudaStream_t stream;
-	cudaEvent_t ev[RP_SEGS];
 #endif
 };
 
@@ -167,11 +180,12 @@ static void rp_free(struct vfgx_port *port, uint16_t q, struct lb_replay *rp)
 	if (!rp)
 		return;
 #if VFGX_HAVE_CUDA
+	if (rp->prep_started) {
+		__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
+		pthread_join(rp->prep, NULL);
+	}
 	if (rp->stream) {
 		cudaStreamSynchronize(rp->stream);
-		for (int i = 0; i < RP_SEGS; i++)
-			if (rp->ev[i])
-				cudaEventDestroy(rp->ev[i]);
 		cudaStreamDestroy(rp->stream);
 	}
 	if (rp->shadow)
@@ -181,6 +195,7 @@ static void rp_free(struct vfgx_port *port, uint16_t q, struct lb_replay *rp)
 		vfgx_pool_free_bulk(port->rx_pools[q], rp->bufs, rp->nb_bufs);
 	free(rp->bufs);
 	free(rp->tmpl);
+	free(rp->fr);
 	free(rp);
 }
 
@@ -594,6 +609,26 @@ static uint32_t rp_gen_lap(struct vfgx_port *port, struct lb_priv *lp,
 	}
 }
 
+#if VFGX_HAVE_CUDA
+static void *rp_prep_main(void *arg);
+#endif
+
+/* The lap as buffer index, length and stream per frame (12 bytes a frame
+ * read on rx instead of a 40-byte record). */
+static int rp_compact(struct lb_replay *rp)
+{
+	rp->fr = calloc(rp->nb, sizeof(*rp->fr));
+	if (!rp->fr)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rp->nb; i++)
+		rp->fr[i] = (struct rp_frame){
+			(uint32_t)(((uint8_t *)rp->tmpl[i].data - rp->base) / rp->cap),
+			rp->tmpl[i].len, rp->tmpl[i].flow };
+	free(rp->tmpl);
+	rp->tmpl = NULL;
+	return 0;
+}
+
 static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 {
 	struct lb_queue *lq = &lp->q[q];
@@ -604,6 +639,7 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 	uint32_t per = lq->nb_flows * 256, used;
 	uint64_t period;
 	struct lb_replay *rp;
+	int ret;
 	uint8_t *frames;
 
 	if (!lq->nb_flows)
@@ -658,11 +694,9 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 
 		rp->total = (c + period - 1) / period * used;
 	}
-	if (!rp->gpu) {
-		for (uint32_t i = 0; i < used; i++)
-			rp->tmpl[i].ts_ns = 0;
-		return 0;
-	}
+	rp->base = rp->bufs[0];
+	if (!rp->gpu)
+		return rp_compact(rp);
 #if VFGX_HAVE_CUDA
 	{
 		/* on the GPU, frame k of the ring is the k-th handed out, so an
@@ -686,8 +720,6 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 					  cudaHostAllocPortable);
 		if (e == cudaSuccess)
 			e = cudaStreamCreateWithFlags(&rp->stream, cudaStreamNonBlocking);
-		for (int i = 0; e == cudaSuccess && i < RP_SEGS; i++)
-			e = cudaEventCreateWithFlags(&rp->ev[i], cudaEventDisableTiming);
 		for (uint32_t i = 0; e == cudaSuccess && i < used; i++)
 			memcpy(rp->shadow + (size_t)i * RP_WSTRIDE,
 			       ordered + (size_t)i * cap + rp->win_off, RP_WIN);
@@ -696,6 +728,15 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 		if (e != cudaSuccess)
 			return vfgx_set_error(port->ctx, -EIO, "%s: replay: queue %u: CUDA: %s",
 					      port->name, q, cudaGetErrorString(e));
+		rp->pflags = VFGX_PKT_GPU;
+		rp->gpu_id = ri->gpu_id;
+		if ((ret = rp_compact(rp)))
+			return ret;
+		ret = pthread_create(&rp->prep, NULL, rp_prep_main, rp);
+		if (ret)
+			return vfgx_set_error(port->ctx, -ret, "%s: replay: cannot start the GPU rewriting thread",
+					      port->name);
+		rp->prep_started = true;
 		return 0;
 	}
 #else
@@ -712,43 +753,49 @@ static void rp_seg(const struct lb_replay *rp, uint32_t s, uint32_t *a, uint32_t
 	*b = (uint32_t)((uint64_t)rp->nb * (s + 1) / RP_SEGS);
 }
 
-/* GPU frames: bring eighth s to lap `lap` (its frames of the lap before
- * released): advance the shadow windows and copy them, 18 bytes a frame,
- * into the frames; wait for the copy when sync.  0, or 1 when frames are
- * still held, -errno on a CUDA error. */
-static int rp_seg_prepare(struct vfgx_port *port, struct lb_replay *rp,
-			  uint32_t s, uint64_t lap, bool sync)
-{
-	uint32_t a, b;
-
-	rp_seg(rp, s, &a, &b);
-	if (rp->released < (lap - 1) * rp->nb + b)
-		return 1;
 #if VFGX_HAVE_CUDA
-	cudaError_t e;
+/* GPU frames: the rewriting thread.  In hand-out order, eighth s of the
+ * ring for lap L: once every frame of it from lap L - 1 is released,
+ * advance its shadow windows, copy them (18 bytes a frame, one strided
+ * copy) into the frames, wait for the copy, then publish seg_ready[s] = L;
+ * rx hands out an eighth only when it holds the lap due. */
+static void *rp_prep_main(void *arg)
+{
+	struct lb_replay *rp = arg;
+	uint64_t lap = 1;
+	uint32_t s = 0, idle = 0;
+	cudaError_t e = cudaSetDevice(rp->gpu_id);
 
-	for (uint32_t i = a; i < b; i++)
-		rp_advance(rp->shadow + (size_t)i * RP_WSTRIDE,
-			   rp->period * (lap - rp->seg_lap[s]));
-	e = cudaMemcpy2DAsync(rp->tmpl[a].data + rp->win_off, rp->cap,
-			      rp->shadow + (size_t)a * RP_WSTRIDE, RP_WSTRIDE, RP_WIN, b - a,
-			      cudaMemcpyHostToDevice, rp->stream);
-	if (e == cudaSuccess)
-		e = cudaEventRecord(rp->ev[s], rp->stream);
-	if (e == cudaSuccess && sync)
-		e = cudaEventSynchronize(rp->ev[s]);
+	while (e == cudaSuccess && !__atomic_load_n(&rp->prep_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t a, b;
+
+		rp_seg(rp, s, &a, &b);
+		if (__atomic_load_n(&rp->released, __ATOMIC_ACQUIRE) < (lap - 1) * rp->nb + b) {
+			if (++idle > 1000) {
+				sched_yield();
+				idle = 0;
+			}
+			continue;
+		}
+		for (uint32_t i = a; i < b; i++)
+			rp_advance(rp->shadow + (size_t)i * RP_WSTRIDE, rp->period);
+		e = cudaMemcpy2DAsync(rp->base + (size_t)a * rp->cap + rp->win_off, rp->cap,
+				      rp->shadow + (size_t)a * RP_WSTRIDE, RP_WSTRIDE, RP_WIN,
+				      b - a, cudaMemcpyHostToDevice, rp->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(rp->stream);
+		if (e == cudaSuccess)
+			__atomic_store_n(&rp->seg_ready[s], lap, __ATOMIC_RELEASE);
+		if (++s == RP_SEGS) {
+			s = 0;
+			lap++;
+		}
+	}
 	if (e != cudaSuccess)
-		return vfgx_set_error(port->ctx, -EIO, "%s: replay: rewriting GPU frames: %s",
-				      port->name, cudaGetErrorString(e));
-	rp->seg_lap[s] = lap;
-	rp->seg_pending[s] = !sync;
-	return 0;
-#else
-	(void)port;
-	(void)sync;
-	return -ENOTSUP;
-#endif
+		__atomic_store_n(&rp->prep_err, (int)e, __ATOMIC_RELEASE);
+	return NULL;
 }
+#endif
 
 static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		       struct lb_queue *lq, struct vfgx_pkt *pkts, uint16_t max)
@@ -760,8 +807,10 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 	if (rp->total && rp->total - h < n)
 		n = (uint32_t)(rp->total - h);
 	/* a frame goes out again only once released */
-	if (rp->released + rp->nb - h < n)
-		n = (uint32_t)(rp->released + rp->nb - h);
+	uint64_t rel = __atomic_load_n(&rp->released, __ATOMIC_RELAXED);
+
+	if (rel + rp->nb - h < n)
+		n = (uint32_t)(rel + rp->nb - h);
 	if (lp->rate_pps > 0) {
 		double due = (double)(vfgx_now_ns() - lq->start_ns) * 1e-9 * lp->rate_pps;
 		double room = due - (double)lq->emitted;
@@ -773,45 +822,35 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		n = rp->nb - j; /* stop at the lap's end */
 	if (rp->gpu && n) {
 		uint32_t s = (uint32_t)((uint64_t)j * RP_SEGS / rp->nb), a, b;
-		int ret = 0;
+		int err = __atomic_load_n(&rp->prep_err, __ATOMIC_ACQUIRE);
 
+		if (err)
+			return vfgx_set_error(port->ctx, -EIO, "%s: replay: rewriting GPU frames failed (CUDA error %d)",
+					      port->name, err);
 		/* j may sit on an eighth's last frames when nb % 8 != 0 */
 		while (rp_seg(rp, s, &a, &b), j >= b)
 			s++;
-		if (lap && rp->seg_lap[s] != lap) {
-			ret = rp_seg_prepare(port, rp, s, lap, true);
-		} else if (rp->seg_pending[s]) {
-#if VFGX_HAVE_CUDA
-			if (cudaEventSynchronize(rp->ev[s]) != cudaSuccess)
-				ret = vfgx_set_error(port->ctx, -EIO, "%s: replay: rewriting GPU frames failed",
-						     port->name);
-#endif
-			rp->seg_pending[s] = false;
-		}
-		if (ret)
-			return ret < 0 ? ret : 0;
+		if (__atomic_load_n(&rp->seg_ready[s], __ATOMIC_ACQUIRE) != lap)
+			return 0; /* its frames are being rewritten for this lap */
 		if (b - j < n)
 			n = b - j;
-		/* the next eighth, for its next lap, while this one is read */
-		{
-			uint32_t s2 = (s + 1) % RP_SEGS;
-			uint64_t lap2 = lap + (s2 == 0);
-
-			if (rp->seg_lap[s2] < lap2 && !rp->seg_pending[s2] &&
-			    (ret = rp_seg_prepare(port, rp, s2, lap2, false)) < 0)
-				return ret;
-		}
 	}
 	ts = vfgx_now_ns();
-	memcpy(pkts, rp->tmpl + j, sizeof(*pkts) * n);
 	for (uint32_t i = 0; i < n; i++) {
-		pkts[i].ts_ns = ts;
-		bytes += pkts[i].len;
+		const struct rp_frame *f = &rp->fr[j + i];
+		struct vfgx_pkt *p = &pkts[i];
+
+		p->data = rp->base + (size_t)f->idx * rp->cap;
+		p->len = f->len;
+		p->flow = f->flow;
+		p->ts_ns = ts;
+		p->handle = p->data;
+		p->queue = (uint16_t)(lq - lp->q);
+		p->flags = rp->pflags;
+		bytes += f->len;
 		if (lap && !rp->gpu)
-			rp_advance(pkts[i].data + rp->win_off, rp->period);
+			rp_advance(p->data + rp->win_off, rp->period);
 	}
-	for (uint32_t i = 0; i < n; i++)
-		pkts[i].queue = (uint16_t)(lq - lp->q);
 	rp->handed += n;
 	lq->emitted += n;
 	lq->st.rx_packets += n;
@@ -832,8 +871,8 @@ static void lb_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 {
 	struct lb_priv *lp = port->priv;
 
-	if (lp->q[q].rp)
-		lp->q[q].rp->released += n; /* in the order handed out */
+	if (lp->q[q].rp) /* in the order handed out */
+		__atomic_fetch_add(&lp->q[q].rp->released, n, __ATOMIC_RELEASE);
 	else
 		vfgx_port_release_to_pool(port, q, pkts, n);
 }
