@@ -22,6 +22,8 @@
 #define RUN_BURST 1024   /* packets per item at most */
 #define RUN_SEGS 64      /* rx bursts per item at most */
 #define BOUNCE_SLOT 2048 /* bytes per packet in the bounce area */
+/* Items in flight under which a partly filled item goes out at once. */
+#define RUN_LOW_INFLIGHT 4
 
 struct rx_entry {
 	vfgx_port *port;
@@ -297,9 +299,9 @@ static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 }
 
 /* Fill one item from the queues (each queue in turn, a fair share per
- * round; more rounds only while some queue gave a full burst, so a lightly
- * loaded port's packets go out at once) and hand it to the GPU with no
- * copy; then release what the GPU finished. */
+ * round; more rounds while some queue gave a full burst, or while the GPU
+ * is busy) and hand it to the GPU with no copy; then release what the GPU
+ * finished. */
 static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 {
 	uint32_t cap = gpl->opts.burst, share, slot;
@@ -330,6 +332,24 @@ static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 				return n;
 			}
 			more |= full;
+		}
+		/* No queue backlogged: hand over what there is at once while
+		 * the GPU has little in flight (low latency at low load);
+		 * while it is busy, keep gathering until the item is full or
+		 * it catches up (fewer, larger items: the GPU's cost is per
+		 * item, and many small items would queue up behind it). */
+		if (!more && h->n && h->n < cap && h->nsegs < RUN_SEGS &&
+		    gpl->opts.mode != VFGX_GPU_GRAPH && /* a graph batch waits for items */
+		    vfgx_gpu_proc_next(gpl->gp) - gpl->released >= RUN_LOW_INFLIGHT) {
+			int64_t fin = vfgx_gpu_proc_poll(gpl->gp);
+
+			if (fin < 0) {
+				release_held(h);
+				return (int)fin;
+			}
+			release_upto(gpl, (uint64_t)fin);
+			more = vfgx_gpu_proc_next(gpl->gp) - gpl->released >= RUN_LOW_INFLIGHT &&
+			       !atomic_load_explicit(&gpl->stop, memory_order_relaxed);
 		}
 	}
 	gpl->rx_first = (gpl->rx_first + 1) % gpl->nb_rx;
