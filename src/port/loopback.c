@@ -13,11 +13,11 @@
  * (vfgx_pattern_byte), so only the 8-byte sequence and the UDP checksum
  * (updated incrementally, RFC 1624) change from one lap to the next, and
  * the reorder stage, verification and expectations see an endless exact
- * stream.  Host and pinned frames get the new sequence from the CPU when
- * handed out again; GPU frames get it per eighth of the ring from a
- * rewriting thread, through one strided copy (cudaMemcpy2DAsync) of those
- * 18 bytes per frame, as soon as the eighth's frames of the lap before are
- * released.  A frame is handed out again only after its release. */
+ * stream.  A thread of the port rewrites them, an eighth of the lap at a
+ * time, as soon as that eighth's frames of the lap before are released:
+ * host and pinned frames in place, GPU frames through one strided copy
+ * (cudaMemcpy2DAsync) of those 18 bytes per frame; rx hands out only
+ * frames already rewritten, and only after their release. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -97,6 +97,7 @@ struct lb_queue {
 	struct vfgx_queue_stats st;
 	struct vfgx_source_report rep;
 	struct lb_replay *rp;  /* replay mode */
+	bool rx_started;       /* replay: the rate limit counts from the first rx */
 };
 
 struct lb_priv {
@@ -179,11 +180,11 @@ static void rp_free(struct vfgx_port *port, uint16_t q, struct lb_replay *rp)
 {
 	if (!rp)
 		return;
-#if VFGX_HAVE_CUDA
 	if (rp->prep_started) {
 		__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
 		pthread_join(rp->prep, NULL);
 	}
+#if VFGX_HAVE_CUDA
 	if (rp->stream) {
 		cudaStreamSynchronize(rp->stream);
 		cudaStreamDestroy(rp->stream);
@@ -609,9 +610,7 @@ static uint32_t rp_gen_lap(struct vfgx_port *port, struct lb_priv *lp,
 	}
 }
 
-#if VFGX_HAVE_CUDA
-static void *rp_prep_main(void *arg);
-#endif
+static int rp_start(struct vfgx_port *port, struct lb_replay *rp);
 
 /* The lap as buffer index, length and stream per frame (12 bytes a frame
  * read on rx instead of a 40-byte record). */
@@ -696,7 +695,7 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 	}
 	rp->base = rp->bufs[0];
 	if (!rp->gpu)
-		return rp_compact(rp);
+		return (ret = rp_compact(rp)) ? ret : rp_start(port, rp);
 #if VFGX_HAVE_CUDA
 	{
 		/* on the GPU, frame k of the ring is the k-th handed out, so an
@@ -730,14 +729,7 @@ static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 					      port->name, q, cudaGetErrorString(e));
 		rp->pflags = VFGX_PKT_GPU;
 		rp->gpu_id = ri->gpu_id;
-		if ((ret = rp_compact(rp)))
-			return ret;
-		ret = pthread_create(&rp->prep, NULL, rp_prep_main, rp);
-		if (ret)
-			return vfgx_set_error(port->ctx, -ret, "%s: replay: cannot start the GPU rewriting thread",
-					      port->name);
-		rp->prep_started = true;
-		return 0;
+		return (ret = rp_compact(rp)) ? ret : rp_start(port, rp);
 	}
 #else
 	free(frames);
@@ -753,20 +745,25 @@ static void rp_seg(const struct lb_replay *rp, uint32_t s, uint32_t *a, uint32_t
 	*b = (uint32_t)((uint64_t)rp->nb * (s + 1) / RP_SEGS);
 }
 
-#if VFGX_HAVE_CUDA
-/* GPU frames: the rewriting thread.  In hand-out order, eighth s of the
- * ring for lap L: once every frame of it from lap L - 1 is released,
- * advance its shadow windows, copy them (18 bytes a frame, one strided
- * copy) into the frames, wait for the copy, then publish seg_ready[s] = L;
- * rx hands out an eighth only when it holds the lap due. */
+/* The rewriting thread.  In hand-out order, eighth s of the lap for lap
+ * L: once every frame of it from lap L - 1 is released, advance each
+ * frame's sequence by P (host and pinned frames in place; GPU frames in
+ * the shadow windows, then one strided copy of 18 bytes a frame into GPU
+ * memory, waited for), then publish seg_ready[s] = L; rx hands out an
+ * eighth only when it holds the lap due, so the feeding thread writes no
+ * frame. */
 static void *rp_prep_main(void *arg)
 {
 	struct lb_replay *rp = arg;
 	uint64_t lap = 1;
 	uint32_t s = 0, idle = 0;
-	cudaError_t e = cudaSetDevice(rp->gpu_id);
+	int err = 0;
 
-	while (e == cudaSuccess && !__atomic_load_n(&rp->prep_stop, __ATOMIC_ACQUIRE)) {
+#if VFGX_HAVE_CUDA
+	if (rp->gpu && cudaSetDevice(rp->gpu_id) != cudaSuccess)
+		err = EIO;
+#endif
+	while (!err && !__atomic_load_n(&rp->prep_stop, __ATOMIC_ACQUIRE)) {
 		uint32_t a, b;
 
 		rp_seg(rp, s, &a, &b);
@@ -777,25 +774,48 @@ static void *rp_prep_main(void *arg)
 			}
 			continue;
 		}
-		for (uint32_t i = a; i < b; i++)
-			rp_advance(rp->shadow + (size_t)i * RP_WSTRIDE, rp->period);
-		e = cudaMemcpy2DAsync(rp->base + (size_t)a * rp->cap + rp->win_off, rp->cap,
-				      rp->shadow + (size_t)a * RP_WSTRIDE, RP_WSTRIDE, RP_WIN,
-				      b - a, cudaMemcpyHostToDevice, rp->stream);
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(rp->stream);
-		if (e == cudaSuccess)
+		if (!rp->gpu) {
+			for (uint32_t i = a; i < b; i++)
+				rp_advance(rp->base + (size_t)rp->fr[i].idx * rp->cap + rp->win_off,
+					   rp->period);
+		} else {
+#if VFGX_HAVE_CUDA
+			cudaError_t e;
+
+			for (uint32_t i = a; i < b; i++)
+				rp_advance(rp->shadow + (size_t)i * RP_WSTRIDE, rp->period);
+			e = cudaMemcpy2DAsync(rp->base + (size_t)a * rp->cap + rp->win_off, rp->cap,
+					      rp->shadow + (size_t)a * RP_WSTRIDE, RP_WSTRIDE,
+					      RP_WIN, b - a, cudaMemcpyHostToDevice, rp->stream);
+			if (e == cudaSuccess)
+				e = cudaStreamSynchronize(rp->stream);
+			if (e != cudaSuccess)
+				err = (int)e;
+#endif
+		}
+		if (!err)
 			__atomic_store_n(&rp->seg_ready[s], lap, __ATOMIC_RELEASE);
 		if (++s == RP_SEGS) {
 			s = 0;
 			lap++;
 		}
 	}
-	if (e != cudaSuccess)
-		__atomic_store_n(&rp->prep_err, (int)e, __ATOMIC_RELEASE);
+	if (err)
+		__atomic_store_n(&rp->prep_err, err, __ATOMIC_RELEASE);
 	return NULL;
 }
-#endif
+
+/* Start the rewriting thread (rp_prep_main). */
+static int rp_start(struct vfgx_port *port, struct lb_replay *rp)
+{
+	int ret = pthread_create(&rp->prep, NULL, rp_prep_main, rp);
+
+	if (ret)
+		return vfgx_set_error(port->ctx, -ret, "%s: replay: cannot start the frame rewriting thread",
+				      port->name);
+	rp->prep_started = true;
+	return 0;
+}
 
 static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		       struct lb_queue *lq, struct vfgx_pkt *pkts, uint16_t max)
@@ -803,6 +823,12 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 	struct lb_replay *rp = lq->rp;
 	uint64_t h = rp->handed, lap = h / rp->nb, ts, bytes = 0;
 	uint32_t j = (uint32_t)(h % rp->nb), n = max;
+
+	if (!lq->rx_started) {
+		/* building the lap took time no packet was due in */
+		lq->start_ns = vfgx_now_ns();
+		lq->rx_started = true;
+	}
 
 	if (rp->total && rp->total - h < n)
 		n = (uint32_t)(rp->total - h);
@@ -820,12 +846,12 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 	}
 	if (rp->nb - j < n)
 		n = rp->nb - j; /* stop at the lap's end */
-	if (rp->gpu && n) {
+	if (n) {
 		uint32_t s = (uint32_t)((uint64_t)j * RP_SEGS / rp->nb), a, b;
 		int err = __atomic_load_n(&rp->prep_err, __ATOMIC_ACQUIRE);
 
 		if (err)
-			return vfgx_set_error(port->ctx, -EIO, "%s: replay: rewriting GPU frames failed (CUDA error %d)",
+			return vfgx_set_error(port->ctx, -EIO, "%s: replay: rewriting frames failed (CUDA error %d)",
 					      port->name, err);
 		/* j may sit on an eighth's last frames when nb % 8 != 0 */
 		while (rp_seg(rp, s, &a, &b), j >= b)
@@ -848,8 +874,6 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		p->queue = (uint16_t)(lq - lp->q);
 		p->flags = rp->pflags;
 		bytes += f->len;
-		if (lap && !rp->gpu)
-			rp_advance(p->data + rp->win_off, rp->period);
 	}
 	rp->handed += n;
 	lq->emitted += n;
