@@ -139,6 +139,13 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 			goto fail;
 		gpl->bounce_mem = vfgx_region_info(gpl->bounce)->addr;
 	}
+	/* the records too (compute-sanitizer flags reads of host memory
+	 * registered after the kernel's launch) */
+	ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
+				 (size_t)gpl->nb_slots * RUN_BURST * sizeof(struct vfgx_pkt),
+				 (int)gpl->opts.gpu_id, false, &gpl->recs);
+	if (ret)
+		goto fail;
 	ret = vfgx_gpu_proc_create(ctx, conf, &gpl->opts, &gpl->gp);
 	if (ret)
 		goto fail;
@@ -147,11 +154,6 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
-				 (size_t)gpl->nb_slots * RUN_BURST * sizeof(struct vfgx_pkt),
-				 (int)gpl->opts.gpu_id, false, &gpl->recs);
-	if (ret)
-		goto fail;
 	for (uint32_t i = 0; i < gpl->nb_slots; i++) {
 		const struct vfgx_region_info *ri = vfgx_region_info(gpl->recs);
 
