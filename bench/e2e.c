@@ -17,12 +17,12 @@
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
+#include "gpu_kernel.h"
 #include "results.h"
 #include "vfgx_build.h"
 
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
-#include "gpu_kernel.h"
 #include "pipeline/gpu_bench.h"
 
 #define NB_SIZES 4
@@ -450,7 +450,6 @@ int vfgx_bench_e2e(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "vfgx bench e2e: this build has no CUDA (install the CUDA toolkit so meson finds nvcc, and rebuild)\n");
-	return 77;
+	return bench_gpu_no_cuda("e2e");
 }
 #endif

@@ -17,9 +17,10 @@
 #include "results.h"
 #include "vfgx_build.h"
 
+#include "gpu_kernel.h"
+
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
-#include "gpu_kernel.h"
 
 #define NB_SIZES 4
 #define NB_MODES 3
@@ -518,7 +519,13 @@ int vfgx_bench_gpu(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "vfgx bench gpu: this build has no CUDA (install the CUDA toolkit so meson finds nvcc, and rebuild)\n");
-	return 77;
+	return bench_gpu_no_cuda("gpu");
 }
 #endif
+
+int bench_gpu_no_cuda(const char *name)
+{
+	fprintf(stderr, "vfgx bench %s: this build has no CUDA (install the CUDA toolkit so meson finds nvcc, and rebuild)\n",
+		name);
+	return 77;
+}

@@ -5,6 +5,7 @@
 #define VFGX_BENCH_GPU_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <vfgx/gpu.h>
@@ -22,5 +23,7 @@ int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
 			  enum vfgx_gpu_mode mode, double seconds, struct tput *res);
 /* The first line of /proc/driver/nvidia/version. */
 void bench_gpu_driver_version(char *buf, size_t len);
+/* `vfgx bench NAME` in a build without CUDA: says so, returns 77. */
+int bench_gpu_no_cuda(const char *name);
 
 #endif

@@ -361,16 +361,20 @@ int vfgx_gpu_proc_wait(vfgx_gpu_proc *gp, uint64_t item)
 static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32_t cmd,
 			    const void *pkts);
 
-/* Room for one more item (waits for the oldest). */
-static int room(vfgx_gpu_proc *gp)
+/* Room for one more item of n packets (waits for the oldest); its slot. */
+static int take_slot(vfgx_gpu_proc *gp, uint32_t n, uint32_t *slot)
 {
 	int ret;
 
 	if (gp->error)
 		return gp->error;
+	if (n > gp->o.burst)
+		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
+				      n, gp->o.burst);
 	while (gp->next - gp->done >= gp->nb_items)
 		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
 			return ret;
+	*slot = (uint32_t)(gp->next % gp->nb_items);
 	return 0;
 }
 
@@ -378,14 +382,10 @@ int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *p
 				     uint32_t n, uint64_t ts_min)
 {
 	uint32_t slot;
-	int ret;
+	int ret = take_slot(gp, n, &slot);
 
-	if (n > gp->o.burst)
-		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
-				      n, gp->o.burst);
-	if ((ret = room(gp)))
+	if (ret)
 		return ret;
-	slot = (uint32_t)(gp->next % gp->nb_items);
 	gp->ts_min[slot] = ts_min;
 	return publish_item(gp, slot, n, VFGX_COMM_CMD_BURST | VFGX_COMM_PKT_RECORDS, pkts_dev);
 }
@@ -396,16 +396,10 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 	uint32_t slot;
 	struct vfgx_comm_pkt *d;
 	uint64_t ts = UINT64_MAX;
-	int ret;
+	int ret = take_slot(gp, n, &slot);
 
-	if (gp->error)
-		return gp->error;
-	if (n > gp->o.burst)
-		return vfgx_set_error(gp->ctx, -EINVAL, "GPU: burst of %u packets, pipeline.gpu.burst is %u",
-				      n, gp->o.burst);
-	if ((ret = room(gp)))
+	if (ret)
 		return ret;
-	slot = (uint32_t)(gp->next % gp->nb_items);
 	d = vfgx_comm_pkts(gp->l, slot);
 	for (uint32_t i = 0; i < n; i++) {
 		if (pkts[i].queue >= gp->o.queues)
