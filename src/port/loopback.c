@@ -23,6 +23,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
@@ -768,12 +769,18 @@ static void *rp_prep_main(void *arg)
 
 		rp_seg(rp, s, &a, &b);
 		if (__atomic_load_n(&rp->released, __ATOMIC_ACQUIRE) < (lap - 1) * rp->nb + b) {
-			if (++idle > 1000) {
+			/* spin while frames come back; yield, and sleep once
+			 * nothing has come back for a long while (a stopped run) */
+			if (++idle % 1000 == 0)
 				sched_yield();
-				idle = 0;
+			if (idle > 1000000) {
+				struct timespec ts = { 0, 50000 };
+
+				nanosleep(&ts, NULL);
 			}
 			continue;
 		}
+		idle = 0;
 		if (!rp->gpu) {
 			for (uint32_t i = a; i < b; i++)
 				rp_advance(rp->base + (size_t)rp->fr[i].idx * rp->cap + rp->win_off,
