@@ -30,24 +30,25 @@ static inline uint64_t lane(uint64_t acc, uint64_t w)
 	return rotl(acc + w * K2, 31) * K1;
 }
 
-/* Four independent multiply-rotate lanes over 32-byte blocks, the tail
- * folded in by words, then a final avalanche; len and seq key it, so a
- * header from another lap or a torn header word does not match. */
+/* Eight independent multiply-rotate lanes over 64-byte blocks (enough
+ * in flight to hide the multiplies' latency), the tail folded in by words,
+ * then a final avalanche; len and seq key it, so a header from another
+ * lap or a torn header word does not match. */
 uint64_t vfgx_ring_check(uint32_t len, uint32_t seq, const void *payload)
 {
 	const uint8_t *p = payload;
 	uint64_t n = len == VFGX_RING_WRAP ? 0 : len;
 	uint64_t key = vfgx_ring_hdr_pack(len, seq);
-	uint64_t a0 = key + K1 + K2, a1 = key + K2, a2 = key, a3 = key - K1;
-	uint64_t h, i = 0;
+	uint64_t a[8], h, i = 0;
 
-	for (; i + 32 <= n; i += 32) {
-		a0 = lane(a0, ld64(p + i));
-		a1 = lane(a1, ld64(p + i + 8));
-		a2 = lane(a2, ld64(p + i + 16));
-		a3 = lane(a3, ld64(p + i + 24));
-	}
-	h = rotl(a0, 1) + rotl(a1, 7) + rotl(a2, 12) + rotl(a3, 18) + key * K3;
+	for (int j = 0; j < 8; j++)
+		a[j] = key + (uint64_t)(j + 1) * K1;
+	for (; i + 64 <= n; i += 64)
+		for (int j = 0; j < 8; j++)
+			a[j] = lane(a[j], ld64(p + i + 8 * j));
+	h = key * K3;
+	for (int j = 0; j < 8; j++)
+		h += rotl(a[j], 1 + 7 * j);
 	for (; i + 8 <= n; i += 8)
 		h = rotl(h ^ lane(0, ld64(p + i)), 27) * K1 + K3;
 	if (i < n) {

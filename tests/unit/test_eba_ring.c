@@ -510,8 +510,17 @@ static void test_threads_header_first(void **state)
 	run_xfer(20000, 64 << 10, 1 << 20, false, true, true);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* --cost: ns per record for the producer's (and the consumer's) check
- * value, next to a memcpy of the same payload for scale */
+ * value, next to a memcpy of the same payload for scale; the fastest of
+ * 7 rounds (this host is shared), each over 64 MiB */
 static int cost(void)
 {
 	static const uint32_t sizes[] = { 64, 4096, 65536, 1 << 20 };
@@ -522,33 +531,34 @@ static int cost(void)
 		return 1;
 	msg_fill(a, 1 << 20, 1);
 	memset(b, 0, 1 << 20);
-	printf("%10s %14s %10s %14s %10s\n", "bytes", "check_ns", "check_GB/s",
+	printf("%10s %12s %11s %12s %11s\n", "bytes", "check_ns", "check_GB/s",
 	       "memcpy_ns", "memcpy_GB/s");
 	for (int i = 0; i < 4; i++) {
 		uint32_t n = sizes[i];
-		uint64_t iters = (256ull << 20) / n, t0, t1, t2;
-		struct timespec ts;
+		uint64_t iters = (64ull << 20) / n, best_c = UINT64_MAX,
+			 best_m = UINT64_MAX, t0, t1, t2;
 
-		for (uint64_t k = 0; k < iters / 8; k++) /* warm */
-			sink += vfgx_ring_check(n, (uint32_t)k, a);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		for (uint64_t k = 0; k < iters; k++)
-			sink += vfgx_ring_check(n, (uint32_t)k, a);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t1 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		for (uint64_t k = 0; k < iters; k++) {
-			a[k % n] = (uint8_t)k;
-			memcpy(b, a, n);
-			sink += b[n - 1];
+		for (int r = 0; r < 7; r++) {
+			t0 = now_ns();
+			for (uint64_t k = 0; k < iters; k++)
+				sink += vfgx_ring_check(n, (uint32_t)k, a);
+			t1 = now_ns();
+			for (uint64_t k = 0; k < iters; k++) {
+				a[k % n] = (uint8_t)k;
+				memcpy(b, a, n);
+				sink += b[k % n];
+			}
+			t2 = now_ns();
+			if (t1 - t0 < best_c)
+				best_c = t1 - t0;
+			if (t2 - t1 < best_m)
+				best_m = t2 - t1;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t2 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		printf("%10u %14.1f %10.2f %14.1f %10.2f\n", n,
-		       (double)(t1 - t0) / (double)iters,
-		       (double)n * (double)iters / (double)(t1 - t0),
-		       (double)(t2 - t1) / (double)iters,
-		       (double)n * (double)iters / (double)(t2 - t1));
+		printf("%10u %12.1f %11.2f %12.1f %11.2f\n", n,
+		       (double)best_c / (double)iters,
+		       (double)n * (double)iters / (double)best_c,
+		       (double)best_m / (double)iters,
+		       (double)n * (double)iters / (double)best_m);
 	}
 	free(a);
 	free(b);
