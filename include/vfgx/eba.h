@@ -410,7 +410,8 @@ int vfgx_channel_fence(vfgx_channel *ch, int timeout_ms);
 /* Message ring producer on a channel whose remote descriptor is an RX
  * buffer holding a ring of ring_size data bytes at offset 0 and its head
  * word at the descriptor's state_off.  -EINVAL when the descriptor cannot
- * hold that ring. */
+ * hold that ring, or when the local MR is GPU memory (records carry a
+ * check value computed on the CPU). */
 int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size);
 /* Append one record; msg must lie in the local MR (sent without a copy)
  * and stay unchanged until the next fence.  Waits while the ring is full

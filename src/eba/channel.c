@@ -435,6 +435,10 @@ int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size)
 				      "channel ring: node %llu buffer %u must be an rx buffer with a state word and >= %llu bytes",
 				      (unsigned long long)ch->remote.node_id,
 				      ch->remote.buffer_id, (unsigned long long)ring_size);
+	/* each record's check value is computed over its payload on the CPU */
+	if (ch->local && !vfgx_rdma_mr_cpu_addr(ch->local))
+		return vfgx_set_error(ch->ctx, -EINVAL,
+				      "channel ring: the local MR is GPU memory, but ring records carry a check value computed on the CPU (send ring messages from host memory; vfgx_channel_write sends GPU memory)");
 	if (vfgx_ring_producer_init(&ch->ring, &tr, 0, ring_size, ch->remote.state_off))
 		return vfgx_set_error(ch->ctx, -EINVAL,
 				      "channel ring: size %llu must be a power of two >= 64 with the state word (offset %llu) outside it",
