@@ -327,6 +327,7 @@ struct vfgx_ring_consumer {
 	uint64_t not_yet;          /* polls that saw a header whose check
 				    * did not match (yet) */
 	uint64_t torn;             /* records given up as torn */
+	int err;                   /* sticky: -EBADMSG / -EPROTO, 0: none */
 };
 
 /* 0 or -EINVAL (size not a power of two >= 64, state word overlapping the

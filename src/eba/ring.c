@@ -236,6 +236,7 @@ int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,
 	c->seen_ns = 0;
 	c->not_yet = 0;
 	c->torn = 0;
+	c->err = 0;
 	return 0;
 }
 
@@ -254,12 +255,15 @@ static int not_yet(struct vfgx_ring_consumer *c, int err)
 		return 0;
 	if (err == -EBADMSG)
 		c->torn++;
+	c->err = err; /* the ring stops here: nothing after it is trusted */
 	return err;
 }
 
 int vfgx_ring_peek(struct vfgx_ring_consumer *c, const void **msg,
 		   uint32_t *len)
 {
+	if (c->err)
+		return c->err;
 	for (int lap = 0; lap < 2; lap++) {
 		uint64_t pos = c->head & (c->size - 1);
 		_Atomic uint64_t *hp = (_Atomic uint64_t *)(c->data + pos);

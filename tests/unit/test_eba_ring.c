@@ -400,6 +400,10 @@ static void test_header_before_payload(void **state)
 	assert_int_equal(vfgx_ring_peek(&c, &got, &len), 0);
 	assert_int_equal(vfgx_ring_peek(&c, &got, &len), -EBADMSG);
 	assert_int_equal(c.torn, 1);
+	/* the ring stops there, even once the payload lands late */
+	memcpy(m.base + m.pend_off, m.pend, m.pend_len);
+	assert_int_equal(vfgx_ring_peek(&c, &got, &len), -EBADMSG);
+	assert_int_equal(c.torn, 1);
 	assert_int_equal(m.fail, 0);
 	free(m.pend);
 	free(m.base);
