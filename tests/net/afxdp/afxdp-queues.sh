@@ -8,15 +8,10 @@ set -uo pipefail
 vfgx=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 name=xdq
-tmp=$(mktemp -d /tmp/afxdp-queues.XXXXXX)
 fails=0
 
-skip() { echo "SKIP: $*"; exit 77; }
-((EUID == 0)) || skip "afxdp queue test needs root (network namespaces, XDP)"
-command -v ip >/dev/null || skip "iproute2 (ip) not installed"
-command -v ethtool >/dev/null || skip "ethtool not installed"
-ip netns add "$name-probe" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del "$name-probe"
+"$root/scripts/netns-probe.sh" ethtool || exit $?
+tmp=$(mktemp -d /tmp/afxdp-queues.XXXXXX)
 cleanup() {
 	VETH_NET=71 "$root/scripts/netns-veth.sh" down $name
 	rm -rf "$tmp"
