@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_run.sh VFGX - `vfgx run` as a user sees it: the default config
 # passes, faults are accounted, bad configs give one file:line:col line and
-# exit 2, an unmet expectation exits 1, SIGINT stops cleanly with a report.
+# exit 2 (also those only a backend can judge), an unmet expectation exits
+# 1, a run that delivered nothing fails and says why unless the config
+# expects it, SIGINT stops cleanly with a report.
 set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
@@ -34,6 +36,11 @@ expect_rc "out of range value" 2 "^vfgx: $tmp/bad.yaml:2:12: pipeline.workers: 0
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"
+# a key the backend judges when the port opens: still one line, no info
+# line about the pipeline device before it
+printf 'interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:5000\n    socket: {role: sideways}\n' >"$tmp/role.yaml"
+expect_rc "backend config error" 2 "^vfgx: $tmp/role.yaml:4:20: interfaces\\[0\\].socket.role: 'sideways' is not allowed" "$vfgx" run "$tmp/role.yaml"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] && ok "backend config error is one line" || bad "backend config error printed $(wc -l <"$tmp/out") lines"
 expect_rc "bad option" 2 'usage: vfgx run' "$vfgx" run --frobnicate
 expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 
@@ -46,6 +53,16 @@ pipeline: {verify_payload: true}
 expect: {verified: true}
 Y
 expect_rc "unmet expectation exits 1" 1 'verified +FAILED +[1-9][0-9]* payload mismatches' "$vfgx" run "$tmp/unmet.yaml"
+
+# configs/socket-udp.yaml with no sender: nothing received, so it fails and
+# says why; with min_packets: 0 the same empty run passes.  In a private
+# network namespace where possible, so no other test's sender reaches it.
+isolated() { if unshare -n true 2>/dev/null; then unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"; else "$@"; fi; }
+expect_rc "no sender: zero delivered fails" 1 'min_packets +FAILED +0 delivered, at least 1 wanted: nothing received' \
+	isolated "$vfgx" run configs/socket-udp.yaml --duration 0.5 -q
+grep -q '^result: FAILED$' "$tmp/out" || bad "no sender: no 'result: FAILED'"
+sed 's/^  verified: true$/  verified: true\n  min_packets: 0/' configs/socket-udp.yaml >"$tmp/empty-ok.yaml"
+expect_rc "min_packets: 0 accepts an empty run" 0 '^result: PASSED$' isolated "$vfgx" run "$tmp/empty-ok.yaml" --duration 0.5 -q
 
 # an endless source stops on SIGINT with a report
 cat >"$tmp/endless.yaml" <<'Y'
