@@ -115,8 +115,9 @@ done
 mon_out=$("$vfgx" mon --device /nonexistent/gpurdma_mon --once 2>&1)
 load_cmd() { grep -oE '`[^`]*gpurdma_mon[^`]*`' | head -1; }
 doc_load=$(grep -A1 '^warn  gpurdma_mon' <<<"$out" | load_cmd)
-[ -n "$doc_load" ] && [ "$doc_load" = "$(load_cmd <<<"$mon_out")" ] ||
+if [ -z "$doc_load" ] || [ "$doc_load" != "$(load_cmd <<<"$mon_out")" ]; then
 	fail "doctor loads gpurdma_mon with '$doc_load', vfgx mon says: $mon_out"
+fi
 
 # every non-pass line carries a fix
 for t in peermem-missing cross-socket iommu-translated acs-redirect pcie-mrrs-128 no-gpu no-gpu-ready; do

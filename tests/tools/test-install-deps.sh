@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp" # _apt reads the repository
 fails=0
 ok() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; echo "$out" | sed 's/^/     /'; fails=$((fails + 1)); }
+fail() { echo "FAIL - $*"; printf '     %s\n' "${out//$'\n'/$'\n'     }"; fails=$((fails + 1)); }
 
 # apt_env NAME PACKAGES_TEXT: an apt configuration whose only source is a
 # flat repository holding PACKAGES_TEXT, with empty lists and cache
