@@ -27,7 +27,11 @@ if ((rc == 0)) && [ -z "$out" ]; then ok "namespaces usable here: silent, exit 0
 	echo "$out"; exit 77
 fi
 
-out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$probe" 2>&1); rc=$?
+# a copy nobody can reach: the checkout may sit in root's 0700 home
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp" && cp "$probe" "$tmp/" && chmod 755 "$tmp/netns-probe.sh"
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$tmp/netns-probe.sh" 2>&1); rc=$?
 check "not root" "$out" $rc "network namespaces need root"
 
 # a read-only /run in a private mount namespace: ip netns add cannot work
