@@ -13,6 +13,7 @@
 #include <vfgx/gpu.h>
 
 #include "gpu_iface.h"
+#include "gpu_runner.h"
 
 #define RUN_BURST 256    /* rx burst, and packets per item */
 #define BOUNCE_SLOT 2048 /* bytes per packet in the bounce area */

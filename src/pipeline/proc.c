@@ -310,6 +310,7 @@ void vfgx_stats_add(struct vfgx_pipeline_stats *d,
 	d->gaps += s->gaps;
 	d->verify_errors += s->verify_errors;
 	d->last_seen += s->last_seen;
+	d->order_errors += s->order_errors;
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
 		d->drops[i] += s->drops[i];
 	for (int i = 0; i < VFGX_LAT_BUCKETS; i++)

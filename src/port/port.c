@@ -239,6 +239,11 @@ uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port)
 	return port->nb_rx_queues;
 }
 
+vfgx_pool *vfgx_port_rx_pool(const vfgx_port *port, uint16_t q)
+{
+	return q < port->nb_rx_queues ? port->rx_pools[q] : NULL;
+}
+
 uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port)
 {
 	return port->nb_tx_queues;

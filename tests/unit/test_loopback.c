@@ -230,6 +230,7 @@ static void test_threaded_runner(void **state)
 	(void)state;
 	assert_int_equal(vfgx_config_load_default(ctx, &cfg), 0);
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	cfg->pipeline.device = VFGX_DEVICE_CPU; /* the worker threads */
 	assert_int_equal(vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl), 0);
 	assert_int_equal(vfgx_pipeline_start(pl), 0);
 	while (!vfgx_pipeline_done(pl))
