@@ -12,6 +12,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 struct vfgx_afxdp_info {
 	char ifname[32];
@@ -28,6 +29,7 @@ struct vfgx_afxdp_info {
  * -ENOTSUP when this build has no AF_XDP. */
 int vfgx_afxdp_info(vfgx_port *port, struct vfgx_afxdp_info *info);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

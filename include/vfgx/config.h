@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_NAME_MAX 64
 #define VFGX_ADDR_MAX 256
@@ -156,6 +157,7 @@ void vfgx_config_destroy(struct vfgx_config *cfg);
 const struct vfgx_region_config *
 vfgx_config_find_region(const struct vfgx_config *cfg, const char *name);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 enum vfgx_gpu_mode {
 	VFGX_GPU_PERSISTENT = 0, /* one long-running kernel polls the list */
@@ -125,6 +126,7 @@ static inline uint64_t vfgx_gpu_payload_hash(const uint8_t *p, uint32_t len)
 	return a ^ (b << 20) ^ ((uint64_t)len << 52);
 }
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

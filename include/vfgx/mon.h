@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_MON_DEFAULT_PATH "/dev/" GPURDMA_MON_DEVNAME
 
@@ -102,6 +103,7 @@ uint64_t vfgx_mon_publisher_count(const vfgx_mon_publisher *pub);
 int vfgx_mon_observe(vfgx_ctx *ctx, vfgx_pipeline *pl, const char *path,
 		     uint32_t period_ms);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_LAT_BUCKETS 40 /* log2 ns histogram: bucket b holds [2^b, 2^(b+1)) */
 
@@ -163,6 +164,7 @@ uint32_t vfgx_pkt_min_len(uint16_t vlan);
 uint32_t vfgx_pkt_build(uint8_t *buf, uint32_t cap,
 			const struct vfgx_pkt_spec *s);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

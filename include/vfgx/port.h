@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 typedef struct vfgx_port vfgx_port;
 
@@ -138,6 +139,7 @@ int vfgx_port_source_report(vfgx_port *port, uint16_t q,
 /* Names of the backends compiled into this build, NULL-terminated. */
 const char *const *vfgx_port_backends(void);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 /* rdma-core objects, for callers that want to use verbs directly; include
  * <infiniband/verbs.h> to dereference them. */
@@ -338,6 +339,7 @@ int vfgx_rdma_cas_sync(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 /* Signaled send-side operations posted and not yet completed. */
 uint32_t vfgx_rdma_qp_outstanding(const vfgx_rdma_qp *qp);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 /* TCP records on the wire: a 4-byte big-endian payload length, then the
  * payload.  The pipeline sees one payload-only packet per record. */
@@ -49,6 +50,7 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms);
  * This pushes it now and returns the bytes still waiting (0: all sent). */
 size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif
