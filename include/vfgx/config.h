@@ -110,7 +110,10 @@ struct vfgx_port_range {
 	uint16_t lo, hi;
 };
 
+/* The pipeline's options (YAML: pipeline:).  vfgx_pipeline_config_default
+ * (vfgx/pipeline.h) fills the documented defaults and argsz. */
 struct vfgx_pipeline_config {
+	uint32_t argsz;           /* sizeof(struct vfgx_pipeline_config) */
 	enum vfgx_device_choice device;
 	uint16_t workers;
 	/* filter: accepted UDP destination ports; none = accept all. */
@@ -122,7 +125,7 @@ struct vfgx_pipeline_config {
 	uint32_t max_streams;     /* per queue */
 	bool verify_payload;      /* check the loopback generator's pattern */
 	double duration_s;        /* 0 = until the sources end */
-	/* pipeline.gpu: read by the GPU runner. */
+	/* pipeline.gpu: read by the gpu engine; absent: its defaults. */
 	struct vfgx_cfg_node gpu_opts;
 };
 

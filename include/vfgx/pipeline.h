@@ -75,8 +75,10 @@ void vfgx_proc_stats(const vfgx_proc *p, struct vfgx_pipeline_stats *st);
  */
 typedef struct vfgx_pipeline vfgx_pipeline;
 
+/* The defaults of docs/config.md's pipeline: keys, and argsz. */
+void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf);
 /* -ENODEV when device is gpu and CUDA finds no GPU (detail says why);
- * -EINVAL for bad options. */
+ * -EINVAL for bad options or an argsz this library does not know. */
 int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 vfgx_port *const *ports, uint16_t nb_ports,
 			 vfgx_pipeline **out);

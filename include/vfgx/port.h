@@ -72,15 +72,21 @@ struct vfgx_queue_stats {
 };
 
 struct vfgx_port_conf {
+	uint32_t argsz;      /* sizeof(struct vfgx_port_conf) */
 	const char *name;
 	const char *backend; /* "loopback", "socket", "afxdp", "dpdk", "rdma" */
 	const char *address; /* backend-specific; may be NULL */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
 	uint16_t burst;      /* max packets per rx burst, 1..1024 */
-	/* Per rx queue pool, or NULL: the backend creates its own. */
-	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
-	/* interfaces[].<backend> section; NULL or absent: defaults. */
+	/* nb_rx_queues pools (a NULL entry: the backend creates its own for
+	 * that queue), or NULL for all. */
+	vfgx_pool *const *rx_pools;
+	/* The backend's typed options (loopback: struct vfgx_loopback_opts,
+	 * vfgx/loopback.h), or NULL; the other backends read opts only. */
+	const void *backend_opts;
+	/* interfaces[].<backend> YAML section, read when backend_opts is
+	 * NULL; NULL or absent: defaults. */
 	const struct vfgx_cfg_node *opts;
 };
 

@@ -14,6 +14,7 @@
 #include "socket.h"
 #include "afxdp.h"
 #include "rdma.h"
+#include "loopback.h"
 #include "eba.h"
 
 #endif

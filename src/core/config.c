@@ -228,6 +228,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = vfgx_cfg_double(&pl, "duration_s", 0, 0, 86400 * 365,
 				   &p->duration_s)))
 		return ret;
+	p->argsz = sizeof(*p);
 	p->device = (enum vfgx_device_choice)dev;
 	p->workers = (uint16_t)workers;
 	vfgx_cfg_child(&pl, "filter", &sub);

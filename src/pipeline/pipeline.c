@@ -63,14 +63,28 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 	return &vfgx_engine_gpu;
 }
 
-int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
+{
+	*conf = (struct vfgx_pipeline_config){
+		.argsz = sizeof(*conf), .device = VFGX_DEVICE_AUTO, .workers = 1,
+		.reorder = true, .reorder_window = 1024, .reorder_slot = 2048,
+		.max_streams = 64,
+	};
+}
+
+int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_conf,
 			 vfgx_port *const *ports, uint16_t nb_ports,
 			 vfgx_pipeline **out)
 {
+	struct vfgx_pipeline_config c, *conf = &c;
 	struct vfgx_pipeline *pl;
 	int ret = 0;
 
 	*out = NULL;
+	if (vfgx_argsz_copy(&c, sizeof(c), user_conf, sizeof(c)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
+				      user_conf->argsz, VFGX_VERSION_STRING);
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;

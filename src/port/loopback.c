@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/loopback.h>
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
 #include "backend.h"
+#include "core/argsz.h"
 
 #define LB_DEFAULT_BUF 2048
 #define LB_DEFAULT_NBUFS 4096
@@ -72,43 +74,117 @@ static bool chance(uint64_t *s, double p)
 	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0) < p;
 }
 
-static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
-		    const struct vfgx_cfg_node *o, uint64_t *seed)
+void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o)
+{
+	*o = (struct vfgx_loopback_opts){
+		.argsz = sizeof(*o), .packet_size = 512, .packets = 100000,
+		.flows = 4, .reorder_distance = 3, .seed = 1,
+		.src_port = 4000, .dst_port = 5000, .udp_csum = true,
+	};
+}
+
+int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
+				 struct vfgx_loopback_opts *lp)
 {
 	static const char *const keys[] = {
 		"packets", "packet_size", "flows", "rate_pps", "loss",
 		"reorder", "reorder_distance", "duplicate", "corrupt", "seed",
 		"src_port", "dst_port", "vlan", "udp_csum", NULL
 	};
+	struct vfgx_loopback_opts d;
 	uint32_t v16[3];
 	int ret;
 
-	(void)port;
+	vfgx_loopback_opts_default(&d);
+	*lp = d;
 	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_u64(o, "packets", 100000, 0, UINT64_MAX / 2,
+	    (ret = vfgx_cfg_u64(o, "packets", d.packets, 0, UINT64_MAX / 2,
 				&lp->packets)) ||
-	    (ret = vfgx_cfg_u32(o, "packet_size", 512, vfgx_pkt_min_len(0),
-				9216, &lp->frame_len)) ||
-	    (ret = vfgx_cfg_u32(o, "flows", 4, 1, 65536, &lp->flows)) ||
+	    (ret = vfgx_cfg_u32(o, "packet_size", d.packet_size, vfgx_pkt_min_len(0),
+				9216, &lp->packet_size)) ||
+	    (ret = vfgx_cfg_u32(o, "flows", d.flows, 1, 65536, &lp->flows)) ||
 	    (ret = vfgx_cfg_double(o, "rate_pps", 0, 0, 1e10, &lp->rate_pps)) ||
 	    (ret = vfgx_cfg_double(o, "loss", 0, 0, 1, &lp->loss)) ||
 	    (ret = vfgx_cfg_double(o, "reorder", 0, 0, 1, &lp->reorder)) ||
-	    (ret = vfgx_cfg_u32(o, "reorder_distance", 3, 1, 512,
+	    (ret = vfgx_cfg_u32(o, "reorder_distance", d.reorder_distance, 1, 512,
 				&lp->reorder_distance)) ||
 	    (ret = vfgx_cfg_double(o, "duplicate", 0, 0, 1, &lp->duplicate)) ||
 	    (ret = vfgx_cfg_double(o, "corrupt", 0, 0, 1, &lp->corrupt)) ||
-	    (ret = vfgx_cfg_u64(o, "seed", 1, 0, UINT64_MAX, seed)) ||
-	    (ret = vfgx_cfg_u32(o, "src_port", 4000, 1, 65535, &v16[0])) ||
-	    (ret = vfgx_cfg_u32(o, "dst_port", 5000, 1, 65535, &v16[1])) ||
+	    (ret = vfgx_cfg_u64(o, "seed", d.seed, 0, UINT64_MAX, &lp->seed)) ||
+	    (ret = vfgx_cfg_u32(o, "src_port", d.src_port, 1, 65535, &v16[0])) ||
+	    (ret = vfgx_cfg_u32(o, "dst_port", d.dst_port, 1, 65535, &v16[1])) ||
 	    (ret = vfgx_cfg_u32(o, "vlan", 0, 0, 4094, &v16[2])) ||
-	    (ret = vfgx_cfg_bool(o, "udp_csum", true, &lp->udp_csum)))
+	    (ret = vfgx_cfg_bool(o, "udp_csum", d.udp_csum, &lp->udp_csum)))
 		return ret;
 	lp->src_port = (uint16_t)v16[0];
 	lp->dst_port = (uint16_t)v16[1];
 	lp->vlan = (uint16_t)v16[2];
-	if (lp->frame_len < vfgx_pkt_min_len(lp->vlan))
+	if (lp->packet_size < vfgx_pkt_min_len(lp->vlan))
 		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
-				      lp->frame_len, vfgx_pkt_min_len(lp->vlan));
+				      lp->packet_size, vfgx_pkt_min_len(lp->vlan));
+	return 0;
+}
+
+/* Typed options from the caller: the same ranges as the YAML adapter. */
+static int lb_check(struct vfgx_port *port, const struct vfgx_loopback_opts *o)
+{
+	const char *bad = NULL;
+
+	if (o->packet_size < vfgx_pkt_min_len(o->vlan) || o->packet_size > 9216)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: packet_size %u must be %u..9216",
+				      port->name, o->packet_size, vfgx_pkt_min_len(o->vlan));
+	if (o->packets > UINT64_MAX / 2)
+		bad = "packets must be at most 2^63";
+	else if (o->flows < 1 || o->flows > 65536)
+		bad = "flows must be 1..65536";
+	else if (o->reorder_distance < 1 || o->reorder_distance > 512)
+		bad = "reorder_distance must be 1..512";
+	else if (!(o->rate_pps >= 0 && o->rate_pps <= 1e10))
+		bad = "rate_pps must be 0..1e10";
+	else if (!(o->loss >= 0 && o->loss <= 1) || !(o->reorder >= 0 && o->reorder <= 1) ||
+		 !(o->duplicate >= 0 && o->duplicate <= 1) ||
+		 !(o->corrupt >= 0 && o->corrupt <= 1))
+		bad = "loss, reorder, duplicate and corrupt are fractions 0..1";
+	else if (!o->src_port || !o->dst_port)
+		bad = "src_port and dst_port must be 1..65535";
+	else if (o->vlan > 4094)
+		bad = "vlan must be 0..4094";
+	return bad ? vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: %s",
+				    port->name, bad) : 0;
+}
+
+static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
+		    const struct vfgx_port_conf *conf, uint64_t *seed)
+{
+	struct vfgx_loopback_opts o;
+	int ret;
+
+	if (conf->backend_opts) {
+		if (vfgx_argsz_copy(&o, sizeof(o), conf->backend_opts, sizeof(o)))
+			return vfgx_set_error(port->ctx, -EINVAL,
+					      "%s: struct vfgx_loopback_opts argsz %u not understood by libvfgx %s",
+					      port->name, *(const uint32_t *)conf->backend_opts,
+					      VFGX_VERSION_STRING);
+		ret = lb_check(port, &o);
+	} else {
+		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
+	}
+	if (ret)
+		return ret;
+	lp->frame_len = o.packet_size;
+	lp->flows = o.flows;
+	lp->packets = o.packets;
+	lp->rate_pps = o.rate_pps;
+	lp->loss = o.loss;
+	lp->reorder = o.reorder;
+	lp->duplicate = o.duplicate;
+	lp->corrupt = o.corrupt;
+	lp->reorder_distance = o.reorder_distance;
+	lp->src_port = o.src_port;
+	lp->dst_port = o.dst_port;
+	lp->vlan = o.vlan;
+	lp->udp_csum = o.udp_csum;
+	*seed = o.seed;
 	return 0;
 }
 
@@ -137,10 +213,10 @@ static int lb_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 {
 	struct lb_priv *lp = port->priv;
 	uint16_t nq = port->nb_rx_queues;
-	uint64_t seed;
+	uint64_t seed = 1;
 	int ret;
 
-	ret = lb_parse(port, lp, conf->opts, &seed);
+	ret = lb_parse(port, lp, conf, &seed);
 	if (ret)
 		return ret;
 	if (nq == 0)
@@ -427,6 +503,7 @@ static int lb_source_report(struct vfgx_port *port, uint16_t q,
 const struct vfgx_port_ops vfgx_loopback_ops = {
 	.name = "loopback",
 	.priv_size = sizeof(struct lb_priv),
+	.opts_size = sizeof(struct vfgx_loopback_opts),
 	.open = lb_open,
 	.rx_burst = lb_rx_burst,
 	.release = vfgx_port_release_to_pool,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "core/argsz.h"
 #include "vfgx_build.h"
 
 /* One line per backend (optional ones under their VFGX_HAVE_* guard). */
@@ -46,14 +47,22 @@ const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
 	return (unsigned)r < VFGX_DROP_MAX ? drop_names[r] : "?";
 }
 
-int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
+int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 		   vfgx_port **out)
 {
 	const struct vfgx_port_ops *ops = NULL;
+	struct vfgx_port_conf c, *conf = &c;
 	struct vfgx_port *port;
 	int ret;
 
 	*out = NULL;
+	if (vfgx_argsz_copy(&c, sizeof(c), user_conf, sizeof(c)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "port: struct vfgx_port_conf argsz %u not understood by libvfgx %s (set argsz = sizeof(struct vfgx_port_conf))",
+				      user_conf->argsz, VFGX_VERSION_STRING);
+	if (!conf->backend)
+		return vfgx_set_error(ctx, -EINVAL, "%s: no backend named",
+				      conf->name ? conf->name : "port");
 	for (size_t i = 0; i < NB_BACKENDS; i++)
 		if (strcmp(backend_table[i]->name, conf->backend) == 0)
 			ops = backend_table[i];
@@ -94,8 +103,15 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 	port->nb_rx_queues = conf->nb_rx_queues;
 	port->nb_tx_queues = conf->nb_tx_queues;
 	port->burst = conf->burst;
-	memcpy(port->rx_pools, conf->rx_pools, sizeof(port->rx_pools));
-	ret = ops->open(port, conf);
+	for (uint16_t q = 0; conf->rx_pools && q < conf->nb_rx_queues; q++)
+		port->rx_pools[q] = conf->rx_pools[q];
+	if (conf->backend_opts && !ops->opts_size) {
+		ret = vfgx_set_error(ctx, -EINVAL,
+				     "%s: backend %s takes its options from YAML (vfgx_port_conf.opts), not backend_opts",
+				     port->name, ops->name);
+	} else {
+		ret = ops->open(port, conf);
+	}
 	if (ret) {
 		free(port->priv);
 		free(port);
@@ -118,7 +134,9 @@ static void free_owned_pools(struct vfgx_port *port)
 int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 			  const struct vfgx_iface_config *ifc, vfgx_port **out)
 {
+	struct vfgx_port tmp = { 0 };
 	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc),
 		.name = ifc->name,
 		.backend = ifc->backend,
 		.address = ifc->address[0] ? ifc->address : NULL,
@@ -126,8 +144,8 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		.nb_tx_queues = ifc->nb_tx_queues,
 		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
 		.opts = &ifc->opts,
+		.rx_pools = tmp.rx_pools,
 	};
-	struct vfgx_port tmp = { 0 };
 	int ret = 0;
 
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
@@ -154,7 +172,6 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 			free_owned_pools(&tmp);
 			return ret;
 		}
-		pc.rx_pools[q] = tmp.rx_pools[q];
 	}
 	ret = vfgx_port_open(ctx, &pc, out);
 	if (ret) {

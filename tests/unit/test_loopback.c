@@ -214,7 +214,8 @@ static void test_open_errors(void **state)
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds queue 0's buffer size"));
 	vfgx_config_destroy(cfg);
-	struct vfgx_port_conf pc = { .name = "p", .backend = "warp-drive", .burst = 32 };
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "p", .backend = "warp-drive",
+				     .burst = 32 };
 
 	assert_int_equal(vfgx_port_open(ctx, &pc, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "unknown backend"));

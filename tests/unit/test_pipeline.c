@@ -2,8 +2,8 @@
  * pipeline.device picks (and the refusal of gpu where CUDA finds none),
  * the user stage and order counting on the cpu engine, observers started
  * before and stopped after the engine with the final counters readable,
- * queue snapshots, and option structs with an argsz this library does not
- * know. */
+ * queue snapshots, typed options without YAML, and option structs with an
+ * argsz this library does not know. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include <vfgx/gpu.h>
 #include <vfgx/vfgx.h>
 
 static vfgx_ctx *ctx;
@@ -240,6 +239,60 @@ static void test_device_gpu_without_gpu(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* --- typed options, no YAML ------------------------------------------------ */
+static void test_typed_options(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_pipeline_config pc;
+	struct vfgx_port_conf conf = {
+		.argsz = sizeof(conf), .name = "gen", .backend = "loopback",
+		.nb_rx_queues = 2, .burst = 64, .backend_opts = &lo,
+	};
+	struct vfgx_pipeline_stats st;
+	vfgx_pipeline *pl;
+	vfgx_port *port;
+
+	(void)state;
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 3000;
+	lo.packet_size = 128;
+	lo.duplicate = 0.01;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), 0);
+	vfgx_pipeline_config_default(&pc);
+	pc.device = VFGX_DEVICE_CPU;
+	pc.workers = 2;
+	pc.verify_payload = true;
+	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), 0);
+	run_to_end(pl);
+	vfgx_pipeline_stats(pl, &st);
+	assert_int_equal(st.delivered, 3000);
+	assert_int_equal(st.verify_errors, 0);
+	assert_true(st.drops[VFGX_DROP_DUPLICATE] + st.drops[VFGX_DROP_LATE] > 0);
+	assert_int_equal(st.bytes, st.packets * 128);
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+
+	/* a range the YAML adapter would refuse is refused here too */
+	lo.vlan = 5000;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "gen: loopback options: vlan must be 0..4094"));
+	lo.vlan = 0;
+	lo.argsz = 8; /* older than any version */
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_loopback_opts argsz 8"));
+	conf.argsz = 0;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_port_conf argsz 0"));
+	/* a backend without typed options says so */
+	conf.argsz = sizeof(conf);
+	conf.backend = "socket";
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "takes its options from YAML"));
+	pc.argsz = 0;
+	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_pipeline_config argsz 0"));
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -264,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_observer_lifecycle),
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
+		cmocka_unit_test(test_typed_options),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
