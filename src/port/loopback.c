@@ -12,7 +12,7 @@
 #include <vfgx/stages.h>
 
 #include "backend.h"
-#include "core/argsz.h"
+#include "core/opts.h"
 
 #define LB_DEFAULT_BUF 2048
 #define LB_DEFAULT_NBUFS 4096
@@ -74,83 +74,41 @@ static bool chance(uint64_t *s, double p)
 	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0) < p;
 }
 
+#define LB_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_loopback_opts, F, __VA_ARGS__)
+static const struct vfgx_opt lb_opts[] = {
+	LB_OPT(U64, packets, 100000, 0, (double)(UINT64_MAX / 2)),
+	LB_OPT(U32, packet_size, 512, VFGX_ETH_HLEN + 20 + VFGX_UDP_HLEN + VFGX_APP_HLEN, 9216),
+	LB_OPT(U32, flows, 4, 1, 65536),
+	LB_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
+	LB_OPT(DOUBLE, loss, 0, 0, 1),
+	LB_OPT(DOUBLE, reorder, 0, 0, 1),
+	LB_OPT(U32, reorder_distance, 3, 1, 512),
+	LB_OPT(DOUBLE, duplicate, 0, 0, 1),
+	LB_OPT(DOUBLE, corrupt, 0, 0, 1),
+	LB_OPT(U64, seed, 1, 0, 1.9e19),
+	LB_OPT(U16, src_port, 4000, 1, 65535),
+	LB_OPT(U16, dst_port, 5000, 1, 65535),
+	LB_OPT(U16, vlan, 0, 0, 4094),
+	LB_OPT(BOOL, udp_csum, 1),
+};
+#define LB_NOPTS (sizeof(lb_opts) / sizeof(lb_opts[0]))
+
 void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o)
 {
-	*o = (struct vfgx_loopback_opts){
-		.argsz = sizeof(*o), .packet_size = 512, .packets = 100000,
-		.flows = 4, .reorder_distance = 3, .seed = 1,
-		.src_port = 4000, .dst_port = 5000, .udp_csum = true,
-	};
+	vfgx_opts_default(lb_opts, LB_NOPTS, o, sizeof(*o));
 }
 
 int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
 				 struct vfgx_loopback_opts *lp)
 {
-	static const char *const keys[] = {
-		"packets", "packet_size", "flows", "rate_pps", "loss",
-		"reorder", "reorder_distance", "duplicate", "corrupt", "seed",
-		"src_port", "dst_port", "vlan", "udp_csum", NULL
-	};
-	struct vfgx_loopback_opts d;
-	uint32_t v16[3];
-	int ret;
+	int ret = vfgx_opts_from_yaml(o, lb_opts, LB_NOPTS, lp, sizeof(*lp));
 
-	vfgx_loopback_opts_default(&d);
-	*lp = d;
-	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_u64(o, "packets", d.packets, 0, UINT64_MAX / 2,
-				&lp->packets)) ||
-	    (ret = vfgx_cfg_u32(o, "packet_size", d.packet_size, vfgx_pkt_min_len(0),
-				9216, &lp->packet_size)) ||
-	    (ret = vfgx_cfg_u32(o, "flows", d.flows, 1, 65536, &lp->flows)) ||
-	    (ret = vfgx_cfg_double(o, "rate_pps", 0, 0, 1e10, &lp->rate_pps)) ||
-	    (ret = vfgx_cfg_double(o, "loss", 0, 0, 1, &lp->loss)) ||
-	    (ret = vfgx_cfg_double(o, "reorder", 0, 0, 1, &lp->reorder)) ||
-	    (ret = vfgx_cfg_u32(o, "reorder_distance", d.reorder_distance, 1, 512,
-				&lp->reorder_distance)) ||
-	    (ret = vfgx_cfg_double(o, "duplicate", 0, 0, 1, &lp->duplicate)) ||
-	    (ret = vfgx_cfg_double(o, "corrupt", 0, 0, 1, &lp->corrupt)) ||
-	    (ret = vfgx_cfg_u64(o, "seed", d.seed, 0, UINT64_MAX, &lp->seed)) ||
-	    (ret = vfgx_cfg_u32(o, "src_port", d.src_port, 1, 65535, &v16[0])) ||
-	    (ret = vfgx_cfg_u32(o, "dst_port", d.dst_port, 1, 65535, &v16[1])) ||
-	    (ret = vfgx_cfg_u32(o, "vlan", 0, 0, 4094, &v16[2])) ||
-	    (ret = vfgx_cfg_bool(o, "udp_csum", d.udp_csum, &lp->udp_csum)))
+	if (ret)
 		return ret;
-	lp->src_port = (uint16_t)v16[0];
-	lp->dst_port = (uint16_t)v16[1];
-	lp->vlan = (uint16_t)v16[2];
 	if (lp->packet_size < vfgx_pkt_min_len(lp->vlan))
 		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
 				      lp->packet_size, vfgx_pkt_min_len(lp->vlan));
 	return 0;
-}
-
-/* Typed options from the caller: the same ranges as the YAML adapter. */
-static int lb_check(struct vfgx_port *port, const struct vfgx_loopback_opts *o)
-{
-	const char *bad = NULL;
-
-	if (o->packet_size < vfgx_pkt_min_len(o->vlan) || o->packet_size > 9216)
-		return vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: packet_size %u must be %u..9216",
-				      port->name, o->packet_size, vfgx_pkt_min_len(o->vlan));
-	if (o->packets > UINT64_MAX / 2)
-		bad = "packets must be at most 2^63";
-	else if (o->flows < 1 || o->flows > 65536)
-		bad = "flows must be 1..65536";
-	else if (o->reorder_distance < 1 || o->reorder_distance > 512)
-		bad = "reorder_distance must be 1..512";
-	else if (!(o->rate_pps >= 0 && o->rate_pps <= 1e10))
-		bad = "rate_pps must be 0..1e10";
-	else if (!(o->loss >= 0 && o->loss <= 1) || !(o->reorder >= 0 && o->reorder <= 1) ||
-		 !(o->duplicate >= 0 && o->duplicate <= 1) ||
-		 !(o->corrupt >= 0 && o->corrupt <= 1))
-		bad = "loss, reorder, duplicate and corrupt are fractions 0..1";
-	else if (!o->src_port || !o->dst_port)
-		bad = "src_port and dst_port must be 1..65535";
-	else if (o->vlan > 4094)
-		bad = "vlan must be 0..4094";
-	return bad ? vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: %s",
-				    port->name, bad) : 0;
 }
 
 static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
@@ -160,12 +118,12 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 	int ret;
 
 	if (conf->backend_opts) {
-		if (vfgx_argsz_copy(&o, sizeof(o), conf->backend_opts, sizeof(o)))
-			return vfgx_set_error(port->ctx, -EINVAL,
-					      "%s: struct vfgx_loopback_opts argsz %u not understood by libvfgx %s",
-					      port->name, *(const uint32_t *)conf->backend_opts,
-					      VFGX_VERSION_STRING);
-		ret = lb_check(port, &o);
+		ret = vfgx_opts_from_user(port->ctx, port->name, "loopback", lb_opts,
+					  LB_NOPTS, conf->backend_opts, &o, sizeof(o));
+		if (!ret && o.packet_size < vfgx_pkt_min_len(o.vlan))
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: loopback options: packet_size %u is below %u, the headers with a VLAN tag",
+					     port->name, o.packet_size, vfgx_pkt_min_len(o.vlan));
 	} else {
 		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
 	}

@@ -275,7 +275,7 @@ static void test_typed_options(void **state)
 	/* a range the YAML adapter would refuse is refused here too */
 	lo.vlan = 5000;
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
-	assert_non_null(strstr(vfgx_last_error(ctx), "gen: loopback options: vlan must be 0..4094"));
+	assert_non_null(strstr(vfgx_last_error(ctx), "gen: loopback options: vlan: 5000 is out of range (must be 0..4094)"));
 	lo.vlan = 0;
 	lo.argsz = 8; /* older than any version */
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
