@@ -37,6 +37,11 @@ void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 		case VFGX_OPT_STR:
 			*(const char **)f = NULL;
 			break;
+		case VFGX_OPT_TRI:
+			*(int8_t *)f = (int8_t)tab[i].def;
+			break;
+		case VFGX_OPT_SKIP:
+			break;
 		}
 	}
 }
@@ -71,6 +76,15 @@ static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
 		ret = vfgx_cfg_enum(map, o->key, o->names, (int)o->def, &e);
 		*(uint32_t *)f = (uint32_t)e;
 		return ret;
+	case VFGX_OPT_SKIP:
+		return 0;
+	case VFGX_OPT_TRI:
+		if (vfgx_cfg_child(map, o->key, &c) == 0) {
+			ret = vfgx_cfg_bool(map, o->key, false, &b);
+			*(int8_t *)f = b;
+			return ret;
+		}
+		return 0;
 	case VFGX_OPT_STR:
 		if (vfgx_cfg_child(map, o->key, &c) == 0) {
 			*(const char **)f = vfgx_cfg_scalar(&c);
@@ -128,6 +142,9 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 			break;
 		case VFGX_OPT_DOUBLE:
 			v = *(const double *)f;
+			break;
+		case VFGX_OPT_TRI:
+			v = *(const int8_t *)f;
 			break;
 		case VFGX_OPT_ENUM: {
 			uint32_t k = 0;

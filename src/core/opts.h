@@ -17,6 +17,8 @@ enum vfgx_opt_type {
 	VFGX_OPT_BOOL,   /* bool */
 	VFGX_OPT_ENUM,   /* uint32_t index into names */
 	VFGX_OPT_STR,    /* const char *; from YAML it points into the document */
+	VFGX_OPT_TRI,    /* int8_t: -1 (def: "depends"), or a YAML bool 0/1 */
+	VFGX_OPT_SKIP,   /* a key the backend reads from YAML itself (lists) */
 };
 
 struct vfgx_opt {

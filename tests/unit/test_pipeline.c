@@ -285,12 +285,70 @@ static void test_typed_options(void **state)
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_port_conf argsz 0"));
 	/* a backend without typed options says so */
 	conf.argsz = sizeof(conf);
-	conf.backend = "socket";
+	conf.backend = "dpdk";
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "takes its options from YAML"));
 	pc.argsz = 0;
 	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_pipeline_config argsz 0"));
+}
+
+/* The socket port from typed options: a UDP server on a free port, and
+ * the typed check refusing what the YAML adapter refuses. */
+static void test_typed_socket(void **state)
+{
+	struct vfgx_socket_opts so;
+	struct vfgx_port_conf conf = {
+		.argsz = sizeof(conf), .name = "udp", .backend = "socket",
+		.nb_rx_queues = 1, .burst = 64, .backend_opts = &so,
+	};
+	struct vfgx_socket_info si;
+	vfgx_port *port;
+
+	(void)state;
+	vfgx_socket_opts_default(&so);
+	so.uri = "udp://127.0.0.1:0";
+	so.gro = false;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), 0);
+	assert_int_equal(vfgx_socket_info(port, &si), 0);
+	assert_false(si.tcp);
+	assert_true(si.server);
+	assert_false(si.gro);
+	assert_true(si.port > 0);
+	vfgx_port_close(port);
+	so.role = 7;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "udp: socket options: role: 7 is not one of the 2 values"));
+	so.role = VFGX_SOCKET_SERVER;
+	so.connect_timeout_ms = 0;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "connect_timeout_ms: 0 is out of range (must be 1..600000)"));
+}
+
+/* AF_XDP options are checked before any interface is touched. */
+static void test_typed_afxdp_checks(void **state)
+{
+	struct vfgx_afxdp_opts ao;
+	struct vfgx_port_conf conf = {
+		.argsz = sizeof(conf), .name = "xdp", .backend = "afxdp",
+		.address = "lo", .nb_rx_queues = 1, .burst = 64, .backend_opts = &ao,
+	};
+	vfgx_port *port;
+	const char *const *b = vfgx_port_backends();
+
+	(void)state;
+	while (*b && strcmp(*b, "afxdp"))
+		b++;
+	if (!*b)
+		skip(); /* no libxdp in this build */
+	vfgx_afxdp_opts_default(&ao);
+	ao.fill_ring = 3000;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "xdp: afxdp options: fill_ring: 3000 is not a power of two"));
+	ao.fill_ring = 2048;
+	ao.frame_size = 3000;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "frame_size 3000; AF_XDP frames are 2048 or 4096 bytes"));
 }
 
 static int setup(void **state)
@@ -318,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
 		cmocka_unit_test(test_typed_options),
+		cmocka_unit_test(test_typed_socket),
+		cmocka_unit_test(test_typed_afxdp_checks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
