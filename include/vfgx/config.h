@@ -24,6 +24,7 @@ extern "C" {
 #define VFGX_MAX_PORT_RANGES 16
 
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
+struct vfgx_gpu_opts; /* vfgx/gpu.h */
 
 /*
  * A position in a loaded document.  index 0 means "absent": every getter on
@@ -116,9 +117,10 @@ struct vfgx_pipeline_config {
 	uint32_t argsz;           /* sizeof(struct vfgx_pipeline_config) */
 	enum vfgx_device_choice device;
 	uint16_t workers;
-	/* filter: accepted UDP destination ports; none = accept all. */
+	/* filter: accepted UDP destination ports (at most
+	 * VFGX_MAX_PORT_RANGES); none = accept all.  Read at create. */
 	uint16_t nb_port_ranges;
-	struct vfgx_port_range port_ranges[VFGX_MAX_PORT_RANGES];
+	const struct vfgx_port_range *port_ranges;
 	bool reorder;
 	uint32_t reorder_window;  /* slots, power of two */
 	uint32_t reorder_slot;    /* bytes per slot (max payload kept) */
@@ -127,6 +129,8 @@ struct vfgx_pipeline_config {
 	double duration_s;        /* 0 = until the sources end */
 	/* pipeline.gpu: read by the gpu engine; absent: its defaults. */
 	struct vfgx_cfg_node gpu_opts;
+	/* Typed pipeline.gpu options (vfgx_gpu_opts_default), or NULL: gpu_opts. */
+	const struct vfgx_gpu_opts *gpu;
 };
 
 struct vfgx_expect_config {
@@ -144,6 +148,7 @@ struct vfgx_config {
 	uint16_t nb_ifaces;
 	struct vfgx_iface_config ifaces[VFGX_MAX_IFACES];
 	struct vfgx_pipeline_config pipeline;
+	struct vfgx_port_range port_ranges[VFGX_MAX_PORT_RANGES]; /* behind pipeline.port_ranges */
 	struct vfgx_expect_config expect;
 	struct vfgx_cfg_doc *doc;
 };

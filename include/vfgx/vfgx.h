@@ -15,6 +15,7 @@
 #include "afxdp.h"
 #include "rdma.h"
 #include "loopback.h"
+#include "devices.h"
 #include "eba.h"
 
 #endif

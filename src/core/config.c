@@ -168,6 +168,7 @@ static int parse_ifaces(struct vfgx_config *cfg,
 }
 
 static int parse_port_ranges(struct vfgx_pipeline_config *p,
+			     struct vfgx_port_range *store,
 			     const struct vfgx_cfg_node *filter)
 {
 	struct vfgx_cfg_node seq, it;
@@ -197,9 +198,10 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 		}
 		if (lo < 1 || hi > 65535 || lo > hi)
 			return vfgx_cfg_error(&it, "'%s': ports must be 1..65535 with LO <= HI", s);
-		p->port_ranges[i].lo = (uint16_t)lo;
-		p->port_ranges[i].hi = (uint16_t)hi;
+		store[i].lo = (uint16_t)lo;
+		store[i].hi = (uint16_t)hi;
 	}
+	p->port_ranges = store;
 	p->nb_port_ranges = (uint16_t)n;
 	return 0;
 }
@@ -233,7 +235,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	p->workers = (uint16_t)workers;
 	vfgx_cfg_child(&pl, "filter", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, fkeys)) ||
-	    (ret = parse_port_ranges(p, &sub)))
+	    (ret = parse_port_ranges(p, cfg->port_ranges, &sub)))
 		return ret;
 	vfgx_cfg_child(&pl, "reorder", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, rkeys)) ||

@@ -34,7 +34,7 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 
 	if (conf->device == VFGX_DEVICE_CPU)
 		return &vfgx_engine_cpu;
-	ret = vfgx_gpu_opts_parse(&conf->gpu_opts, &go);
+	ret = conf->gpu ? (go = *conf->gpu, 0) : vfgx_gpu_opts_parse(&conf->gpu_opts, &go);
 	if (ret) {
 		*err = ret;
 		return NULL;
@@ -85,6 +85,9 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);
+	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
+				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;

@@ -32,6 +32,9 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	struct vfgx_proc *p;
 
 	*out = NULL;
+	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
+				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
 	if (conf->reorder && (conf->reorder_window < 2 ||
 			      (conf->reorder_window & (conf->reorder_window - 1)) ||
 			      conf->max_streams == 0 || conf->reorder_slot == 0))
