@@ -16,6 +16,7 @@
 #include "rdma.h"
 #include "loopback.h"
 #include "devices.h"
+#include "dpdk.h"
 #include "eba.h"
 
 #endif

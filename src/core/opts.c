@@ -12,8 +12,10 @@
 void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 		       size_t size)
 {
-	memset(s, 0, size);
-	*(uint32_t *)s = (uint32_t)size;
+	if (size) {
+		memset(s, 0, size);
+		*(uint32_t *)s = (uint32_t)size;
+	}
 	for (size_t i = 0; i < n; i++) {
 		void *f = (char *)s + tab[i].off;
 
@@ -126,6 +128,12 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 				      "%s: struct vfgx_%s_opts argsz %" PRIu32 " not understood by libvfgx %s (use vfgx_%s_opts_default)",
 				      name, backend, *(const uint32_t *)user,
 				      VFGX_VERSION_STRING, backend);
+	return vfgx_opts_check(ctx, name, backend, tab, n, out);
+}
+
+int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
+		    const struct vfgx_opt *tab, size_t n, const void *out)
+{
 	for (size_t i = 0; i < n; i++) {
 		const void *f = (const char *)out + tab[i].off;
 		double v;

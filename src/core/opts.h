@@ -32,17 +32,22 @@ struct vfgx_opt {
 #define VFGX_OPT(T, S, F, ...) \
 	{ #F, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
 
-/* Defaults into s (strings NULL), then argsz = size. */
+/* Defaults into s (strings NULL), then argsz = size.  size 0: only the
+ * table's fields, nothing else touched (a nested section's table). */
 void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 		       size_t size);
 /* Defaults, then the keys of map (absent: defaults); unknown keys and
- * values out of range fail with the node's file:line:col. */
+ * values out of range fail with the node's file:line:col.  size 0: as
+ * vfgx_opts_default. */
 int vfgx_opts_from_yaml(const struct vfgx_cfg_node *map,
 			const struct vfgx_opt *tab, size_t n, void *s,
 			size_t size);
-/* A struct the program filled: argsz-checked copy into out (size bytes),
- * then every value against the table's ranges; errors name
+/* Every value of s against the table's ranges; errors name
  * "NAME: BACKEND options: KEY ...". */
+int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
+		    const struct vfgx_opt *tab, size_t n, const void *s);
+/* A struct the program filled: argsz-checked copy into out (size bytes),
+ * then vfgx_opts_check. */
 int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 			const struct vfgx_opt *tab, size_t n, const void *user,
 			void *out, size_t size);

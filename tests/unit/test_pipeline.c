@@ -239,6 +239,14 @@ static void test_device_gpu_without_gpu(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+static bool have_backend(const char *name)
+{
+	for (const char *const *b = vfgx_port_backends(); *b; b++)
+		if (!strcmp(*b, name))
+			return true;
+	return false;
+}
+
 /* --- typed options, no YAML ------------------------------------------------ */
 static void test_typed_options(void **state)
 {
@@ -283,11 +291,13 @@ static void test_typed_options(void **state)
 	conf.argsz = 0;
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_port_conf argsz 0"));
-	/* a backend without typed options says so */
+	/* the backend without typed options (rdma) says so */
 	conf.argsz = sizeof(conf);
-	conf.backend = "dpdk";
-	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
-	assert_non_null(strstr(vfgx_last_error(ctx), "takes its options from YAML"));
+	conf.backend = "rdma";
+	if (have_backend("rdma")) {
+		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+		assert_non_null(strstr(vfgx_last_error(ctx), "takes its options from YAML"));
+	}
 	pc.argsz = 0;
 	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_pipeline_config argsz 0"));
@@ -334,12 +344,8 @@ static void test_typed_afxdp_checks(void **state)
 		.address = "lo", .nb_rx_queues = 1, .burst = 64, .backend_opts = &ao,
 	};
 	vfgx_port *port;
-	const char *const *b = vfgx_port_backends();
-
 	(void)state;
-	while (*b && strcmp(*b, "afxdp"))
-		b++;
-	if (!*b)
+	if (!have_backend("afxdp"))
 		skip(); /* no libxdp in this build */
 	vfgx_afxdp_opts_default(&ao);
 	ao.fill_ring = 3000;
@@ -349,6 +355,47 @@ static void test_typed_afxdp_checks(void **state)
 	ao.frame_size = 3000;
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "frame_size 3000; AF_XDP frames are 2048 or 4096 bytes"));
+}
+
+/* DPDK from typed options: EAL arguments and the pool size without YAML;
+ * net_null hands out 96-byte frames.  A bad rule is refused first. */
+static void test_typed_dpdk(void **state)
+{
+	static const char *const eal[] = { "--no-huge", "-m", "256", "--no-shconf", "--no-pci" };
+	struct vfgx_dpdk_flow bad = { .udp_dst_port = 5000, .queue = 3 };
+	struct vfgx_dpdk_opts dk;
+	struct vfgx_port_conf conf = {
+		.argsz = sizeof(conf), .name = "null", .backend = "dpdk",
+		.address = "net_null0,size=96", .nb_rx_queues = 1, .burst = 32,
+		.backend_opts = &dk,
+	};
+	struct vfgx_pkt pk[32];
+	vfgx_port *port;
+	int n;
+
+	(void)state;
+	if (!have_backend("dpdk"))
+		skip();
+	vfgx_dpdk_opts_default(&dk);
+	dk.eal_args = eal;
+	dk.nb_eal_args = 5;
+	dk.num_mbufs = 1023;
+	dk.cache = 32;
+	dk.flows = &bad;
+	dk.nb_flows = 1;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "null: dpdk options: flows[0]"));
+	dk.nb_flows = 0;
+	dk.cache = 600;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "cache: 600 is out of range"));
+	dk.cache = 32;
+	assert_int_equal(vfgx_port_open(ctx, &conf, &port), 0);
+	n = vfgx_port_rx_burst(port, 0, pk, 32);
+	assert_int_equal(n, 32);
+	assert_int_equal(pk[0].len, 96);
+	vfgx_port_release(port, 0, pk, (uint16_t)n);
+	vfgx_port_close(port);
 }
 
 static int setup(void **state)
@@ -378,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_typed_options),
 		cmocka_unit_test(test_typed_socket),
 		cmocka_unit_test(test_typed_afxdp_checks),
+		cmocka_unit_test(test_typed_dpdk),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
