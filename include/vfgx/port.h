@@ -82,8 +82,9 @@ struct vfgx_port_conf {
 	/* nb_rx_queues pools (a NULL entry: the backend creates its own for
 	 * that queue), or NULL for all. */
 	vfgx_pool *const *rx_pools;
-	/* The backend's typed options (loopback: struct vfgx_loopback_opts,
-	 * vfgx/loopback.h), or NULL; the other backends read opts only. */
+	/* The backend's typed options, or NULL: struct vfgx_loopback_opts,
+	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
+	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h). */
 	const void *backend_opts;
 	/* interfaces[].<backend> YAML section, read when backend_opts is
 	 * NULL; NULL or absent: defaults. */

@@ -24,9 +24,6 @@ struct vfgx_port {
 struct vfgx_port_ops {
 	const char *name;
 	size_t priv_size;
-	/* sizeof the first version of its typed options (conf->backend_opts,
-	 * argsz-checked by the backend), 0: YAML options only */
-	size_t opts_size;
 	/* Validate conf->opts, acquire resources, start receiving.  On failure
 	 * release everything and set a detail with vfgx_set_error(). */
 	int (*open)(struct vfgx_port *port, const struct vfgx_port_conf *conf);

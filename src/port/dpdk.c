@@ -1297,7 +1297,6 @@ static int dk_stats(struct vfgx_port *port, uint16_t q,
 const struct vfgx_port_ops vfgx_dpdk_ops = {
 	.name = "dpdk",
 	.priv_size = sizeof(struct dk_priv),
-	.opts_size = sizeof(struct vfgx_dpdk_opts),
 	.open = dk_open,
 	.rx_burst = dk_rx_burst,
 	.release = dk_release,

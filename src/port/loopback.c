@@ -461,7 +461,6 @@ static int lb_source_report(struct vfgx_port *port, uint16_t q,
 const struct vfgx_port_ops vfgx_loopback_ops = {
 	.name = "loopback",
 	.priv_size = sizeof(struct lb_priv),
-	.opts_size = sizeof(struct vfgx_loopback_opts),
 	.open = lb_open,
 	.rx_burst = lb_rx_burst,
 	.release = vfgx_port_release_to_pool,

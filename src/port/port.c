@@ -105,13 +105,7 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 	port->burst = conf->burst;
 	for (uint16_t q = 0; conf->rx_pools && q < conf->nb_rx_queues; q++)
 		port->rx_pools[q] = conf->rx_pools[q];
-	if (conf->backend_opts && !ops->opts_size) {
-		ret = vfgx_set_error(ctx, -EINVAL,
-				     "%s: backend %s takes its options from YAML (vfgx_port_conf.opts), not backend_opts",
-				     port->name, ops->name);
-	} else {
-		ret = ops->open(port, conf);
-	}
+	ret = ops->open(port, conf);
 	if (ret) {
 		free(port->priv);
 		free(port);

@@ -1448,7 +1448,6 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
 const struct vfgx_port_ops vfgx_socket_ops = {
 	.name = "socket",
 	.priv_size = sizeof(struct sk_priv),
-	.opts_size = sizeof(struct vfgx_socket_opts),
 	.open = sk_open,
 	.rx_burst = sk_rx_burst,
 	.release = vfgx_port_release_to_pool,

@@ -291,12 +291,19 @@ static void test_typed_options(void **state)
 	conf.argsz = 0;
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_port_conf argsz 0"));
-	/* the backend without typed options (rdma) says so */
+	/* typed rdma options are checked before any device is opened */
 	conf.argsz = sizeof(conf);
 	conf.backend = "rdma";
 	if (have_backend("rdma")) {
+		struct vfgx_rdma_opts ro;
+
+		vfgx_rdma_opts_default(&ro);
+		ro.peer = "10.0.0.1:7471";
+		ro.qp_type = 2;
+		conf.backend_opts = &ro;
 		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
-		assert_non_null(strstr(vfgx_last_error(ctx), "takes its options from YAML"));
+		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: qp_type: 2 is not one of the 2 values"));
+		conf.backend_opts = &lo;
 	}
 	pc.argsz = 0;
 	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
