@@ -95,8 +95,9 @@ struct vfgx_iface_config {
 	char address[VFGX_ADDR_MAX]; /* netdev, PCI address, vdev or URI */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
-	struct vfgx_queue_config rx_queues[VFGX_MAX_QUEUES];
-	struct vfgx_queue_config tx_queues[VFGX_MAX_QUEUES];
+	/* room for VFGX_MAX_QUEUES each; the first nb_*_queues are set */
+	struct vfgx_queue_config *rx_queues;
+	struct vfgx_queue_config *tx_queues;
 	/* interfaces[i].<backend>: the backend reads and validates it. */
 	struct vfgx_cfg_node opts;
 };
@@ -144,11 +145,11 @@ struct vfgx_config {
 	char source[VFGX_PATH_MAX]; /* file name, or "<embedded>" */
 	enum vfgx_log_level log_level;
 	uint16_t nb_regions;
-	struct vfgx_region_config regions[VFGX_MAX_REGIONS];
+	struct vfgx_region_config *regions;  /* nb_regions (at most VFGX_MAX_REGIONS) */
 	uint16_t nb_ifaces;
-	struct vfgx_iface_config ifaces[VFGX_MAX_IFACES];
+	struct vfgx_iface_config *ifaces;    /* nb_ifaces (at most VFGX_MAX_IFACES) */
 	struct vfgx_pipeline_config pipeline;
-	struct vfgx_port_range port_ranges[VFGX_MAX_PORT_RANGES]; /* behind pipeline.port_ranges */
+	struct vfgx_port_range *port_ranges; /* behind pipeline.port_ranges */
 	struct vfgx_expect_config expect;
 	struct vfgx_cfg_doc *doc;
 };

@@ -32,6 +32,9 @@ static int parse_regions(struct vfgx_config *cfg,
 		return n;
 	if (n > VFGX_MAX_REGIONS)
 		return vfgx_cfg_error(&seq, "at most %d regions", VFGX_MAX_REGIONS);
+	cfg->regions = calloc((size_t)n + 1, sizeof(*cfg->regions));
+	if (!cfg->regions)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_region_config *r = &cfg->regions[i];
 		uint32_t gpu;
@@ -130,8 +133,16 @@ static int parse_ifaces(struct vfgx_config *cfg,
 		return n;
 	if (n > VFGX_MAX_IFACES)
 		return vfgx_cfg_error(&seq, "at most %d interfaces", VFGX_MAX_IFACES);
+	cfg->ifaces = calloc((size_t)n + 1, sizeof(*cfg->ifaces));
+	if (!cfg->ifaces)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_iface_config *f = &cfg->ifaces[i];
+
+		f->rx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->rx_queues));
+		f->tx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->tx_queues));
+		if (!f->rx_queues || !f->tx_queues)
+			return -ENOMEM;
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
@@ -168,9 +179,10 @@ static int parse_ifaces(struct vfgx_config *cfg,
 }
 
 static int parse_port_ranges(struct vfgx_pipeline_config *p,
-			     struct vfgx_port_range *store,
+			     struct vfgx_port_range **store_out,
 			     const struct vfgx_cfg_node *filter)
 {
+	struct vfgx_port_range *store;
 	struct vfgx_cfg_node seq, it;
 	int n;
 
@@ -180,6 +192,10 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 		return n;
 	if (n > VFGX_MAX_PORT_RANGES)
 		return vfgx_cfg_error(&seq, "at most %d entries", VFGX_MAX_PORT_RANGES);
+	store = calloc((size_t)n + 1, sizeof(*store));
+	if (!store)
+		return -ENOMEM;
+	*store_out = store;
 	for (int i = 0; i < n; i++) {
 		const char *s;
 		unsigned lo, hi;
@@ -235,7 +251,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	p->workers = (uint16_t)workers;
 	vfgx_cfg_child(&pl, "filter", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, fkeys)) ||
-	    (ret = parse_port_ranges(p, cfg->port_ranges, &sub)))
+	    (ret = parse_port_ranges(p, &cfg->port_ranges, &sub)))
 		return ret;
 	vfgx_cfg_child(&pl, "reorder", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, rkeys)) ||
@@ -407,6 +423,15 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 		yaml_document_delete(&cfg->doc->doc);
 		free(cfg->doc);
 	}
+	for (uint16_t i = 0; cfg->ifaces && i < VFGX_MAX_IFACES; i++) {
+		if (!cfg->ifaces[i].rx_queues)
+			break;
+		free(cfg->ifaces[i].rx_queues);
+		free(cfg->ifaces[i].tx_queues);
+	}
+	free(cfg->ifaces);
+	free(cfg->regions);
+	free(cfg->port_ranges);
 	free(cfg);
 }
 
