@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "results.h"
+#include "core/numparse.h"
 
 static void cpu_model(char *buf, size_t len)
 {
@@ -84,7 +85,6 @@ int bench_parse_common(int argc, char **argv, const char *name,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char *end;
 	int c;
 
 	optind = 1;
@@ -94,8 +94,8 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			*out = optarg;
 			break;
 		case 's':
-			*seconds = strtod(optarg, &end);
-			if (*end || *seconds <= 0 || *seconds > max_seconds) {
+			if (vfgx_num_double(optarg, 0, max_seconds, seconds, NULL, 0) ||
+			    *seconds <= 0) {
 				fprintf(stderr, "vfgx bench %s: --seconds must be 0..%g\n",
 					name, max_seconds);
 				return 2;

@@ -33,6 +33,11 @@ struct vfgx_loopback_opts {
 	uint16_t dst_port;         /* [5000] UDP, 1..65535 */
 	uint16_t vlan;             /* [0] untagged, else the VLAN id 1..4094 */
 	bool udp_csum;             /* [true] compute UDP checksums */
+	/* [false] build one lap of frames into the whole pool once and hand
+	 * it out again and again, sequences advanced per lap (a source fast
+	 * enough to load a GPU; docs/gpu.md) */
+	bool replay;
+	uint32_t replay_frames;    /* [0: all] pool buffers per queue the lap may use, ..2^26 */
 };
 
 void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o);

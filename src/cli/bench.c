@@ -12,6 +12,7 @@ static const struct {
 	{ "pipeline", vfgx_bench_pipeline },
 	{ "socket", vfgx_bench_socket },
 	{ "gpu", vfgx_bench_gpu },
+	{ "e2e", vfgx_bench_e2e },
 	{ "afxdp", vfgx_bench_afxdp },
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },

@@ -9,6 +9,8 @@
 
 #include <vfgx/eba.h>
 
+#include "core/numparse.h"
+
 #include "commands.h"
 
 static void usage(FILE *f)
@@ -44,20 +46,6 @@ static void on_event(void *user, const struct vfgx_eba_peer *p, int ev,
 	fflush(stdout);
 }
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	v = strtoull(s, &end, 0);
-	if (*end || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 int vfgx_cmd_discover(int argc, char **argv)
 {
 	struct vfgx_discovery_config cfg = { 0 };
@@ -73,28 +61,23 @@ int vfgx_cmd_discover(int argc, char **argv)
 		switch (opt) {
 		case 'i': cfg.ifname = optarg; break;
 		case 'n':
-			if (!parse_u64(optarg, UINT64_MAX, &node) || !node) {
-				fprintf(stderr, "vfgx discover: -n %s: node id must be a number 1..2^64-1\n", optarg);
+			if (vfgx_flag_u64("discover", "-n", optarg, 1, UINT64_MAX, &node))
 				return 2;
-			}
 			break;
 		case 'p':
-			if (!parse_u64(optarg, 4096, &peers)) {
-				fprintf(stderr, "vfgx discover: -p %s: peers must be 0..4096\n", optarg);
+			/* more could never be found: the table holds this many */
+			if (vfgx_flag_u64("discover", "-p", optarg, 0,
+					  VFGX_DISCOVERY_DEFAULT_PEERS, &peers))
 				return 2;
-			}
 			break;
 		case 't':
-			if (!parse_u64(optarg, 86400, &secs)) {
-				fprintf(stderr, "vfgx discover: -t %s: seconds must be 0..86400\n", optarg);
+			if (vfgx_flag_u64("discover", "-t", optarg, 0, 86400, &secs))
 				return 2;
-			}
 			break;
 		case 'l':
-			if (!parse_u64(optarg, VFGX_EBA_LEASE_MAX, &lease) || !lease) {
-				fprintf(stderr, "vfgx discover: -l %s: lease must be 1..86400 seconds\n", optarg);
+			if (vfgx_flag_u64("discover", "-l", optarg, 1,
+					  VFGX_EBA_LEASE_MAX, &lease))
 				return 2;
-			}
 			break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
@@ -144,10 +127,11 @@ int vfgx_cmd_discover(int argc, char **argv)
 	printf("peers: %d nodes, %u buffers\n", n, t->nb);
 	printf("frames: tx=%" PRIu64 " rx=%" PRIu64 " valid=%" PRIu64 " own=%" PRIu64
 	       " truncated=%" PRIu64 " bad_magic=%" PRIu64 " bad_version=%" PRIu64
-	       " malformed=%" PRIu64 " table_full=%" PRIu64 " added=%" PRIu64 " expired=%" PRIu64 "\n",
+	       " malformed=%" PRIu64 " table_full=%" PRIu64 " rate_limited=%" PRIu64
+	       " evicted=%" PRIu64 " added=%" PRIu64 " expired=%" PRIu64 "\n",
 	       st.tx_frames, st.rx_frames, st.rx_valid, st.rx_own, st.rx_truncated,
 	       st.rx_bad_magic, st.rx_bad_version, st.rx_malformed, st.table_full,
-	       st.peers_added, st.peers_expired);
+	       st.rate_limited, st.peers_evicted, st.peers_added, st.peers_expired);
 	vfgx_discovery_close(d);
 	vfgx_ctx_destroy(ctx);
 	return n >= (int)(peers ? peers : 1) ? 0 : 1;

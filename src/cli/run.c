@@ -15,6 +15,7 @@
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
+#include "core/numparse.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -180,16 +181,12 @@ int vfgx_cmd_run(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': {
-			char *end;
-
-			duration = strtod(optarg, &end);
-			if (*end || duration < 0) {
-				fprintf(stderr, "vfgx run: --duration '%s': must be seconds >= 0\n", optarg);
+		case 'd':
+			/* the config's own limit for pipeline.duration_s */
+			if (vfgx_flag_double("run", "--duration", optarg, 0,
+					     86400 * 365, &duration))
 				return 2;
-			}
 			break;
-		}
 		case 'q':
 			quiet = true;
 			break;
