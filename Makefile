@@ -30,8 +30,11 @@ test-gpu:
 	ninja -C $(BUILD) src/cli/vfgx tests/gpu/test_gpu_parity tests/gpu/test_gpu_e2e
 	@tests/gpu/run-gpu-tests.sh $(BUILD)
 
+# results go to the build folder; BENCH_OUT=bench/results updates the
+# committed file (a full-length run, on a quiet machine)
+BENCH_OUT ?= $(BUILD)/bench-results
 bench: build
-	$(VFGX) bench pipeline
+	$(VFGX) bench pipeline --out $(BENCH_OUT) $(BENCH_ARGS)
 
 lint:
 	@scripts/lint.sh

@@ -86,6 +86,12 @@ struct vfgx_port_conf {
 	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
 	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h). */
 	const void *backend_opts;
+	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
+	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns
+	 * at most this many; tx: tx_burst hands the backend at most this many
+	 * per call and goes on while it accepts them all. */
+	const uint16_t *rx_bursts;
+	const uint16_t *tx_bursts;
 	/* interfaces[].<backend> YAML section, read when backend_opts is
 	 * NULL; NULL or absent: defaults. */
 	const struct vfgx_cfg_node *opts;

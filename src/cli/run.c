@@ -56,6 +56,24 @@ static void check(struct verdict *v, bool wanted, bool ok, const char *what,
 		v->failed = 1;
 }
 
+/* The min_packets line; when nothing was delivered it says why. */
+static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cfg,
+			       const struct vfgx_pipeline_stats *st)
+{
+	int n = snprintf(d, len, "%" PRIu64 " delivered, at least %" PRIu64 " wanted",
+			 st->delivered, cfg->expect.min_packets);
+
+	if (st->delivered || n < 0 || (size_t)n >= len)
+		return;
+	if (!st->packets)
+		snprintf(d + n, len - (size_t)n,
+			 ": nothing received (is a sender running?); expect.min_packets: 0 accepts an empty run");
+	else
+		snprintf(d + n, len - (size_t)n,
+			 ": %" PRIu64 " received, every one dropped (see the drop lines); expect.min_packets: 0 accepts an empty run",
+			 st->packets);
+}
+
 static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 		  uint16_t nb_ports, const struct vfgx_pipeline_stats *st,
 		  double secs)
@@ -145,8 +163,7 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	check(&v, cfg->expect.in_order, st->order_errors == 0, "in_order", d);
 	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
 	check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
-	snprintf(d, sizeof(d), "%" PRIu64 " delivered, at least %" PRIu64 " wanted",
-		 st->delivered, cfg->expect.min_packets);
+	min_packets_detail(d, sizeof(d), cfg, st);
 	check(&v, cfg->expect.min_packets > 0,
 	      st->delivered >= cfg->expect.min_packets, "min_packets", d);
 	printf("result: %s\n", v.failed ? "FAILED" : "PASSED");

@@ -54,8 +54,10 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 		return &vfgx_engine_gpu;
 	}
 	if (ret) {
-		vfgx_info(ctx, "pipeline.device auto: using the CPU pipeline (%s)",
-			  vfgx_last_error(ctx));
+		/* without CUDA in the build, auto can only mean the CPU: no news */
+		vfgx_log(ctx, ret == -ENOTSUP ? VFGX_LOG_DEBUG : VFGX_LOG_INFO,
+			 "pipeline.device auto: using the CPU pipeline (%s)",
+			 vfgx_last_error(ctx));
 		vfgx_clear_error(ctx);
 		return &vfgx_engine_cpu;
 	}

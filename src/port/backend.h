@@ -14,7 +14,9 @@ struct vfgx_port {
 	char name[VFGX_NAME_MAX];
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
-	uint16_t burst;
+	uint16_t burst;                        /* largest rx_burst[] */
+	uint16_t rx_burst[VFGX_MAX_QUEUES];    /* per queue, 1..burst */
+	uint16_t tx_burst[VFGX_MAX_QUEUES];    /* per queue, 0: no split */
 	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
 	bool own_pools; /* created by vfgx_port_open_config */
 	vfgx_region *rx_regions[VFGX_MAX_QUEUES]; /* owned with the pools */
@@ -51,5 +53,9 @@ extern const struct vfgx_port_ops vfgx_rdma_ops;
 /* Release helper for backends whose handles are pool buffers of queue q. */
 void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 			       struct vfgx_pkt *pkts, uint16_t n);
+
+/* The kernel interface ifname exists in the caller's network namespace:
+ * its ifindex, or -ENODEV with the one-line error that says so. */
+int vfgx_port_find_iface(struct vfgx_port *port, const char *ifname);
 
 #endif

@@ -1,5 +1,6 @@
 /* port.c - the backend table and the generic half of every port call. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,12 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 				      "%s: queues must be 0..%d and burst 1..1024",
 				      conf->name ? conf->name : "port",
 				      VFGX_MAX_QUEUES);
+	for (int q = 0; q < VFGX_MAX_QUEUES; q++)
+		if ((conf->rx_bursts && q < conf->nb_rx_queues && conf->rx_bursts[q] > 1024) ||
+		    (conf->tx_bursts && q < conf->nb_tx_queues && conf->tx_bursts[q] > 1024))
+			return vfgx_set_error(ctx, -EINVAL,
+					      "%s: queue %d: burst must be 1..1024",
+					      conf->name ? conf->name : "port", q);
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
@@ -103,6 +110,20 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 	port->nb_rx_queues = conf->nb_rx_queues;
 	port->nb_tx_queues = conf->nb_tx_queues;
 	port->burst = conf->burst;
+	for (int q = 0; q < VFGX_MAX_QUEUES; q++) {
+		uint16_t rb = conf->rx_bursts && q < conf->nb_rx_queues ? conf->rx_bursts[q] : 0;
+
+		port->rx_burst[q] = rb ? rb : conf->burst;
+		port->tx_burst[q] = conf->tx_bursts && q < conf->nb_tx_queues ?
+					    conf->tx_bursts[q] : 0;
+	}
+	/* backends size their per-burst state by the largest queue's */
+	if (conf->nb_rx_queues) {
+		port->burst = 1;
+		for (uint16_t q = 0; q < conf->nb_rx_queues; q++)
+			if (port->rx_burst[q] > port->burst)
+				port->burst = port->rx_burst[q];
+	}
 	for (uint16_t q = 0; conf->rx_pools && q < conf->nb_rx_queues; q++)
 		port->rx_pools[q] = conf->rx_pools[q];
 	ret = ops->open(port, conf);
@@ -129,6 +150,7 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 			  const struct vfgx_iface_config *ifc, vfgx_port **out)
 {
 	struct vfgx_port tmp = { 0 };
+	uint16_t rx_bursts[VFGX_MAX_QUEUES] = { 0 }, tx_bursts[VFGX_MAX_QUEUES] = { 0 };
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc),
 		.name = ifc->name,
@@ -139,8 +161,15 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
 		.opts = &ifc->opts,
 		.rx_pools = tmp.rx_pools,
+		.rx_bursts = rx_bursts,
+		.tx_bursts = tx_bursts,
 	};
 	int ret = 0;
+
+	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++)
+		rx_bursts[q] = ifc->rx_queues[q].batch_size;
+	for (uint16_t q = 0; q < ifc->nb_tx_queues; q++)
+		tx_bursts[q] = ifc->tx_queues[q].batch_size;
 
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
 		const struct vfgx_region_config *rc;
@@ -193,6 +222,8 @@ int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 {
 	if (q >= port->nb_rx_queues)
 		return -EINVAL;
+	if (max > port->rx_burst[q])
+		max = port->rx_burst[q];
 	return port->ops->rx_burst(port, q, pkts, max);
 }
 
@@ -206,11 +237,28 @@ void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 int vfgx_port_tx_burst(vfgx_port *port, uint16_t q,
 		       const struct vfgx_pkt *pkts, uint16_t n)
 {
+	uint16_t chunk, done = 0;
+	int ret;
+
 	if (q >= port->nb_tx_queues)
 		return -EINVAL;
 	if (!port->ops->tx_burst)
 		return -ENOTSUP;
-	return port->ops->tx_burst(port, q, pkts, n);
+	chunk = port->tx_burst[q] ? port->tx_burst[q] : n;
+	if (n <= chunk)
+		return port->ops->tx_burst(port, q, pkts, n);
+	/* the queue's batch_size per backend call, while all are taken */
+	while (done < n) {
+		uint16_t k = (uint16_t)(n - done < chunk ? n - done : chunk);
+
+		ret = port->ops->tx_burst(port, q, pkts + done, k);
+		if (ret < 0)
+			return done ? done : ret;
+		done += (uint16_t)ret;
+		if (ret < k)
+			break;
+	}
+	return done;
 }
 
 int vfgx_port_stats(vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st)
@@ -268,4 +316,15 @@ void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 	for (uint16_t i = 0; i < n; i++)
 		bufs[i] = pkts[i].handle;
 	vfgx_pool_free_bulk(port->rx_pools[q], bufs, n);
+}
+
+int vfgx_port_find_iface(struct vfgx_port *port, const char *ifname)
+{
+	unsigned int idx = if_nametoindex(ifname);
+
+	if (!idx)
+		return vfgx_set_error(port->ctx, -ENODEV,
+				      "%s: interface '%s' not found in this network namespace (check `ip link`; run vfgx inside the interface's namespace with ip netns exec)",
+				      port->name, ifname);
+	return (int)idx;
 }
