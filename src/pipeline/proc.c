@@ -32,6 +32,9 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	struct vfgx_proc *p;
 
 	*out = NULL;
+	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
+				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
 	if (conf->reorder && (conf->reorder_window < 2 ||
 			      (conf->reorder_window & (conf->reorder_window - 1)) ||
 			      conf->max_streams == 0 || conf->reorder_slot == 0))
@@ -310,6 +313,7 @@ void vfgx_stats_add(struct vfgx_pipeline_stats *d,
 	d->gaps += s->gaps;
 	d->verify_errors += s->verify_errors;
 	d->last_seen += s->last_seen;
+	d->order_errors += s->order_errors;
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
 		d->drops[i] += s->drops[i];
 	for (int i = 0; i < VFGX_LAT_BUCKETS; i++)
