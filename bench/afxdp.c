@@ -300,33 +300,25 @@ static int run_afxdp(vfgx_ctx *ctx, unsigned frame, struct result *r)
 {
 	/* one socket per veth queue, each with its own UMEM of 8192 frames
 	 * and rx/fill rings of 4096 (testpmd gets --rxd 4096 per queue) */
-	char yaml[8192];
-	struct vfgx_config *cfg;
+	struct vfgx_afxdp_opts ao;
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "bench", .backend = "afxdp",
+		.address = NS "-b0", .burst = 64, .backend_opts = &ao,
+	};
 	struct vfgx_afxdp_info info;
 	struct vfgx_pkt pkts[64];
 	uint64_t got = 0, bytes = 0, d0 = 0;
 	uint64_t qs0[MAX_QUEUES] = { 0 }, qx0[MAX_QUEUES] = { 0 };
 	vfgx_port *port;
-	int ret, len, nq = B.queues;
+	int ret, nq = B.queues;
 
-	len = snprintf(yaml, sizeof(yaml),
-		       "interfaces:\n"
-		       "  - name: bench\n"
-		       "    backend: afxdp\n"
-		       "    address: " NS "-b0\n"
-		       "    rx:\n"
-		       "      queues:\n");
-	for (int q = 0; q < nq; q++)
-		len += snprintf(yaml + len, sizeof(yaml) - (size_t)len,
-				"        - { id: %d, batch_size: 64 }\n", q);
-	len += snprintf(yaml + len, sizeof(yaml) - (size_t)len,
-			"    afxdp: { rx_ring: 4096, fill_ring: 4096, num_frames: 8192 }\n");
-	ret = vfgx_config_load_string(ctx, yaml, (size_t)len, "bench", &cfg);
-	if (!ret) {
-		ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port);
-		if (ret)
-			vfgx_config_destroy(cfg);
-	}
+	vfgx_afxdp_opts_default(&ao);
+	ao.rx_ring = 4096;
+	ao.fill_ring = 4096;
+	ao.num_frames = 8192;
+	pc.nb_rx_queues = (uint16_t)nq;
+	pc.nb_tx_queues = 1; /* as the YAML default */
+	ret = vfgx_port_open(ctx, &pc, &port);
 	if (ret) {
 		fprintf(stderr, "vfgx bench afxdp: %s\n", vfgx_last_error(ctx));
 		return ret;
@@ -359,7 +351,6 @@ static int run_afxdp(vfgx_ctx *ctx, unsigned frame, struct result *r)
 	}
 	senders_stop();
 	vfgx_port_close(port);
-	vfgx_config_destroy(cfg);
 	(void)bytes;
 	return ret;
 }

@@ -23,6 +23,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <vfgx/dpdk.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
@@ -42,7 +43,6 @@ struct bench_opts {
 	bool veth;
 	bool huge;
 	char mem_args[128];   /* EAL memory arguments, same for both sides */
-	char mem_yaml[160];   /* the same as a YAML list tail */
 };
 
 /* Receive rate by the wall clock, and per second of CPU time the polling
@@ -129,26 +129,29 @@ static void raw_rx(uint16_t pid, bool read, double seconds, struct rate *res)
 static int vfgx_rx(vfgx_ctx *ctx, const struct bench_opts *o, const char *addr,
 		   struct rate *res, struct rate *raw)
 {
-	char y[1024];
-	struct vfgx_config *cfg;
+	struct vfgx_dpdk_opts dk;
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "bench", .backend = "dpdk", .address = addr,
+		.nb_rx_queues = 1, .nb_tx_queues = 1, .burst = BURST, .backend_opts = &dk,
+	};
+	const char *eal[16] = { "-l", NULL, "--no-pci" };
+	char lcore[16], mem[128], *save = NULL;
 	struct vfgx_pkt pk[BURST];
 	vfgx_port *port;
 	uint64_t total = 0, t0, end, t1, c0;
-	int ret;
+	int ret, ne = 3;
 
-	snprintf(y, sizeof(y),
-		 "log_level: warn\n"
-		 "interfaces:\n  - name: bench\n    backend: dpdk\n"
-		 "    address: \"%s\"\n"
-		 "    rx: { queues: [ { id: 0, batch_size: %d } ] }\n"
-		 "    tx: { queues: [] }\n"
-		 "    dpdk:\n"
-		 "      eal_args: [\"-l\", \"%d\", \"--no-pci\"%s]\n"
-		 "      memory: { num_mbufs: %d, cache: 250 }\n",
-		 addr, BURST, o->core, o->mem_yaml, NB_MBUFS - 1);
-	ret = vfgx_config_load_string(ctx, y, strlen(y), "<bench>", &cfg);
-	if (!ret)
-		ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port);
+	snprintf(lcore, sizeof(lcore), "%d", o->core);
+	eal[1] = lcore;
+	snprintf(mem, sizeof(mem), "%s", o->mem_args);
+	for (char *a = strtok_r(mem, " ", &save); a && ne < 16; a = strtok_r(NULL, " ", &save))
+		eal[ne++] = a;
+	vfgx_dpdk_opts_default(&dk);
+	dk.eal_args = eal;
+	dk.nb_eal_args = (uint32_t)ne;
+	dk.num_mbufs = NB_MBUFS - 1;
+	dk.cache = 250;
+	ret = vfgx_port_open(ctx, &pc, &port);
 	if (ret) {
 		fprintf(stderr, "vfgx bench dpdk: %s\n", vfgx_last_error(ctx));
 		return ret;
@@ -184,14 +187,12 @@ static int vfgx_rx(vfgx_ctx *ctx, const struct bench_opts *o, const char *addr,
 		if (rte_eth_dev_get_port_by_name(addr, &pid) != 0) {
 			fprintf(stderr, "vfgx bench dpdk: no DPDK port %s after open\n", addr);
 			vfgx_port_close(port);
-			vfgx_config_destroy(cfg);
 			return -ENODEV;
 		}
 		raw_rx(pid, false, o->seconds, &raw[0]);
 		raw_rx(pid, true, o->seconds, &raw[1]);
 	}
 	vfgx_port_close(port);
-	vfgx_config_destroy(cfg);
 	return 0;
 }
 
@@ -557,11 +558,8 @@ int vfgx_bench_dpdk(int argc, char **argv)
 	o.huge = hugepages_usable();
 	if (o.huge) {
 		snprintf(o.mem_args, sizeof(o.mem_args), "--in-memory");
-		snprintf(o.mem_yaml, sizeof(o.mem_yaml), ", \"--in-memory\"");
 	} else {
 		snprintf(o.mem_args, sizeof(o.mem_args), "--no-huge -m 512 --no-shconf");
-		snprintf(o.mem_yaml, sizeof(o.mem_yaml),
-			 ", \"--no-huge\", \"-m\", \"512\", \"--no-shconf\"");
 	}
 	if (geteuid() != 0)
 		fprintf(stderr, "vfgx bench dpdk: not root: EAL may fail and the veth part is skipped\n");

@@ -222,7 +222,7 @@ struct handoff {
 static int handoff(vfgx_ctx *ctx, double tick, uint32_t every_ns, struct handoff *h)
 {
 	struct vfgx_pipeline_config pc = {
-		.workers = 1, .nb_port_ranges = 1, .port_ranges = { { 5000, 5000 } },
+		.workers = 1, .nb_port_ranges = 1, .port_ranges = (const struct vfgx_port_range[]){ { 5000, 5000 } },
 		.reorder = true, .reorder_window = 1024, .reorder_slot = 64, .max_streams = 64,
 	};
 	struct vfgx_gpu_opts o;

@@ -49,7 +49,7 @@ static const struct {
 static struct vfgx_pipeline_config bench_conf(uint32_t size, bool reorder)
 {
 	struct vfgx_pipeline_config pc = {
-		.workers = 1, .nb_port_ranges = 1, .port_ranges = { { 5000, 5000 } },
+		.workers = 1, .nb_port_ranges = 1, .port_ranges = (const struct vfgx_port_range[]){ { 5000, 5000 } },
 		.reorder = reorder, .reorder_window = 1024,
 		.reorder_slot = size < 64 ? 64 : size, .max_streams = STREAMS,
 	};

@@ -41,7 +41,7 @@ static int run_size(vfgx_ctx *ctx, uint32_t size, double seconds,
 {
 	struct vfgx_pipeline_config pc = {
 		.workers = 1, .nb_port_ranges = 1,
-		.port_ranges = { { 5000, 5000 } },
+		.port_ranges = (const struct vfgx_port_range[]){ { 5000, 5000 } },
 		.reorder = true, .reorder_window = 1024, .reorder_slot = 2048,
 		.max_streams = 4,
 	};

@@ -142,25 +142,38 @@ static int lo_up(void)
 	return ret;
 }
 
-static vfgx_port *open_port(vfgx_ctx *ctx, const char *uri, const char *opts,
-			    uint16_t nrx, uint16_t ntx, struct vfgx_config **cfgp)
+static vfgx_port *open_port(vfgx_ctx *ctx, const char *uri,
+			    const struct vfgx_socket_opts *so, uint16_t nrx, uint16_t ntx)
 {
-	char y[512];
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "bench", .backend = "socket",
+		.address = uri, .nb_rx_queues = nrx, .nb_tx_queues = ntx,
+		.burst = 64, .backend_opts = so,
+	};
 	vfgx_port *port = NULL;
 
-	snprintf(y, sizeof(y),
-		 "interfaces:\n  - backend: socket\n    address: %s\n    socket: {%s}\n",
-		 uri, opts);
-	if (vfgx_config_load_string(ctx, y, strlen(y), "bench", cfgp))
-		goto err;
-	(*cfgp)->ifaces[0].nb_rx_queues = nrx;
-	(*cfgp)->ifaces[0].nb_tx_queues = ntx;
-	if (vfgx_port_open_config(ctx, *cfgp, &(*cfgp)->ifaces[0], &port))
-		goto err;
+	if (vfgx_port_open(ctx, &pc, &port))
+		fprintf(stderr, "vfgx bench socket: %s\n", vfgx_last_error(ctx));
 	return port;
-err:
-	fprintf(stderr, "vfgx bench socket: %s\n", vfgx_last_error(ctx));
-	return NULL;
+}
+
+/* --udp-opts is a YAML flow mapping of socket options: the YAML adapter
+ * fills the typed struct (its strings live in *cfgp's document). */
+static int parse_udp_opts(vfgx_ctx *ctx, const char *text, struct vfgx_config **cfgp,
+			  struct vfgx_socket_opts *so)
+{
+	char y[512];
+
+	vfgx_socket_opts_default(so);
+	if (!text[0])
+		return 0;
+	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    socket: {%s}\n", text);
+	if (vfgx_config_load_string(ctx, y, strlen(y), "--udp-opts", cfgp) ||
+	    vfgx_socket_opts_from_yaml(&(*cfgp)->ifaces[0].opts, so)) {
+		fprintf(stderr, "vfgx bench socket: %s\n", vfgx_last_error(ctx));
+		return -1;
+	}
+	return 0;
 }
 
 #define MAX_ROUNDS 25
@@ -224,6 +237,8 @@ static void add_round(struct result *r, double v, double ref)
  * CLOCK_THREAD_CPUTIME_ID (vfgx). */
 
 static const char *udp_opts = "";
+static struct vfgx_socket_opts udp_so; /* udp_opts through the YAML adapter */
+static struct vfgx_config *udp_opts_cfg;
 static int udp_senders = 2;
 static double udp_rate; /* datagrams/s offered in all; 0: 90% of the unpaced rate */
 static int cpu_send = 0, cpu_recv = 1; /* -1: not pinned */
@@ -509,7 +524,6 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 		       char *note, size_t note_len)
 {
 	struct vfgx_pipeline_config pc = { .workers = 1, .max_streams = 1 };
-	struct vfgx_config *cfg = NULL;
 	struct vfgx_queue_stats qs;
 	struct vfgx_socket_info si;
 	struct vfgx_pkt pk[64];
@@ -523,7 +537,7 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 	int ret = -1;
 
 	snprintf(addr, sizeof(addr), "udp://127.0.0.1:%u", port);
-	p = open_port(ctx, addr, udp_opts, 1, 0, &cfg);
+	p = open_port(ctx, addr, &udp_so, 1, 0);
 	if (!p || vfgx_proc_create(ctx, &pc, &proc) ||
 	    udp_start_senders(sh, pids, port, size, secs, rate, true))
 		goto out;
@@ -575,7 +589,6 @@ out:
 			vfgx_last_error(ctx));
 	vfgx_proc_destroy(proc);
 	vfgx_port_close(p);
-	vfgx_config_destroy(cfg);
 	return ret;
 }
 
@@ -712,8 +725,8 @@ out:
 static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 		    bool pp, double *rate)
 {
-	struct vfgx_config *scfg = NULL, *ccfg = NULL;
-	char addr[64], opts[128];
+	struct vfgx_socket_opts so;
+	char addr[64];
 	struct tcp_side srv = { 0 }, cli = { 0 };
 	struct vfgx_pkt pk[64];
 	vfgx_port *sp, *cp = NULL;
@@ -721,13 +734,13 @@ static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
 	int ret = -1;
 
 	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%u", port);
-	snprintf(opts, sizeof(opts), "max_record: %u", size < 2048 ? 2048 : size);
-	sp = open_port(ctx, addr, opts, 1, 1, &scfg);
+	vfgx_socket_opts_default(&so);
+	so.max_record = size < 2048 ? 2048 : size;
+	sp = open_port(ctx, addr, &so, 1, 1);
 	if (!sp)
 		return -1;
-	snprintf(opts, sizeof(opts), "role: client, max_record: %u",
-		 size < 2048 ? 2048 : size);
-	cp = open_port(ctx, addr, opts, 1, 1, &ccfg);
+	so.role = VFGX_SOCKET_CLIENT;
+	cp = open_port(ctx, addr, &so, 1, 1);
 	if (!cp)
 		goto out;
 	if (!pp) {
@@ -800,8 +813,6 @@ out:
 	unpin();
 	vfgx_port_close(cp);
 	vfgx_port_close(sp);
-	vfgx_config_destroy(ccfg);
-	vfgx_config_destroy(scfg);
 	if (ret)
 		fprintf(stderr, "vfgx bench socket: vfgx tcp %s %u B failed: %s\n",
 			pp ? "pp" : "tp", size, vfgx_last_error(ctx));
@@ -945,6 +956,11 @@ int vfgx_bench_socket(int argc, char **argv)
 	if (sh == MAP_FAILED || vfgx_ctx_create(&ctx))
 		return 1;
 	vfgx_log_set_level(ctx, VFGX_LOG_WARN);
+	if (parse_udp_opts(ctx, udp_opts, &udp_opts_cfg, &udp_so)) {
+		vfgx_config_destroy(udp_opts_cfg);
+	vfgx_ctx_destroy(ctx);
+		return 2;
+	}
 	/* rounds alternate which side goes first; the median is reported */
 	for (int i = 0; i < 3 && (!only[0] || !strcmp(only, "udp")); i++) {
 		struct result *r = &res[nres], *w = &wall[i];
@@ -1029,6 +1045,7 @@ int vfgx_bench_socket(int argc, char **argv)
 			nres++;
 		}
 	}
+	vfgx_config_destroy(udp_opts_cfg);
 	vfgx_ctx_destroy(ctx);
 	f = bench_results_open(out, "socket",
 			       "Socket backend vs sockperf (kernel UDP/TCP on loopback)",
@@ -1083,6 +1100,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	printf("wrote %s\n", path);
 	return 0;
 fail:
+	vfgx_config_destroy(udp_opts_cfg);
 	vfgx_ctx_destroy(ctx);
 	return 1;
 }

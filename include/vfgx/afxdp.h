@@ -12,6 +12,30 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
+
+/* Typed options (vfgx_port_conf.backend_opts; YAML: interfaces[].afxdp).
+ * Defaults in brackets; exist in every build.  May grow: argsz. */
+enum vfgx_afxdp_mode { VFGX_AFXDP_AUTO = 0, VFGX_AFXDP_NATIVE = 1, VFGX_AFXDP_GENERIC = 2 };
+enum vfgx_afxdp_zc { VFGX_AFXDP_ZC_AUTO = 0, VFGX_AFXDP_ZC_ON = 1, VFGX_AFXDP_ZC_OFF = 2 };
+
+struct vfgx_afxdp_opts {
+	uint32_t argsz;      /* sizeof(struct vfgx_afxdp_opts) */
+	uint32_t mode;       /* [auto] enum vfgx_afxdp_mode: XDP attach mode */
+	uint32_t zero_copy;  /* [auto] enum vfgx_afxdp_zc */
+	uint32_t frame_size; /* [2048] UMEM frame, 2048 or 4096 */
+	uint32_t num_frames; /* [4096] UMEM frames per queue, 64..2^20 */
+	uint32_t rx_ring, tx_ring, fill_ring, comp_ring; /* [2048] powers of two 64..16384 */
+	/* interface queue of each rx queue (nb_queues == the port's rx
+	 * queues), or NULL: rx queue q reads interface queue q.  The YAML
+	 * adapter leaves it NULL; the port reads afxdp.queues itself. */
+	const uint32_t *queues;
+	uint32_t nb_queues;
+};
+
+void vfgx_afxdp_opts_default(struct vfgx_afxdp_opts *o);
+int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
+			      struct vfgx_afxdp_opts *o);
 
 struct vfgx_afxdp_info {
 	char ifname[32];
@@ -28,6 +52,7 @@ struct vfgx_afxdp_info {
  * -ENOTSUP when this build has no AF_XDP. */
 int vfgx_afxdp_info(vfgx_port *port, struct vfgx_afxdp_info *info);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

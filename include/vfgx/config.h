@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_NAME_MAX 64
 #define VFGX_ADDR_MAX 256
@@ -28,6 +29,7 @@ extern "C" {
 #define VFGX_CONFIG_MAX_NODES 65536
 
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
+struct vfgx_gpu_opts; /* vfgx/gpu.h */
 
 /*
  * A position in a loaded document.  index 0 means "absent": every getter on
@@ -102,8 +104,9 @@ struct vfgx_iface_config {
 	char address[VFGX_ADDR_MAX]; /* netdev, PCI address, vdev or URI */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
-	struct vfgx_queue_config rx_queues[VFGX_MAX_QUEUES];
-	struct vfgx_queue_config tx_queues[VFGX_MAX_QUEUES];
+	/* room for VFGX_MAX_QUEUES each; the first nb_*_queues are set */
+	struct vfgx_queue_config *rx_queues;
+	struct vfgx_queue_config *tx_queues;
 	/* interfaces[i].<backend>: the backend reads and validates it. */
 	struct vfgx_cfg_node opts;
 };
@@ -118,23 +121,29 @@ struct vfgx_port_range {
 	uint16_t lo, hi;
 };
 
+/* The pipeline's options (YAML: pipeline:).  vfgx_pipeline_config_default
+ * (vfgx/pipeline.h) fills the documented defaults and argsz. */
 struct vfgx_pipeline_config {
+	uint32_t argsz;           /* sizeof(struct vfgx_pipeline_config) */
 	enum vfgx_device_choice device;
 	uint16_t workers;
-	/* filter: accepted UDP destination ports; none = accept all. */
+	/* filter: accepted UDP destination ports (at most
+	 * VFGX_MAX_PORT_RANGES); none = accept all.  Read at create. */
 	uint16_t nb_port_ranges;
-	struct vfgx_port_range port_ranges[VFGX_MAX_PORT_RANGES];
+	const struct vfgx_port_range *port_ranges;
 	bool reorder;
 	uint32_t reorder_window;  /* slots, power of two */
 	uint32_t reorder_slot;    /* bytes per slot (max payload kept) */
 	uint32_t max_streams;     /* stream ids 0 .. max_streams-1 */
+	bool verify_payload;      /* check the loopback generator's pattern */
+	double duration_s;        /* 0 = until the sources end */
+	/* pipeline.gpu: read by the gpu engine; absent: its defaults. */
+	struct vfgx_cfg_node gpu_opts;
+	/* Typed pipeline.gpu options (vfgx_gpu_opts_default), or NULL: gpu_opts. */
+	const struct vfgx_gpu_opts *gpu;
 	/* bytes all reorder windows may hold together; a stream past it gets
 	 * none (counted in streams_refused).  0: VFGX_REORDER_MAX_MEMORY. */
 	uint64_t reorder_max_memory;
-	bool verify_payload;      /* check the loopback generator's pattern */
-	double duration_s;        /* 0 = until the sources end */
-	/* pipeline.gpu: read by the GPU runner. */
-	struct vfgx_cfg_node gpu_opts;
 };
 
 struct vfgx_expect_config {
@@ -150,10 +159,11 @@ struct vfgx_config {
 	char source[VFGX_PATH_MAX]; /* file name, or "<embedded>" */
 	enum vfgx_log_level log_level;
 	uint16_t nb_regions;
-	struct vfgx_region_config regions[VFGX_MAX_REGIONS];
+	struct vfgx_region_config *regions;  /* nb_regions (at most VFGX_MAX_REGIONS) */
 	uint16_t nb_ifaces;
-	struct vfgx_iface_config ifaces[VFGX_MAX_IFACES];
+	struct vfgx_iface_config *ifaces;    /* nb_ifaces (at most VFGX_MAX_IFACES) */
 	struct vfgx_pipeline_config pipeline;
+	struct vfgx_port_range *port_ranges; /* behind pipeline.port_ranges */
 	struct vfgx_expect_config expect;
 	struct vfgx_cfg_doc *doc;
 };
@@ -170,6 +180,7 @@ void vfgx_config_destroy(struct vfgx_config *cfg);
 const struct vfgx_region_config *
 vfgx_config_find_region(const struct vfgx_config *cfg, const char *name);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

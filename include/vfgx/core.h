@@ -9,6 +9,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_VERSION_MAJOR 0
 #define VFGX_VERSION_MINOR 1
@@ -68,6 +69,7 @@ uint64_t vfgx_now_ns(void);
 #define vfgx_info(ctx, ...) vfgx_log((ctx), VFGX_LOG_INFO, __VA_ARGS__)
 #define vfgx_dbg(ctx, ...) vfgx_log((ctx), VFGX_LOG_DEBUG, __VA_ARGS__)
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 /* ---- descriptor ------------------------------------------------------- */
 
@@ -431,6 +432,7 @@ int vfgx_channel_wake_arm(vfgx_rdma_qp *qp, vfgx_rdma_mr *mr, uint32_t n);
 int vfgx_channel_wake_wait(vfgx_rdma_qp *qp, vfgx_rdma_mr *mr,
 			   int timeout_ms);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

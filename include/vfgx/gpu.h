@@ -1,7 +1,7 @@
 /* vfgx/gpu.h - the GPU data plane: a processor that runs the shared stages
  * (parse, validate, filter, reorder, user stage) in CUDA over bursts handed
- * through the CPU<->GPU communication list, and a runner that feeds it from
- * ports.  Plain C; every function exists in every build and fails with a
+ * through the CPU<->GPU communication list (ports feed it through
+ * vfgx_pipeline with pipeline.device gpu).  Plain C; every function exists in every build and fails with a
  * clear message (-ENOTSUP) where the build has no CUDA. */
 #ifndef VFGX_GPU_H
 #define VFGX_GPU_H
@@ -17,6 +17,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 enum vfgx_gpu_mode {
 	VFGX_GPU_PERSISTENT = 0, /* one long-running kernel polls the list */
@@ -125,21 +126,7 @@ static inline uint64_t vfgx_gpu_payload_hash(const uint8_t *p, uint32_t len)
 	return a ^ (b << 20) ^ ((uint64_t)len << 52);
 }
 
-/* --- runner: ports -> one GPU processor, fed by one CPU thread ---------- */
-typedef struct vfgx_gpu_pipeline vfgx_gpu_pipeline;
-
-int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-			     vfgx_port *const *ports, uint16_t nb_ports,
-			     vfgx_gpu_pipeline **out);
-int vfgx_gpu_pipeline_start(vfgx_gpu_pipeline *gpl);
-bool vfgx_gpu_pipeline_done(vfgx_gpu_pipeline *gpl);
-void vfgx_gpu_pipeline_stop(vfgx_gpu_pipeline *gpl);
-void vfgx_gpu_pipeline_stats(vfgx_gpu_pipeline *gpl, struct vfgx_pipeline_stats *st,
-			     uint64_t *order_errors);
-int vfgx_gpu_pipeline_error(vfgx_gpu_pipeline *gpl);
-const char *vfgx_gpu_pipeline_describe(const vfgx_gpu_pipeline *gpl);
-void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl);
-
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

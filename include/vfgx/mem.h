@@ -14,6 +14,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 enum vfgx_mem_kind {
 	VFGX_MEM_HOST = 0,     /* malloc'd, page aligned */
@@ -158,6 +159,7 @@ static inline uint32_t vfgx_ring_count(struct vfgx_ring *r)
 	       atomic_load_explicit(&r->cons, memory_order_acquire);
 }
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /* vfgx/mon.h - the gpurdma_mon kernel driver from user space: telemetry,
  * thresholds and events of /dev/gpurdma_mon, and the publisher that pushes
- * the library's counters to it once a second. */
+ * the library's counters to it (attached to a pipeline as an observer). */
 #ifndef VFGX_MON_H
 #define VFGX_MON_H
 
@@ -10,11 +10,13 @@
 #include <gpurdma_mon.h>
 
 #include "core.h"
+#include "pipeline.h"
 #include "port.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_MON_DEFAULT_PATH "/dev/" GPURDMA_MON_DEVNAME
 
@@ -91,6 +93,17 @@ void vfgx_mon_publisher_stop(vfgx_mon_publisher *pub);
 /* PUBLISH calls that succeeded so far. */
 uint64_t vfgx_mon_publisher_count(const vfgx_mon_publisher *pub);
 
+/*
+ * Attach a publisher to pl as an observer (before vfgx_pipeline_start):
+ * from the start it PUBLISHes the pipeline's queue snapshots every
+ * period_ms (an engine without them, the gpu engine: its totals as queue
+ * 0), and the final counters when the pipeline stops.  Without the driver
+ * it publishes nothing and says so only at DEBUG.  path as vfgx_mon_open.
+ */
+int vfgx_mon_observe(vfgx_ctx *ctx, vfgx_pipeline *pl, const char *path,
+		     uint32_t period_ms);
+
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

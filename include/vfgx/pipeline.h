@@ -1,7 +1,8 @@
 /* vfgx/pipeline.h - the processing pipeline: a single-threaded processor
- * (parse -> validate -> filter -> reorder -> user stage) and a runner that
- * drives processors over ports on N worker threads; plus the packet builder
- * used by the loopback generator, tests and benchmarks. */
+ * (parse -> validate -> filter -> reorder -> user stage), the pipeline that
+ * drives processing over ports on an engine (CPU worker threads or the GPU),
+ * observers that read its counters off the hot path; plus the packet
+ * builder used by the loopback generator, tests and benchmarks. */
 #ifndef VFGX_PIPELINE_H
 #define VFGX_PIPELINE_H
 
@@ -15,6 +16,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_LAT_BUCKETS 40 /* log2 ns histogram: bucket b holds [2^b, 2^(b+1)) */
 /* pipeline.reorder.max_memory when the config leaves it 0 */
@@ -36,6 +38,7 @@ struct vfgx_pipeline_stats {
 	uint64_t reorder_bytes;    /* reorder window memory allocated */
 	uint64_t drops[VFGX_DROP_MAX];
 	uint64_t lat_hist[VFGX_LAT_BUCKETS];
+	uint64_t order_errors;     /* deliveries below their stream's last one */
 };
 
 /* Called for every record the reorder stage delivers, in sequence order per
@@ -67,30 +70,92 @@ void vfgx_proc_flush(vfgx_proc *p);
 void vfgx_proc_reset(vfgx_proc *p);
 void vfgx_proc_stats(const vfgx_proc *p, struct vfgx_pipeline_stats *st);
 
-/* --- multi-threaded runner ---------------------------------------------- */
+/* --- pipeline: ports -> processing on an engine ---------------------------
+ *
+ * Engines (conf->device picks one in vfgx_pipeline_create):
+ *   cpu  conf->workers threads; worker w polls rx queues w, w+workers, ...
+ *        of every port, run to completion: receive a burst, process it,
+ *        release it in bulk.
+ *   gpu  one feeder thread hands each burst to the GPU processor
+ *        (pipeline.gpu options, vfgx/gpu.h) and releases it when done.
+ *   auto gpu when CUDA finds GPU pipeline.gpu.gpu_id, else cpu (logged at
+ *        INFO with the reason).
+ * What the gpu engine lacks: a host user stage (-ENOTSUP; use
+ * pipeline.gpu.user_stage), pipeline.workers (one feeder thread) and
+ * per-queue snapshots (-ENOTSUP; observers see the pipeline totals).
+ * Everything else (stats, order_errors, duration_s, done/stop/error,
+ * observers) is the same on both.
+ */
 typedef struct vfgx_pipeline vfgx_pipeline;
 
-/* Worker w polls rx queues w, w+workers, ... of every port, run to
- * completion: receive a burst, process it, release it in bulk.  With
- * reorder on, a stream belongs to the first worker that receives it: a
- * packet of it arriving on another worker's queue is copied to the owner
- * (handed_over), so each stream has one reorder window and its records
- * reach the user stage in order on one thread. */
+/* The defaults of docs/config.md's pipeline: keys, and argsz. */
+void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf);
+/* -ENODEV when device is gpu and CUDA finds no GPU (detail says why);
+ * -EINVAL for bad options or an argsz this library does not know.  CPU
+ * engine, reorder on: a stream belongs to the first worker that receives
+ * it; a packet of it arriving on another worker's queue is copied to the
+ * owner (handed_over), so each stream has one reorder window and its
+ * records reach the user stage in order on one thread. */
 int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 vfgx_port *const *ports, uint16_t nb_ports,
 			 vfgx_pipeline **out);
-void vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
-				  void *user);
+/* "cpu" or "gpu": the engine create chose. */
+const char *vfgx_pipeline_engine(const vfgx_pipeline *pl);
+/* One line: engine, workers or GPU device and launch mode. */
+const char *vfgx_pipeline_describe(const vfgx_pipeline *pl);
+/* Before start.  -ENOTSUP on the gpu engine (detail in vfgx_last_error). */
+int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
+				 void *user);
 int vfgx_pipeline_start(vfgx_pipeline *pl);
 /* True once every finite source is drained (or after stop). */
 bool vfgx_pipeline_done(vfgx_pipeline *pl);
-/* Ask workers to stop, join them, flush reorder windows. Idempotent. */
+/* Ask the engine to stop, join it, flush reorder windows, then stop the
+ * observers (they read the final counters).  Idempotent. */
 void vfgx_pipeline_stop(vfgx_pipeline *pl);
-/* Sum of all workers; safe to call while running (values may lag). */
+/* Sum over the engine; safe to call while running (values may lag by a
+ * snapshot period: 5 ms on the cpu engine, 1 s on the gpu engine). */
 void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st);
-/* First fatal port error a worker hit (negative errno), or 0. */
+/* First fatal error (negative errno), or 0; the gpu engine's detail is in
+ * vfgx_last_error. */
 int vfgx_pipeline_error(vfgx_pipeline *pl);
+/* Stops (as vfgx_pipeline_stop), then releases the observers. */
 void vfgx_pipeline_destroy(vfgx_pipeline *pl);
+
+/* One rx queue as the thread that polls it last saw it. */
+struct vfgx_queue_snap {
+	struct vfgx_queue_stats stats;
+	uint32_t pool_used;  /* rx pool buffers out; 0 and 0 when the */
+	uint32_t pool_total; /* backend keeps its own buffers */
+};
+/* Rx queues over all ports, in port order (the index of queue_snap). */
+uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl);
+/* Last snapshot of queue index; taken every 5 ms while an observer is
+ * attached.  -ENOTSUP on the gpu engine, -EINVAL past nb_queues.  Safe
+ * from any thread. */
+int vfgx_pipeline_queue_snap(vfgx_pipeline *pl, uint32_t index,
+			     struct vfgx_queue_snap *s);
+
+/*
+ * An observer: a side output (the gpurdma_mon publisher, a metrics
+ * endpoint) the application attaches.  It reads the pipeline only through
+ * vfgx_pipeline_stats/queue_snap, from a thread of its own that start()
+ * may create.  Every callback is optional.
+ */
+struct vfgx_observer {
+	uint32_t argsz; /* sizeof(struct vfgx_observer) */
+	uint32_t flags; /* 0 */
+	void *user;
+	/* In vfgx_pipeline_start, before the engine starts; non-zero fails
+	 * the start (with a detail set on the context). */
+	int (*start)(void *user, vfgx_pipeline *pl);
+	/* In vfgx_pipeline_stop, after the engine stopped: final counters. */
+	void (*stop)(void *user, vfgx_pipeline *pl);
+	/* In vfgx_pipeline_destroy, or when attaching fails: free user. */
+	void (*release)(void *user);
+};
+/* Before start; obs is copied.  -EINVAL for an unknown argsz or flags
+ * (release is called then too). */
+int vfgx_pipeline_add_observer(vfgx_pipeline *pl, const struct vfgx_observer *obs);
 
 void vfgx_stats_add(struct vfgx_pipeline_stats *dst,
 		    const struct vfgx_pipeline_stats *src);
@@ -118,6 +183,7 @@ uint32_t vfgx_pkt_min_len(uint16_t vlan);
 uint32_t vfgx_pkt_build(uint8_t *buf, uint32_t cap,
 			const struct vfgx_pkt_spec *s);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 typedef struct vfgx_port vfgx_port;
 
@@ -72,20 +73,28 @@ struct vfgx_queue_stats {
 };
 
 struct vfgx_port_conf {
+	uint32_t argsz;      /* sizeof(struct vfgx_port_conf) */
 	const char *name;
 	const char *backend; /* "loopback", "socket", "afxdp", "dpdk", "rdma" */
 	const char *address; /* backend-specific; may be NULL */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
 	uint16_t burst;      /* max packets per rx burst, 1..1024 */
-	/* Per queue, 0: as above (rx) / no limit (tx).  rx: a queue's
-	 * rx_burst returns at most this many; tx: tx_burst hands the backend
-	 * at most this many per call and goes on while it accepts them all. */
-	uint16_t rx_bursts[VFGX_MAX_QUEUES];
-	uint16_t tx_bursts[VFGX_MAX_QUEUES];
-	/* Per rx queue pool, or NULL: the backend creates its own. */
-	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
-	/* interfaces[].<backend> section; NULL or absent: defaults. */
+	/* nb_rx_queues pools (a NULL entry: the backend creates its own for
+	 * that queue), or NULL for all. */
+	vfgx_pool *const *rx_pools;
+	/* The backend's typed options, or NULL: struct vfgx_loopback_opts,
+	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
+	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h). */
+	const void *backend_opts;
+	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
+	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns
+	 * at most this many; tx: tx_burst hands the backend at most this many
+	 * per call and goes on while it accepts them all. */
+	const uint16_t *rx_bursts;
+	const uint16_t *tx_bursts;
+	/* interfaces[].<backend> YAML section, read when backend_opts is
+	 * NULL; NULL or absent: defaults. */
 	const struct vfgx_cfg_node *opts;
 };
 
@@ -121,6 +130,9 @@ const char *vfgx_port_name(const vfgx_port *port);
 const char *vfgx_port_backend(const vfgx_port *port);
 uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port);
 uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port);
+/* The pool rx queue q receives into (read its vfgx_pool_stats on the
+ * queue's thread), or NULL when the backend keeps its own buffers. */
+vfgx_pool *vfgx_port_rx_pool(const vfgx_port *port, uint16_t q);
 /* True when the source is finite and has delivered everything (loopback
  * with a packet count); a live port never ends. */
 bool vfgx_port_rx_done(vfgx_port *port, uint16_t q);
@@ -141,6 +153,7 @@ int vfgx_port_source_report(vfgx_port *port, uint16_t q,
 /* Names of the backends compiled into this build, NULL-terminated. */
 const char *const *vfgx_port_backends(void);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

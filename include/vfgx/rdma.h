@@ -10,12 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "core.h"
 #include "mem.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 /* rdma-core objects, for callers that want to use verbs directly; include
  * <infiniband/verbs.h> to dereference them. */
@@ -338,6 +340,29 @@ int vfgx_rdma_cas_sync(vfgx_rdma_qp *qp, const vfgx_rdma_mr *mr, size_t loff,
 /* Signaled send-side operations posted and not yet completed. */
 uint32_t vfgx_rdma_qp_outstanding(const vfgx_rdma_qp *qp);
 
+/* --- the RDMA port's typed options --------------------------------------
+ * (vfgx_port_conf.backend_opts; YAML: interfaces[].rdma).  Defaults in
+ * brackets.  May grow at the end: argsz. */
+enum vfgx_rdma_role { VFGX_RDMA_CLIENT = 0, VFGX_RDMA_SERVER = 1 };
+
+struct vfgx_rdma_opts {
+	uint32_t argsz;           /* sizeof(struct vfgx_rdma_opts) */
+	const char *device;       /* [NULL: the port's address] RDMA device */
+	const char *peer;         /* required: "host:port" (client: the server; server: listen) */
+	uint32_t port;            /* [1] device port, 1..255 */
+	uint32_t gid_index;       /* [1000: the device's IPv4-mapped GID] 0..1000 */
+	uint32_t role;            /* [client] enum vfgx_rdma_role */
+	uint32_t recv_depth;      /* [256] posted receives, 1..4096 */
+	uint32_t timeout_ms;      /* [5000] connection set-up, 1..3600000 */
+	uint32_t memory_fallback; /* [host] 0 host, 1 fail: when GPU memory cannot be registered */
+	uint32_t qp_type;         /* [rc] enum vfgx_rdma_qp_type */
+};
+
+void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o);
+int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
+			     struct vfgx_rdma_opts *o);
+
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default) /* the library builds hidden */
 
 /* TCP records on the wire: a 4-byte big-endian payload length, then the
  * payload.  The pipeline sees one payload-only packet per record; its
@@ -20,6 +21,33 @@ extern "C" {
  * goes back on that connection only, or fails with -ENOTCONN once it is
  * gone.  A client's tx ignores flow (it has one connection). */
 #define VFGX_SOCKET_REC_HLEN 4
+
+/* Typed options (vfgx_port_conf.backend_opts; YAML: interfaces[].socket).
+ * Defaults in brackets.  The struct may grow at the end: argsz. */
+enum vfgx_socket_role {
+	VFGX_SOCKET_SERVER = 0, /* bind (UDP) or listen (TCP) */
+	VFGX_SOCKET_CLIENT = 1, /* connect */
+};
+
+struct vfgx_socket_opts {
+	uint32_t argsz;              /* sizeof(struct vfgx_socket_opts) */
+	uint32_t role;               /* [server] enum vfgx_socket_role */
+	const char *uri;             /* [NULL: the port's address] udp://ADDR:PORT or tcp://ADDR:PORT */
+	uint32_t rcvbuf, sndbuf;     /* [0: the kernel's] bytes, ..2^30 */
+	uint32_t max_record;         /* [65536] TCP record payload, 1..2^30 */
+	uint32_t buf_size, num_bufs; /* [0: by protocol] rx pool of the port */
+	uint32_t connect_timeout_ms; /* [5000] 1..600000 */
+	bool gro, gso;               /* [true] UDP offloads when the kernel has them */
+	bool nodelay;                /* [true] TCP_NODELAY */
+	int8_t end_on_close;         /* [-1: client yes, server no] 0 or 1 */
+	uint32_t max_conns;          /* [64] TCP server: connections per rx queue, 1..4096 */
+	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection silent both ways this long; 0 never */
+};
+
+void vfgx_socket_opts_default(struct vfgx_socket_opts *o);
+/* The YAML adapter; strings point into the document of map. */
+int vfgx_socket_opts_from_yaml(const struct vfgx_cfg_node *map,
+			       struct vfgx_socket_opts *o);
 
 struct vfgx_socket_info {
 	bool tcp;          /* false: UDP */
@@ -56,6 +84,7 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms);
  * This pushes it now and returns the bytes still waiting (0: all sent). */
 size_t vfgx_socket_tx_pending(vfgx_port *port, uint16_t q);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,5 @@
-/* vfgx/vfgx.h - the whole public API of libvfgx. */
+/* vfgx/vfgx.h - the whole public API of libvfgx: every public header.
+ * docs/api.md walks through a program's lifecycle. */
 #ifndef VFGX_H
 #define VFGX_H
 
@@ -7,5 +8,15 @@
 #include "config.h"
 #include "port.h"
 #include "pipeline.h"
+#include "stages.h"
+#include "gpu.h"
+#include "mon.h"
+#include "socket.h"
+#include "afxdp.h"
+#include "rdma.h"
+#include "loopback.h"
+#include "devices.h"
+#include "dpdk.h"
+#include "eba.h"
 
 #endif

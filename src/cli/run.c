@@ -5,14 +5,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <vfgx/gpu.h>
+#include <vfgx/mon.h>
 #include <vfgx/socket.h>
 #include <vfgx/vfgx.h>
 
@@ -25,30 +24,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
-}
-
-/* In-order checker run as the user stage: per stream, every delivered
- * sequence must be larger than the last one.  With reorder on, the runner
- * delivers each stream on one worker (its owner), so an entry is written
- * by one thread; without reorder a stream on two queues is delivered by
- * two workers, hence relaxed atomics (plain moves on x86) rather than a
- * data race. */
-struct order_check {
-	_Atomic uint64_t *next; /* last delivered + 1, per stream */
-	_Atomic uint64_t errors;
-};
-
-static int order_stage(void *user, uint32_t stream, uint64_t seq,
-		       const uint8_t *payload, uint32_t len)
-{
-	struct order_check *oc = user;
-
-	(void)payload;
-	(void)len;
-	if (seq < atomic_load_explicit(&oc->next[stream], memory_order_relaxed))
-		atomic_fetch_add_explicit(&oc->errors, 1, memory_order_relaxed);
-	atomic_store_explicit(&oc->next[stream], seq + 1, memory_order_relaxed);
-	return 0;
 }
 
 static void live_line(const struct vfgx_pipeline_stats *now,
@@ -102,7 +77,7 @@ static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cf
 
 static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 		  uint16_t nb_ports, const struct vfgx_pipeline_stats *st,
-		  uint64_t order_errors, double secs)
+		  double secs)
 {
 	struct vfgx_source_report src = { .known = true };
 	struct vfgx_queue_stats qsum = { 0 };
@@ -229,8 +204,8 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 			      "all_received", d);
 		}
 	}
-	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", order_errors);
-	check(&v, cfg->expect.in_order, order_errors == 0, "in_order", d);
+	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", st->order_errors);
+	check(&v, cfg->expect.in_order, st->order_errors == 0, "in_order", d);
 	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
 	check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
 	min_packets_detail(d, sizeof(d), cfg, st);
@@ -246,41 +221,6 @@ static void run_usage(FILE *f)
 		   "  without CONFIG, runs the embedded configs/loopback.yaml\n");
 }
 
-/* 1: run on the GPU, 0: on the CPU, negative: refused (message printed). */
-static int choose_device(vfgx_ctx *ctx, const struct vfgx_config *cfg)
-{
-	struct vfgx_gpu_opts go;
-	char desc[256];
-	int ret;
-
-	if (cfg->pipeline.device == VFGX_DEVICE_CPU)
-		return 0;
-	ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &go);
-	if (ret) {
-		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		return ret;
-	}
-	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
-	if (cfg->pipeline.device == VFGX_DEVICE_GPU) {
-		if (ret) {
-			fprintf(stderr, "vfgx: %s: pipeline.device: gpu, but %s (use device: cpu or auto)\n",
-				cfg->source, vfgx_last_error(ctx));
-			return -ENODEV;
-		}
-		vfgx_info(ctx, "pipeline.device gpu: using %s", desc);
-		return 1;
-	}
-	if (ret) {
-		/* without CUDA in the build, auto can only mean the CPU: no news */
-		vfgx_log(ctx, ret == -ENOTSUP ? VFGX_LOG_DEBUG : VFGX_LOG_INFO,
-			 "pipeline.device auto: using the CPU pipeline (%s)",
-			 vfgx_last_error(ctx));
-		return 0;
-	}
-	vfgx_info(ctx, "pipeline.device auto: using %s", desc);
-	return 1;
-}
-
 int vfgx_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -292,10 +232,6 @@ int vfgx_cmd_run(int argc, char **argv)
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
-	vfgx_gpu_pipeline *gpl = NULL;
-	uint64_t gpu_order_errors = 0;
-	int on_gpu;
-	struct order_check oc = { 0 };
 	struct vfgx_pipeline_stats st = { 0 }, prev = { 0 };
 	bool quiet = false;
 	double duration = -1;
@@ -359,83 +295,60 @@ int vfgx_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* after the ports: a config error stays the one line it is */
-	on_gpu = choose_device(ctx, cfg);
-	if (on_gpu < 0) {
-		rc = 2;
-		goto out;
-	}
-	oc.next = calloc(cfg->pipeline.max_streams, sizeof(*oc.next));
-	if (!oc.next)
-		goto out;
-	if (on_gpu)
-		ret = vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &gpl);
-	else
-		ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
+	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
 	if (ret) {
-		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		rc = ret == -EINVAL ? 2 : 1;
+		/* -ENODEV: pipeline.device names a GPU this machine lacks */
+		if (ret == -ENODEV)
+			fprintf(stderr, "vfgx: %s: %s\n", cfg->source, vfgx_last_error(ctx));
+		else
+			fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		rc = ret == -EINVAL || ret == -ENODEV ? 2 : 1;
 		goto out;
 	}
-	if (gpl)
-		vfgx_info(ctx, "GPU pipeline: %s", vfgx_gpu_pipeline_describe(gpl));
-	else
-		vfgx_pipeline_set_user_stage(pl, order_stage, &oc);
+	/* telemetry to gpurdma_mon once a second, when the driver is loaded */
+	if (vfgx_mon_observe(ctx, pl, NULL, 1000)) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = tlast = vfgx_now_ns();
-	if (gpl ? vfgx_gpu_pipeline_start(gpl) : vfgx_pipeline_start(pl)) {
+	if (vfgx_pipeline_start(pl)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
 	bool live = !quiet && isatty(STDOUT_FILENO);
 
-	while (!interrupted &&
-	       !(gpl ? vfgx_gpu_pipeline_done(gpl) : vfgx_pipeline_done(pl))) {
+	while (!interrupted && !vfgx_pipeline_done(pl)) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		uint64_t now;
 
 		nanosleep(&ts, NULL);
 		now = vfgx_now_ns();
 		if (live && now - tlast >= 1000000000ull) {
-			if (gpl)
-				vfgx_gpu_pipeline_stats(gpl, &st, NULL);
-			else
-				vfgx_pipeline_stats(pl, &st);
+			vfgx_pipeline_stats(pl, &st);
 			live_line(&st, &prev, (double)(now - tlast) / 1e9);
 			prev = st;
 			tlast = now;
 		}
 	}
-	if (gpl)
-		vfgx_gpu_pipeline_stop(gpl);
-	else
-		vfgx_pipeline_stop(pl);
+	vfgx_pipeline_stop(pl);
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
 
 	if (interrupted)
 		printf("\ninterrupted: stopping\n");
-	if (gpl) {
-		/* the GPU checks delivery order itself (no CPU user stage) */
-		vfgx_gpu_pipeline_stats(gpl, &st, &gpu_order_errors);
-		atomic_store(&oc.errors, gpu_order_errors);
-		ret = vfgx_gpu_pipeline_error(gpl);
-	} else {
-		vfgx_pipeline_stats(pl, &st);
-		ret = vfgx_pipeline_error(pl);
-	}
-	rc = report(cfg, ports, nb_ports, &st, atomic_load(&oc.errors), secs);
+	vfgx_pipeline_stats(pl, &st);
+	ret = vfgx_pipeline_error(pl);
+	rc = report(cfg, ports, nb_ports, &st, secs);
 	if (ret) {
-		fprintf(stderr, "vfgx: %s error: %s\n", gpl ? "GPU pipeline" : "port",
-			gpl ? vfgx_last_error(ctx) : vfgx_strerror(ret));
+		fprintf(stderr, "vfgx: %s pipeline error: %s\n",
+			vfgx_pipeline_engine(pl), vfgx_strerror(ret));
 		rc = 1;
 	}
 out:
-	vfgx_gpu_pipeline_destroy(gpl);
 	vfgx_pipeline_destroy(pl);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		vfgx_port_close(ports[i]);
-	free(oc.next);
 	vfgx_config_destroy(cfg);
 	vfgx_ctx_destroy(ctx);
 	return rc;

@@ -34,6 +34,9 @@ static int parse_regions(struct vfgx_config *cfg,
 		return n;
 	if (n > VFGX_MAX_REGIONS)
 		return vfgx_cfg_error(&seq, "at most %d regions", VFGX_MAX_REGIONS);
+	cfg->regions = calloc((size_t)n + 1, sizeof(*cfg->regions));
+	if (!cfg->regions)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_region_config *r = &cfg->regions[i];
 		uint32_t gpu;
@@ -132,8 +135,16 @@ static int parse_ifaces(struct vfgx_config *cfg,
 		return n;
 	if (n > VFGX_MAX_IFACES)
 		return vfgx_cfg_error(&seq, "at most %d interfaces", VFGX_MAX_IFACES);
+	cfg->ifaces = calloc((size_t)n + 1, sizeof(*cfg->ifaces));
+	if (!cfg->ifaces)
+		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_iface_config *f = &cfg->ifaces[i];
+
+		f->rx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->rx_queues));
+		f->tx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->tx_queues));
+		if (!f->rx_queues || !f->tx_queues)
+			return -ENOMEM;
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
@@ -170,8 +181,10 @@ static int parse_ifaces(struct vfgx_config *cfg,
 }
 
 static int parse_port_ranges(struct vfgx_pipeline_config *p,
+			     struct vfgx_port_range **store_out,
 			     const struct vfgx_cfg_node *filter)
 {
+	struct vfgx_port_range *store;
 	struct vfgx_cfg_node seq, it;
 	int n;
 
@@ -181,6 +194,10 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 		return n;
 	if (n > VFGX_MAX_PORT_RANGES)
 		return vfgx_cfg_error(&seq, "at most %d entries", VFGX_MAX_PORT_RANGES);
+	store = calloc((size_t)n + 1, sizeof(*store));
+	if (!store)
+		return -ENOMEM;
+	*store_out = store;
 	for (int i = 0; i < n; i++) {
 		char lo_s[16], err[VFGX_NUM_ERR_MAX];
 		const char *s, *dash;
@@ -202,9 +219,10 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 						      "LO is too long" : err);
 		if (!dash)
 			hi = lo;
-		p->port_ranges[i].lo = (uint16_t)lo;
-		p->port_ranges[i].hi = (uint16_t)hi;
+		store[i].lo = (uint16_t)lo;
+		store[i].hi = (uint16_t)hi;
 	}
+	p->port_ranges = store;
 	p->nb_port_ranges = (uint16_t)n;
 	return 0;
 }
@@ -233,11 +251,12 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = vfgx_cfg_double(&pl, "duration_s", 0, 0, 86400 * 365,
 				   &p->duration_s)))
 		return ret;
+	p->argsz = sizeof(*p);
 	p->device = (enum vfgx_device_choice)dev;
 	p->workers = (uint16_t)workers;
 	vfgx_cfg_child(&pl, "filter", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, fkeys)) ||
-	    (ret = parse_port_ranges(p, &sub)))
+	    (ret = parse_port_ranges(p, &cfg->port_ranges, &sub)))
 		return ret;
 	vfgx_cfg_child(&pl, "reorder", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, rkeys)) ||
@@ -506,6 +525,15 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 		yaml_document_delete(&cfg->doc->doc);
 		free(cfg->doc);
 	}
+	for (uint16_t i = 0; cfg->ifaces && i < VFGX_MAX_IFACES; i++) {
+		if (!cfg->ifaces[i].rx_queues)
+			break;
+		free(cfg->ifaces[i].rx_queues);
+		free(cfg->ifaces[i].tx_queues);
+	}
+	free(cfg->ifaces);
+	free(cfg->regions);
+	free(cfg->port_ranges);
 	free(cfg);
 }
 

@@ -1,6 +1,7 @@
 /* publisher.c - the thread that pushes the library's counters to
- * /dev/gpurdma_mon (PUBLISH) every period, and the collector that reads
- * them from ports and pools.  Silent when the device does not exist. */
+ * /dev/gpurdma_mon (PUBLISH) every period, the collector that reads them
+ * from ports and pools, and the pipeline observer built on both.  Silent
+ * when the device does not exist. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,8 +11,6 @@
 #include <time.h>
 
 #include <vfgx/mon.h>
-
-#include "port/backend.h"
 
 struct vfgx_mon_publisher {
 	vfgx_ctx *ctx;
@@ -32,6 +31,7 @@ void vfgx_mon_queue_snap(vfgx_port *port, uint16_t q,
 {
 	struct vfgx_queue_stats st;
 	struct vfgx_pool_stats ps;
+	vfgx_pool *pool = vfgx_port_rx_pool(port, q);
 
 	memset(s, 0, sizeof(*s));
 	if (vfgx_port_stats(port, q, &st) == 0) {
@@ -42,8 +42,8 @@ void vfgx_mon_queue_snap(vfgx_port *port, uint16_t q,
 		for (int d = 0; d < VFGX_DROP_MAX; d++)
 			s->c.drops += st.drops[d];
 	}
-	if (q < port->nb_rx_queues && port->rx_pools[q]) {
-		vfgx_pool_stats(port->rx_pools[q], &ps);
+	if (pool) {
+		vfgx_pool_stats(pool, &ps);
 		s->pool_total = ps.num_bufs;
 		s->pool_used = ps.num_bufs - ps.available;
 	}
@@ -197,4 +197,104 @@ void vfgx_mon_publisher_stop(vfgx_mon_publisher *pub)
 uint64_t vfgx_mon_publisher_count(const vfgx_mon_publisher *pub)
 {
 	return pub ? atomic_load(&pub->published) : 0;
+}
+
+/* --- the publisher as a pipeline observer ------------------------------------ */
+struct mon_observer {
+	vfgx_ctx *ctx;
+	char *path; /* NULL: $VFGX_MON_DEV or the default */
+	uint32_t period_ms;
+	vfgx_pipeline *pl;
+	vfgx_mon_publisher *pub;
+};
+
+static void observer_collect(void *user, struct gpurdma_mon_publish *p)
+{
+	struct mon_observer *mo = user;
+	uint32_t n = vfgx_pipeline_nb_queues(mo->pl);
+	struct vfgx_pipeline_stats st;
+	struct vfgx_mon_queue_snap ms;
+	struct vfgx_queue_snap qs;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (vfgx_pipeline_queue_snap(mo->pl, i, &qs))
+			break;
+		memset(&ms, 0, sizeof(ms));
+		ms.c.rx_packets = qs.stats.rx_packets;
+		ms.c.rx_bytes = qs.stats.rx_bytes;
+		ms.c.tx_packets = qs.stats.tx_packets;
+		ms.c.tx_bytes = qs.stats.tx_bytes;
+		for (int d = 0; d < VFGX_DROP_MAX; d++)
+			ms.c.drops += qs.stats.drops[d];
+		ms.pool_used = qs.pool_used;
+		ms.pool_total = qs.pool_total;
+		vfgx_mon_queue_add(p, i, &ms);
+		p->nr_queues = i + 1 < GPURDMA_MON_MAX_QUEUES ? i + 1 :
+								 GPURDMA_MON_MAX_QUEUES;
+	}
+	if (n && !p->nr_queues) {
+		/* an engine without queue snapshots: its totals as one queue */
+		vfgx_pipeline_stats(mo->pl, &st);
+		p->q[0].rx_packets = st.packets;
+		p->q[0].rx_bytes = st.bytes;
+		for (int d = 0; d < VFGX_DROP_MAX; d++)
+			p->q[0].drops += st.drops[d];
+		p->nr_queues = 1;
+	}
+}
+
+static int observer_start(void *user, vfgx_pipeline *pl)
+{
+	struct mon_observer *mo = user;
+
+	mo->pl = pl;
+	/* publishing is optional: a failure is a warning, not a failed start */
+	if (vfgx_mon_publisher_start(mo->ctx, mo->path, mo->period_ms,
+				     observer_collect, mo, &mo->pub))
+		vfgx_warn(mo->ctx, "%s", vfgx_last_error(mo->ctx));
+	return 0;
+}
+
+static void observer_stop(void *user, vfgx_pipeline *pl)
+{
+	struct mon_observer *mo = user;
+
+	(void)pl;
+	vfgx_mon_publisher_stop(mo->pub);
+	mo->pub = NULL;
+}
+
+static void observer_release(void *user)
+{
+	struct mon_observer *mo = user;
+
+	free(mo->path);
+	free(mo);
+}
+
+int vfgx_mon_observe(vfgx_ctx *ctx, vfgx_pipeline *pl, const char *path,
+		     uint32_t period_ms)
+{
+	struct mon_observer *mo = calloc(1, sizeof(*mo));
+	struct vfgx_observer obs = {
+		.argsz = sizeof(obs),
+		.start = observer_start,
+		.stop = observer_stop,
+		.release = observer_release,
+	};
+
+	if (!mo)
+		return -ENOMEM;
+	if (period_ms == 0) {
+		free(mo);
+		return vfgx_set_error(ctx, -EINVAL, "mon observer: period must be > 0 ms");
+	}
+	mo->ctx = ctx;
+	mo->period_ms = period_ms;
+	if (path && !(mo->path = strdup(path))) {
+		free(mo);
+		return -ENOMEM;
+	}
+	obs.user = mo;
+	return vfgx_pipeline_add_observer(pl, &obs);
 }

@@ -8,6 +8,8 @@
 
 #include <vfgx/gpu.h>
 
+#include "gpu_runner.h"
+
 /* Hand over n struct vfgx_pkt records that live in pinned host memory
  * (pkts_dev: their device address) as one item, with no copy; the records
  * must stay untouched until the item is finished.  ts_min: the oldest

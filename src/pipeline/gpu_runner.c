@@ -17,6 +17,7 @@
 
 #include "gpu_bench.h"
 #include "gpu_iface.h"
+#include "gpu_runner.h"
 #include "port/backend.h"
 
 #define RUN_BURST 1024   /* packets per item at most */
@@ -106,7 +107,8 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->ctx = ctx;
 	gpl->conf = *conf;
 	pthread_mutex_init(&gpl->lock, NULL);
-	ret = vfgx_gpu_opts_parse(&conf->gpu_opts, &gpl->opts);
+	ret = conf->gpu ? (gpl->opts = *conf->gpu, 0) :
+			  vfgx_gpu_opts_parse(&conf->gpu_opts, &gpl->opts);
 	if (ret)
 		goto fail;
 	for (uint16_t i = 0; i < nb_ports; i++)

@@ -83,6 +83,9 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	int ret;
 
 	*out = NULL;
+	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
+				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
 	ret = vfgx_pipeline_check(ctx, conf);
 	if (ret)
 		return ret;
@@ -434,6 +437,7 @@ void vfgx_stats_add(struct vfgx_pipeline_stats *d,
 	d->handed_over += s->handed_over;
 	d->streams_refused += s->streams_refused;
 	d->reorder_bytes += s->reorder_bytes;
+	d->order_errors += s->order_errors;
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
 		d->drops[i] += s->drops[i];
 	for (int i = 0; i < VFGX_LAT_BUCKETS; i++)

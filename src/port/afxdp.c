@@ -24,6 +24,7 @@
 
 #include <vfgx/afxdp.h>
 
+#include "afxdp_opts.h"
 #include "backend.h"
 
 /* free frames go to the fill ring this many at a time while packets flow */
@@ -72,51 +73,40 @@ struct ax_priv {
 	uint16_t nq;
 };
 
-static int ax_ring_size(const struct vfgx_cfg_node *o, const char *key,
-			uint32_t *out)
-{
-	struct vfgx_cfg_node v;
-	int ret = vfgx_cfg_u32(o, key, 2048, 64, 16384, out);
-
-	if (!ret && (*out & (*out - 1)) && vfgx_cfg_child(o, key, &v) == 0)
-		return vfgx_cfg_error(&v, "%u is not a power of two (use 64, 128, ... 16384)",
-				      *out);
-	return ret;
-}
-
 static int ax_parse(struct vfgx_port *port, struct ax_priv *ap,
-		    const struct vfgx_cfg_node *o)
+		    const struct vfgx_port_conf *conf)
 {
-	static const char *const keys[] = { "mode", "zero_copy", "queues",
-					    "frame_size", "num_frames",
-					    "rx_ring", "tx_ring", "fill_ring",
-					    "comp_ring", NULL };
-	static const char *const modes[] = { "auto", "native", "generic", NULL };
-	static const char *const zcs[] = { "auto", "on", "off", NULL };
+	const struct vfgx_cfg_node *o = conf->opts;
+	struct vfgx_afxdp_opts ao;
 	struct vfgx_cfg_node seq, it;
 	int ret, m, z, n;
 
-	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_enum(o, "mode", modes, AX_MODE_AUTO, &m)) ||
-	    (ret = vfgx_cfg_enum(o, "zero_copy", zcs, AX_ZC_AUTO, &z)) ||
-	    (ret = vfgx_cfg_u32(o, "frame_size", 2048, 2048, 4096,
-				&ap->frame_size)) ||
-	    (ret = vfgx_cfg_u32(o, "num_frames", 4096, 64, 1u << 20,
-				&ap->num_frames)) ||
-	    (ret = ax_ring_size(o, "rx_ring", &ap->rx_ring)) ||
-	    (ret = ax_ring_size(o, "tx_ring", &ap->tx_ring)) ||
-	    (ret = ax_ring_size(o, "fill_ring", &ap->fill_ring)) ||
-	    (ret = ax_ring_size(o, "comp_ring", &ap->comp_ring)))
+	if ((ret = vfgx_afxdp_opts_get(port->ctx, port->name, conf, &ao)))
 		return ret;
-	if (ap->frame_size != 2048 && ap->frame_size != 4096 &&
-	    vfgx_cfg_child(o, "frame_size", &it) == 0)
-		return vfgx_cfg_error(&it, "%u; AF_XDP frames are 2048 or 4096 bytes",
-				      ap->frame_size);
+	m = (int)ao.mode;
+	z = (int)ao.zero_copy;
+	ap->frame_size = ao.frame_size;
+	ap->num_frames = ao.num_frames;
+	ap->rx_ring = ao.rx_ring;
+	ap->tx_ring = ao.tx_ring;
+	ap->fill_ring = ao.fill_ring;
+	ap->comp_ring = ao.comp_ring;
 	ap->mode = (enum ax_mode)m;
 	ap->zc = (enum ax_zc)z;
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++)
 		ap->q[q].nic_queue = q;
-	if (vfgx_cfg_child(o, "queues", &seq) != 0)
+	if (conf->backend_opts && ao.queues) {
+		if (ao.nb_queues != port->nb_rx_queues)
+			return vfgx_set_error(port->ctx, -EINVAL, "%s: afxdp options: %u queue ids for %u rx queues",
+					      port->name, ao.nb_queues, port->nb_rx_queues);
+		for (uint32_t i = 0; i < ao.nb_queues; i++) {
+			if (ao.queues[i] > 65535)
+				return vfgx_set_error(port->ctx, -EINVAL, "%s: afxdp options: queue id %u is not 0..65535",
+						      port->name, ao.queues[i]);
+			ap->q[i].nic_queue = ao.queues[i];
+		}
+	}
+	if (conf->backend_opts || vfgx_cfg_child(o, "queues", &seq) != 0)
 		return 0;
 	n = vfgx_cfg_seq_len(&seq);
 	if (n < 0)
@@ -532,7 +522,7 @@ static int ax_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 
 	ap->link_fd = -1;
 	ap->nq = port->nb_rx_queues;
-	if ((ret = ax_parse(port, ap, conf->opts)))
+	if ((ret = ax_parse(port, ap, conf)))
 		return ret;
 	if (!conf->address || !conf->address[0])
 		return vfgx_set_error(port->ctx, -EINVAL,

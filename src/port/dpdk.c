@@ -27,9 +27,11 @@
 #include <emmintrin.h>
 #endif
 
+#include <vfgx/dpdk.h>
 #include <vfgx/stages.h>
 
 #include "backend.h"
+#include "core/opts.h"
 
 #define DK_MAX_EAL_ARGS 64
 #define DK_MAX_FLOWS 64
@@ -127,52 +129,121 @@ static bool dk_is_pci(const char *s)
 	       sscanf(s, "%x:%x.%x,%c", &b, &dv, &f, &c) == 4;
 }
 
+static const char *const dk_fallbacks[] = { "host", "fail", NULL };
+static const char *const dk_steerings[] = { "auto", "flow", "software", NULL };
+#define DK_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_dpdk_opts, F, __VA_ARGS__)
+static const struct vfgx_opt dk_top_opts[] = {
+	DK_OPT(SKIP, eal_args, 0),
+	DK_OPT(STR, port, 0),
+	DK_OPT(U32, rx_desc, 1024, 32, 16384),
+	DK_OPT(U32, tx_desc, 1024, 32, 16384),
+	{ "memory", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	DK_OPT(BOOL, rss, 1),
+	DK_OPT(BOOL, promiscuous, 1),
+	DK_OPT(ENUM, steering, DK_STEER_AUTO, 0, 0, dk_steerings),
+	DK_OPT(SKIP, flows, 0),
+	DK_OPT(BOOL, header_split, 0),
+};
+/* dpdk.memory: the same struct, a nested section in YAML */
+static const struct vfgx_opt dk_mem_opts[] = {
+	DK_OPT(U32, num_mbufs, 8191, 64, 1u << 24),
+	DK_OPT(U32, mbuf_size, RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + 64, 65535),
+	DK_OPT(U32, cache, 256, 0, RTE_MEMPOOL_CACHE_MAX_SIZE),
+	DK_OPT(ENUM, fallback, 0, 0, 0, dk_fallbacks),
+};
+#define DK_NTOP (sizeof(dk_top_opts) / sizeof(dk_top_opts[0]))
+#define DK_NMEM (sizeof(dk_mem_opts) / sizeof(dk_mem_opts[0]))
+
+void vfgx_dpdk_opts_default(struct vfgx_dpdk_opts *o)
+{
+	vfgx_opts_default(dk_top_opts, DK_NTOP, o, sizeof(*o));
+	vfgx_opts_default(dk_mem_opts, DK_NMEM, o, 0);
+}
+
+int vfgx_dpdk_opts_from_yaml(const struct vfgx_cfg_node *map,
+			     struct vfgx_dpdk_opts *o)
+{
+	struct vfgx_cfg_node mem = { 0 };
+	int ret;
+
+	vfgx_dpdk_opts_default(o);
+	if ((ret = vfgx_opts_from_yaml(map, dk_top_opts, DK_NTOP, o, sizeof(*o))))
+		return ret;
+	vfgx_cfg_child(map, "memory", &mem);
+	return vfgx_opts_from_yaml(&mem, dk_mem_opts, DK_NMEM, o, 0);
+}
+
+/* Typed eal_args and flows into o (the YAML path reads them below). */
+static int dk_typed_lists(struct vfgx_port *port, const struct vfgx_dpdk_opts *t,
+			  struct dk_opts *o)
+{
+	if (t->nb_eal_args > DK_MAX_EAL_ARGS - 16 || t->nb_flows > DK_MAX_FLOWS)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: dpdk options: at most %d EAL arguments and %d flow rules",
+				      port->name, DK_MAX_EAL_ARGS - 16, DK_MAX_FLOWS);
+	o->nb_eal = (int)t->nb_eal_args;
+	for (uint32_t i = 0; i < t->nb_eal_args; i++) {
+		if (!t->eal_args[i] || strlen(t->eal_args[i]) >= VFGX_ADDR_MAX)
+			return vfgx_set_error(port->ctx, -EINVAL, "%s: dpdk options: eal_args[%u] must be a string shorter than %d characters",
+					      port->name, i, VFGX_ADDR_MAX);
+		snprintf(o->eal[i], VFGX_ADDR_MAX, "%s", t->eal_args[i]);
+	}
+	o->nb_flows = (int)t->nb_flows;
+	for (uint32_t i = 0; i < t->nb_flows; i++) {
+		if (!t->flows[i].udp_dst_port || t->flows[i].queue >= port->nb_rx_queues)
+			return vfgx_set_error(port->ctx, -EINVAL, "%s: dpdk options: flows[%u]: udp_dst_port must be 1..65535 and queue below %u",
+					      port->name, i, port->nb_rx_queues);
+		o->flows[i].udp_dst_port = t->flows[i].udp_dst_port;
+		o->flows[i].queue = t->flows[i].queue;
+	}
+	return 0;
+}
+
 static int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 		    struct dk_opts *o)
 {
-	static const char *const keys[] = {
-		"eal_args", "port", "rx_desc", "tx_desc", "memory", "rss",
-		"promiscuous", "steering", "flows", "header_split", NULL
-	};
-	static const char *const mem_keys[] = { "num_mbufs", "mbuf_size",
-						"cache", "fallback", NULL };
-	static const char *const fallbacks[] = { "host", "fail", NULL };
-	static const char *const steerings[] = { "auto", "flow", "software",
-						 NULL };
 	static const char *const flow_keys[] = { "udp_dst_port", "queue",
 						 NULL };
 	const struct vfgx_cfg_node *n = conf->opts;
-	struct vfgx_cfg_node absent = { 0 }, mem = { 0 }, seq = { 0 };
+	struct vfgx_cfg_node absent = { 0 }, seq = { 0 };
+	struct vfgx_dpdk_opts t;
+	const char *pname;
 	int ret;
 
 	if (!n)
 		n = &absent;
-	if ((ret = vfgx_cfg_check_keys(n, keys)) ||
-	    (ret = vfgx_cfg_str(n, "port", conf->address ? conf->address : "",
-				o->port, sizeof(o->port))) ||
-	    (ret = vfgx_cfg_u32(n, "rx_desc", 1024, 32, 16384, &o->rx_desc)) ||
-	    (ret = vfgx_cfg_u32(n, "tx_desc", 1024, 32, 16384, &o->tx_desc)) ||
-	    (ret = vfgx_cfg_bool(n, "rss", true, &o->rss)) ||
-	    (ret = vfgx_cfg_bool(n, "promiscuous", true, &o->promiscuous)) ||
-	    (ret = vfgx_cfg_bool(n, "header_split", false, &o->header_split)) ||
-	    (ret = vfgx_cfg_enum(n, "steering", steerings, DK_STEER_AUTO,
-				 &o->steering)))
+	if (conf->backend_opts)
+		ret = vfgx_opts_from_user(port->ctx, port->name, "dpdk", dk_top_opts, DK_NTOP,
+					  conf->backend_opts, &t, sizeof(t)) ||
+		      vfgx_opts_check(port->ctx, port->name, "dpdk", dk_mem_opts, DK_NMEM, &t) ?
+			      -EINVAL : 0;
+	else
+		ret = vfgx_dpdk_opts_from_yaml(n, &t);
+	if (ret)
 		return ret;
+	pname = t.port ? t.port : conf->address ? conf->address : "";
+	if (strlen(pname) >= sizeof(o->port))
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: dpdk port '%s' is too long",
+				      port->name, pname);
+	snprintf(o->port, sizeof(o->port), "%s", pname);
+	o->rx_desc = t.rx_desc;
+	o->tx_desc = t.tx_desc;
+	o->rss = t.rss;
+	o->promiscuous = t.promiscuous;
+	o->header_split = t.header_split;
+	o->steering = (int)t.steering;
+	o->num_mbufs = t.num_mbufs;
+	o->mbuf_size = t.mbuf_size;
+	o->cache = t.cache;
+	o->fallback = (int)t.fallback;
 	if (!o->port[0])
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: no DPDK port: set interfaces[].address or %s.port to a PCI address (0000:03:00.0) or a vdev (net_null0)",
 				      port->name, n->path[0] ? n->path : "dpdk");
-	vfgx_cfg_child(n, "memory", &mem);
-	if ((ret = vfgx_cfg_check_keys(&mem, mem_keys)) ||
-	    (ret = vfgx_cfg_u32(&mem, "num_mbufs", 8191, 64, 1u << 24,
-				&o->num_mbufs)) ||
-	    (ret = vfgx_cfg_u32(&mem, "mbuf_size", RTE_MBUF_DEFAULT_BUF_SIZE,
-				RTE_PKTMBUF_HEADROOM + 64, 65535,
-				&o->mbuf_size)) ||
-	    (ret = vfgx_cfg_u32(&mem, "cache", 256, 0,
-				RTE_MEMPOOL_CACHE_MAX_SIZE, &o->cache)) ||
-	    (ret = vfgx_cfg_enum(&mem, "fallback", fallbacks, 0, &o->fallback)))
-		return ret;
+	if (conf->backend_opts) {
+		if ((ret = dk_typed_lists(port, &t, o)))
+			return ret;
+		goto check;
+	}
 	vfgx_cfg_child(n, "eal_args", &seq);
 	o->nb_eal = vfgx_cfg_seq_len(&seq);
 	if (o->nb_eal > DK_MAX_EAL_ARGS - 16)
@@ -212,6 +283,7 @@ static int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 		o->flows[i].udp_dst_port = (uint16_t)p;
 		o->flows[i].queue = (uint16_t)q;
 	}
+check:
 	if (o->mbuf_size > 65535 || o->cache > o->num_mbufs / 2)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: dpdk.memory.cache %u must be at most num_mbufs/2 (%u)",

@@ -25,10 +25,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <vfgx/loopback.h>
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
 #include "backend.h"
+#include "core/opts.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -134,46 +136,79 @@ static bool chance(uint64_t *s, double p)
 	return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0) < p;
 }
 
-static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
-		    const struct vfgx_cfg_node *o, uint64_t *seed)
+#define LB_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_loopback_opts, F, __VA_ARGS__)
+static const struct vfgx_opt lb_opts[] = {
+	LB_OPT(U64, packets, 100000, 0, (double)(UINT64_MAX / 2)),
+	LB_OPT(U32, packet_size, 512, VFGX_ETH_HLEN + 20 + VFGX_UDP_HLEN + VFGX_APP_HLEN, 9216),
+	LB_OPT(U32, flows, 4, 1, 65536),
+	LB_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
+	LB_OPT(DOUBLE, loss, 0, 0, 1),
+	LB_OPT(DOUBLE, reorder, 0, 0, 1),
+	LB_OPT(U32, reorder_distance, 3, 1, 512),
+	LB_OPT(DOUBLE, duplicate, 0, 0, 1),
+	LB_OPT(DOUBLE, corrupt, 0, 0, 1),
+	LB_OPT(U64, seed, 1, 0, 1.9e19),
+	LB_OPT(U16, src_port, 4000, 1, 65535),
+	LB_OPT(U16, dst_port, 5000, 1, 65535),
+	LB_OPT(U16, vlan, 0, 0, 4094),
+	LB_OPT(BOOL, udp_csum, 1),
+	LB_OPT(BOOL, replay, 0),
+	LB_OPT(U32, replay_frames, 0, 0, 1u << 26),
+};
+#define LB_NOPTS (sizeof(lb_opts) / sizeof(lb_opts[0]))
+
+void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o)
 {
-	static const char *const keys[] = {
-		"packets", "packet_size", "flows", "rate_pps", "loss",
-		"reorder", "reorder_distance", "duplicate", "corrupt", "seed",
-		"src_port", "dst_port", "vlan", "udp_csum", "replay",
-		"replay_frames", NULL
-	};
-	uint32_t v16[3];
+	vfgx_opts_default(lb_opts, LB_NOPTS, o, sizeof(*o));
+}
+
+int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
+				 struct vfgx_loopback_opts *lp)
+{
+	int ret = vfgx_opts_from_yaml(o, lb_opts, LB_NOPTS, lp, sizeof(*lp));
+
+	if (ret)
+		return ret;
+	if (lp->packet_size < vfgx_pkt_min_len(lp->vlan))
+		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
+				      lp->packet_size, vfgx_pkt_min_len(lp->vlan));
+	return 0;
+}
+
+static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
+		    const struct vfgx_port_conf *conf, uint64_t *seed)
+{
+	struct vfgx_loopback_opts o;
 	int ret;
 
-	(void)port;
-	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_u64(o, "packets", 100000, 0, UINT64_MAX / 2,
-				&lp->packets)) ||
-	    (ret = vfgx_cfg_u32(o, "packet_size", 512, vfgx_pkt_min_len(0),
-				9216, &lp->frame_len)) ||
-	    (ret = vfgx_cfg_u32(o, "flows", 4, 1, 65536, &lp->flows)) ||
-	    (ret = vfgx_cfg_double(o, "rate_pps", 0, 0, 1e10, &lp->rate_pps)) ||
-	    (ret = vfgx_cfg_double(o, "loss", 0, 0, 1, &lp->loss)) ||
-	    (ret = vfgx_cfg_double(o, "reorder", 0, 0, 1, &lp->reorder)) ||
-	    (ret = vfgx_cfg_u32(o, "reorder_distance", 3, 1, 512,
-				&lp->reorder_distance)) ||
-	    (ret = vfgx_cfg_double(o, "duplicate", 0, 0, 1, &lp->duplicate)) ||
-	    (ret = vfgx_cfg_double(o, "corrupt", 0, 0, 1, &lp->corrupt)) ||
-	    (ret = vfgx_cfg_u64(o, "seed", 1, 0, UINT64_MAX, seed)) ||
-	    (ret = vfgx_cfg_u32(o, "src_port", 4000, 1, 65535, &v16[0])) ||
-	    (ret = vfgx_cfg_u32(o, "dst_port", 5000, 1, 65535, &v16[1])) ||
-	    (ret = vfgx_cfg_u32(o, "vlan", 0, 0, 4094, &v16[2])) ||
-	    (ret = vfgx_cfg_bool(o, "udp_csum", true, &lp->udp_csum)) ||
-	    (ret = vfgx_cfg_bool(o, "replay", false, &lp->replay)) ||
-	    (ret = vfgx_cfg_u32(o, "replay_frames", 0, 0, 1u << 26, &lp->replay_frames)))
+	if (conf->backend_opts) {
+		ret = vfgx_opts_from_user(port->ctx, port->name, "loopback", lb_opts,
+					  LB_NOPTS, conf->backend_opts, &o, sizeof(o));
+		if (!ret && o.packet_size < vfgx_pkt_min_len(o.vlan))
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: loopback options: packet_size %u is below %u, the headers with a VLAN tag",
+					     port->name, o.packet_size, vfgx_pkt_min_len(o.vlan));
+	} else {
+		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
+	}
+	if (ret)
 		return ret;
-	lp->src_port = (uint16_t)v16[0];
-	lp->dst_port = (uint16_t)v16[1];
-	lp->vlan = (uint16_t)v16[2];
-	if (lp->frame_len < vfgx_pkt_min_len(lp->vlan))
-		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
-				      lp->frame_len, vfgx_pkt_min_len(lp->vlan));
+	lp->frame_len = o.packet_size;
+	lp->flows = o.flows;
+	lp->packets = o.packets;
+	lp->rate_pps = o.rate_pps;
+	lp->loss = o.loss;
+	lp->reorder = o.reorder;
+	lp->duplicate = o.duplicate;
+	lp->corrupt = o.corrupt;
+	lp->reorder_distance = o.reorder_distance;
+	lp->src_port = o.src_port;
+	lp->dst_port = o.dst_port;
+	lp->vlan = o.vlan;
+	lp->udp_csum = o.udp_csum;
+	lp->replay = o.replay;
+	lp->replay_frames = o.replay_frames;
+	*seed = o.seed;
 	return 0;
 }
 
@@ -233,10 +268,10 @@ static int lb_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 {
 	struct lb_priv *lp = port->priv;
 	uint16_t nq = port->nb_rx_queues;
-	uint64_t seed;
+	uint64_t seed = 1;
 	int ret;
 
-	ret = lb_parse(port, lp, conf->opts, &seed);
+	ret = lb_parse(port, lp, conf, &seed);
 	if (ret)
 		return ret;
 	if (nq == 0)

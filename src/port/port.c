@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "core/argsz.h"
 #include "vfgx_build.h"
 
 /* One line per backend (optional ones under their VFGX_HAVE_* guard). */
@@ -47,14 +48,22 @@ const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
 	return (unsigned)r < VFGX_DROP_MAX ? drop_names[r] : "?";
 }
 
-int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
+int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 		   vfgx_port **out)
 {
 	const struct vfgx_port_ops *ops = NULL;
+	struct vfgx_port_conf c, *conf = &c;
 	struct vfgx_port *port;
 	int ret;
 
 	*out = NULL;
+	if (vfgx_argsz_copy(&c, sizeof(c), user_conf, sizeof(c)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "port: struct vfgx_port_conf argsz %u not understood by libvfgx %s (set argsz = sizeof(struct vfgx_port_conf))",
+				      user_conf->argsz, VFGX_VERSION_STRING);
+	if (!conf->backend)
+		return vfgx_set_error(ctx, -EINVAL, "%s: no backend named",
+				      conf->name ? conf->name : "port");
 	for (size_t i = 0; i < NB_BACKENDS; i++)
 		if (strcmp(backend_table[i]->name, conf->backend) == 0)
 			ops = backend_table[i];
@@ -81,7 +90,8 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 				      conf->name ? conf->name : "port",
 				      VFGX_MAX_QUEUES);
 	for (int q = 0; q < VFGX_MAX_QUEUES; q++)
-		if (conf->rx_bursts[q] > 1024 || conf->tx_bursts[q] > 1024)
+		if ((conf->rx_bursts && q < conf->nb_rx_queues && conf->rx_bursts[q] > 1024) ||
+		    (conf->tx_bursts && q < conf->nb_tx_queues && conf->tx_bursts[q] > 1024))
 			return vfgx_set_error(ctx, -EINVAL,
 					      "%s: queue %d: burst must be 1..1024",
 					      conf->name ? conf->name : "port", q);
@@ -101,9 +111,11 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 	port->nb_tx_queues = conf->nb_tx_queues;
 	port->burst = conf->burst;
 	for (int q = 0; q < VFGX_MAX_QUEUES; q++) {
-		port->rx_burst[q] = conf->rx_bursts[q] ? conf->rx_bursts[q]
-						       : conf->burst;
-		port->tx_burst[q] = conf->tx_bursts[q];
+		uint16_t rb = conf->rx_bursts && q < conf->nb_rx_queues ? conf->rx_bursts[q] : 0;
+
+		port->rx_burst[q] = rb ? rb : conf->burst;
+		port->tx_burst[q] = conf->tx_bursts && q < conf->nb_tx_queues ?
+					    conf->tx_bursts[q] : 0;
 	}
 	/* backends size their per-burst state by the largest queue's */
 	if (conf->nb_rx_queues) {
@@ -112,7 +124,8 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 			if (port->rx_burst[q] > port->burst)
 				port->burst = port->rx_burst[q];
 	}
-	memcpy(port->rx_pools, conf->rx_pools, sizeof(port->rx_pools));
+	for (uint16_t q = 0; conf->rx_pools && q < conf->nb_rx_queues; q++)
+		port->rx_pools[q] = conf->rx_pools[q];
 	ret = ops->open(port, conf);
 	if (ret) {
 		free(port->priv);
@@ -136,7 +149,10 @@ static void free_owned_pools(struct vfgx_port *port)
 int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 			  const struct vfgx_iface_config *ifc, vfgx_port **out)
 {
+	struct vfgx_port tmp = { 0 };
+	uint16_t rx_bursts[VFGX_MAX_QUEUES] = { 0 }, tx_bursts[VFGX_MAX_QUEUES] = { 0 };
 	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc),
 		.name = ifc->name,
 		.backend = ifc->backend,
 		.address = ifc->address[0] ? ifc->address : NULL,
@@ -144,14 +160,16 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		.nb_tx_queues = ifc->nb_tx_queues,
 		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
 		.opts = &ifc->opts,
+		.rx_pools = tmp.rx_pools,
+		.rx_bursts = rx_bursts,
+		.tx_bursts = tx_bursts,
 	};
-	struct vfgx_port tmp = { 0 };
 	int ret = 0;
 
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++)
-		pc.rx_bursts[q] = ifc->rx_queues[q].batch_size;
+		rx_bursts[q] = ifc->rx_queues[q].batch_size;
 	for (uint16_t q = 0; q < ifc->nb_tx_queues; q++)
-		pc.tx_bursts[q] = ifc->tx_queues[q].batch_size;
+		tx_bursts[q] = ifc->tx_queues[q].batch_size;
 
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
 		const struct vfgx_region_config *rc;
@@ -177,7 +195,6 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 			free_owned_pools(&tmp);
 			return ret;
 		}
-		pc.rx_pools[q] = tmp.rx_pools[q];
 	}
 	ret = vfgx_port_open(ctx, &pc, out);
 	if (ret) {
@@ -279,6 +296,11 @@ const char *vfgx_port_backend(const vfgx_port *port)
 uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port)
 {
 	return port->nb_rx_queues;
+}
+
+vfgx_pool *vfgx_port_rx_pool(const vfgx_port *port, uint16_t q)
+{
+	return q < port->nb_rx_queues ? port->rx_pools[q] : NULL;
 }
 
 uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port)

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "core/numparse.h"
+#include "core/opts.h"
 
 #define RDMA_DEFAULT_BUF 4096
 #define RDMA_DEFAULT_NBUFS 512
@@ -34,36 +35,64 @@ struct rdma_priv {
 	bool fallback_host;
 };
 
+static const char *const rd_qtypes[] = { "rc", "ud", NULL };
+static const char *const rd_roles[] = { "client", "server", NULL };
+static const char *const rd_fallbacks[] = { "host", "fail", NULL };
+#define RD_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_rdma_opts, F, __VA_ARGS__)
+static const struct vfgx_opt rd_opts[] = {
+	RD_OPT(STR, device, 0),
+	RD_OPT(U32, port, 1, 1, 255),
+	RD_OPT(U32, gid_index, 1000, 0, 1000),
+	RD_OPT(ENUM, role, 0, 0, 0, rd_roles),
+	RD_OPT(STR, peer, 0),
+	RD_OPT(U32, recv_depth, 256, 1, 4096),
+	RD_OPT(U32, timeout_ms, 5000, 1, 3600000),
+	RD_OPT(ENUM, memory_fallback, 0, 0, 0, rd_fallbacks),
+	RD_OPT(ENUM, qp_type, 0, 0, 0, rd_qtypes),
+};
+#define RD_NOPTS (sizeof(rd_opts) / sizeof(rd_opts[0]))
+
+void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o)
+{
+	vfgx_opts_default(rd_opts, RD_NOPTS, o, sizeof(*o));
+}
+
+int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
+			     struct vfgx_rdma_opts *o)
+{
+	return vfgx_opts_from_yaml(map, rd_opts, RD_NOPTS, o, sizeof(*o));
+}
+
 static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 		      const struct vfgx_port_conf *conf)
 {
-	static const char *const keys[] = { "device", "port", "gid_index",
-					    "role", "peer", "recv_depth",
-					    "timeout_ms", "memory_fallback",
-					    "qp_type", NULL };
-	static const char *const qtypes[] = { "rc", "ud", NULL };
-	static const char *const roles[] = { "client", "server", NULL };
-	static const char *const fallbacks[] = { "host", "fail", NULL };
-	const struct vfgx_cfg_node *o = conf->opts;
+	struct vfgx_rdma_opts t;
+	const char *dev, *peer;
 	char err[VFGX_NUM_ERR_MAX];
 	uint32_t gid;
 	uint64_t pn;
 	int fb, ret;
 
-	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_str(o, "device", conf->address ? conf->address : "",
-				rp->device, sizeof(rp->device))) ||
-	    (ret = vfgx_cfg_u32(o, "port", 1, 1, 255, &rp->port_num)) ||
-	    (ret = vfgx_cfg_u32(o, "gid_index", 1000, 0, 1000, &gid)) ||
-	    (ret = vfgx_cfg_enum(o, "role", roles, 0, &rp->role)) ||
-	    (ret = vfgx_cfg_str(o, "peer", "", rp->peer, sizeof(rp->peer))) ||
-	    (ret = vfgx_cfg_u32(o, "recv_depth", 256, 1, 4096,
-				&rp->recv_depth)) ||
-	    (ret = vfgx_cfg_u32(o, "timeout_ms", 5000, 1, 3600000,
-				&rp->timeout_ms)) ||
-	    (ret = vfgx_cfg_enum(o, "memory_fallback", fallbacks, 0, &fb)) ||
-	    (ret = vfgx_cfg_enum(o, "qp_type", qtypes, 0, &rp->qp_type)))
+	ret = conf->backend_opts ?
+		      vfgx_opts_from_user(port->ctx, port->name, "rdma", rd_opts, RD_NOPTS,
+					  conf->backend_opts, &t, sizeof(t)) :
+		      vfgx_rdma_opts_from_yaml(conf->opts, &t);
+	if (ret)
 		return ret;
+	dev = t.device ? t.device : conf->address ? conf->address : "";
+	peer = t.peer ? t.peer : "";
+	if (strlen(dev) >= sizeof(rp->device) || strlen(peer) >= sizeof(rp->peer))
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: rdma device or peer is too long (at most %zu and %zu characters)",
+				      port->name, sizeof(rp->device) - 1, sizeof(rp->peer) - 1);
+	snprintf(rp->device, sizeof(rp->device), "%s", dev);
+	snprintf(rp->peer, sizeof(rp->peer), "%s", peer);
+	rp->port_num = t.port;
+	gid = t.gid_index;
+	rp->role = (int)t.role;
+	rp->recv_depth = t.recv_depth;
+	rp->timeout_ms = t.timeout_ms;
+	fb = (int)t.memory_fallback;
+	rp->qp_type = (int)t.qp_type;
 	rp->gid_index = gid == 1000 ? -1 : (int)gid;
 	rp->fallback_host = fb == 0;
 	if (!*rp->peer)

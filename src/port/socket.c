@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/opts.h"
 #include "socket_priv.h"
 
 /* --- configuration ---------------------------------------------------- */
@@ -86,46 +87,67 @@ bad:
 			      port->name, uri);
 }
 
+static const char *const sk_roles[] = { "server", "client", NULL };
+#define SK_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_socket_opts, F, __VA_ARGS__)
+static const struct vfgx_opt sk_opts[] = {
+	SK_OPT(STR, uri, 0),
+	SK_OPT(ENUM, role, SK_SERVER, 0, 0, sk_roles),
+	SK_OPT(U32, rcvbuf, 0, 0, 1u << 30),
+	SK_OPT(U32, sndbuf, 0, 0, 1u << 30),
+	SK_OPT(BOOL, gro, 1),
+	SK_OPT(BOOL, gso, 1),
+	SK_OPT(U32, max_record, 65536, 1, 1u << 30),
+	SK_OPT(U32, buf_size, 0, 0, 1u << 30),
+	SK_OPT(U32, num_bufs, 0, 0, 1u << 20),
+	SK_OPT(BOOL, nodelay, 1),
+	SK_OPT(TRI, end_on_close, -1, -1, 1),
+	SK_OPT(U32, connect_timeout_ms, 5000, 1, 600000),
+	SK_OPT(U32, max_conns, 64, 1, SK_MAX_CONNS),
+	SK_OPT(U32, idle_timeout_ms, 60000, 0, 86400000),
+};
+#define SK_NOPTS (sizeof(sk_opts) / sizeof(sk_opts[0]))
+
+void vfgx_socket_opts_default(struct vfgx_socket_opts *o)
+{
+	vfgx_opts_default(sk_opts, SK_NOPTS, o, sizeof(*o));
+}
+
+int vfgx_socket_opts_from_yaml(const struct vfgx_cfg_node *map,
+			       struct vfgx_socket_opts *o)
+{
+	return vfgx_opts_from_yaml(map, sk_opts, SK_NOPTS, o, sizeof(*o));
+}
+
 static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
 		    const struct vfgx_port_conf *conf)
 {
-	static const char *const keys[] = {
-		"uri", "role", "rcvbuf", "sndbuf", "gro", "gso", "max_record",
-		"buf_size", "num_bufs", "nodelay", "end_on_close",
-		"connect_timeout_ms", "max_conns", "idle_timeout_ms", NULL
-	};
-	static const char *const roles[] = { "server", "client", NULL };
-	const struct vfgx_cfg_node *o = conf->opts;
-	struct vfgx_cfg_node none = { 0 };
-	char uri[VFGX_ADDR_MAX];
+	struct vfgx_socket_opts o;
+	const char *uri;
 	int ret;
 
-	if (!o)
-		o = &none;
-	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
-	    (ret = vfgx_cfg_str(o, "uri", conf->address ? conf->address : "",
-				uri, sizeof(uri))) ||
-	    (ret = vfgx_cfg_enum(o, "role", roles, SK_SERVER, &sp->role)) ||
-	    (ret = vfgx_cfg_u32(o, "rcvbuf", 0, 0, 1u << 30, &sp->rcvbuf)) ||
-	    (ret = vfgx_cfg_u32(o, "sndbuf", 0, 0, 1u << 30, &sp->sndbuf)) ||
-	    (ret = vfgx_cfg_bool(o, "gro", true, &sp->gro)) ||
-	    (ret = vfgx_cfg_bool(o, "gso", true, &sp->gso)) ||
-	    (ret = vfgx_cfg_u32(o, "max_record", 65536, 1, 1u << 30,
-				&sp->max_record)) ||
-	    (ret = vfgx_cfg_u32(o, "buf_size", 0, 0, 1u << 30, &sp->buf_size)) ||
-	    (ret = vfgx_cfg_u32(o, "num_bufs", 0, 0, 1u << 20, &sp->num_bufs)) ||
-	    (ret = vfgx_cfg_bool(o, "nodelay", true, &sp->nodelay)) ||
-	    (ret = vfgx_cfg_bool(o, "end_on_close", sp->role == SK_CLIENT,
-				 &sp->end_on_close)) ||
-	    (ret = vfgx_cfg_u32(o, "connect_timeout_ms", 5000, 1, 600000,
-				&sp->connect_ms)) ||
-	    (ret = vfgx_cfg_u32(o, "max_conns", 64, 1, SK_MAX_CONNS,
-				&sp->max_conns)) ||
-	    (ret = vfgx_cfg_u32(o, "idle_timeout_ms", 60000, 0, 86400000,
-				&sp->idle_ms)))
+	ret = conf->backend_opts ?
+		      vfgx_opts_from_user(port->ctx, port->name, "socket", sk_opts,
+					  SK_NOPTS, conf->backend_opts, &o, sizeof(o)) :
+		      vfgx_socket_opts_from_yaml(conf->opts, &o);
+	if (ret)
 		return ret;
-	if (sp->role == SK_CLIENT)
-		sp->max_conns = 1;
+	uri = o.uri ? o.uri : conf->address ? conf->address : "";
+	if (strlen(uri) >= VFGX_ADDR_MAX)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: socket uri is too long (at most %d characters)",
+				      port->name, VFGX_ADDR_MAX - 1);
+	sp->role = (int)o.role;
+	sp->rcvbuf = o.rcvbuf;
+	sp->sndbuf = o.sndbuf;
+	sp->gro = o.gro;
+	sp->gso = o.gso;
+	sp->max_record = o.max_record;
+	sp->buf_size = o.buf_size;
+	sp->num_bufs = o.num_bufs;
+	sp->nodelay = o.nodelay;
+	sp->end_on_close = o.end_on_close < 0 ? sp->role == SK_CLIENT : o.end_on_close;
+	sp->connect_ms = o.connect_timeout_ms;
+	sp->max_conns = sp->role == SK_CLIENT ? 1 : o.max_conns;
+	sp->idle_ms = o.idle_timeout_ms;
 	while ((1u << sp->slot_bits) < sp->max_conns)
 		sp->slot_bits++;
 	if (!uri[0])

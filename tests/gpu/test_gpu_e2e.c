@@ -52,8 +52,6 @@ static int run_one(vfgx_ctx *ctx, const char *kind, const char *device,
 	struct vfgx_config *cfg;
 	vfgx_port *port = NULL;
 	vfgx_pipeline *pl = NULL;
-	vfgx_gpu_pipeline *gpl = NULL;
-	bool gpu = !strcmp(device, "gpu");
 	int ret;
 
 	memset(o, 0, sizeof(*o));
@@ -63,24 +61,19 @@ static int run_one(vfgx_ctx *ctx, const char *kind, const char *device,
 		return ret;
 	if ((ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
 		goto out;
-	ret = gpu ? vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, &port, 1, &gpl) :
-		    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
-	if (ret || (ret = gpu ? vfgx_gpu_pipeline_start(gpl) : vfgx_pipeline_start(pl)))
+	/* pipeline.device (cpu or gpu) picks the engine */
+	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
+	if (ret || (ret = vfgx_pipeline_start(pl)))
 		goto out;
-	while (!(gpu ? vfgx_gpu_pipeline_done(gpl) : vfgx_pipeline_done(pl))) {
+	while (!vfgx_pipeline_done(pl)) {
 		struct timespec ts = { 0, 1000000 };
 
 		nanosleep(&ts, NULL);
 	}
-	if (gpu) {
-		vfgx_gpu_pipeline_stop(gpl);
-		vfgx_gpu_pipeline_stats(gpl, &o->st, &o->order);
-		o->err = vfgx_gpu_pipeline_error(gpl);
-	} else {
-		vfgx_pipeline_stop(pl);
-		vfgx_pipeline_stats(pl, &o->st);
-		o->err = vfgx_pipeline_error(pl);
-	}
+	vfgx_pipeline_stop(pl);
+	vfgx_pipeline_stats(pl, &o->st);
+	o->order = o->st.order_errors;
+	o->err = vfgx_pipeline_error(pl);
 	for (uint16_t q = 0; q < 2; q++) {
 		struct vfgx_source_report r;
 		struct vfgx_queue_stats qs;
@@ -95,7 +88,6 @@ static int run_one(vfgx_ctx *ctx, const char *kind, const char *device,
 		o->rep.reordered += r.reordered;
 	}
 out:
-	vfgx_gpu_pipeline_destroy(gpl);
 	vfgx_pipeline_destroy(pl);
 	vfgx_port_close(port);
 	vfgx_config_destroy(cfg);

@@ -394,7 +394,7 @@ int main(int argc, char **argv)
 	printf("%s\n", desc);
 	struct vfgx_pipeline_config pc = {
 		.workers = 1, .nb_port_ranges = 2,
-		.port_ranges = { { 5000, 5000 }, { 7000, 7100 } },
+		.port_ranges = (const struct vfgx_port_range[]){ { 5000, 5000 }, { 7000, 7100 } },
 		.reorder = true, .reorder_window = 64, .reorder_slot = 1024,
 		.max_streams = STREAMS, .verify_payload = true,
 	};

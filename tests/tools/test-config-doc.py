@@ -28,6 +28,12 @@ for rel in FILES:
             print("FAIL: %s: key '%s' is not in docs/config.md" % (rel, key))
             failed = True
     calls = re.findall(r'vfgx_cfg_(u32|u64|double|bool)\(\s*&?\w+,\s*"(\w+)",\s*([^,]+),', text)
+    # option tables (src/core/opts.h): XX_OPT(TYPE, key, default, ...)
+    for kind, key, default in re.findall(r'\b[A-Z]+_OPT\((\w+),\s*(\w+),\s*([^,)]+)', text):
+        keys.add(key)
+        if kind == "BOOL":
+            default = "true" if default.strip() == "1" else "false"
+        calls.append((kind.lower(), key, default))
     for kind, key, default in calls:
         default = default.strip()
         if not re.fullmatch(r"\d+|true|false", default):

@@ -274,7 +274,8 @@ static void test_open_errors(void **state)
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds queue 0's buffer size"));
 	vfgx_config_destroy(cfg);
-	struct vfgx_port_conf pc = { .name = "p", .backend = "warp-drive", .burst = 32 };
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "p", .backend = "warp-drive",
+				     .burst = 32 };
 
 	assert_int_equal(vfgx_port_open(ctx, &pc, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "unknown backend"));
@@ -290,6 +291,7 @@ static void test_threaded_runner(void **state)
 	(void)state;
 	assert_int_equal(vfgx_config_load_default(ctx, &cfg), 0);
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	cfg->pipeline.device = VFGX_DEVICE_CPU; /* the worker threads */
 	assert_int_equal(vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl), 0);
 	assert_int_equal(vfgx_pipeline_start(pl), 0);
 	while (!vfgx_pipeline_done(pl))

@@ -94,7 +94,7 @@ static void test_pipeline_silent_without_device(void **state)
 		"    backend: loopback\n"
 		"    rx: { queues: [ { id: 0 }, { id: 1 } ] }\n"
 		"    loopback: { packets: 20000, flows: 2 }\n"
-		"pipeline: { workers: 2 }\n";
+		"pipeline: { workers: 2, device: cpu }\n";
 	struct vfgx_config *cfg;
 	struct vfgx_pipeline_stats st;
 	vfgx_pipeline *pl;
@@ -108,6 +108,7 @@ static void test_pipeline_silent_without_device(void **state)
 	assert_int_equal(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg), 0);
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
 	assert_int_equal(vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl), 0);
+	assert_int_equal(vfgx_mon_observe(ctx, pl, NULL, 1000), 0);
 	assert_int_equal(vfgx_pipeline_start(pl), 0);
 	while (!vfgx_pipeline_done(pl))
 		;

@@ -40,7 +40,7 @@ static int own_mac(const char *ifname, uint8_t *m)
 
 int main(int argc, char **argv)
 {
-	struct vfgx_port_conf pc = { .name = "xdptx", .backend = "afxdp",
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "xdptx", .backend = "afxdp",
 				     .nb_rx_queues = 1, .nb_tx_queues = 1,
 				     .burst = 64 };
 	struct vfgx_pkt_spec s = { 0 };

@@ -90,7 +90,7 @@ static int sender(const char *ns, const char *dst, uint64_t count, int ack_fd)
 
 int main(int argc, char **argv)
 {
-	struct vfgx_port_conf pc = { .backend = "dpdk", .nb_rx_queues = 1,
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .backend = "dpdk", .nb_rx_queues = 1,
 				     .burst = 32, .name = "veth" };
 	uint64_t count, next = 0, other = 0, bad = 0;
 	char addr[256];

@@ -1,22 +1,23 @@
-/* runner.c - N worker threads, each run to completion over its rx queues:
- * receive a burst, process it, release it in bulk.  A stream is reordered
- * by one worker, the first to receive it; a packet of it that arrives on
- * another worker's queue (SO_REUSEPORT and RSS spread by addresses, not by
- * stream id) is copied into the owner's inbox.  Stats are published to a
- * snapshot under a per-worker lock every few milliseconds, never per
- * packet; from there they go to /dev/gpurdma_mon once a second when the
- * driver is loaded. */
+/* engine_cpu.c - the cpu engine of vfgx_pipeline: N worker threads, each
+ * run to completion over its rx queues: receive a burst, process it,
+ * release it in bulk.  A stream is reordered by one worker, the first to
+ * receive it; a packet of it that arrives on another worker's queue
+ * (SO_REUSEPORT and RSS spread by addresses, not by stream id) is copied
+ * into the owner's inbox.  Stats (and, while observers are attached, queue
+ * snapshots) are published to a snapshot under a per-worker lock every few
+ * milliseconds, never per packet. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <vfgx/mon.h>
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
+#include "engine.h"
 #include "proc_steer.h"
 
 _Static_assert(VFGX_R_TRUNCATED == VFGX_DROP_TRUNCATED, "stage codes");
@@ -40,11 +41,11 @@ struct inbox {
 struct poll_entry {
 	vfgx_port *port;
 	uint16_t q;
-	uint32_t index; /* over all ports: the PUBLISH queue slot */
+	uint32_t index; /* over all ports: the queue_snap index */
 };
 
 struct worker {
-	struct vfgx_pipeline *pl;
+	struct cpu_engine *pl;
 	pthread_t thread;
 	bool started;
 	vfgx_proc *proc;
@@ -52,32 +53,51 @@ struct worker {
 	uint32_t nb_polls;
 	pthread_mutex_t lock;
 	struct vfgx_pipeline_stats snap;
-	struct vfgx_mon_queue_snap *mon_snap; /* per poll, when publishing */
+	struct vfgx_queue_snap *queue_snap; /* per poll, when observed */
+	/* order check: last delivered + 1 per stream; streams are per proc */
+	uint64_t *next_seq;
+	uint64_t order_errors;
+	vfgx_user_stage_fn user_fn;
+	void *user;
 	struct inbox inbox;
 	atomic_bool done;
 	int error;
 };
 
-struct vfgx_pipeline {
+struct cpu_engine {
 	vfgx_ctx *ctx;
 	struct vfgx_pipeline_config conf;
 	struct worker *workers;
 	uint16_t nb_workers;
+	uint32_t nb_queues;
 	atomic_bool stop;
 	bool stopped;
 	_Atomic uint16_t *owner;       /* per stream id; NULL: no hand-over */
 	_Atomic uint64_t mem_used;     /* reorder bytes of all workers */
 	_Atomic uint32_t receiving;    /* workers still in their rx loop */
-	vfgx_mon_publisher *mon; /* NULL when gpurdma_mon is absent */
+	bool queue_snaps; /* observers attached */
+	char desc[96];
 };
 
-static int steer_init(struct vfgx_pipeline *pl);
+static void cpu_destroy(void *e);
+static int steer_init(struct cpu_engine *pl);
 
-int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-			 vfgx_port *const *ports, uint16_t nb_ports,
-			 vfgx_pipeline **out)
+/* Every delivery passes here: count order errors, then the user's stage. */
+static int order_stage(void *user, uint32_t stream, uint64_t seq,
+		       const uint8_t *payload, uint32_t len)
 {
-	struct vfgx_pipeline *pl;
+	struct worker *wk = user;
+
+	if (seq < wk->next_seq[stream])
+		wk->order_errors++;
+	wk->next_seq[stream] = seq + 1;
+	return wk->user_fn ? wk->user_fn(wk->user, stream, seq, payload, len) : 0;
+}
+
+static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+		      vfgx_port *const *ports, uint16_t nb_ports, void **out)
+{
+	struct cpu_engine *pl;
 	uint32_t total = 0;
 	int ret;
 
@@ -109,18 +129,21 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		pthread_mutex_init(&wk->lock, NULL);
 		pthread_mutex_init(&wk->inbox.lock, NULL);
 		wk->polls = calloc(total, sizeof(*wk->polls));
-		wk->mon_snap = calloc(total, sizeof(*wk->mon_snap));
-		ret = wk->polls && wk->mon_snap ?
+		wk->queue_snap = calloc(total, sizeof(*wk->queue_snap));
+		wk->next_seq = calloc(conf->max_streams ? conf->max_streams : 1,
+				      sizeof(*wk->next_seq));
+		ret = wk->polls && wk->queue_snap && wk->next_seq ?
 			      vfgx_proc_create(ctx, conf, &wk->proc) : -ENOMEM;
 		if (ret) {
 			pl->nb_workers = (uint16_t)(w + 1);
-			vfgx_pipeline_destroy(pl);
+			cpu_destroy(pl);
 			return ret;
 		}
+		vfgx_proc_set_user_stage(wk->proc, order_stage, wk);
 	}
 	ret = steer_init(pl);
 	if (ret) {
-		vfgx_pipeline_destroy(pl);
+		cpu_destroy(pl);
 		return ret;
 	}
 	/* Queue k (over all ports) goes to worker k % workers. */
@@ -135,6 +158,9 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			wk->polls[wk->nb_polls++].q = q;
 		}
 	}
+	pl->nb_queues = total;
+	snprintf(pl->desc, sizeof(pl->desc), "cpu: %u worker(s) over %u rx queue(s)",
+		 pl->nb_workers, total);
 	*out = pl;
 	return 0;
 }
@@ -192,7 +218,7 @@ static void hand_over(void *user, uint16_t to, const struct vfgx_handoff *h)
 }
 
 /* Stream ownership and inboxes: only with reorder and several workers. */
-static int steer_init(struct vfgx_pipeline *pl)
+static int steer_init(struct cpu_engine *pl)
 {
 	size_t stride = (sizeof(struct vfgx_handoff) + pl->conf.reorder_slot + 63) & ~(size_t)63;
 	uint32_t cap = 256;
@@ -220,50 +246,74 @@ static int steer_init(struct vfgx_pipeline *pl)
 	return 0;
 }
 
-void vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
-				  void *user)
+static int cpu_set_user_stage(void *e, vfgx_user_stage_fn fn, void *user)
 {
-	for (uint16_t w = 0; w < pl->nb_workers; w++)
-		vfgx_proc_set_user_stage(pl->workers[w].proc, fn, user);
+	struct cpu_engine *pl = e;
+
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		pl->workers[w].user_fn = fn;
+		pl->workers[w].user = user;
+	}
+	return 0;
+}
+
+static void cpu_want_queue_snaps(void *e)
+{
+	((struct cpu_engine *)e)->queue_snaps = true;
+}
+
+void vfgx_queue_snap_take(vfgx_port *port, uint16_t q, struct vfgx_queue_snap *s)
+{
+	vfgx_pool *pool = vfgx_port_rx_pool(port, q);
+	struct vfgx_pool_stats ps;
+
+	memset(s, 0, sizeof(*s));
+	vfgx_port_stats(port, q, &s->stats);
+	if (pool) {
+		vfgx_pool_stats(pool, &ps);
+		s->pool_total = ps.num_bufs;
+		s->pool_used = ps.num_bufs - ps.available;
+	}
 }
 
 static void publish(struct worker *wk)
 {
 	pthread_mutex_lock(&wk->lock);
 	vfgx_proc_stats(wk->proc, &wk->snap);
+	wk->snap.order_errors = wk->order_errors;
 	/* queue stats are read on the thread that owns the queue */
-	if (wk->pl->mon)
+	if (wk->pl->queue_snaps)
 		for (uint32_t i = 0; i < wk->nb_polls; i++)
-			vfgx_mon_queue_snap(wk->polls[i].port, wk->polls[i].q,
-					    &wk->mon_snap[i]);
+			vfgx_queue_snap_take(wk->polls[i].port, wk->polls[i].q,
+					     &wk->queue_snap[i]);
 	pthread_mutex_unlock(&wk->lock);
 }
 
-/* Publisher thread: sum the workers' snapshots into one PUBLISH record. */
-static void mon_collect(void *user, struct gpurdma_mon_publish *p)
+static int cpu_queue_snap(void *e, uint32_t index, struct vfgx_queue_snap *s)
 {
-	struct vfgx_pipeline *pl = user;
-	uint32_t queues = 0;
+	struct cpu_engine *pl = e;
 
+	if (index >= pl->nb_queues)
+		return -EINVAL;
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
 
-		pthread_mutex_lock(&wk->lock);
 		for (uint32_t i = 0; i < wk->nb_polls; i++) {
-			vfgx_mon_queue_add(p, wk->polls[i].index, &wk->mon_snap[i]);
-			if (wk->polls[i].index + 1 > queues)
-				queues = wk->polls[i].index + 1;
+			if (wk->polls[i].index != index)
+				continue;
+			pthread_mutex_lock(&wk->lock);
+			*s = wk->queue_snap[i];
+			pthread_mutex_unlock(&wk->lock);
+			return 0;
 		}
-		pthread_mutex_unlock(&wk->lock);
 	}
-	p->nr_queues = queues < GPURDMA_MON_MAX_QUEUES ? queues :
-							  GPURDMA_MON_MAX_QUEUES;
+	return -EINVAL;
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
-	struct vfgx_pipeline *pl = wk->pl;
+	struct cpu_engine *pl = wk->pl;
 	struct vfgx_pkt pkts[1024];
 	uint64_t start = vfgx_now_ns(), last_pub = start;
 	uint64_t end = pl->conf.duration_s > 0 ?
@@ -331,12 +381,12 @@ out:
 	return NULL;
 }
 
-int vfgx_pipeline_start(vfgx_pipeline *pl)
+static void cpu_stop(void *e);
+
+static int cpu_start(void *e)
 {
-	/* before the workers, which read pl->mon; silent without the driver */
-	if (vfgx_mon_publisher_start(pl->ctx, NULL, 1000, mon_collect, pl,
-				     &pl->mon))
-		vfgx_warn(pl->ctx, "%s", vfgx_last_error(pl->ctx));
+	struct cpu_engine *pl = e;
+
 	atomic_store(&pl->receiving, pl->nb_workers);
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
@@ -345,7 +395,7 @@ int vfgx_pipeline_start(vfgx_pipeline *pl)
 		if (ret) {
 			/* the workers not started never leave a loop */
 			atomic_fetch_sub(&pl->receiving, (uint32_t)(pl->nb_workers - w));
-			vfgx_pipeline_stop(pl);
+			cpu_stop(pl);
 			return vfgx_set_error(pl->ctx, -ret,
 					      "pipeline: cannot start worker %u: %s",
 					      w, strerror(ret));
@@ -355,16 +405,20 @@ int vfgx_pipeline_start(vfgx_pipeline *pl)
 	return 0;
 }
 
-bool vfgx_pipeline_done(vfgx_pipeline *pl)
+static bool cpu_done(void *e)
 {
+	struct cpu_engine *pl = e;
+
 	for (uint16_t w = 0; w < pl->nb_workers; w++)
 		if (pl->workers[w].started && !atomic_load(&pl->workers[w].done))
 			return false;
 	return true;
 }
 
-void vfgx_pipeline_stop(vfgx_pipeline *pl)
+static void cpu_stop(void *e)
 {
+	struct cpu_engine *pl = e;
+
 	if (pl->stopped)
 		return;
 	atomic_store(&pl->stop, true);
@@ -373,14 +427,13 @@ void vfgx_pipeline_stop(vfgx_pipeline *pl)
 			pthread_join(pl->workers[w].thread, NULL);
 		pl->workers[w].started = false;
 	}
-	/* after the join: its last PUBLISH carries the final counters */
-	vfgx_mon_publisher_stop(pl->mon);
-	pl->mon = NULL;
 	pl->stopped = true;
 }
 
-void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
+static void cpu_stats(void *e, struct vfgx_pipeline_stats *st)
 {
+	struct cpu_engine *pl = e;
+
 	memset(st, 0, sizeof(*st));
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
@@ -391,23 +444,33 @@ void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
 	}
 }
 
-int vfgx_pipeline_error(vfgx_pipeline *pl)
+static int cpu_error(void *e)
 {
+	struct cpu_engine *pl = e;
+
 	for (uint16_t w = 0; w < pl->nb_workers; w++)
 		if (pl->workers[w].error)
 			return pl->workers[w].error;
 	return 0;
 }
 
-void vfgx_pipeline_destroy(vfgx_pipeline *pl)
+static const char *cpu_describe(void *e)
 {
+	return ((struct cpu_engine *)e)->desc;
+}
+
+static void cpu_destroy(void *e)
+{
+	struct cpu_engine *pl = e;
+
 	if (!pl)
 		return;
-	vfgx_pipeline_stop(pl);
+	cpu_stop(pl);
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		vfgx_proc_destroy(pl->workers[w].proc);
 		free(pl->workers[w].polls);
-		free(pl->workers[w].mon_snap);
+		free(pl->workers[w].queue_snap);
+		free(pl->workers[w].next_seq);
 		free(pl->workers[w].inbox.mem);
 		pthread_mutex_destroy(&pl->workers[w].lock);
 		pthread_mutex_destroy(&pl->workers[w].inbox.lock);
@@ -416,3 +479,18 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 	free(pl->workers);
 	free(pl);
 }
+
+const struct vfgx_engine_ops vfgx_engine_cpu = {
+	.name = "cpu",
+	.create = cpu_create,
+	.set_user_stage = cpu_set_user_stage,
+	.want_queue_snaps = cpu_want_queue_snaps,
+	.start = cpu_start,
+	.done = cpu_done,
+	.stop = cpu_stop,
+	.stats = cpu_stats,
+	.error = cpu_error,
+	.queue_snap = cpu_queue_snap,
+	.describe = cpu_describe,
+	.destroy = cpu_destroy,
+};

@@ -1,0 +1,177 @@
+/* opts.c - the table-driven option reader behind every backend's typed
+ * options (opts.h): defaults, the YAML adapter and the typed check. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/argsz.h"
+#include "core/opts.h"
+
+void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
+		       size_t size)
+{
+	if (size) {
+		memset(s, 0, size);
+		*(uint32_t *)s = (uint32_t)size;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *f = (char *)s + tab[i].off;
+
+		switch (tab[i].type) {
+		case VFGX_OPT_U32:
+		case VFGX_OPT_ENUM:
+			*(uint32_t *)f = (uint32_t)tab[i].def;
+			break;
+		case VFGX_OPT_U16:
+			*(uint16_t *)f = (uint16_t)tab[i].def;
+			break;
+		case VFGX_OPT_U64:
+			*(uint64_t *)f = (uint64_t)tab[i].def;
+			break;
+		case VFGX_OPT_DOUBLE:
+			*(double *)f = tab[i].def;
+			break;
+		case VFGX_OPT_BOOL:
+			*(bool *)f = tab[i].def != 0;
+			break;
+		case VFGX_OPT_STR:
+			*(const char **)f = NULL;
+			break;
+		case VFGX_OPT_TRI:
+			*(int8_t *)f = (int8_t)tab[i].def;
+			break;
+		case VFGX_OPT_SKIP:
+			break;
+		}
+	}
+}
+
+static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
+		    void *f)
+{
+	struct vfgx_cfg_node c;
+	uint32_t v32;
+	bool b;
+	int e, ret;
+
+	switch (o->type) {
+	case VFGX_OPT_U32:
+		return vfgx_cfg_u32(map, o->key, (uint32_t)o->def, (uint32_t)o->min,
+				    (uint32_t)o->max, f);
+	case VFGX_OPT_U16:
+		ret = vfgx_cfg_u32(map, o->key, (uint32_t)o->def, (uint32_t)o->min,
+				   (uint32_t)o->max, &v32);
+		*(uint16_t *)f = (uint16_t)v32;
+		return ret;
+	case VFGX_OPT_U64:
+		return vfgx_cfg_u64(map, o->key, (uint64_t)o->def, (uint64_t)o->min,
+				    o->max >= 1.8e19 ? UINT64_MAX : (uint64_t)o->max, f);
+	case VFGX_OPT_DOUBLE:
+		return vfgx_cfg_double(map, o->key, o->def, o->min, o->max, f);
+	case VFGX_OPT_BOOL:
+		ret = vfgx_cfg_bool(map, o->key, o->def != 0, &b);
+		*(bool *)f = b;
+		return ret;
+	case VFGX_OPT_ENUM:
+		ret = vfgx_cfg_enum(map, o->key, o->names, (int)o->def, &e);
+		*(uint32_t *)f = (uint32_t)e;
+		return ret;
+	case VFGX_OPT_SKIP:
+		return 0;
+	case VFGX_OPT_TRI:
+		if (vfgx_cfg_child(map, o->key, &c) == 0) {
+			ret = vfgx_cfg_bool(map, o->key, false, &b);
+			*(int8_t *)f = b;
+			return ret;
+		}
+		return 0;
+	case VFGX_OPT_STR:
+		if (vfgx_cfg_child(map, o->key, &c) == 0) {
+			*(const char **)f = vfgx_cfg_scalar(&c);
+			if (!*(const char **)f)
+				return vfgx_cfg_error(&c, "must be a string");
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int vfgx_opts_from_yaml(const struct vfgx_cfg_node *map,
+			const struct vfgx_opt *tab, size_t n, void *s,
+			size_t size)
+{
+	const char *keys[64];
+	int ret;
+
+	if (n >= 64)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		keys[i] = tab[i].key;
+	keys[n] = NULL;
+	vfgx_opts_default(tab, n, s, size);
+	if ((ret = vfgx_cfg_check_keys(map, keys)))
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		if ((ret = read_one(map, &tab[i], (char *)s + tab[i].off)))
+			return ret;
+	return 0;
+}
+
+int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
+			const struct vfgx_opt *tab, size_t n, const void *user,
+			void *out, size_t size)
+{
+	if (vfgx_argsz_copy(out, size, user, size))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "%s: struct vfgx_%s_opts argsz %" PRIu32 " not understood by libvfgx %s (use vfgx_%s_opts_default)",
+				      name, backend, *(const uint32_t *)user,
+				      VFGX_VERSION_STRING, backend);
+	return vfgx_opts_check(ctx, name, backend, tab, n, out);
+}
+
+int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
+		    const struct vfgx_opt *tab, size_t n, const void *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		const void *f = (const char *)out + tab[i].off;
+		double v;
+
+		switch (tab[i].type) {
+		case VFGX_OPT_U32:
+			v = *(const uint32_t *)f;
+			break;
+		case VFGX_OPT_U16:
+			v = *(const uint16_t *)f;
+			break;
+		case VFGX_OPT_U64:
+			v = (double)*(const uint64_t *)f;
+			break;
+		case VFGX_OPT_DOUBLE:
+			v = *(const double *)f;
+			break;
+		case VFGX_OPT_TRI:
+			v = *(const int8_t *)f;
+			break;
+		case VFGX_OPT_ENUM: {
+			uint32_t k = 0;
+
+			while (tab[i].names[k])
+				k++;
+			if (*(const uint32_t *)f >= k)
+				return vfgx_set_error(ctx, -EINVAL, "%s: %s options: %s: %" PRIu32 " is not one of the %" PRIu32 " values",
+						      name, backend, tab[i].key,
+						      *(const uint32_t *)f, k);
+			continue;
+		}
+		default:
+			continue;
+		}
+		if (!(v >= tab[i].min && v <= tab[i].max))
+			return vfgx_set_error(ctx, -EINVAL, "%s: %s options: %s: %g is out of range (must be %g..%g)",
+					      name, backend, tab[i].key, v,
+					      tab[i].min, tab[i].max);
+	}
+	return 0;
+}

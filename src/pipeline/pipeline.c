@@ -1,0 +1,230 @@
+/* pipeline.c - vfgx_pipeline: resolves pipeline.device to an engine
+ * (engine_cpu.c, engine_gpu.c), dispatches to its table, and starts and
+ * stops the observers the application attached around the engine. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/gpu.h>
+#include <vfgx/pipeline.h>
+
+#include "core/argsz.h"
+#include "engine.h"
+
+struct vfgx_pipeline {
+	vfgx_ctx *ctx;
+	const struct vfgx_engine_ops *ops;
+	void *engine;
+	uint32_t nb_queues;
+	struct vfgx_observer *obs;
+	uint32_t nb_obs;
+	uint32_t nb_obs_started;
+	bool stopped;
+};
+
+/* The engine pipeline.device names, with the messages `vfgx run` has always
+ * printed; NULL with -ENODEV/-EINVAL in *err when gpu cannot be had. */
+static const struct vfgx_engine_ops *
+choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
+{
+	struct vfgx_gpu_opts go;
+	char desc[256];
+	int ret;
+
+	if (conf->device == VFGX_DEVICE_CPU)
+		return &vfgx_engine_cpu;
+	ret = conf->gpu ? (go = *conf->gpu, 0) : vfgx_gpu_opts_parse(&conf->gpu_opts, &go);
+	if (ret) {
+		*err = ret;
+		return NULL;
+	}
+	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
+	if (conf->device == VFGX_DEVICE_GPU) {
+		if (ret) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", vfgx_last_error(ctx));
+			*err = vfgx_set_error(ctx, -ENODEV,
+					      "pipeline.device: gpu, but %s (use device: cpu or auto)",
+					      why);
+			return NULL;
+		}
+		vfgx_info(ctx, "pipeline.device gpu: using %s", desc);
+		return &vfgx_engine_gpu;
+	}
+	if (ret) {
+		/* without CUDA in the build, auto can only mean the CPU: no news */
+		vfgx_log(ctx, ret == -ENOTSUP ? VFGX_LOG_DEBUG : VFGX_LOG_INFO,
+			 "pipeline.device auto: using the CPU pipeline (%s)",
+			 vfgx_last_error(ctx));
+		vfgx_clear_error(ctx);
+		return &vfgx_engine_cpu;
+	}
+	vfgx_info(ctx, "pipeline.device auto: using %s", desc);
+	return &vfgx_engine_gpu;
+}
+
+void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
+{
+	*conf = (struct vfgx_pipeline_config){
+		.argsz = sizeof(*conf), .device = VFGX_DEVICE_AUTO, .workers = 1,
+		.reorder = true, .reorder_window = 1024, .reorder_slot = 2048,
+		.max_streams = 64,
+	};
+}
+
+int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_conf,
+			 vfgx_port *const *ports, uint16_t nb_ports,
+			 vfgx_pipeline **out)
+{
+	struct vfgx_pipeline_config c, *conf = &c;
+	struct vfgx_pipeline *pl;
+	int ret = 0;
+
+	*out = NULL;
+	if (vfgx_argsz_copy(&c, sizeof(c), user_conf, sizeof(c)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
+				      user_conf->argsz, VFGX_VERSION_STRING);
+	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
+		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
+				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->ctx = ctx;
+	pl->ops = choose_engine(ctx, conf, &ret);
+	if (!pl->ops) {
+		free(pl);
+		return ret;
+	}
+	for (uint16_t i = 0; i < nb_ports; i++)
+		pl->nb_queues += vfgx_port_nb_rx_queues(ports[i]);
+	ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
+	if (ret) {
+		free(pl);
+		return ret;
+	}
+	*out = pl;
+	return 0;
+}
+
+const char *vfgx_pipeline_engine(const vfgx_pipeline *pl)
+{
+	return pl->ops->name;
+}
+
+const char *vfgx_pipeline_describe(const vfgx_pipeline *pl)
+{
+	return pl->ops->describe(pl->engine);
+}
+
+int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
+				 void *user)
+{
+	return pl->ops->set_user_stage(pl->engine, fn, user);
+}
+
+int vfgx_pipeline_add_observer(vfgx_pipeline *pl, const struct vfgx_observer *obs)
+{
+	struct vfgx_observer o, *grown;
+
+	if (vfgx_argsz_copy(&o, sizeof(o), obs, sizeof(o)) || o.flags) {
+		if (obs->argsz >= offsetof(struct vfgx_observer, release) +
+					  sizeof(obs->release) && obs->release)
+			obs->release(obs->user);
+		return vfgx_set_error(pl->ctx, -EINVAL,
+				      "pipeline observer: argsz %u or flags not understood by libvfgx %s",
+				      obs->argsz, VFGX_VERSION_STRING);
+	}
+	grown = realloc(pl->obs, (pl->nb_obs + 1) * sizeof(*pl->obs));
+	if (!grown) {
+		if (o.release)
+			o.release(o.user);
+		return -ENOMEM;
+	}
+	pl->obs = grown;
+	pl->obs[pl->nb_obs++] = o;
+	pl->ops->want_queue_snaps(pl->engine);
+	return 0;
+}
+
+static void stop_observers(vfgx_pipeline *pl)
+{
+	/* in reverse: the last started stops first */
+	while (pl->nb_obs_started) {
+		struct vfgx_observer *o = &pl->obs[--pl->nb_obs_started];
+
+		if (o->stop)
+			o->stop(o->user, pl);
+	}
+}
+
+int vfgx_pipeline_start(vfgx_pipeline *pl)
+{
+	int ret;
+
+	for (uint32_t i = 0; i < pl->nb_obs; i++) {
+		struct vfgx_observer *o = &pl->obs[i];
+
+		if (o->start && (ret = o->start(o->user, pl))) {
+			stop_observers(pl);
+			return ret;
+		}
+		pl->nb_obs_started++;
+	}
+	ret = pl->ops->start(pl->engine);
+	if (ret)
+		stop_observers(pl);
+	return ret;
+}
+
+bool vfgx_pipeline_done(vfgx_pipeline *pl)
+{
+	return pl->ops->done(pl->engine);
+}
+
+void vfgx_pipeline_stop(vfgx_pipeline *pl)
+{
+	if (pl->stopped)
+		return;
+	pl->ops->stop(pl->engine);
+	/* after the engine: observers read its final counters */
+	stop_observers(pl);
+	pl->stopped = true;
+}
+
+void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
+{
+	pl->ops->stats(pl->engine, st);
+}
+
+int vfgx_pipeline_error(vfgx_pipeline *pl)
+{
+	return pl->ops->error(pl->engine);
+}
+
+uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl)
+{
+	return pl->nb_queues;
+}
+
+int vfgx_pipeline_queue_snap(vfgx_pipeline *pl, uint32_t index,
+			     struct vfgx_queue_snap *s)
+{
+	return pl->ops->queue_snap(pl->engine, index, s);
+}
+
+void vfgx_pipeline_destroy(vfgx_pipeline *pl)
+{
+	if (!pl)
+		return;
+	vfgx_pipeline_stop(pl);
+	pl->ops->destroy(pl->engine);
+	for (uint32_t i = 0; i < pl->nb_obs; i++)
+		if (pl->obs[i].release)
+			pl->obs[i].release(pl->obs[i].user);
+	free(pl->obs);
+	free(pl);
+}

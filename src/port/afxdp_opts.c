@@ -1,0 +1,75 @@
+/* afxdp_opts.c - the AF_XDP port's option table: defaults, the YAML
+ * adapter and the typed check, in every build (afxdp.c needs libxdp). */
+#include <errno.h>
+
+#include "afxdp_opts.h"
+#include "core/opts.h"
+
+static const char *const ax_modes[] = { "auto", "native", "generic", NULL };
+static const char *const ax_zcs[] = { "auto", "on", "off", NULL };
+#define AX_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_afxdp_opts, F, __VA_ARGS__)
+static const struct vfgx_opt ax_opts[] = {
+	AX_OPT(ENUM, mode, 0, 0, 0, ax_modes),
+	AX_OPT(ENUM, zero_copy, 0, 0, 0, ax_zcs),
+	AX_OPT(SKIP, queues, 0),
+	AX_OPT(U32, frame_size, 2048, 2048, 4096),
+	AX_OPT(U32, num_frames, 4096, 64, 1u << 20),
+	AX_OPT(U32, rx_ring, 2048, 64, 16384),
+	AX_OPT(U32, tx_ring, 2048, 64, 16384),
+	AX_OPT(U32, fill_ring, 2048, 64, 16384),
+	AX_OPT(U32, comp_ring, 2048, 64, 16384),
+};
+#define AX_NOPTS (sizeof(ax_opts) / sizeof(ax_opts[0]))
+
+void vfgx_afxdp_opts_default(struct vfgx_afxdp_opts *o)
+{
+	vfgx_opts_default(ax_opts, AX_NOPTS, o, sizeof(*o));
+}
+
+/* What the table cannot say: powers of two, two frame sizes.  map NULL:
+ * typed options, the error names the port. */
+static int ax_check(vfgx_ctx *ctx, const char *name, const struct vfgx_cfg_node *map,
+		    const struct vfgx_afxdp_opts *o)
+{
+	static const char *const rings[] = { "rx_ring", "tx_ring", "fill_ring", "comp_ring" };
+	const uint32_t v[] = { o->rx_ring, o->tx_ring, o->fill_ring, o->comp_ring };
+	struct vfgx_cfg_node it;
+
+	if (o->frame_size != 2048 && o->frame_size != 4096) {
+		if (map && vfgx_cfg_child(map, "frame_size", &it) == 0)
+			return vfgx_cfg_error(&it, "%u; AF_XDP frames are 2048 or 4096 bytes",
+					      o->frame_size);
+		return vfgx_set_error(ctx, -EINVAL, "%s: afxdp options: frame_size %u; AF_XDP frames are 2048 or 4096 bytes",
+				      name, o->frame_size);
+	}
+	for (int i = 0; i < 4; i++) {
+		if (!(v[i] & (v[i] - 1)))
+			continue;
+		if (map && vfgx_cfg_child(map, rings[i], &it) == 0)
+			return vfgx_cfg_error(&it, "%u is not a power of two (use 64, 128, ... 16384)",
+					      v[i]);
+		return vfgx_set_error(ctx, -EINVAL, "%s: afxdp options: %s: %u is not a power of two (use 64, 128, ... 16384)",
+				      name, rings[i], v[i]);
+	}
+	return 0;
+}
+
+int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
+			      struct vfgx_afxdp_opts *o)
+{
+	int ret = vfgx_opts_from_yaml(map, ax_opts, AX_NOPTS, o, sizeof(*o));
+
+	return ret ? ret : ax_check(NULL, NULL, map, o);
+}
+
+int vfgx_afxdp_opts_get(vfgx_ctx *ctx, const char *name,
+			const struct vfgx_port_conf *conf, struct vfgx_afxdp_opts *o)
+{
+	int ret;
+
+	if (!conf->backend_opts)
+		return vfgx_afxdp_opts_from_yaml(conf->opts, o);
+	ret = vfgx_opts_from_user(ctx, name, "afxdp", ax_opts, AX_NOPTS,
+				  conf->backend_opts, o, sizeof(*o));
+	return ret ? ret : ax_check(ctx, name, NULL, o);
+}
