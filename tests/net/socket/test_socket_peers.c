@@ -414,11 +414,7 @@ static void test_stream_split(void)
 {
 	const char *what = "udp stream over two workers";
 	struct vfgx_config *cfg[2] = { 0 };
-	struct vfgx_pipeline_config pc = {
-		.workers = 2, .reorder = true, .reorder_window = 1024,
-		.reorder_slot = 2048, .max_streams = 4, .verify_payload = true,
-		.reorder_max_memory = 64u << 20,
-	};
+	struct vfgx_pipeline_config pc;
 	struct vfgx_pipeline_stats st;
 	struct split_check sc = { 0 };
 	struct sockaddr_in dst = { .sin_family = AF_INET };
@@ -427,6 +423,12 @@ static void test_stream_split(void)
 	uint8_t frame[2048];
 	int fd = -1, err;
 
+	vfgx_pipeline_config_default(&pc);
+	pc.device = VFGX_DEVICE_CPU;
+	pc.workers = 2;
+	pc.max_streams = 4;
+	pc.verify_payload = true;
+	pc.reorder_max_memory = 64u << 20;
 	for (int i = 0; i < 2; i++) {
 		ports[i] = sk_open_port(ctx, "interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:0\n"
 				     "    socket: {rcvbuf: 4194304}\n", 1, 0, &cfg[i], &err);
