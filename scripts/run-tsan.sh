@@ -2,8 +2,8 @@
 # run-tsan.sh [DIR] - the unit and net tests built with ThreadSanitizer
 # (clang, -fsanitize=thread) in DIR (default build-tsan): the threaded
 # pipeline runner, stream hand-over between workers and the socket backend
-# under real sockets.  Kernel-bypass backends are left out of this build:
-# DPDK's and libxdp's own threads are not instrumented.  A report fails the
+# under real sockets.  The kernel-bypass backends' own tests are not run
+# here: DPDK's and libxdp's threads are not instrumented.  A report fails the
 # test that produced it (halt_on_error); test-summary.py counts the results.
 set -uo pipefail
 tsan=${1:-build-tsan}
@@ -13,8 +13,7 @@ cd "$root" || exit 1
 echo "== unit and net tests under ThreadSanitizer ($tsan)"
 if [ ! -f "$tsan/build.ninja" ]; then
 	CC=clang meson setup "$tsan" -Db_sanitize=thread -Db_lundef=false \
-		-Dcuda=disabled -Ddpdk=disabled -Dafxdp=disabled -Drdma=disabled \
-		-Dc_args='-fno-omit-frame-pointer' >/dev/null || {
+		-Dcuda=disabled -Dc_args='-fno-omit-frame-pointer' >/dev/null || {
 		mkdir -p "$tsan"
 		echo "tsan setup failed" >"$tsan/build-failed"
 		exit 1
@@ -26,8 +25,8 @@ if ! ninja -C "$tsan" >/dev/null; then
 	exit 1
 fi
 rm -f "$tsan/build-failed"
-# the unit and net tests of what this build has (not those of the
-# backends left out, which would only skip).  eba_ring is left out: its
+# the unit and net tests, less the kernel-bypass backends' (see above).
+# eba_ring is left out too: its
 # test_threads_header_first has a thread memcpy into the ring (standing in
 # for a NIC's RDMA writes) while the reader reads the same bytes with plain
 # loads; ThreadSanitizer reports that race, and with it suppressed the test
