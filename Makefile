@@ -40,4 +40,4 @@ lint:
 	@scripts/lint.sh
 
 clean:
-	rm -rf $(BUILD) $(SAN)
+	rm -rf $(BUILD) $(SAN) build-tsan

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run-tests.sh BUILD SAN - the whole suite: every test in the normal build,
 # the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (clang), and the libFuzzer targets (FUZZ_SECONDS each, default 30).
+# (clang), the libFuzzer targets (FUZZ_SECONDS each, default 30), and the
+# unit and net tests under ThreadSanitizer (scripts/run-tsan.sh).
 # Ends with one line "N passed, N failed, N skipped".
 set -uo pipefail
 build=${1:-build}
@@ -27,4 +28,6 @@ else
 	echo "sanitizer build failed" > "$san/build-failed"
 fi
 
-python3 scripts/test-summary.py "$build" "$san"
+scripts/run-tsan.sh "${TSAN:-build-tsan}"
+
+python3 scripts/test-summary.py "$build" "$san" "${TSAN:-build-tsan}"

@@ -134,13 +134,16 @@ struct vfgx_pipeline_config {
 	bool reorder;
 	uint32_t reorder_window;  /* slots, power of two */
 	uint32_t reorder_slot;    /* bytes per slot (max payload kept) */
-	uint32_t max_streams;     /* per queue */
+	uint32_t max_streams;     /* stream ids 0 .. max_streams-1 */
 	bool verify_payload;      /* check the loopback generator's pattern */
 	double duration_s;        /* 0 = until the sources end */
 	/* pipeline.gpu: read by the gpu engine; absent: its defaults. */
 	struct vfgx_cfg_node gpu_opts;
 	/* Typed pipeline.gpu options (vfgx_gpu_opts_default), or NULL: gpu_opts. */
 	const struct vfgx_gpu_opts *gpu;
+	/* bytes all reorder windows may hold together; a stream past it gets
+	 * none (counted in streams_refused).  0: VFGX_REORDER_MAX_MEMORY. */
+	uint64_t reorder_max_memory;
 };
 
 struct vfgx_expect_config {

@@ -19,6 +19,8 @@ extern "C" {
 #pragma GCC visibility push(default) /* the library builds hidden */
 
 #define VFGX_LAT_BUCKETS 40 /* log2 ns histogram: bucket b holds [2^b, 2^(b+1)) */
+/* pipeline.reorder.max_memory when the config leaves it 0 */
+#define VFGX_REORDER_MAX_MEMORY (1ull << 30)
 
 struct vfgx_pipeline_stats {
 	uint64_t packets;          /* offered to the pipeline */
@@ -29,6 +31,11 @@ struct vfgx_pipeline_stats {
 	uint64_t gaps;             /* sequences skipped (never arrived) */
 	uint64_t verify_errors;    /* delivered payload not matching pattern */
 	uint64_t last_seen;        /* streams that delivered their LAST flag */
+	uint64_t handed_over;      /* passed to the worker owning their stream */
+	uint64_t streams_refused;  /* stream ids given no reorder window
+				    * (max_memory reached); their packets
+				    * are bad_stream drops */
+	uint64_t reorder_bytes;    /* reorder window memory allocated */
 	uint64_t drops[VFGX_DROP_MAX];
 	uint64_t lat_hist[VFGX_LAT_BUCKETS];
 	uint64_t order_errors;     /* deliveries below their stream's last one */
@@ -43,6 +50,12 @@ typedef int (*vfgx_user_stage_fn)(void *user, uint32_t stream, uint64_t seq,
 
 /* --- single-threaded processor ------------------------------------------ */
 typedef struct vfgx_proc vfgx_proc;
+
+/* Check a pipeline config before anything is opened: reorder window a
+ * power of two, and window x slot_size x max_streams (what senders could
+ * make the reorder stage allocate) within this host's memory, one stream's
+ * window within max_memory.  -EINVAL with a one-line detail. */
+int vfgx_pipeline_check(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf);
 
 int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		     vfgx_proc **out);
@@ -78,7 +91,11 @@ typedef struct vfgx_pipeline vfgx_pipeline;
 /* The defaults of docs/config.md's pipeline: keys, and argsz. */
 void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf);
 /* -ENODEV when device is gpu and CUDA finds no GPU (detail says why);
- * -EINVAL for bad options or an argsz this library does not know. */
+ * -EINVAL for bad options or an argsz this library does not know.  CPU
+ * engine, reorder on: a stream belongs to the first worker that receives
+ * it; a packet of it arriving on another worker's queue is copied to the
+ * owner (handed_over), so each stream has one reorder window and its
+ * records reach the user stage in order on one thread. */
 int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 vfgx_port *const *ports, uint16_t nb_ports,
 			 vfgx_pipeline **out);

@@ -53,7 +53,8 @@ enum vfgx_drop_reason {
 	VFGX_DROP_BAD_UDP_CSUM,
 	VFGX_DROP_FILTERED,      /* UDP destination port not accepted */
 	VFGX_DROP_BAD_APP_HDR,   /* payload shorter than the sequence header */
-	VFGX_DROP_BAD_STREAM,    /* stream id >= max_streams */
+	VFGX_DROP_BAD_STREAM,    /* stream id >= max_streams, or its stream
+				  * was refused a reorder window */
 	VFGX_DROP_LATE,          /* sequence already delivered */
 	VFGX_DROP_DUPLICATE,     /* sequence already held in the window */
 	VFGX_DROP_TOO_BIG,       /* payload larger than a reorder slot */

@@ -15,7 +15,11 @@ extern "C" {
 #pragma GCC visibility push(default) /* the library builds hidden */
 
 /* TCP records on the wire: a 4-byte big-endian payload length, then the
- * payload.  The pipeline sees one payload-only packet per record. */
+ * payload.  The pipeline sees one payload-only packet per record; its
+ * flow is the handle of the connection it came from (slot and
+ * generation, never 0), valid until that connection closes: tx with it
+ * goes back on that connection only, or fails with -ENOTCONN once it is
+ * gone.  A client's tx ignores flow (it has one connection). */
 #define VFGX_SOCKET_REC_HLEN 4
 
 /* Typed options (vfgx_port_conf.backend_opts; YAML: interfaces[].socket).
@@ -36,6 +40,8 @@ struct vfgx_socket_opts {
 	bool gro, gso;               /* [true] UDP offloads when the kernel has them */
 	bool nodelay;                /* [true] TCP_NODELAY */
 	int8_t end_on_close;         /* [-1: client yes, server no] 0 or 1 */
+	uint32_t max_conns;          /* [64] TCP server: connections per rx queue, 1..4096 */
+	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection silent both ways this long; 0 never */
 };
 
 void vfgx_socket_opts_default(struct vfgx_socket_opts *o);
@@ -53,7 +59,10 @@ struct vfgx_socket_info {
 	uint32_t rcvbuf;   /* SO_RCVBUF the kernel granted (bytes, as set) */
 	uint32_t sndbuf;
 	uint32_t conns;    /* TCP: connections open now, all queues */
-	uint32_t closed;   /* TCP: connections closed so far */
+	uint32_t closed;   /* TCP: connections closed so far (all causes) */
+	uint64_t refused;  /* TCP server: connections closed at once because
+			    * max_conns were open */
+	uint64_t idle_closed; /* TCP server: closed after idle_timeout_ms */
 	uint64_t gro_coalesced; /* UDP: datagrams received inside GRO batches */
 	uint64_t gso_sent;      /* UDP: datagrams sent inside GSO batches */
 };

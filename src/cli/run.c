@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <vfgx/mon.h>
+#include <vfgx/socket.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
@@ -80,7 +81,7 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 {
 	struct vfgx_source_report src = { .known = true };
 	struct vfgx_queue_stats qsum = { 0 };
-	uint64_t drops = 0, explained;
+	uint64_t drops = 0, explained, port_drops = 0, refused = 0;
 	bool any_known = false;
 	struct verdict v = { 0 };
 	char d[256];
@@ -97,6 +98,20 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 			       " bytes, no-buffer events %" PRIu64 "\n",
 			       vfgx_port_name(ports[i]), vfgx_port_backend(ports[i]), q,
 			       qs.rx_packets, qs.rx_bytes, qs.drops[VFGX_DROP_NOBUFS]);
+			/* what the backend dropped before the pipeline saw it;
+			 * no_bufs (pool exhausted) is printed above as events:
+			 * backpressure on loopback and socket (the source or
+			 * the kernel keeps the packet); NIC drops it counts on
+			 * afxdp and dpdk show as gaps */
+			for (int k = VFGX_DROP_NOBUFS + 1; k < VFGX_DROP_MAX; k++) {
+				if (!qs.drops[k])
+					continue;
+				printf("port %s rx queue %u drop %-12s %" PRIu64 "\n",
+				       vfgx_port_name(ports[i]), q,
+				       vfgx_drop_reason_name((enum vfgx_drop_reason)k),
+				       qs.drops[k]);
+				port_drops += qs.drops[k];
+			}
 			qsum.rx_packets += qs.rx_packets;
 			if (r.known) {
 				any_known = true;
@@ -110,6 +125,17 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 			}
 		}
 	}
+	for (uint16_t i = 0; i < nb_ports; i++) {
+		struct vfgx_socket_info si;
+
+		if (vfgx_socket_info(ports[i], &si) || !si.tcp)
+			continue;
+		printf("port %s (socket) connections: %u open, %u closed, %" PRIu64
+		       " refused (max_conns), %" PRIu64 " closed idle\n",
+		       vfgx_port_name(ports[i]), si.conns, si.closed, si.refused,
+		       si.idle_closed);
+		refused += si.refused;
+	}
 	src.known = src.known && any_known;
 	printf("pipeline: %" PRIu64 " packets in %.3f s (%.3f Mpps, %.3f Gbps), passed %" PRIu64
 	       ", delivered %" PRIu64 " (%" PRIu64 " payload bytes), gaps %" PRIu64
@@ -117,6 +143,11 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	       st->packets, secs, secs > 0 ? (double)st->packets / secs / 1e6 : 0,
 	       secs > 0 ? (double)st->bytes * 8 / secs / 1e9 : 0, st->passed,
 	       st->delivered, st->delivered_bytes, st->gaps, st->verify_errors);
+	if (st->handed_over || st->streams_refused)
+		printf("reorder: %" PRIu64 " packets handed to their stream's worker, %" PRIu64
+		       " streams refused a window (pipeline.reorder.max_memory), %.1f MiB of windows\n",
+		       st->handed_over, st->streams_refused,
+		       (double)st->reorder_bytes / (1 << 20));
 	printf("latency (rx to processed): p50 <= %" PRIu64 " ns, p99 <= %" PRIu64 " ns\n",
 	       vfgx_stats_lat_pct(st, 50), vfgx_stats_lat_pct(st, 99));
 	for (int i = 0; i < VFGX_DROP_MAX; i++) {
@@ -136,7 +167,20 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	printf("expectations:\n");
 	if (cfg->expect.all_received) {
 		if (!src.known) {
-			printf("  all_received  not checkable (live source)\n");
+			/* a live source: nothing known of what was sent, so
+			 * every packet that reached the host must be delivered
+			 * and no layer may have dropped or refused anything */
+			snprintf(d, sizeof(d),
+				 "live source: received %" PRIu64 ", delivered %" PRIu64
+				 "; dropped by ports %" PRIu64 ", by the pipeline %" PRIu64
+				 ", gaps %" PRIu64 ", connections refused %" PRIu64,
+				 qsum.rx_packets, st->delivered, port_drops, drops,
+				 st->gaps, refused);
+			check(&v, true,
+			      port_drops == 0 && drops == 0 && refused == 0 &&
+				      st->gaps == 0 && st->delivered == st->packets &&
+				      qsum.rx_packets == st->packets,
+			      "all_received", d);
 		} else {
 			uint64_t want = src.generated - src.lost - src.corrupted;
 			uint64_t sent = src.generated - src.lost + src.duplicated;
@@ -148,10 +192,11 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 				 "delivered %" PRIu64 " of %" PRIu64 " expected; received %" PRIu64
 				 " of %" PRIu64 " sent; unexplained drops %" PRIu64,
 				 st->delivered, want, st->packets, sent,
-				 drops - explained);
+				 drops - explained + port_drops + refused);
 			check(&v, true,
 			      st->delivered == want && st->packets == sent &&
 				      qsum.rx_packets == sent && drops == explained &&
+				      port_drops == 0 && refused == 0 &&
 				      st->drops[VFGX_DROP_BAD_UDP_CSUM] == src.corrupted &&
 				      st->drops[VFGX_DROP_DUPLICATE] +
 						      st->drops[VFGX_DROP_LATE] ==
@@ -227,6 +272,11 @@ int vfgx_cmd_run(int argc, char **argv)
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		vfgx_ctx_destroy(ctx);
 		return 2;
+	}
+	if (vfgx_pipeline_check(ctx, &cfg->pipeline)) {
+		fprintf(stderr, "vfgx: %s: %s\n", cfg->source, vfgx_last_error(ctx));
+		rc = 2;
+		goto out;
 	}
 	vfgx_log_set_level(ctx, cfg->log_level);
 	if (duration >= 0)

@@ -235,7 +235,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 					    "duration_s", "gpu", NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
 	static const char *const rkeys[] = { "enabled", "window", "slot_size",
-					     "max_streams", NULL };
+					     "max_streams", "max_memory", NULL };
 	static const char *const devices[] = { "auto", "cpu", "gpu", NULL };
 	struct vfgx_pipeline_config *p = &cfg->pipeline;
 	struct vfgx_cfg_node pl, sub;
@@ -266,7 +266,9 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = vfgx_cfg_u32(&sub, "slot_size", 2048, 16, 1u << 16,
 				&p->reorder_slot)) ||
 	    (ret = vfgx_cfg_u32(&sub, "max_streams", 64, 1, 65536,
-				&p->max_streams)))
+				&p->max_streams)) ||
+	    (ret = vfgx_cfg_u64(&sub, "max_memory", 1073741824, 1u << 20,
+				1ull << 40, &p->reorder_max_memory)))
 		return ret;
 	if (p->reorder_window & (p->reorder_window - 1)) {
 		struct vfgx_cfg_node w;

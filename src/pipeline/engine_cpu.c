@@ -1,6 +1,9 @@
 /* engine_cpu.c - the cpu engine of vfgx_pipeline: N worker threads, each
  * run to completion over its rx queues: receive a burst, process it,
- * release it in bulk.  Stats (and, while observers are attached, queue
+ * release it in bulk.  A stream is reordered by one worker, the first to
+ * receive it; a packet of it that arrives on another worker's queue
+ * (SO_REUSEPORT and RSS spread by addresses, not by stream id) is copied
+ * into the owner's inbox.  Stats (and, while observers are attached, queue
  * snapshots) are published to a snapshot under a per-worker lock every few
  * milliseconds, never per packet. */
 #include <errno.h>
@@ -15,12 +18,25 @@
 #include <vfgx/stages.h>
 
 #include "engine.h"
+#include "proc_steer.h"
 
 _Static_assert(VFGX_R_TRUNCATED == VFGX_DROP_TRUNCATED, "stage codes");
 _Static_assert(VFGX_R_BAD_UDP_CSUM == VFGX_DROP_BAD_UDP_CSUM, "stage codes");
 _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
 
 #define SNAPSHOT_NS 5000000ull
+#define INBOX_BYTES (4u << 20) /* per worker, when streams can be split */
+
+/* Records other workers handed to this one.  Only streams split over
+ * queues of several workers come here, so a mutex is fine: the common
+ * path never takes it (it reads `count` only). */
+struct inbox {
+	pthread_mutex_t lock;
+	_Atomic uint32_t count; /* entries waiting */
+	uint32_t head, n, cap;
+	size_t stride;          /* struct vfgx_handoff + reorder_slot bytes */
+	uint8_t *mem;
+};
 
 struct poll_entry {
 	vfgx_port *port;
@@ -43,6 +59,7 @@ struct worker {
 	uint64_t order_errors;
 	vfgx_user_stage_fn user_fn;
 	void *user;
+	struct inbox inbox;
 	atomic_bool done;
 	int error;
 };
@@ -55,11 +72,15 @@ struct cpu_engine {
 	uint32_t nb_queues;
 	atomic_bool stop;
 	bool stopped;
+	_Atomic uint16_t *owner;       /* per stream id; NULL: no hand-over */
+	_Atomic uint64_t mem_used;     /* reorder bytes of all workers */
+	_Atomic uint32_t receiving;    /* workers still in their rx loop */
 	bool queue_snaps; /* observers attached */
 	char desc[96];
 };
 
 static void cpu_destroy(void *e);
+static int steer_init(struct cpu_engine *pl);
 
 /* Every delivery passes here: count order errors, then the user's stage. */
 static int order_stage(void *user, uint32_t stream, uint64_t seq,
@@ -106,6 +127,7 @@ static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 
 		wk->pl = pl;
 		pthread_mutex_init(&wk->lock, NULL);
+		pthread_mutex_init(&wk->inbox.lock, NULL);
 		wk->polls = calloc(total, sizeof(*wk->polls));
 		wk->queue_snap = calloc(total, sizeof(*wk->queue_snap));
 		wk->next_seq = calloc(conf->max_streams ? conf->max_streams : 1,
@@ -118,6 +140,11 @@ static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			return ret;
 		}
 		vfgx_proc_set_user_stage(wk->proc, order_stage, wk);
+	}
+	ret = steer_init(pl);
+	if (ret) {
+		cpu_destroy(pl);
+		return ret;
 	}
 	/* Queue k (over all ports) goes to worker k % workers. */
 	uint32_t k = 0;
@@ -135,6 +162,87 @@ static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	snprintf(pl->desc, sizeof(pl->desc), "cpu: %u worker(s) over %u rx queue(s)",
 		 pl->nb_workers, total);
 	*out = pl;
+	return 0;
+}
+
+static struct vfgx_handoff *inbox_entry(struct inbox *ib, uint32_t i)
+{
+	return (struct vfgx_handoff *)(ib->mem + (size_t)(i % ib->cap) * ib->stride);
+}
+
+/* Reorder what other workers handed over; returns how many. */
+static uint32_t inbox_drain(struct worker *wk)
+{
+	struct inbox *ib = &wk->inbox;
+	uint32_t n;
+
+	if (!ib->mem || !atomic_load_explicit(&ib->count, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&ib->lock);
+	n = ib->n;
+	for (uint32_t i = 0; i < n; i++)
+		vfgx_proc_take(wk->proc, inbox_entry(ib, ib->head + i));
+	ib->head = (ib->head + n) % ib->cap;
+	ib->n = 0;
+	atomic_store_explicit(&ib->count, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&ib->lock);
+	return n;
+}
+
+/* Called by a processor on worker `user`'s thread for a record whose
+ * stream worker `to` owns.  A full inbox waits, taking this worker's own
+ * inbox meanwhile, so two workers handing to each other both progress. */
+static void hand_over(void *user, uint16_t to, const struct vfgx_handoff *h)
+{
+	struct worker *wk = user;
+	struct inbox *ib = &wk->pl->workers[to].inbox;
+
+	for (;;) {
+		pthread_mutex_lock(&ib->lock);
+		if (ib->n < ib->cap) {
+			struct vfgx_handoff *e = inbox_entry(ib, ib->head + ib->n);
+			uint8_t *body = (uint8_t *)(e + 1);
+
+			*e = *h;
+			memcpy(body, h->body, h->len);
+			e->body = body;
+			ib->n++;
+			atomic_store_explicit(&ib->count, ib->n, memory_order_relaxed);
+			pthread_mutex_unlock(&ib->lock);
+			return;
+		}
+		pthread_mutex_unlock(&ib->lock);
+		if (!inbox_drain(wk))
+			sched_yield();
+	}
+}
+
+/* Stream ownership and inboxes: only with reorder and several workers. */
+static int steer_init(struct cpu_engine *pl)
+{
+	size_t stride = (sizeof(struct vfgx_handoff) + pl->conf.reorder_slot + 63) & ~(size_t)63;
+	uint32_t cap = 256;
+
+	if (!pl->conf.reorder || pl->nb_workers < 2)
+		return 0;
+	while (cap > 16 && cap * stride > INBOX_BYTES)
+		cap /= 2;
+	pl->owner = calloc(pl->conf.max_streams, sizeof(*pl->owner));
+	if (!pl->owner)
+		return -ENOMEM;
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+		struct vfgx_steer st = { .owner = pl->owner, .self = w,
+					 .hand = hand_over, .user = wk,
+					 .mem_used = &pl->mem_used };
+
+		wk->inbox.mem = malloc(cap * stride);
+		if (!wk->inbox.mem)
+			return -ENOMEM;
+		wk->inbox.cap = cap;
+		wk->inbox.stride = stride;
+		vfgx_proc_set_steer(wk->proc, &st);
+	}
 	return 0;
 }
 
@@ -236,6 +344,8 @@ static void *worker_main(void *arg)
 				all_done = false;
 			}
 		}
+		if (inbox_drain(wk))
+			any = true;
 		if (all_done)
 			break;
 		if (!any && ++idle > 64) {
@@ -253,6 +363,18 @@ static void *worker_main(void *arg)
 		}
 	}
 out:
+	/* others may still hand records over until every worker has left its
+	 * rx loop; take them all before flushing the windows */
+	atomic_fetch_sub(&pl->receiving, 1);
+	while (wk->inbox.mem) {
+		uint32_t n = inbox_drain(wk);
+
+		if (!atomic_load(&pl->receiving) &&
+		    !atomic_load(&wk->inbox.count))
+			break;
+		if (!n)
+			sched_yield();
+	}
 	vfgx_proc_flush(wk->proc);
 	publish(wk);
 	atomic_store(&wk->done, true);
@@ -265,11 +387,14 @@ static int cpu_start(void *e)
 {
 	struct cpu_engine *pl = e;
 
+	atomic_store(&pl->receiving, pl->nb_workers);
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
 		int ret = pthread_create(&wk->thread, NULL, worker_main, wk);
 
 		if (ret) {
+			/* the workers not started never leave a loop */
+			atomic_fetch_sub(&pl->receiving, (uint32_t)(pl->nb_workers - w));
 			cpu_stop(pl);
 			return vfgx_set_error(pl->ctx, -ret,
 					      "pipeline: cannot start worker %u: %s",
@@ -346,8 +471,11 @@ static void cpu_destroy(void *e)
 		free(pl->workers[w].polls);
 		free(pl->workers[w].queue_snap);
 		free(pl->workers[w].next_seq);
+		free(pl->workers[w].inbox.mem);
 		pthread_mutex_destroy(&pl->workers[w].lock);
+		pthread_mutex_destroy(&pl->workers[w].inbox.lock);
 	}
+	free(pl->owner);
 	free(pl->workers);
 	free(pl);
 }

@@ -1,12 +1,15 @@
 /* proc.c - the single-threaded processor: runs the shared stages over a
  * burst and keeps per-stream reorder windows whose slots form the
- * contiguous output buffer. */
+ * contiguous output buffer, within a memory budget. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
+
+#include "proc_steer.h"
 
 struct reorder_stream {
 	uint64_t base;   /* next sequence to deliver */
@@ -21,30 +24,79 @@ struct vfgx_proc {
 	struct vfgx_pipeline_config conf;
 	uint16_t lo[VFGX_MAX_PORT_RANGES], hi[VFGX_MAX_PORT_RANGES];
 	struct reorder_stream **streams; /* max_streams, allocated lazily */
+	uint64_t max_mem;                /* reorder.max_memory */
+	_Atomic uint64_t own_mem;        /* mem_used when not in a runner */
+	struct vfgx_steer steer;         /* owner NULL: every stream is ours */
 	vfgx_user_stage_fn user_fn;
 	void *user;
 	struct vfgx_pipeline_stats st;
 };
 
+/* A stream the budget gave no window: its packets are bad_stream drops. */
+static struct reorder_stream refused_stream;
+
+static double gib(uint64_t bytes)
+{
+	return (double)bytes / (double)(1ull << 30);
+}
+
+static uint64_t stream_bytes(const struct vfgx_pipeline_config *conf)
+{
+	return (uint64_t)conf->reorder_window * (conf->reorder_slot + 5);
+}
+
+int vfgx_pipeline_check(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf)
+{
+	uint64_t budget = conf->reorder_max_memory ? conf->reorder_max_memory :
+						     VFGX_REORDER_MAX_MEMORY;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t host = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz :
+					       UINT64_MAX;
+	uint64_t all;
+
+	if (!conf->reorder)
+		return 0;
+	if (conf->reorder_window < 2 ||
+	    (conf->reorder_window & (conf->reorder_window - 1)) ||
+	    conf->max_streams == 0 || conf->reorder_slot == 0)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: reorder window must be a power of two >= 2, slot and max_streams > 0");
+	/* at most 2^20 * (2^16 + 5) * 2^16: no overflow */
+	all = stream_bytes(conf) * conf->max_streams;
+	if (all > host)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.reorder: window %u x slot_size %u x max_streams %u = %.1f GiB of reorder memory exceeds this host's %.1f GiB (lower window, slot_size or max_streams)",
+				      conf->reorder_window, conf->reorder_slot,
+				      conf->max_streams, gib(all), gib(host));
+	if (stream_bytes(conf) > budget)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.reorder: one stream's window (window %u x slot_size %u = %.3f GiB) exceeds max_memory %.3f GiB (raise max_memory or lower window or slot_size)",
+				      conf->reorder_window, conf->reorder_slot,
+				      gib(stream_bytes(conf)), gib(budget));
+	return 0;
+}
+
 int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		     vfgx_proc **out)
 {
 	struct vfgx_proc *p;
+	int ret;
 
 	*out = NULL;
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
 				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
-	if (conf->reorder && (conf->reorder_window < 2 ||
-			      (conf->reorder_window & (conf->reorder_window - 1)) ||
-			      conf->max_streams == 0 || conf->reorder_slot == 0))
-		return vfgx_set_error(ctx, -EINVAL,
-				      "pipeline: reorder window must be a power of two >= 2, slot and max_streams > 0");
+	ret = vfgx_pipeline_check(ctx, conf);
+	if (ret)
+		return ret;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->ctx = ctx;
 	p->conf = *conf;
+	p->max_mem = conf->reorder_max_memory ? conf->reorder_max_memory :
+						VFGX_REORDER_MAX_MEMORY;
+	p->steer.mem_used = &p->own_mem;
 	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
 		p->lo[i] = conf->port_ranges[i].lo;
 		p->hi[i] = conf->port_ranges[i].hi;
@@ -62,7 +114,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 
 static void stream_free(struct reorder_stream *s)
 {
-	if (!s)
+	if (!s || s == &refused_stream)
 		return;
 	free(s->data);
 	free(s->len);
@@ -77,13 +129,18 @@ void vfgx_proc_reset(vfgx_proc *p)
 	for (uint32_t i = 0; i < p->conf.max_streams; i++) {
 		struct reorder_stream *s = p->streams[i];
 
-		if (!s)
+		if (!s || s == &refused_stream)
 			continue;
 		memset(s->len, 0, sizeof(*s->len) * p->conf.reorder_window);
 		s->base = 0;
 		s->held = 0;
 	}
-	memset(&p->st, 0, sizeof(p->st));
+	{
+		uint64_t held = p->st.reorder_bytes;
+
+		memset(&p->st, 0, sizeof(p->st));
+		p->st.reorder_bytes = held;
+	}
 }
 
 void vfgx_proc_destroy(vfgx_proc *p)
@@ -107,25 +164,42 @@ void vfgx_proc_stats(const vfgx_proc *p, struct vfgx_pipeline_stats *st)
 	*st = p->st;
 }
 
+/* The window of stream id, made on its first packet while the budget
+ * (shared by a runner's workers) allows; else the stream is refused for
+ * the rest of the run: a sender cannot make this allocate more than
+ * max_memory however many stream ids it uses. */
 static struct reorder_stream *stream_get(vfgx_proc *p, uint32_t id)
 {
 	struct reorder_stream *s = p->streams[id];
 	uint32_t w = p->conf.reorder_window;
+	uint64_t cost = stream_bytes(&p->conf);
 
 	if (s)
 		return s;
+	if (atomic_fetch_add_explicit(p->steer.mem_used, cost,
+				      memory_order_relaxed) + cost > p->max_mem)
+		goto refuse;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return NULL;
+		goto refuse;
 	s->data = malloc((size_t)w * p->conf.reorder_slot);
 	s->len = calloc(w, sizeof(*s->len));
 	s->flags = calloc(w, 1);
 	if (!s->data || !s->len || !s->flags) {
 		stream_free(s);
-		return NULL;
+		goto refuse;
 	}
+	p->st.reorder_bytes += cost;
 	p->streams[id] = s;
 	return s;
+refuse:
+	atomic_fetch_sub_explicit(p->steer.mem_used, cost, memory_order_relaxed);
+	if (!p->st.streams_refused)
+		vfgx_warn(p->ctx, "pipeline: stream %u refused a reorder window: pipeline.reorder.max_memory (%.3f GiB) reached; its packets are dropped as bad_stream",
+			  id, gib(p->max_mem));
+	p->st.streams_refused++;
+	p->streams[id] = &refused_stream;
+	return &refused_stream;
 }
 
 static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
@@ -197,8 +271,8 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 	if (len > p->conf.reorder_slot)
 		return VFGX_DROP_TOO_BIG;
 	s = stream_get(p, h->stream);
-	if (!s)
-		return VFGX_DROP_NOBUFS;
+	if (s == &refused_stream)
+		return VFGX_DROP_BAD_STREAM;
 	if (vfgx_reorder_classify(s->base, p->conf.reorder_window, h->seq,
 				  &ahead) != VFGX_STAGE_PASS)
 		return VFGX_DROP_LATE;
@@ -214,6 +288,20 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 	while (s->len[(uint32_t)s->base & mask])
 		slot_advance(p, h->stream, s);
 	return VFGX_STAGE_PASS;
+}
+
+/* The worker that reorders stream id: the first to claim it.  One relaxed
+ * load per packet once claimed; the claim is a compare-and-swap. */
+static uint16_t stream_owner(vfgx_proc *p, uint32_t id)
+{
+	_Atomic uint16_t *o = &p->steer.owner[id];
+	uint16_t w = atomic_load_explicit(o, memory_order_relaxed);
+
+	if (!w && atomic_compare_exchange_strong_explicit(
+			  o, &w, (uint16_t)(p->steer.self + 1),
+			  memory_order_relaxed, memory_order_relaxed))
+		return p->steer.self;
+	return (uint16_t)(w - 1);
 }
 
 static unsigned lat_bucket(uint64_t ns)
@@ -265,12 +353,45 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 				deliver(p, 0, 0, pay, ps.payload_len, 0);
 			continue;
 		}
+		if (r == VFGX_STAGE_PASS && p->steer.owner &&
+		    ps.payload_len - VFGX_APP_HLEN <= p->conf.reorder_slot) {
+			uint16_t to = stream_owner(p, h.stream);
+
+			if (to != p->steer.self) {
+				struct vfgx_handoff ho = {
+					.stream = h.stream, .flags = h.flags,
+					.seq = h.seq, .body = pay + VFGX_APP_HLEN,
+					.len = ps.payload_len - VFGX_APP_HLEN,
+				};
+
+				p->steer.hand(p->steer.user, to, &ho);
+				p->st.handed_over++;
+				continue;
+			}
+		}
 		if (r == VFGX_STAGE_PASS)
 			r = reorder_insert(p, &h, pay + VFGX_APP_HLEN,
 					   ps.payload_len - VFGX_APP_HLEN);
 		if (r != VFGX_STAGE_PASS)
 			p->st.drops[r]++;
 	}
+}
+
+void vfgx_proc_set_steer(vfgx_proc *p, const struct vfgx_steer *s)
+{
+	p->steer = *s;
+	if (!p->steer.mem_used)
+		p->steer.mem_used = &p->own_mem;
+}
+
+void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *ho)
+{
+	struct vfgx_app_hdr h = { .stream = ho->stream, .flags = ho->flags,
+				  .seq = ho->seq };
+	int r = reorder_insert(p, &h, ho->body, ho->len);
+
+	if (r != VFGX_STAGE_PASS)
+		p->st.drops[r]++;
 }
 
 void vfgx_proc_flush(vfgx_proc *p)
@@ -283,7 +404,7 @@ void vfgx_proc_flush(vfgx_proc *p)
 		struct reorder_stream *s = p->streams[id];
 		uint64_t skipped = 0;
 
-		if (!s)
+		if (!s || s == &refused_stream)
 			continue;
 		/* Deliver what is held; gaps count only between held slots. */
 		for (uint32_t i = 0; i < w && s->held; i++) {
@@ -313,6 +434,9 @@ void vfgx_stats_add(struct vfgx_pipeline_stats *d,
 	d->gaps += s->gaps;
 	d->verify_errors += s->verify_errors;
 	d->last_seen += s->last_seen;
+	d->handed_over += s->handed_over;
+	d->streams_refused += s->streams_refused;
+	d->reorder_bytes += s->reorder_bytes;
 	d->order_errors += s->order_errors;
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
 		d->drops[i] += s->drops[i];

@@ -1,5 +1,6 @@
 /* test_reorder.c - the processor's reorder stage with loss, duplicates,
  * reordering, late packets, far jumps, and a randomized model check. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,6 +62,81 @@ static void feed(vfgx_proc *p, const uint64_t *seqs, uint32_t n)
 		vfgx_pkt_build(frames[i], 128, &s);
 	}
 	vfgx_proc_burst(p, pk, n);
+}
+
+/* One packet (sequence 0) for each stream id first .. first+n-1. */
+static void feed_streams(vfgx_proc *p, uint32_t first, uint32_t n)
+{
+	struct vfgx_pkt pk[64];
+
+	assert_true(n <= 64);
+	for (uint32_t i = 0; i < n; i++) {
+		struct vfgx_pkt_spec s = { .src_ip = 1, .dst_ip = 2, .src_port = 1,
+					   .dst_port = 2, .stream = first + i,
+					   .frame_len = 100, .udp_csum = true };
+
+		pk[i] = (struct vfgx_pkt){ .data = frames[i], .len = 100 };
+		vfgx_pkt_build(frames[i], 128, &s);
+	}
+	vfgx_proc_burst(p, pk, n);
+}
+
+/* A sender using many stream ids gets windows only while max_memory
+ * lasts; the rest are refused once each and their packets dropped. */
+static void test_memory_budget(void **state)
+{
+	const uint64_t one = 16 * (256 + 5); /* window x (slot + len + flags) */
+	struct vfgx_pipeline_config pc = {
+		.reorder = true, .reorder_window = 16, .reorder_slot = 256,
+		.max_streams = 64, .reorder_max_memory = 3 * one,
+	};
+	struct vfgx_pipeline_stats st;
+	vfgx_proc *p;
+
+	(void)state;
+	assert_int_equal(vfgx_proc_create(ctx, &pc, &p), 0);
+	feed_streams(p, 0, 10);
+	vfgx_proc_stats(p, &st);
+	assert_int_equal(st.delivered, 3);
+	assert_int_equal(st.streams_refused, 7);
+	assert_int_equal(st.drops[VFGX_DROP_BAD_STREAM], 7);
+	assert_int_equal(st.reorder_bytes, 3 * one);
+	/* a refused stream stays refused, counted once; a held one works */
+	feed_streams(p, 5, 1);
+	feed_streams(p, 0, 1);
+	vfgx_proc_stats(p, &st);
+	assert_int_equal(st.streams_refused, 7);
+	assert_int_equal(st.drops[VFGX_DROP_BAD_STREAM], 8);
+	assert_int_equal(st.drops[VFGX_DROP_LATE], 1); /* stream 0, seq 0 again */
+	assert_int_equal(st.reorder_bytes, 3 * one);
+	vfgx_proc_destroy(p);
+}
+
+/* window x slot_size x max_streams beyond any host, or one window beyond
+ * max_memory: refused before anything runs, in one line. */
+static void test_config_check(void **state)
+{
+	struct vfgx_pipeline_config pc = {
+		.reorder = true, .reorder_window = 1u << 20, .reorder_slot = 65536,
+		.max_streams = 65536,
+	};
+	vfgx_proc *p;
+
+	(void)state;
+	assert_int_equal(vfgx_pipeline_check(ctx, &pc), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds this host's"));
+	assert_null(strchr(vfgx_last_error(ctx), '\n'));
+	assert_int_equal(vfgx_proc_create(ctx, &pc, &p), -EINVAL);
+	pc.max_streams = 1;
+	pc.reorder_slot = 2048; /* 2 GiB for one stream, above 1 GiB */
+	assert_int_equal(vfgx_pipeline_check(ctx, &pc), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "exceeds max_memory"));
+	pc.reorder_window = 1024;
+	pc.max_streams = 64;
+	assert_int_equal(vfgx_pipeline_check(ctx, &pc), 0);
+	pc.reorder = false; /* nothing to hold */
+	pc.reorder_window = 3;
+	assert_int_equal(vfgx_pipeline_check(ctx, &pc), 0);
 }
 
 static void test_in_order_and_shuffled(void **state)
@@ -258,6 +334,8 @@ static void test_payload_packets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memory_budget),
+		cmocka_unit_test(test_config_check),
 		cmocka_unit_test(test_in_order_and_shuffled),
 		cmocka_unit_test(test_duplicates_and_late),
 		cmocka_unit_test(test_loss_slides_window),

@@ -36,6 +36,8 @@
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
+#include "sk_test.h"
+
 #define UDP_OFF 42 /* Ethernet + IPv4 + UDP: the payload starts here */
 
 static int failures;
@@ -45,15 +47,6 @@ static char unreach_addr[64];
 static char peer_ns[64];
 static char logbuf[8192];
 
-#define CHECK(c, ...)                                                        \
-	do {                                                                 \
-		if (!(c)) {                                                  \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fprintf(stderr, "\n");                               \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
 
 static void log_sink(void *user, enum vfgx_log_level lvl, const char *msg)
 {
@@ -91,33 +84,7 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-static vfgx_port *open_port(const char *yaml, uint16_t nrx, uint16_t ntx,
-			    struct vfgx_config **cfgp, int *err)
-{
-	struct vfgx_config *cfg;
-	vfgx_port *port = NULL;
 
-	*err = vfgx_config_load_string(ctx, yaml, strlen(yaml), "t.yaml", &cfg);
-	if (*err)
-		return NULL;
-	cfg->ifaces[0].nb_rx_queues = nrx;
-	cfg->ifaces[0].nb_tx_queues = ntx;
-	*err = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port);
-	if (*err) {
-		vfgx_config_destroy(cfg);
-		return NULL;
-	}
-	*cfgp = cfg;
-	return port;
-}
-
-static uint16_t port_of(vfgx_port *p)
-{
-	struct vfgx_socket_info si;
-
-	vfgx_socket_info(p, &si);
-	return si.port;
-}
 
 /* A TCP server port on rx_addr and a client port connected to it, with
  * client_keys added to the client's socket section.  NULL (counted as a
@@ -133,13 +100,13 @@ static vfgx_port *open_tcp_pair(const char *what, const char *client_keys,
 
 	*cp = NULL;
 	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:0\n", rx_addr);
-	sp = open_port(y, 1, 1, scfg, &err);
+	sp = sk_open_port(ctx, y, 1, 1, scfg, &err);
 	CHECK(sp, "%s: open server: %s", what, vfgx_last_error(ctx));
 	if (!sp)
 		return NULL;
 	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: tcp://%s:%u\n"
-		 "    socket: {role: client%s}\n", rx_addr, port_of(sp), client_keys);
-	*cp = open_port(y, 1, 1, ccfg, &err);
+		 "    socket: {role: client%s}\n", rx_addr, sk_port_of(sp), client_keys);
+	*cp = sk_open_port(ctx, y, 1, 1, ccfg, &err);
 	CHECK(*cp, "%s: open client: %s", what, vfgx_last_error(ctx));
 	return sp;
 }
@@ -333,11 +300,11 @@ static void test_udp_stream(bool backend_sender)
 	snprintf(y, sizeof(y),
 		 "interfaces:\n  - backend: socket\n    address: udp://%s:0\n"
 		 "    socket: {rcvbuf: 4194304}\n", rx_addr);
-	port = open_port(y, 2, 0, &cfg, &err);
+	port = sk_open_port(ctx, y, 2, 0, &cfg, &err);
 	CHECK(port, "%s: open: %s", what, vfgx_last_error(ctx));
 	if (!port)
 		return;
-	up.dport = port_of(port);
+	up.dport = sk_port_of(port);
 	proc = make_proc(2048, 256);
 	if (backend_sender) {
 		char saved[64];
@@ -352,11 +319,11 @@ static void test_udp_stream(bool backend_sender)
 			int self = open("/proc/thread-self/ns/net", O_RDONLY);
 
 			enter_ns(peer_ns);
-			up.tx_port = open_port(y, 0, 1, &tcfg, &err);
+			up.tx_port = sk_open_port(ctx, y, 0, 1, &tcfg, &err);
 			setns(self, CLONE_NEWNET);
 			close(self);
 		} else {
-			up.tx_port = open_port(y, 0, 1, &tcfg, &err);
+			up.tx_port = sk_open_port(ctx, y, 0, 1, &tcfg, &err);
 		}
 		CHECK(up.tx_port, "%s: open sender: %s", what, vfgx_last_error(ctx));
 		if (!up.tx_port)
@@ -528,11 +495,11 @@ static void test_tcp(const char *what, uint32_t nb, uint32_t max_size,
 		 "    socket: {max_record: 1048576, end_on_close: true}\n",
 		 rx_addr);
 	logbuf[0] = '\0';
-	port = open_port(y, 1, 1, &cfg, &err);
+	port = sk_open_port(ctx, y, 1, 1, &cfg, &err);
 	CHECK(port, "%s: open: %s", what, vfgx_last_error(ctx));
 	if (!port)
 		goto out_free;
-	tp.dport = port_of(port);
+	tp.dport = sk_port_of(port);
 	proc = make_proc(1u << 20, 4);
 	pthread_create(&th, NULL, tcp_sender, &tp);
 	end = vfgx_now_ns() + 60ull * 1000000000ull;
@@ -710,11 +677,11 @@ static void test_udp_empty_and_drops(bool gro)
 		 gro ? "on" : "off");
 	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: udp://%s:0\n"
 		 "    socket: {gro: %s, rcvbuf: 4096}\n", rx_addr, gro ? "true" : "false");
-	p = open_port(y, 1, 0, &cfg, &err);
+	p = sk_open_port(ctx, y, 1, 0, &cfg, &err);
 	CHECK(p, "%s: open: %s", what, vfgx_last_error(ctx));
 	if (!p)
 		return;
-	a.sin_port = htons(port_of(p));
+	a.sin_port = htons(sk_port_of(p));
 	inet_pton(AF_INET, rx_addr, &a.sin_addr);
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)),
@@ -828,7 +795,7 @@ static void expect_error(const char *yaml, uint16_t nrx, uint16_t ntx,
 	const char *msg;
 	int err;
 
-	port = open_port(yaml, nrx, ntx, &cfg, &err);
+	port = sk_open_port(ctx, yaml, nrx, ntx, &cfg, &err);
 	msg = vfgx_last_error(ctx);
 	CHECK(!port && err == want, "%s: got %d (%s), want %d", yaml, err, msg, want);
 	CHECK(strstr(msg, needle), "'%s' lacks '%s'", msg, needle);
@@ -923,7 +890,7 @@ static void test_clamp_warning(void)
 		logbuf[0] = '\0';
 		snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    address: udp://%s:0\n"
 			 "    socket: {rcvbuf: 1073741824}\n", rx_addr);
-		port = open_port(y, 1, 0, &cfg, &err);
+		port = sk_open_port(ctx, y, 1, 0, &cfg, &err);
 		printf("  rcvbuf clamp: %s", logbuf);
 		fflush(stdout);
 		_exit(port && strstr(logbuf, "rcvbuf 1073741824 clamped by the kernel") ? 0 : 1);
@@ -949,20 +916,6 @@ static int send_mode(const char *addr, uint16_t dport, uint32_t packets)
 	return up.err ? 1 : 0;
 }
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	int ret;
-
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	ret = ioctl(fd, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (!ret)
-		ret = ioctl(fd, SIOCSIFFLAGS, &ifr);
-	close(fd);
-	return ret;
-}
 
 int main(int argc, char **argv)
 {
@@ -977,7 +930,7 @@ int main(int argc, char **argv)
 		printf("rcvbuf clamp without CAP_NET_ADMIN, on 127.0.0.1\n");
 	} else if (argc == 2 && !strcmp(argv[1], "loopback")) {
 		/* a private namespace keeps the ports clear of everyone else */
-		if (unshare(CLONE_NEWNET) == 0 && lo_up() == 0)
+		if (unshare(CLONE_NEWNET) == 0 && sk_lo_up() == 0)
 			printf("loopback in a private network namespace\n");
 		else
 			printf("loopback in the host namespace (not root)\n");

@@ -1,0 +1,37 @@
+/* proc_steer.h - what the threaded runner (runner.c) tells a processor so
+ * that every stream is reordered and delivered by one worker: the shared
+ * stream-owner table, the hand-over to another worker, the shared count of
+ * reorder memory.  Not public: vfgx_proc alone never needs it. */
+#ifndef VFGX_PROC_STEER_H
+#define VFGX_PROC_STEER_H
+
+#include <stdatomic.h>
+
+#include <vfgx/pipeline.h>
+
+/* A record for the worker that owns its stream (payload after the app
+ * header, at most reorder_slot bytes). */
+struct vfgx_handoff {
+	uint32_t stream;
+	uint32_t flags;
+	uint64_t seq;
+	uint32_t len;
+	const uint8_t *body;
+};
+
+struct vfgx_steer {
+	/* per stream id: 0 unclaimed, else owning worker + 1; a claim is a
+	 * compare-and-swap from 0 and never changes afterwards */
+	_Atomic uint16_t *owner;
+	uint16_t self;
+	/* copy h to worker `to`; called on this worker's thread */
+	void (*hand)(void *user, uint16_t to, const struct vfgx_handoff *h);
+	void *user;
+	_Atomic uint64_t *mem_used; /* reorder bytes of all workers */
+};
+
+void vfgx_proc_set_steer(vfgx_proc *p, const struct vfgx_steer *s);
+/* On the owner: reorder a record another worker handed over. */
+void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *h);
+
+#endif
