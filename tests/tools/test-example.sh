@@ -36,7 +36,7 @@ readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libvfgx.so.0\]' ||
 
 run() { # ENGINE
 	local out rc
-	out=$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/embed" "$1" 2>&1)
+	out=$(LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$tmp/embed" "$1" 2>&1)
 	rc=$?
 	if ((rc == 0)) && grep -q "^$1 engine: delivered 200000 of 200000 in order (0 out of order, 0 payload errors)" <<<"$out"; then
 		echo "ok   embed $1: $(grep engine: <<<"$out")"

@@ -233,7 +233,7 @@ static void test_full_and_wrap(void **state)
 	struct membuf m = { 0 };
 	struct vfgx_ring_producer p;
 	struct vfgx_ring_consumer c;
-	uint8_t msg[512], *payload;
+	uint8_t msg[512], *payload = NULL;
 	const void *got;
 	uint32_t len, sent = 0, recv = 0;
 

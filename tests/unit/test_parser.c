@@ -40,7 +40,7 @@ static void test_good_frames(void **state)
 {
 	uint8_t f[2048];
 	struct vfgx_parsed p = { 0 };
-	struct vfgx_app_hdr h;
+	struct vfgx_app_hdr h = { 0 };
 
 	(void)state;
 	for (uint16_t vlan = 0; vlan <= 7; vlan += 7) {
