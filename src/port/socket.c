@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/numparse.h"
 #include "core/opts.h"
 #include "socket_priv.h"
 
@@ -36,8 +37,8 @@ static int sk_parse_uri(struct vfgx_port *port, struct sk_priv *sp,
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
 				  .ai_family = AF_UNSPEC };
 	struct addrinfo *ai;
-	char *end;
-	unsigned long pnum;
+	char numerr[VFGX_NUM_ERR_MAX];
+	uint64_t pnum;
 	size_t hl;
 	int ret;
 
@@ -66,10 +67,10 @@ static int sk_parse_uri(struct vfgx_port *port, struct sk_priv *sp,
 		goto bad;
 	memcpy(host, h, hl);
 	host[hl] = '\0';
-	errno = 0;
-	pnum = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || pnum > 65535)
-		goto bad;
+	/* the strict parser: no sign, blanks, leading zeros or wrap */
+	if (vfgx_num_u64(colon + 1, 0, 65535, 0, &pnum, numerr, sizeof(numerr)))
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: address '%s': port %s",
+				      port->name, uri, numerr);
 	hints.ai_socktype = sp->proto == SK_TCP ? SOCK_STREAM : SOCK_DGRAM;
 	ret = getaddrinfo(host, colon + 1, &hints, &ai);
 	if (ret)

@@ -61,5 +61,11 @@ refused "^vfgx bench pipeline: --seconds must be" bench pipeline --seconds 1e300
 # a flag value that carries a terminal escape is echoed escaped
 refused "^vfgx mon: --count: '1\\\\x1b\[31m' is not a whole number" mon --count $'1\e[31m'
 
+# the port inside a socket address goes through the same parser
+for a in '+5000' ' 5000' '05000' '70000' '4294972296'; do
+	printf 'interfaces:\n  - name: s\n    backend: socket\n    address: "udp://127.0.0.1:%s"\n' "$a" >"$tmp/addr.yaml"
+	refused "^vfgx: s: address 'udp://127\\.0\\.0\\.1:.*': port .*\\(must be 0\\.\\.65535\\)$" run "$tmp/addr.yaml" --duration 0.1
+done
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
