@@ -141,6 +141,7 @@ struct vfgx_config {
 	struct vfgx_iface_config ifaces[VFGX_MAX_IFACES];
 	struct vfgx_pipeline_config pipeline;
 	struct vfgx_expect_config expect;
+	char metrics_listen[64];    /* metrics.listen: ADDR:PORT, "" = off */
 	struct vfgx_cfg_doc *doc;
 };
 

@@ -7,5 +7,6 @@
 #include "config.h"
 #include "port.h"
 #include "pipeline.h"
+#include "metrics.h"
 
 #endif

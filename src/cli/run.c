@@ -15,7 +15,9 @@
 #include <vfgx/gpu.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
+#include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -71,6 +73,7 @@ static void check(struct verdict *v, bool wanted, bool ok, const char *what,
 {
 	if (!wanted)
 		return;
+	run_output_expectation(what, ok, detail);
 	printf("  %-13s %s%s%s\n", what, ok ? "ok" : "FAILED",
 	       detail[0] ? "  " : "", detail);
 	if (!ok)
@@ -174,11 +177,22 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	return v.failed ? 1 : 0;
 }
 
-static void run_usage(FILE *f)
-{
-	fprintf(f, "usage: vfgx run [CONFIG.yaml] [--duration SECONDS] [--quiet]\n"
-		   "  without CONFIG, runs the embedded configs/loopback.yaml\n");
-}
+static const struct cli_opt run_opts[] = {
+	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides pipeline.duration_s)" },
+	{ "quiet", 'q', NULL, "no live line" },
+	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
+	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
+	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_cli_run = {
+	.name = "run", .operands = "[CONFIG.yaml]",
+	.summary = "run ports and pipeline from a config (default: embedded loopback)",
+	.more = "  without CONFIG, runs the embedded configs/loopback.yaml\n",
+	.opts = run_opts,
+};
 
 /* 1: run on the GPU, 0: on the CPU, negative: refused (message printed). */
 static int choose_device(vfgx_ctx *ctx, const struct vfgx_config *cfg)
@@ -215,12 +229,7 @@ static int choose_device(vfgx_ctx *ctx, const struct vfgx_config *cfg)
 
 int vfgx_cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "duration", required_argument, NULL, 'd' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct run_output ro = { 0 };
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -237,7 +246,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	uint64_t t0, tlast;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_cli_run)) != -1) {
 		switch (c) {
 		case 'd': {
 			char *end;
@@ -252,18 +261,31 @@ int vfgx_cmd_run(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'm':
+			ro.listen = optarg;
+			break;
+		case 'H': {
+			char *end;
+
+			ro.hold_s = strtod(optarg, &end);
+			if (*end || !(ro.hold_s >= 0 && ro.hold_s <= 86400)) {
+				fprintf(stderr, "vfgx run: --metrics-hold '%s': must be seconds 0..86400\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'j':
+			ro.json = true;
+			break;
 		case 'h':
-			run_usage(stdout);
+			cli_usage(stdout, &vfgx_cli_run);
 			return 0;
 		default:
-			run_usage(stderr);
 			return 2;
 		}
 	}
-	if (argc - optind > 1) {
-		run_usage(stderr);
-		return 2;
-	}
+	if (argc - optind > 1)
+		return cli_bad_operands(&vfgx_cli_run, "one CONFIG.yaml at most");
 	if (vfgx_ctx_create(&ctx))
 		return 1;
 	ret = optind < argc ? vfgx_config_load_file(ctx, argv[optind], &cfg) :
@@ -285,6 +307,10 @@ int vfgx_cmd_run(int argc, char **argv)
 	on_gpu = choose_device(ctx, cfg);
 	if (on_gpu < 0) {
 		rc = 2;
+		goto out;
+	}
+	if (run_output_open(ctx, cfg, &ro)) {
+		rc = ro.rc;
 		goto out;
 	}
 	for (uint16_t i = 0; i < cfg->nb_ifaces; i++, nb_ports++) {
@@ -318,7 +344,7 @@ int vfgx_cmd_run(int argc, char **argv)
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
-	bool live = !quiet && isatty(STDOUT_FILENO);
+	bool live = !quiet && !ro.json && isatty(STDOUT_FILENO);
 
 	while (!interrupted &&
 	       !(gpl ? vfgx_gpu_pipeline_done(gpl) : vfgx_pipeline_done(pl))) {
@@ -327,12 +353,15 @@ int vfgx_cmd_run(int argc, char **argv)
 
 		nanosleep(&ts, NULL);
 		now = vfgx_now_ns();
-		if (live && now - tlast >= 1000000000ull) {
+		if ((live || ro.metrics) && now - tlast >= 1000000000ull) {
 			if (gpl)
 				vfgx_gpu_pipeline_stats(gpl, &st, NULL);
 			else
 				vfgx_pipeline_stats(pl, &st);
-			live_line(&st, &prev, (double)(now - tlast) / 1e9);
+			run_output_publish(&ro, &st, pl, ports, nb_ports,
+					   atomic_load(&oc.errors), !!gpl, false);
+			if (live)
+				live_line(&st, &prev, (double)(now - tlast) / 1e9);
 			prev = st;
 			tlast = now;
 		}
@@ -342,6 +371,8 @@ int vfgx_cmd_run(int argc, char **argv)
 	else
 		vfgx_pipeline_stop(pl);
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
+
+	run_output_text_begin(&ro);
 
 	if (interrupted)
 		printf("\ninterrupted: stopping\n");
@@ -354,13 +385,20 @@ int vfgx_cmd_run(int argc, char **argv)
 		vfgx_pipeline_stats(pl, &st);
 		ret = vfgx_pipeline_error(pl);
 	}
+	run_output_publish(&ro, &st, NULL, ports, nb_ports, atomic_load(&oc.errors),
+			   !!gpl, true);
 	rc = report(cfg, ports, nb_ports, &st, atomic_load(&oc.errors), secs);
+	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s error: %s\n", gpl ? "GPU pipeline" : "port",
 			gpl ? vfgx_last_error(ctx) : vfgx_strerror(ret));
 		rc = 1;
 	}
+	run_output_json(&ro, cfg, ports, nb_ports, &st, atomic_load(&oc.errors),
+			!!gpl, secs, interrupted, rc);
+	run_output_hold(&ro, &interrupted);
 out:
+	run_output_close(&ro);
 	vfgx_gpu_pipeline_destroy(gpl);
 	vfgx_pipeline_destroy(pl);
 	for (uint16_t i = 0; i < nb_ports; i++)

@@ -36,6 +36,7 @@ struct worker {
 	pthread_mutex_t lock;
 	struct vfgx_pipeline_stats snap;
 	struct vfgx_mon_queue_snap *mon_snap; /* per poll, when publishing */
+	struct vfgx_queue_stats *qsnap;       /* per poll, always */
 	atomic_bool done;
 	int error;
 };
@@ -86,7 +87,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		pthread_mutex_init(&wk->lock, NULL);
 		wk->polls = calloc(total, sizeof(*wk->polls));
 		wk->mon_snap = calloc(total, sizeof(*wk->mon_snap));
-		ret = wk->polls && wk->mon_snap ?
+		wk->qsnap = calloc(total, sizeof(*wk->qsnap));
+		ret = wk->polls && wk->mon_snap && wk->qsnap ?
 			      vfgx_proc_create(ctx, conf, &wk->proc) : -ENOMEM;
 		if (ret) {
 			pl->nb_workers = (uint16_t)(w + 1);
@@ -122,6 +124,8 @@ static void publish(struct worker *wk)
 	pthread_mutex_lock(&wk->lock);
 	vfgx_proc_stats(wk->proc, &wk->snap);
 	/* queue stats are read on the thread that owns the queue */
+	for (uint32_t i = 0; i < wk->nb_polls; i++)
+		vfgx_port_stats(wk->polls[i].port, wk->polls[i].q, &wk->qsnap[i]);
 	if (wk->pl->mon)
 		for (uint32_t i = 0; i < wk->nb_polls; i++)
 			vfgx_mon_queue_snap(wk->polls[i].port, wk->polls[i].q,
@@ -264,6 +268,25 @@ void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
 	}
 }
 
+int vfgx_pipeline_queue_stats(vfgx_pipeline *pl, vfgx_port *port, uint16_t q,
+			      struct vfgx_queue_stats *st)
+{
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+
+		for (uint32_t i = 0; i < wk->nb_polls; i++) {
+			if (wk->polls[i].port != port || wk->polls[i].q != q)
+				continue;
+			pthread_mutex_lock(&wk->lock);
+			*st = wk->qsnap[i];
+			pthread_mutex_unlock(&wk->lock);
+			return 0;
+		}
+	}
+	memset(st, 0, sizeof(*st));
+	return -EINVAL;
+}
+
 int vfgx_pipeline_error(vfgx_pipeline *pl)
 {
 	for (uint16_t w = 0; w < pl->nb_workers; w++)
@@ -281,6 +304,7 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 		vfgx_proc_destroy(pl->workers[w].proc);
 		free(pl->workers[w].polls);
 		free(pl->workers[w].mon_snap);
+		free(pl->workers[w].qsnap);
 		pthread_mutex_destroy(&pl->workers[w].lock);
 	}
 	free(pl->workers);
