@@ -346,6 +346,9 @@ int vfgx_cmd_run(int argc, char **argv)
 	}
 	bool live = !quiet && !ro.json && isatty(STDOUT_FILENO);
 
+	/* the endpoint serves every series from the start */
+	run_output_publish(&ro, &st, pl, ports, nb_ports, 0, !!gpl, false);
+
 	while (!interrupted &&
 	       !(gpl ? vfgx_gpu_pipeline_done(gpl) : vfgx_pipeline_done(pl))) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
