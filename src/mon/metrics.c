@@ -212,10 +212,10 @@ static void format_mon(FILE *f, const struct gpurdma_mon_telemetry *t)
 	help_type(f, "vfgx_mon_link_max_width", "gauge", "Maximum PCIe link width (lanes).");
 	mon_link(f, "vfgx_mon_link_max_width", "gpu", gpu, gpu->max_width);
 	mon_link(f, "vfgx_mon_link_max_width", "nic", nic, nic->max_width);
-	help_type(f, "vfgx_mon_link_speed_transfers_per_second", "gauge",
+	help_type(f, "vfgx_mon_link_lane_speed_bits_per_second", "gauge",
 		  "Current PCIe link speed per lane.");
-	mon_link(f, "vfgx_mon_link_speed_transfers_per_second", "gpu", gpu, gpu->cur_speed * 1e6);
-	mon_link(f, "vfgx_mon_link_speed_transfers_per_second", "nic", nic, nic->cur_speed * 1e6);
+	mon_link(f, "vfgx_mon_link_lane_speed_bits_per_second", "gpu", gpu, gpu->cur_speed * 1e6);
+	mon_link(f, "vfgx_mon_link_lane_speed_bits_per_second", "nic", nic, nic->cur_speed * 1e6);
 	help_type(f, "vfgx_mon_link_degraded", "gauge", "1 when the link runs below its maximum.");
 	mon_link(f, "vfgx_mon_link_degraded", "gpu", gpu, gpu->degraded ? 1 : 0);
 	mon_link(f, "vfgx_mon_link_degraded", "nic", nic, nic->degraded ? 1 : 0);
