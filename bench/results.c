@@ -9,7 +9,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "results.h"
+
+static char last_path[512];
+
+const char *bench_results_path(void)
+{
+	return last_path[0] ? last_path : NULL;
+}
+
+const struct cli_opt bench_common_opts[] = {
+	{ "out", 'o', "DIR", "write NAME.md and NAME.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "measuring time per configuration" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
 
 static void cpu_model(char *buf, size_t len)
 {
@@ -52,6 +68,7 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 
 	mkdir(dir, 0755);
 	snprintf(path, path_len, "%s/%s.md", dir, name);
+	snprintf(last_path, sizeof(last_path), "%s", path);
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "vfgx bench: cannot write %s: %s (use --out DIR)\n",
@@ -78,17 +95,14 @@ int bench_parse_common(int argc, char **argv, const char *name,
 		       const char *usage, double max_seconds, const char **out,
 		       double *seconds)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	char cname[64];
+	struct cli_cmd cmd = { .name = cname, .summary = usage, .opts = bench_common_opts };
 	char *end;
 	int c;
 
+	snprintf(cname, sizeof(cname), "bench %s", name);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &cmd)) != -1) {
 		switch (c) {
 		case 'o':
 			*out = optarg;
@@ -102,10 +116,9 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			}
 			break;
 		case 'h':
-			printf("%s\n", usage);
+			cli_usage(stdout, &cmd);
 			return 0;
 		default:
-			fprintf(stderr, "%s\n", usage);
 			return 2;
 		}
 	}

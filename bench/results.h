@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "cliopt.h"
+
 /* Opens DIR/NAME.md (DIR from --out, default bench/results) and writes the
  * title, date and machine description.  NULL with a message on failure. */
 FILE *bench_results_open(const char *dir, const char *name, const char *title,
@@ -16,6 +18,13 @@ void bench_machine(FILE *f);
  * met when measured >= goal (higher_better) or <= goal. */
 void bench_target(FILE *f, const char *name, double measured, double reference,
 		  double goal, bool higher_better);
+
+/* Path of the results file opened last (vfgx bench reads it back for
+ * --json and the plot), NULL before any. */
+const char *bench_results_path(void);
+
+/* --out, --seconds, --json (taken by `vfgx bench` itself), --help */
+extern const struct cli_opt bench_common_opts[];
 
 /* The options every benchmark shares: --out DIR, --seconds S (0 < S <=
  * max_seconds), -h (prints usage).  Returns -1 to go on, otherwise the exit

@@ -27,6 +27,7 @@
 #include <vfgx/socket.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 
@@ -821,20 +822,28 @@ static double loadavg1(void)
 	return l;
 }
 
+static const struct cli_opt socket_opts[] = {
+	{ "out", 'o', "DIR", "write socket.md and socket.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "whole seconds per round (sockperf's -t; default 2)" },
+	{ "rounds", 'r', "N", "rounds per test (default 5)" },
+	{ "udp-opts", 'u', "YAML", "extra socket options for the UDP receiver, e.g. 'gro: false'" },
+	{ "senders", 'n', "N", "UDP sender processes, 1..16" },
+	{ "cpus", 'c', "SEND,RECV", "pin sender and receiver (or none)" },
+	{ "only", 'O', "TEST", "udp, tcp, tcp_tp or tcp_pp" },
+	{ "udp-rate", 'R', "PPS", "UDP datagrams/s offered (0: 90% of the unpaced senders)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_socket = {
+	.name = "bench socket",
+	.summary = "socket backend vs sockperf (needs sockperf; as root in a private network namespace)",
+	.opts = socket_opts,
+};
+
 int vfgx_bench_socket(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "udp-opts", required_argument, NULL, 'u' },
-		{ "senders", required_argument, NULL, 'n' },
-		{ "cpus", required_argument, NULL, 'c' },
-		{ "only", required_argument, NULL, 'O' },
-		{ "udp-rate", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static const uint32_t usizes[] = { 64, 1024, 1500 };
 	static const uint32_t tsizes[] = { 64, 4096, 65536 };
 	static struct result res[9], wall[3];
@@ -851,7 +860,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	int c, nres = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:r:u:n:c:O:R:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_socket)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -908,9 +917,7 @@ int vfgx_bench_socket(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: vfgx bench socket [--seconds S] [--rounds N] [--senders N] [--cpus SEND,RECV|none]\n"
-			       "                         [--only udp|tcp|tcp_tp|tcp_pp] [--udp-opts 'gro: false'] [--out DIR]\n"
-			       "needs sockperf (Debian package sockperf); as root it runs in a private network namespace\n");
+			cli_usage(stdout, &vfgx_bench_cli_socket);
 			return 0;
 		default:
 			return 2;

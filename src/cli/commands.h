@@ -10,6 +10,9 @@ extern const struct cli_cmd vfgx_cli_run, vfgx_cli_bench, vfgx_cli_discover,
 	vfgx_cli_devices, vfgx_cli_doctor, vfgx_cli_mon, vfgx_cli_completion;
 /* one per compiled-in benchmark ("bench pipeline", ...), NULL-terminated */
 extern const struct cli_cmd *const vfgx_bench_clis[];
+extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
+	vfgx_bench_cli_afxdp, vfgx_bench_cli_dpdk, vfgx_bench_cli_eba,
+	vfgx_bench_cli_rdma;
 
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
