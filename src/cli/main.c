@@ -57,7 +57,8 @@ static void completion_bash(void)
 			printf("\tbench)\n\t\tif ((COMP_CWORD == 2)); then\n\t\t\tw='-h --help");
 			for (const struct cli_cmd *const *b = vfgx_bench_clis; *b; b++)
 				printf(" %s", strchr((*b)->name, ' ') + 1);
-			printf("'\n\t\telse\n\t\t\tcase ${COMP_WORDS[2]} in\n");
+			printf("'\n\t\t\tCOMPREPLY=($(compgen -W \"$w\" -- \"$cur\"))\n\t\t\treturn\n"
+			       "\t\telse\n\t\t\tcase ${COMP_WORDS[2]} in\n");
 			for (const struct cli_cmd *const *b = vfgx_bench_clis; *b; b++) {
 				printf("\t\t\t%s) w='", strchr((*b)->name, ' ') + 1);
 				words(*b);
