@@ -193,13 +193,13 @@ static void format_mon(FILE *f, const struct gpurdma_mon_telemetry *t)
 	help_type(f, "vfgx_mon_pool_pressure_ratio", "gauge",
 		  "Pool occupancy last published (0..1).");
 	fprintf(f, "vfgx_mon_pool_pressure_ratio %.2f\n", t->pressure_pct / 100.0);
-	help_type(f, "vfgx_mon_rx_bits_per_second", "gauge",
+	help_type(f, "vfgx_mon_rx_bytes_per_second", "gauge",
 		  "Receive rate between the last two publishes.");
-	fprintf(f, "vfgx_mon_rx_bits_per_second %.17g\n", (double)t->rx_mbps * 1e6);
-	help_type(f, "vfgx_mon_estimated_bandwidth_bits_per_second", "gauge",
+	fprintf(f, "vfgx_mon_rx_bytes_per_second %.17g\n", (double)t->rx_mbps * 125000);
+	help_type(f, "vfgx_mon_estimated_bandwidth_bytes_per_second", "gauge",
 		  "GPU to NIC peer-to-peer bandwidth estimate.");
-	fprintf(f, "vfgx_mon_estimated_bandwidth_bits_per_second %.17g\n",
-		(double)t->est_bw_mbps * 1e6);
+	fprintf(f, "vfgx_mon_estimated_bandwidth_bytes_per_second %.17g\n",
+		(double)t->est_bw_mbps * 125000);
 	help_type(f, "vfgx_mon_numa_mismatch", "gauge", "1 when GPU and NIC sit on different NUMA nodes.");
 	fprintf(f, "vfgx_mon_numa_mismatch %u\n", t->numa_mismatch ? 1 : 0);
 	help_type(f, "vfgx_mon_same_switch", "gauge", "1 when GPU and NIC share a PCIe switch.");
@@ -212,17 +212,17 @@ static void format_mon(FILE *f, const struct gpurdma_mon_telemetry *t)
 	help_type(f, "vfgx_mon_link_max_width", "gauge", "Maximum PCIe link width (lanes).");
 	mon_link(f, "vfgx_mon_link_max_width", "gpu", gpu, gpu->max_width);
 	mon_link(f, "vfgx_mon_link_max_width", "nic", nic, nic->max_width);
-	help_type(f, "vfgx_mon_link_lane_speed_bits_per_second", "gauge",
+	help_type(f, "vfgx_mon_link_lane_speed_bytes_per_second", "gauge",
 		  "Current PCIe link speed per lane.");
-	mon_link(f, "vfgx_mon_link_lane_speed_bits_per_second", "gpu", gpu, gpu->cur_speed * 1e6);
-	mon_link(f, "vfgx_mon_link_lane_speed_bits_per_second", "nic", nic, nic->cur_speed * 1e6);
+	mon_link(f, "vfgx_mon_link_lane_speed_bytes_per_second", "gpu", gpu, gpu->cur_speed * 125000.0);
+	mon_link(f, "vfgx_mon_link_lane_speed_bytes_per_second", "nic", nic, nic->cur_speed * 125000.0);
 	help_type(f, "vfgx_mon_link_degraded", "gauge", "1 when the link runs below its maximum.");
 	mon_link(f, "vfgx_mon_link_degraded", "gpu", gpu, gpu->degraded ? 1 : 0);
 	mon_link(f, "vfgx_mon_link_degraded", "nic", nic, nic->degraded ? 1 : 0);
-	help_type(f, "vfgx_mon_link_bandwidth_bits_per_second", "gauge",
+	help_type(f, "vfgx_mon_link_bandwidth_bytes_per_second", "gauge",
 		  "Usable bandwidth of the current link.");
-	mon_link(f, "vfgx_mon_link_bandwidth_bits_per_second", "gpu", gpu, (double)gpu->bw_mbps * 1e6);
-	mon_link(f, "vfgx_mon_link_bandwidth_bits_per_second", "nic", nic, (double)nic->bw_mbps * 1e6);
+	mon_link(f, "vfgx_mon_link_bandwidth_bytes_per_second", "gpu", gpu, (double)gpu->bw_mbps * 125000);
+	mon_link(f, "vfgx_mon_link_bandwidth_bytes_per_second", "nic", nic, (double)nic->bw_mbps * 125000);
 }
 
 static void format_info(FILE *f, const char *program, bool published,
