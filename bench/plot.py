@@ -19,14 +19,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 # result file -> (group column or None, x column, measured column,
-#                 [reference columns], y label)
+#                 [reference columns], y label, targets whose goal is in the
+#                 series' unit (drawn on it))
 SERIES = {
-    "pipeline-cpu": (None, "frame B", "Mpps/core", ["reference Mpps"], "Mpps per core"),
-    "socket": ("test", "size B", "vfgx (median)", ["sockperf (median)"], "messages/s"),
-    "afxdp": (None, "frame B", "afxdp Mpps", ["recvmmsg Mpps", "testpmd Mpps"], "Mpps"),
-    "eba": (None, "size B", "ring MB/s", ["ib_write_bw MB/s", "TCP MB/s"], "MB/s"),
-    "rdma": ("test", "bytes", "vfgx", ["perftest"], "MB/s or usec"),
-    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["testpmd Mpps/CPU-s"], "Mpps per CPU-second"),
+    "pipeline-cpu": (None, "frame B", "Mpps/core", ["reference Mpps"], "Mpps per core", r"^cpu_pipeline_"),
+    "socket": ("test", "size B", "vfgx (median)", ["sockperf (median)"], "messages/s", r"^socket_"),
+    "afxdp": (None, "frame B", "afxdp Mpps", ["recvmmsg Mpps", "testpmd Mpps"], "Mpps", r"^afxdp_"),
+    "eba": (None, "size B", "ring MB/s", ["ib_write_bw MB/s", "TCP MB/s"], "MB/s", r"^eba_"),
+    "rdma": ("test", "bytes", "vfgx", ["perftest"], "MB/s or usec", r"^rdma_"),
+    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
 }
 TARGET = re.compile(r"^target: (\S+) measured=(\S+) reference=(\S+) ratio=\S+ goal=(\S+) met=(yes|no)")
 
@@ -54,7 +55,7 @@ def number(s):
 
 def series(text, spec):
     """{group: {x: (measured, [references])}} from the first matching table."""
-    group, xcol, mcol, rcols, _ = spec
+    group, xcol, mcol, rcols = spec[:4]
     for head, rows in tables(text):
         if xcol not in head or mcol not in head or any(r not in head for r in rcols):
             continue
@@ -95,6 +96,8 @@ def plot(md):
                     color=["tab:orange", "tab:gray", "tab:purple"][i % 3])
         for tname, meas, ref, goal, met in targets:
             size = re.search(r"_(\d+)(B|KB|MB)_", tname + "_")
+            if not re.search(spec[5], tname):
+                continue
             if g and (g.split(" ")[0] not in tname or "not a target" in g):
                 continue
             if size and spec[1] != "round":
