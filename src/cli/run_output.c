@@ -34,10 +34,13 @@ int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		return -ENOMEM;
 	}
 	ro->snap->program = "run";
-	if (vfgx_metrics_start(ctx, ro->listen, &ro->metrics)) {
+	int ret = vfgx_metrics_start(ctx, ro->listen, &ro->metrics);
+
+	if (ret) {
+		/* a malformed address is a usage error; a busy port is not */
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		ro->rc = 2;
-		return -EINVAL;
+		ro->rc = ret == -EINVAL ? 2 : 1;
+		return ret;
 	}
 	/* telemetry when the driver is loaded; without it the page has none */
 	if (vfgx_mon_open(ctx, NULL, &ro->mon))
@@ -239,6 +242,7 @@ void run_output_hold(struct run_output *ro, volatile sig_atomic_t *interrupted)
 
 	if (!ro->metrics || ro->hold_s <= 0)
 		return;
+	fflush(stdout); /* the report is out before the hold */
 	end = vfgx_now_ns() + (uint64_t)(ro->hold_s * 1e9);
 	while (!*interrupted && vfgx_now_ns() < end) {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };

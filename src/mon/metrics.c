@@ -395,7 +395,7 @@ int vfgx_metrics_start(vfgx_ctx *ctx, const char *listen, vfgx_metrics **out)
 	struct sockaddr_storage ss;
 	const union MHD_DaemonInfo *info;
 	struct vfgx_metrics *m;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD; /* errors: ours, one line */
 	bool v6 = false;
 	int ret;
 
