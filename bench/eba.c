@@ -28,6 +28,24 @@
 #include "commands.h"
 #include "results.h"
 
+static const struct cli_opt eba_opts[] = {
+	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
+	{ "addr", 'a', "IP", "the device's IPv4 address (default 198.18.74.1)" },
+	{ "out", 'o', "DIR", "write eba.md and eba.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "seconds per round (default 1)" },
+	{ "rounds", 'r', "N", "rounds (default 5)" },
+	{ "consume", 'c', "SIZE:PORT:FD", "internal: the ring consumer process" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_eba = {
+	.name = "bench eba",
+	.summary = "exposed-buffer ring vs ib_write_bw vs TCP (needs an RDMA device with an IPv4 address and perftest)",
+	.opts = eba_opts,
+};
+
 #if VFGX_HAVE_RDMA
 
 #define TMO 30000
@@ -382,23 +400,6 @@ static uint64_t ib_iters(uint64_t ring_msgs)
 	return ring_msgs < 20 ? 20 : ring_msgs > 100000 ? 100000 : ring_msgs;
 }
 
-static const struct cli_opt eba_opts[] = {
-	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
-	{ "addr", 'a', "IP", "the device's IPv4 address (default 198.18.74.1)" },
-	{ "out", 'o', "DIR", "write eba.md and eba.svg into DIR (default bench/results)" },
-	{ "seconds", 's', "S", "seconds per round (default 1)" },
-	{ "rounds", 'r', "N", "rounds (default 5)" },
-	{ "consume", 'c', "SIZE:PORT:FD", "internal: the ring consumer process" },
-	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
-	{ "help", 'h', NULL, "this help" },
-	{ 0 },
-};
-
-const struct cli_cmd vfgx_bench_cli_eba = {
-	.name = "bench eba",
-	.summary = "exposed-buffer ring vs ib_write_bw vs TCP (needs an RDMA device with an IPv4 address and perftest)",
-	.opts = eba_opts,
-};
 
 int vfgx_bench_eba(int argc, char **argv)
 {
@@ -550,8 +551,15 @@ int vfgx_bench_eba(int argc, char **argv)
 
 int vfgx_bench_eba(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	int c;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_eba)) != -1) {
+		if (c != 'h')
+			return 2;
+		cli_usage(stdout, &vfgx_bench_cli_eba);
+		return 0;
+	}
 	fprintf(stderr, "vfgx bench eba: this build has no rdma-core (libibverbs, librdmacm); install them and rebuild\n");
 	return 1;
 }

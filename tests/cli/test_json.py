@@ -13,7 +13,7 @@ import sys
 import tempfile
 import zlib
 
-VFGX = sys.argv[1]
+VFGX = os.path.abspath(sys.argv[1])
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 failures = []
 

@@ -34,7 +34,7 @@ expect_rc "out of range value" 2 "^vfgx: $tmp/bad.yaml:2:12: pipeline.workers: 0
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"
-expect_rc "bad option" 2 'usage: vfgx run' "$vfgx" run --frobnicate
+expect_rc "bad option" 2 "^vfgx run: unknown option '--frobnicate'" "$vfgx" run --frobnicate
 expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 
 # corrupted frames with UDP checksums off reach the payload check: unmet
