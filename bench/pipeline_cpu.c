@@ -199,34 +199,6 @@ out:
 	return ret;
 }
 
-static double loadavg1(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f && fscanf(f, "%lf", &l) != 1)
-		l = -1;
-	if (f)
-		fclose(f);
-	return l;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n)
-{
-	double s[MAX_ROUNDS];
-
-	memcpy(s, v, sizeof(double) * (size_t)n);
-	qsort(s, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
 struct overhead {
 	int rounds;
 	double off[MAX_ROUNDS], on[MAX_ROUNDS], ratio[MAX_ROUNDS];       /* per CPU-s */
@@ -255,7 +227,7 @@ static int measure_overhead(vfgx_ctx *ctx, double seconds, struct overhead *ov)
 	ml.snap->nb_queues = 1;
 	snprintf(ml.snap->queues[0].port, sizeof(ml.snap->queues[0].port), "bench");
 	snprintf(ml.snap->queues[0].backend, sizeof(ml.snap->queues[0].backend), "none");
-	ov->load_before = loadavg1();
+	ov->load_before = bench_loadavg1();
 	for (int i = 0; i < ov->rounds; i++) {
 		for (int k = 0; k < 2; k++) {
 			bool with = (k == 0) == (i % 2 == 1);
@@ -293,7 +265,7 @@ static int measure_overhead(vfgx_ctx *ctx, double seconds, struct overhead *ov)
 		       i + 1, ov->off[i], ov->on[i], ov->ratio[i], ov->woff[i], ov->won[i],
 		       ov->wratio[i]);
 	}
-	ov->load_after = loadavg1();
+	ov->load_after = bench_loadavg1();
 	ov->scrapes_ok = ml.scrapes_ok;
 	ov->scrape_errors = ml.scrape_errors;
 	ret = ml.scrapes_ok && !ml.scrape_errors ? 0 : -1;
@@ -308,7 +280,7 @@ out:
 
 static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 {
-	double lo = ov->ratio[0], hi = ov->ratio[0], med = median(ov->ratio, ov->rounds);
+	double lo = ov->ratio[0], hi = ov->ratio[0], med = bench_median(ov->ratio, ov->rounds);
 	char line[256];
 
 	for (int i = 1; i < ov->rounds; i++) {
@@ -328,9 +300,9 @@ static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 		fprintf(f, "| %d | %.3f | %.3f | %.4f | %.3f | %.3f | %.4f |\n", i + 1, ov->off[i],
 			ov->on[i], ov->ratio[i], ov->woff[i], ov->won[i], ov->wratio[i]);
 	fprintf(f, "| median | %.3f | %.3f | %.4f | %.3f | %.3f | %.4f |\n\n",
-		median(ov->off, ov->rounds), median(ov->on, ov->rounds), med,
-		median(ov->woff, ov->rounds), median(ov->won, ov->rounds),
-		median(ov->wratio, ov->rounds));
+		bench_median(ov->off, ov->rounds), bench_median(ov->on, ov->rounds), med,
+		bench_median(ov->woff, ov->rounds), bench_median(ov->won, ov->rounds),
+		bench_median(ov->wratio, ov->rounds));
 	snprintf(line, sizeof(line),
 		 "target: metrics_overhead measured=%.4f reference=1 ratio=%.4f goal=0.99 met=%s interval=[%.4f,%.4f]\n",
 		 med, med, lo >= 0.99 ? "yes" : "no", lo, hi);

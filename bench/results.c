@@ -124,3 +124,37 @@ int bench_parse_common(int argc, char **argv, const char *name,
 	}
 	return -1;
 }
+
+double bench_loadavg1(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f && fscanf(f, "%lf", &l) != 1)
+		l = -1;
+	if (f)
+		fclose(f);
+	return l;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(const double *v, int n)
+{
+	double *s = malloc(sizeof(double) * (size_t)n), m;
+
+	if (!s || n < 1) {
+		free(s);
+		return 0;
+	}
+	memcpy(s, v, sizeof(double) * (size_t)n);
+	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
+	return m;
+}

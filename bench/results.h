@@ -33,4 +33,9 @@ int bench_parse_common(int argc, char **argv, const char *name,
 		       const char *usage, double max_seconds, const char **out,
 		       double *seconds);
 
+/* 1-minute load average, -1 when unknown. */
+double bench_loadavg1(void);
+/* Median of n values (v is not changed); 0 when n < 1. */
+double bench_median(const double *v, int n);
+
 #endif
