@@ -141,7 +141,7 @@ for cmd in tables:
 metrics_src = read("src/mon/metrics.c")
 served = set(re.findall(r'"(vfgx_[a-z_]+)', metrics_src))
 for name in set(re.findall(r"\b(vfgx_[a-z_]+)\b", read("docs/metrics.md"))):
-    if name == "vfgx_metrics" or name.startswith("vfgx_metrics_") or name.startswith("vfgx_pipeline_stats") or \
+    if name.endswith("_") or name == "vfgx_metrics" or name.startswith("vfgx_metrics_") or name.startswith("vfgx_pipeline_stats") or \
        name.startswith("vfgx_pipeline_queue") or name.startswith("vfgx_port_stats"):
         continue  # API functions, not series
     if name not in served:
