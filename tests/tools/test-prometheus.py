@@ -208,9 +208,9 @@ try:
         got = scalar(prom, expr)
         if got != want:
             fail("%s: prometheus has %r, the report %r" % (expr, got, want))
-    print("run took %.1f s" % report["seconds"])
-    print("prometheus stored %d scrapes; %d counters equal the report (packets %d, delivered %d, gaps %d)"
-          % (scrapes, len(checks), pl["packets"], pl["delivered"], pl["gaps"]))
+    if not failures:
+        print("prometheus stored %d scrapes; %d counters equal the report (packets %d, delivered %d, gaps %d; run %.1f s)"
+              % (scrapes, len(checks), pl["packets"], pl["delivered"], pl["gaps"], report["seconds"]))
 finally:
     if run is not None:
         run.send_signal(signal.SIGTERM)
