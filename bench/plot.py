@@ -16,6 +16,8 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small files, diffs that read
+matplotlib.rcParams["svg.hashsalt"] = "vfgx"  # the same .md gives the same .svg
 import matplotlib.pyplot as plt  # noqa: E402
 
 # result file -> (group column or None, x column, measured column,
