@@ -136,15 +136,19 @@ try:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     # the raw page while the run is going, checked by promtool
+    # (the page holds only vfgx_info until the run published its counters)
     page = None
-    deadline = time.time() + 10
-    while page is None and time.time() < deadline:
+    deadline = time.time() + 30
+    while time.time() < deadline:
         try:
             page = http_get("http://127.0.0.1:%d/metrics" % vfgx_port)
+            if "\nvfgx_snapshot_published 1\n" in page:
+                break
         except OSError:
-            time.sleep(0.1)
-    if page is None:
-        raise SystemExit("FAIL: the endpoint never answered")
+            pass
+        time.sleep(0.05)
+    if page is None or "\nvfgx_snapshot_published 1\n" not in page:
+        raise SystemExit("FAIL: the endpoint never served published counters: %r" % page)
     lint = subprocess.run([PROMTOOL, "check", "metrics"], input=page, text=True,
                           capture_output=True)
     if lint.returncode != 0 or lint.stdout.strip() or lint.stderr.strip():
