@@ -31,6 +31,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 #define NS "xdb"
 #define NET "72"
@@ -674,18 +675,16 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_afxdp)) != -1) {
 		switch (c) {
 		case 's':
-			B.seconds = atof(optarg);
+			if (vfgx_flag_double("bench afxdp", "--seconds", optarg, 0, 600, &B.seconds))
+				return 2;
 			break;
 		case 'n':
-			B.senders = atoi(optarg);
+			if (vfgx_flag_int("bench afxdp", "--senders", optarg, 1, MAX_SENDERS, &B.senders))
+				return 2;
 			break;
 		case 'q':
-			B.queues = atoi(optarg);
-			if (B.queues < 1 || B.queues > MAX_QUEUES) {
-				fprintf(stderr, "vfgx bench afxdp: --queues must be 1..%d\n",
-					MAX_QUEUES);
+			if (vfgx_flag_int("bench afxdp", "--queues", optarg, 1, MAX_QUEUES, &B.queues))
 				return 2;
-			}
 			break;
 		case 't':
 			B.testpmd = optarg;

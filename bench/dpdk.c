@@ -28,6 +28,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 #define MAX_ROUNDS 9
 #define BURST 32
@@ -494,21 +495,20 @@ static int parse_args(int argc, char **argv, struct bench_opts *o,
 			*out = optarg;
 			break;
 		case 's':
-			o->seconds = atof(optarg);
-			if (o->seconds <= 0 || o->seconds > 60) {
+			if (vfgx_flag_double("bench dpdk", "--seconds", optarg, 0, 60, &o->seconds))
+				return 2;
+			if (o->seconds <= 0) {
 				fprintf(stderr, "vfgx bench dpdk: --seconds must be 0..60\n");
 				return 2;
 			}
 			break;
 		case 'r':
-			o->rounds = atoi(optarg);
-			if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
-				fprintf(stderr, "vfgx bench dpdk: --rounds must be 1..%d\n", MAX_ROUNDS);
+			if (vfgx_flag_int("bench dpdk", "--rounds", optarg, 1, MAX_ROUNDS, &o->rounds))
 				return 2;
-			}
 			break;
 		case 'c':
-			o->core = atoi(optarg);
+			if (vfgx_flag_int("bench dpdk", "--core", optarg, 0, 1023, &o->core))
+				return 2;
 			break;
 		case 'n':
 			o->veth = false;

@@ -27,6 +27,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 static const struct cli_opt eba_opts[] = {
 	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
@@ -434,18 +435,16 @@ int vfgx_bench_eba(int argc, char **argv)
 		case 'a': o.addr = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 's':
-			o.seconds = atof(optarg);
-			if (o.seconds <= 0 || o.seconds > 60) {
+			if (vfgx_flag_double("bench eba", "--seconds", optarg, 0, 60, &o.seconds))
+				return 2;
+			if (o.seconds <= 0) {
 				fprintf(stderr, "vfgx bench eba: --seconds must be 0..60\n");
 				return 2;
 			}
 			break;
 		case 'r':
-			o.rounds = atoi(optarg);
-			if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
-				fprintf(stderr, "vfgx bench eba: --rounds must be 1..%d\n", MAX_ROUNDS);
+			if (vfgx_flag_int("bench eba", "--rounds", optarg, 1, MAX_ROUNDS, &o.rounds))
 				return 2;
-			}
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_bench_cli_eba);

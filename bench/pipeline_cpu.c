@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 #define NB_PKTS 16384
 #define MAX_ROUNDS 50
@@ -321,7 +322,6 @@ int vfgx_bench_pipeline(int argc, char **argv)
 	int c;
 
 	struct overhead ov = { 0 };
-	char *end;
 
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_pipeline)) != -1) {
@@ -330,19 +330,16 @@ int vfgx_bench_pipeline(int argc, char **argv)
 			out = optarg;
 			break;
 		case 's':
-			seconds = strtod(optarg, &end);
-			if (*end || !(seconds > 0 && seconds <= 600)) {
+			if (vfgx_num_double(optarg, 0, 600, &seconds, NULL, 0) ||
+			    seconds <= 0) {
 				fprintf(stderr, "vfgx bench pipeline: --seconds must be 0..600\n");
 				return 2;
 			}
 			break;
 		case 'm':
-			ov.rounds = (int)strtol(optarg, &end, 10);
-			if (*end || ov.rounds < 1 || ov.rounds > MAX_ROUNDS) {
-				fprintf(stderr, "vfgx bench pipeline: --metrics-overhead must be 1..%d rounds\n",
-					MAX_ROUNDS);
+			if (vfgx_flag_int("bench pipeline", "--metrics-overhead", optarg, 1,
+					  MAX_ROUNDS, &ov.rounds))
 				return 2;
-			}
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_bench_cli_pipeline);

@@ -26,6 +26,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 enum test { WRITE_BW, WRITE_LAT, SEND_BW, SEND_LAT, READ_LAT, NB_TESTS };
 static const char *const test_names[] = { "write_bw", "write_lat", "send_bw",
@@ -807,27 +808,37 @@ int vfgx_bench_rdma(int argc, char **argv)
 	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_rdma)) != -1) {
 		switch (c) {
 		case 'd': o.dev = optarg; break;
-		case 'x': o.gid = atoi(optarg); break;
-		case 's': o.size = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'n': o.iters = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'p': o.port = (uint16_t)strtoul(optarg, NULL, 0); break;
-		case 'I':
-			o.inline_size = (uint32_t)strtoul(optarg, NULL, 0);
-			if (o.inline_size > MAX_INLINE) {
-				fprintf(stderr, "vfgx bench rdma: -I must be 0..%d\n", MAX_INLINE);
+		case 'x':
+			if (vfgx_flag_int("bench rdma", "-x", optarg, 0, 255, &o.gid))
 				return 2;
-			}
+			break;
+		case 's':
+			if (vfgx_flag_u32("bench rdma", "-s", optarg, 1, 1u << 30, &o.size))
+				return 2;
+			break;
+		case 'n':
+			if (vfgx_flag_u32("bench rdma", "-n", optarg, 1, 100000000, &o.iters))
+				return 2;
+			break;
+		case 'p': {
+			uint32_t port;
+
+			if (vfgx_flag_u32("bench rdma", "-p", optarg, 1, 65535, &port))
+				return 2;
+			o.port = (uint16_t)port;
+			break;
+		}
+		case 'I':
+			if (vfgx_flag_u32("bench rdma", "-I", optarg, 0, MAX_INLINE, &o.inline_size))
+				return 2;
 			break;
 		case 'R': o.rdma_cm = true; break;
 		case 'r': rep = true; break;
 		case 'i': ip = optarg; break;
 		case 'o': out = optarg; break;
 		case 'N':
-			rounds = atoi(optarg);
-			if (rounds < 1 || rounds > MAX_ROUNDS) {
-				fprintf(stderr, "vfgx bench rdma: --rounds must be 1..%d\n", MAX_ROUNDS);
+			if (vfgx_flag_int("bench rdma", "--rounds", optarg, 1, MAX_ROUNDS, &rounds))
 				return 2;
-			}
 			break;
 		case 'h': usage(stdout); cli_usage(stdout, &vfgx_bench_cli_rdma); return 0;
 		default: return 2;

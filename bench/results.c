@@ -11,6 +11,7 @@
 
 #include "cliopt.h"
 #include "results.h"
+#include "core/numparse.h"
 
 static char last_path[512];
 
@@ -97,7 +98,6 @@ int bench_parse_common(int argc, char **argv, const char *name,
 {
 	char cname[64];
 	struct cli_cmd cmd = { .name = cname, .summary = usage, .opts = bench_common_opts };
-	char *end;
 	int c;
 
 	snprintf(cname, sizeof(cname), "bench %s", name);
@@ -108,8 +108,8 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			*out = optarg;
 			break;
 		case 's':
-			*seconds = strtod(optarg, &end);
-			if (*end || *seconds <= 0 || *seconds > max_seconds) {
+			if (vfgx_num_double(optarg, 0, max_seconds, seconds, NULL, 0) ||
+			    *seconds <= 0) {
 				fprintf(stderr, "vfgx bench %s: --seconds must be 0..%g\n",
 					name, max_seconds);
 				return 2;

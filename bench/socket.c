@@ -30,6 +30,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
+#include "core/numparse.h"
 
 #define BASE_PORT 21000
 
@@ -822,6 +823,24 @@ static double loadavg1(void)
 	return l;
 }
 
+/* --cpus SEND,RECV: two CPU numbers, each by the strict parser. */
+static int parse_cpus(const char *s, int *send, int *recv)
+{
+	const char *comma = strchr(s, ',');
+	char first[16];
+	uint64_t a, b;
+
+	if (!comma || (size_t)(comma - s) >= sizeof(first))
+		return -EINVAL;
+	snprintf(first, sizeof(first), "%.*s", (int)(comma - s), s);
+	if (vfgx_num_u64(first, 0, CPU_SETSIZE - 1, 0, &a, NULL, 0) ||
+	    vfgx_num_u64(comma + 1, 0, CPU_SETSIZE - 1, 0, &b, NULL, 0))
+		return -EINVAL;
+	*send = (int)a;
+	*recv = (int)b;
+	return 0;
+}
+
 static const struct cli_opt socket_opts[] = {
 	{ "out", 'o', "DIR", "write socket.md and socket.svg into DIR (default bench/results)" },
 	{ "seconds", 's', "S", "whole seconds per round (sockperf's -t; default 2)" },
@@ -866,9 +885,10 @@ int vfgx_bench_socket(int argc, char **argv)
 			out = optarg;
 			break;
 		case 's':
-			secs = atof(optarg);
+			if (vfgx_flag_double("bench socket", "--seconds", optarg, 1, 600, &secs))
+				return 2;
 			/* sockperf takes whole seconds */
-			if (secs < 1 || secs > 600 || secs != (double)(int)secs) {
+			if (secs != (double)(int)secs) {
 				fprintf(stderr, "vfgx bench socket: --seconds must be a whole number 1..600 (sockperf's -t)\n");
 				return 2;
 			}
@@ -877,25 +897,19 @@ int vfgx_bench_socket(int argc, char **argv)
 			udp_opts = optarg;
 			break;
 		case 'n':
-			udp_senders = atoi(optarg);
-			if (udp_senders < 1 || udp_senders > 16) {
-				fprintf(stderr, "vfgx bench socket: --senders must be 1..16\n");
+			if (vfgx_flag_int("bench socket", "--senders", optarg, 1, 16, &udp_senders))
 				return 2;
-			}
 			break;
 		case 'c':
 			if (!strcmp(optarg, "none")) {
 				cpu_send = cpu_recv = -1;
-			} else if (sscanf(optarg, "%d,%d", &cpu_send, &cpu_recv) != 2 ||
-				   cpu_send < 0 || cpu_recv < 0 ||
-				   cpu_send >= CPU_SETSIZE || cpu_recv >= CPU_SETSIZE) {
+			} else if (parse_cpus(optarg, &cpu_send, &cpu_recv)) {
 				fprintf(stderr, "vfgx bench socket: --cpus takes SEND,RECV (e.g. 0,1) or none\n");
 				return 2;
 			}
 			break;
 		case 'R':
-			udp_rate = atof(optarg);
-			if (udp_rate < 0) {
+			if (vfgx_num_double(optarg, 0, 1e9, &udp_rate, NULL, 0)) {
 				fprintf(stderr, "vfgx bench socket: --udp-rate must be >= 0 datagrams/s (0: 90%% of what the senders reach unpaced)\n");
 				return 2;
 			}
@@ -909,12 +923,8 @@ int vfgx_bench_socket(int argc, char **argv)
 			}
 			break;
 		case 'r':
-			rounds = atoi(optarg);
-			if (rounds < 1 || rounds > MAX_ROUNDS) {
-				fprintf(stderr, "vfgx bench socket: --rounds must be 1..%d\n",
-					MAX_ROUNDS);
+			if (vfgx_flag_int("bench socket", "--rounds", optarg, 1, MAX_ROUNDS, &rounds))
 				return 2;
-			}
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_bench_cli_socket);

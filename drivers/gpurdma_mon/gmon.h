@@ -28,6 +28,8 @@ struct gmon_dev {
 	struct delayed_work link_work;
 	unsigned long check_jiffies;
 	unsigned int queue_len;
+	/* open files allowed to users without CAP_NET_ADMIN */
+	u32 max_clients;
 
 	/* clients, their fifos and lost counts, and seq */
 	spinlock_t ev_lock;
@@ -59,7 +61,7 @@ extern const struct attribute_group *gmon_groups[];
 /* events */
 void gmon_raise(u32 type, u32 severity, u32 source, u64 value,
 		u64 threshold, const char *fmt, ...) __printf(6, 7);
-int gmon_client_open(struct gmon_client *c);
+int gmon_client_open(struct gmon_client *c, bool privileged);
 void gmon_client_close(struct gmon_client *c);
 int gmon_client_pop(struct gmon_client *c, struct gpurdma_mon_event *ev,
 		    unsigned int max);

@@ -112,19 +112,35 @@ void gmon_replay_conditions(struct gmon_client *c)
 	}
 }
 
-int gmon_client_open(struct gmon_client *c)
+/* Each client pins queue_len events of kernel memory, so an opener without
+ * CAP_NET_ADMIN gets a slot only while fewer than max_clients are open; a
+ * privileged one always does, so local users cannot lock the library or the
+ * administrator out.  The slot is taken before the fifo is allocated.
+ */
+int gmon_client_open(struct gmon_client *c, bool privileged)
 {
 	unsigned long flags;
 	int ret;
 
+	spin_lock_irqsave(&gmon.ev_lock, flags);
+	if (!privileged && gmon.nr_clients >= gmon.max_clients) {
+		spin_unlock_irqrestore(&gmon.ev_lock, flags);
+		return -EUSERS;
+	}
+	gmon.nr_clients++;
+	spin_unlock_irqrestore(&gmon.ev_lock, flags);
+
 	ret = kfifo_alloc(&c->fifo, gmon.queue_len, GFP_KERNEL);
-	if (ret)
+	if (ret) {
+		spin_lock_irqsave(&gmon.ev_lock, flags);
+		gmon.nr_clients--;
+		spin_unlock_irqrestore(&gmon.ev_lock, flags);
 		return ret;
+	}
 	init_waitqueue_head(&c->wq);
 	c->lost = 0;
 	spin_lock_irqsave(&gmon.ev_lock, flags);
 	list_add_tail(&c->node, &gmon.clients);
-	gmon.nr_clients++;
 	spin_unlock_irqrestore(&gmon.ev_lock, flags);
 	return 0;
 }

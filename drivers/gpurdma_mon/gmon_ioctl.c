@@ -2,10 +2,13 @@
 /*
  * gmon_ioctl.c - the ioctls: version, telemetry, thresholds, and PUBLISH,
  * through which the library pushes its counters (pool pressure and rx
- * bandwidth are judged here and raise events for every client).
+ * bandwidth are judged here and raise events for every client).  The
+ * reads are open to whoever may open the device; SET_THRESHOLD and PUBLISH
+ * change what every client sees and need CAP_NET_ADMIN.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
@@ -213,10 +216,14 @@ long gmon_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case GPURDMA_MON_IOC_GET_TELEMETRY:
 		return get_telemetry(uarg);
 	case GPURDMA_MON_IOC_SET_THRESHOLD:
+		if (!capable(CAP_NET_ADMIN))
+			return -EPERM;
 		return set_threshold(uarg);
 	case GPURDMA_MON_IOC_GET_THRESHOLD:
 		return get_threshold(uarg);
 	case GPURDMA_MON_IOC_PUBLISH:
+		if (!capable(CAP_NET_ADMIN))
+			return -EPERM;
 		return publish(uarg);
 	case GPURDMA_MON_IOC_GET_COUNTERS:
 		return get_counters(uarg);

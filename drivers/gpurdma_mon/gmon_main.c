@@ -6,6 +6,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
@@ -38,6 +39,12 @@ MODULE_PARM_DESC(queue_len, "events queued per open file, rounded up to a power 
 static unsigned int pressure_pct = 90;
 module_param(pressure_pct, uint, 0444);
 MODULE_PARM_DESC(pressure_pct, "initial pool occupancy threshold in percent (1..100, default 90)");
+static unsigned int mode = 0644;
+module_param(mode, uint, 0444);
+MODULE_PARM_DESC(mode, "permissions of /dev/gpurdma_mon (default 0644: every user reads telemetry and events; SET_THRESHOLD and PUBLISH need CAP_NET_ADMIN whatever the mode)");
+static unsigned int max_clients = 64;
+module_param(max_clients, uint, 0444);
+MODULE_PARM_DESC(max_clients, "open files allowed while the opener lacks CAP_NET_ADMIN (1..4096, default 64)");
 
 struct gmon_dev gmon;
 
@@ -52,7 +59,9 @@ static int gmon_open(struct inode *inode, struct file *file)
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
-	ret = gmon_client_open(c);
+	/* noaudit: lacking the capability is no denial here, only a bound */
+	ret = gmon_client_open(c, ns_capable_noaudit(&init_user_ns,
+						     CAP_NET_ADMIN));
 	if (ret) {
 		kfree(c);
 		return ret;
@@ -262,12 +271,22 @@ static int __init gmon_init(void)
 		pr_err("pressure_pct=%u: must be 1..100\n", pressure_pct);
 		return -EINVAL;
 	}
+	if (max_clients < 1 || max_clients > 4096) {
+		pr_err("max_clients=%u: must be 1..4096\n", max_clients);
+		return -EINVAL;
+	}
+	if (mode & ~0666) {
+		pr_err("mode=%#o: only read and write bits (at most 0666)\n",
+		       mode);
+		return -EINVAL;
+	}
 	spin_lock_init(&gmon.ev_lock);
 	INIT_LIST_HEAD(&gmon.clients);
 	mutex_init(&gmon.lock);
 	INIT_DELAYED_WORK(&gmon.link_work, gmon_link_work);
 	gmon.check_jiffies = msecs_to_jiffies(check_ms);
 	gmon.queue_len = roundup_pow_of_two(queue_len);
+	gmon.max_clients = max_clients;
 	gmon.thr.argsz = sizeof(gmon.thr);
 	gmon.thr.pressure_pct = pressure_pct;
 
@@ -285,7 +304,7 @@ static int __init gmon_init(void)
 	gmon.misc.name = GPURDMA_MON_DEVNAME;
 	gmon.misc.fops = &gmon_fops;
 	gmon.misc.groups = gmon_groups;
-	gmon.misc.mode = 0666;
+	gmon.misc.mode = mode;
 	ret = misc_register(&gmon.misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", GPURDMA_MON_DEVNAME,

@@ -21,6 +21,11 @@ extern "C" {
 #define VFGX_MAX_IFACES 8
 #define VFGX_MAX_QUEUES 64
 #define VFGX_MAX_PORT_RANGES 16
+/* Limits checked before a config is built: size in bytes, nesting of
+ * mappings and lists, and values (scalars, lists, mappings) in all. */
+#define VFGX_CONFIG_MAX_BYTES (1 << 20)
+#define VFGX_CONFIG_MAX_DEPTH 64
+#define VFGX_CONFIG_MAX_NODES 65536
 
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 
@@ -62,6 +67,10 @@ int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
 		      struct vfgx_cfg_node *out);
 /* Scalar value of a node itself (for sequences of scalars). */
 const char *vfgx_cfg_scalar(const struct vfgx_cfg_node *n);
+/* A sequence item that must be a decimal whole number min..max, parsed by
+ * the same strict rules as vfgx_cfg_u32. */
+int vfgx_cfg_item_u32(const struct vfgx_cfg_node *item, uint32_t min,
+		      uint32_t max, uint32_t *out);
 /* Report "file:line:col: path: message" on the document's context; returns
  * -EINVAL. */
 int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)

@@ -104,15 +104,24 @@ struct vfgx_eba_peer {
 	struct vfgx_eba_desc desc;
 	uint8_t src_mac[6];   /* where the frame came from */
 	uint64_t first_ns;    /* first seen (vfgx_now_ns clock) */
+	uint64_t last_ns;     /* last announcement */
 	uint64_t expires_ns;  /* last announcement + lease */
 };
 
+/* A peer announced within this long is live and never evicted. */
+#define VFGX_EBA_PEER_STALE_NS 2000000000ull
+
 /* A fixed-capacity table keyed by (node_id, buffer_id).  Pure data: the
  * caller passes the clock, so leases are testable without sleeping.
+ * When full, a new key evicts the entry announced longest ago, if that was
+ * more than stale_ns ago (VFGX_EBA_PEER_STALE_NS after init): a flood of
+ * one-off keys with long leases cannot keep live peers out.
  * Not thread-safe. */
 struct vfgx_eba_peer_table {
 	struct vfgx_eba_peer *peers;
 	uint32_t nb, cap;
+	uint64_t stale_ns;
+	uint64_t evicted;     /* entries replaced by new keys */
 };
 
 enum vfgx_eba_peer_event {
@@ -123,7 +132,8 @@ enum vfgx_eba_peer_event {
 
 int vfgx_eba_peers_init(struct vfgx_eba_peer_table *t, uint32_t cap);
 void vfgx_eba_peers_fini(struct vfgx_eba_peer_table *t);
-/* Insert or renew.  Returns a vfgx_eba_peer_event, or -ENOSPC when full. */
+/* Insert or renew.  Returns a vfgx_eba_peer_event, or -ENOSPC when full of
+ * live peers (none announced more than stale_ns ago). */
 int vfgx_eba_peers_update(struct vfgx_eba_peer_table *t,
 			  const struct vfgx_eba_desc *d,
 			  const uint8_t src_mac[6], uint64_t now_ns);
@@ -153,6 +163,13 @@ struct vfgx_discovery_config {
 	uint32_t max_peers;       /* peer table capacity; 0: 256 */
 };
 
+#define VFGX_DISCOVERY_DEFAULT_PEERS 256
+/* New table entries one source MAC may create per second (and in a burst):
+ * a frame carries at most 16, a real node announces the same ones again. */
+#define VFGX_DISCOVERY_NEW_PER_SRC 32
+/* Source MACs whose rates are tracked; the least recent one is forgotten. */
+#define VFGX_DISCOVERY_SOURCES 64
+
 struct vfgx_discovery_stats {
 	uint64_t tx_frames;
 	uint64_t rx_frames;      /* every frame of our EtherType */
@@ -162,7 +179,9 @@ struct vfgx_discovery_stats {
 	uint64_t rx_bad_magic;
 	uint64_t rx_bad_version;
 	uint64_t rx_malformed;   /* bad field or length */
-	uint64_t table_full;
+	uint64_t table_full;     /* refused: the table holds only live peers */
+	uint64_t rate_limited;   /* refused: the source added too many */
+	uint64_t peers_evicted;  /* stale entries replaced by new ones */
 	uint64_t peers_added;
 	uint64_t peers_expired;
 };

@@ -11,6 +11,7 @@
 #include <vfgx/eba.h>
 
 #include "cliopt.h"
+#include "core/numparse.h"
 #include "commands.h"
 
 static const struct cli_opt discover_opts[] = {
@@ -52,20 +53,6 @@ static void on_event(void *user, const struct vfgx_eba_peer *p, int ev,
 	fflush(stdout);
 }
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	v = strtoull(s, &end, 0);
-	if (*end || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static void discover_json(vfgx_discovery *d, const char *ifname, int nodes,
 			  const struct vfgx_eba_peer_table *t,
 			  const struct vfgx_discovery_stats *st)
@@ -101,7 +88,8 @@ static void discover_json(vfgx_discovery *d, const char *ifname, int nodes,
 #define FRAME(k) json_object_object_add(fr, #k, json_object_new_uint64(st->k))
 	FRAME(tx_frames); FRAME(rx_frames); FRAME(rx_valid); FRAME(rx_own);
 	FRAME(rx_truncated); FRAME(rx_bad_magic); FRAME(rx_bad_version);
-	FRAME(rx_malformed); FRAME(table_full); FRAME(peers_added); FRAME(peers_expired);
+	FRAME(rx_malformed); FRAME(table_full); FRAME(rate_limited); FRAME(peers_evicted);
+	FRAME(peers_added); FRAME(peers_expired);
 #undef FRAME
 	json_object_object_add(root, "frames", fr);
 	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
@@ -125,28 +113,23 @@ int vfgx_cmd_discover(int argc, char **argv)
 		switch (opt) {
 		case 'i': cfg.ifname = optarg; break;
 		case 'n':
-			if (!parse_u64(optarg, UINT64_MAX, &node) || !node) {
-				fprintf(stderr, "vfgx discover: -n %s: node id must be a number 1..2^64-1\n", optarg);
+			if (vfgx_flag_u64("discover", "-n", optarg, 1, UINT64_MAX, &node))
 				return 2;
-			}
 			break;
 		case 'p':
-			if (!parse_u64(optarg, 4096, &peers)) {
-				fprintf(stderr, "vfgx discover: -p %s: peers must be 0..4096\n", optarg);
+			/* more could never be found: the table holds this many */
+			if (vfgx_flag_u64("discover", "-p", optarg, 0,
+					  VFGX_DISCOVERY_DEFAULT_PEERS, &peers))
 				return 2;
-			}
 			break;
 		case 't':
-			if (!parse_u64(optarg, 86400, &secs)) {
-				fprintf(stderr, "vfgx discover: -t %s: seconds must be 0..86400\n", optarg);
+			if (vfgx_flag_u64("discover", "-t", optarg, 0, 86400, &secs))
 				return 2;
-			}
 			break;
 		case 'l':
-			if (!parse_u64(optarg, VFGX_EBA_LEASE_MAX, &lease) || !lease) {
-				fprintf(stderr, "vfgx discover: -l %s: lease must be 1..86400 seconds\n", optarg);
+			if (vfgx_flag_u64("discover", "-l", optarg, 1,
+					  VFGX_EBA_LEASE_MAX, &lease))
 				return 2;
-			}
 			break;
 		case 'v': verbose = true; break;
 		case 'j': json = true; break;
@@ -203,10 +186,11 @@ int vfgx_cmd_discover(int argc, char **argv)
 	printf("peers: %d nodes, %u buffers\n", n, t->nb);
 	printf("frames: tx=%" PRIu64 " rx=%" PRIu64 " valid=%" PRIu64 " own=%" PRIu64
 	       " truncated=%" PRIu64 " bad_magic=%" PRIu64 " bad_version=%" PRIu64
-	       " malformed=%" PRIu64 " table_full=%" PRIu64 " added=%" PRIu64 " expired=%" PRIu64 "\n",
+	       " malformed=%" PRIu64 " table_full=%" PRIu64 " rate_limited=%" PRIu64
+	       " evicted=%" PRIu64 " added=%" PRIu64 " expired=%" PRIu64 "\n",
 	       st.tx_frames, st.rx_frames, st.rx_valid, st.rx_own, st.rx_truncated,
 	       st.rx_bad_magic, st.rx_bad_version, st.rx_malformed, st.table_full,
-	       st.peers_added, st.peers_expired);
+	       st.rate_limited, st.peers_evicted, st.peers_added, st.peers_expired);
 done:
 	vfgx_discovery_close(d);
 	vfgx_ctx_destroy(ctx);

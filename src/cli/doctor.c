@@ -205,41 +205,10 @@ static void check_iommu(struct doctor *d)
 	report(d, PASS, "iommu", NULL, "IOMMU in passthrough (identity) mode for all %d GPU(s)", s->nb_gpus);
 }
 
-/* PCI capability walks over a config-space copy. */
+/* Reads inside a capability that sysroot_pci_*cap checked is within len. */
 static unsigned cfg16(const uint8_t *c, unsigned off)
 {
 	return c[off] | (unsigned)c[off + 1] << 8;
-}
-
-static unsigned find_cap(const uint8_t *c, int len, unsigned id)
-{
-	unsigned pos;
-
-	if (len < 64 || !(cfg16(c, 0x06) & 0x10))
-		return 0;
-	pos = c[0x34] & 0xfc;
-	for (int guard = 0; pos >= 0x40 && pos + 2 <= (unsigned)len && guard < 48; guard++) {
-		if (c[pos] == id)
-			return pos;
-		pos = c[pos + 1] & 0xfc;
-	}
-	return 0;
-}
-
-static unsigned find_ext_cap(const uint8_t *c, int len, unsigned id)
-{
-	unsigned pos = 0x100;
-
-	for (int guard = 0; pos >= 0x100 && pos + 4 <= (unsigned)len && guard < 256; guard++) {
-		uint32_t h = cfg16(c, pos) | (uint32_t)cfg16(c, pos + 2) << 16;
-
-		if (!h)
-			return 0;
-		if ((h & 0xffff) == id)
-			return pos;
-		pos = (h >> 20) & 0xffc;
-	}
-	return 0;
 }
 
 static void add_unique(char (*list)[16], int *n, int max, const char *bdf)
@@ -286,7 +255,7 @@ static void check_acs(struct doctor *d)
 			       "cannot read the extended config space of switch port %s", ports[i]);
 			return;
 		}
-		acs = find_ext_cap(cfg, len, 0x000d);
+		acs = sysroot_pci_ext_cap(cfg, len, 0x000d, 8);
 		if (!acs)
 			continue;
 		ctl = cfg16(cfg, acs + 6);
@@ -322,7 +291,7 @@ static void check_pcie(struct doctor *d)
 	for (int i = 0; i < nd; i++) {
 		uint8_t cfg[4096];
 		int len = sysroot_pci_config(d->sr, devs[i], cfg, sizeof(cfg));
-		unsigned cap = len > 0 ? find_cap(cfg, len, 0x10) : 0;
+		unsigned cap = len > 0 ? sysroot_pci_cap(cfg, len, 0x10, 10) : 0;
 		unsigned ctl, mps, mrrs;
 		char fix[160];
 

@@ -13,6 +13,7 @@
 
 #include "cliopt.h"
 #include "commands.h"
+#include "core/numparse.h"
 
 static volatile sig_atomic_t mon_interrupted;
 
@@ -182,23 +183,6 @@ static void mon_json_event(json_object *root, const struct gpurdma_mon_event *ev
 		json_object_array_add(a, o);
 }
 
-static int parse_u64(const char *opt, const char *s, uint64_t max,
-		     uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || !*s || v > max || s[0] == '-') {
-		fprintf(stderr, "vfgx mon: %s '%s': must be a number 0..%" PRIu64 "\n",
-			opt, s, max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 int vfgx_cmd_mon(int argc, char **argv)
 {
 	struct gpurdma_mon_telemetry t;
@@ -221,23 +205,20 @@ int vfgx_cmd_mon(int argc, char **argv)
 			once = true;
 			break;
 		case 'n':
-			if (parse_u64("--count", optarg, UINT32_MAX, &count))
+			if (vfgx_flag_u64("mon", "--count", optarg, 0, UINT32_MAX, &count))
 				return 2;
 			break;
 		case 't':
-			if (parse_u64("--timeout", optarg, 86400, &timeout))
+			if (vfgx_flag_u64("mon", "--timeout", optarg, 0, 86400, &timeout))
 				return 2;
 			break;
 		case 'p':
-			if (parse_u64("--pressure", optarg, 100, &pressure) ||
-			    pressure < 1) {
-				fprintf(stderr, "vfgx mon: --pressure must be 1..100\n");
+			if (vfgx_flag_u64("mon", "--pressure", optarg, 1, 100, &pressure))
 				return 2;
-			}
 			set_pressure = true;
 			break;
 		case 'b':
-			if (parse_u64("--bw", optarg, UINT64_MAX / 8000, &bw))
+			if (vfgx_flag_u64("mon", "--bw", optarg, 0, UINT64_MAX / 8000, &bw))
 				return 2;
 			set_bw = true;
 			break;

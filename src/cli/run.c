@@ -17,6 +17,7 @@
 
 #include "cliopt.h"
 #include "commands.h"
+#include "core/numparse.h"
 #include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
@@ -248,32 +249,23 @@ int vfgx_cmd_run(int argc, char **argv)
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, &vfgx_cli_run)) != -1) {
 		switch (c) {
-		case 'd': {
-			char *end;
-
-			duration = strtod(optarg, &end);
-			if (*end || duration < 0) {
-				fprintf(stderr, "vfgx run: --duration '%s': must be seconds >= 0\n", optarg);
+		case 'd':
+			/* the config's own limit for pipeline.duration_s */
+			if (vfgx_flag_double("run", "--duration", optarg, 0,
+					     86400 * 365, &duration))
 				return 2;
-			}
 			break;
-		}
 		case 'q':
 			quiet = true;
 			break;
 		case 'm':
 			ro.listen = optarg;
 			break;
-		case 'H': {
-			char *end;
-
-			ro.hold_s = strtod(optarg, &end);
-			if (*end || !(ro.hold_s >= 0 && ro.hold_s <= 86400)) {
-				fprintf(stderr, "vfgx run: --metrics-hold '%s': must be seconds 0..86400\n", optarg);
+		case 'H':
+			if (vfgx_flag_double("run", "--metrics-hold", optarg, 0, 86400,
+					     &ro.hold_s))
 				return 2;
-			}
 			break;
-		}
 		case 'j':
 			ro.json = true;
 			break;

@@ -73,14 +73,32 @@ bool sysroot_exists(const struct sysroot *sr, const char *fmt, ...)
 	return ret == 0 && stat(p, &st) == 0;
 }
 
+/* Opens p for reading only if it is a regular file, as every sysfs and
+ * procfs file read here is: O_NONBLOCK so that a FIFO planted in a --root
+ * tree cannot hang the open, and -EINVAL for a FIFO, device or socket.
+ */
+static int open_regular(const char *p)
+{
+	struct stat st;
+	int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int read_path(const char *p, char *buf, size_t len)
 {
 	ssize_t n;
 	size_t got = 0;
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(p);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (got + 1 < len) {
 		n = read(fd, buf + got, len - 1 - got);
 		if (n < 0) {
@@ -298,7 +316,9 @@ int sysroot_pci_config(const struct sysroot *sr, const char *bdf,
 
 	if ((ret = sysroot_path(sr, p, sizeof(p), "/sys/bus/pci/devices/%s/config", bdf)))
 		return ret;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(p);
+	if (fd == -EINVAL)
+		return fd;
 	if (fd >= 0) {
 		n = pread(fd, buf, len, 0);
 		ret = n < 0 ? -errno : (int)n;
@@ -324,4 +344,42 @@ bool sysroot_is_bdf(const char *s)
 
 	return sscanf(s, "%4x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &n) == 4 &&
 	       n == 12 && s[n] == '\0';
+}
+
+static unsigned le16(const uint8_t *c, unsigned off)
+{
+	return c[off] | (unsigned)c[off + 1] << 8;
+}
+
+unsigned sysroot_pci_cap(const uint8_t *c, int len, unsigned id,
+			 unsigned need)
+{
+	unsigned pos;
+
+	if (len < 64 || !(le16(c, 0x06) & 0x10))
+		return 0;
+	pos = c[0x34] & 0xfc;
+	for (int guard = 0; pos >= 0x40 && pos + 2 <= (unsigned)len && guard < 48; guard++) {
+		if (c[pos] == id)
+			return pos + need <= (unsigned)len ? pos : 0;
+		pos = c[pos + 1] & 0xfc;
+	}
+	return 0;
+}
+
+unsigned sysroot_pci_ext_cap(const uint8_t *c, int len, unsigned id,
+			     unsigned need)
+{
+	unsigned pos = 0x100;
+
+	for (int guard = 0; pos >= 0x100 && pos + 4 <= (unsigned)len && guard < 256; guard++) {
+		uint32_t h = le16(c, pos) | (uint32_t)le16(c, pos + 2) << 16;
+
+		if (!h)
+			return 0;
+		if ((h & 0xffff) == id)
+			return pos + need <= (unsigned)len ? pos : 0;
+		pos = (h >> 20) & 0xffc;
+	}
+	return 0;
 }

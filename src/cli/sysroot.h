@@ -59,4 +59,14 @@ int sysroot_pci_config(const struct sysroot *sr, const char *bdf,
 /* True when s looks like a PCI address "DDDD:BB:DD.F". */
 bool sysroot_is_bdf(const char *s);
 
+/* Capability walks over a config-space copy of len bytes (what
+ * sysroot_pci_config returned): the offset of capability id (standard or
+ * extended) when its first need bytes, all a caller reads, lie within len;
+ * 0 when absent or cut off by the end of what was read.
+ */
+unsigned sysroot_pci_cap(const uint8_t *c, int len, unsigned id,
+			 unsigned need);
+unsigned sysroot_pci_ext_cap(const uint8_t *c, int len, unsigned id,
+			     unsigned need);
+
 #endif

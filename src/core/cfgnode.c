@@ -1,8 +1,6 @@
 /* cfgnode.c - typed access to a libyaml document with precise errors:
  * every failure names file:line:col, the key path, and what is allowed. */
 #include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +8,7 @@
 #include <strings.h>
 
 #include "cfgdoc.h"
+#include "numparse.h"
 
 static yaml_node_t *node_get(const struct vfgx_cfg_node *n)
 {
@@ -194,28 +193,16 @@ static int get_scalar(const struct vfgx_cfg_node *map, const char *key,
 int vfgx_cfg_u64(const struct vfgx_cfg_node *map, const char *key,
 		 uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
+	char err[VFGX_NUM_ERR_MAX];
 	const char *s;
 	yaml_node_t *yn;
-	char *end;
-	unsigned long long v;
 	int ret = get_scalar(map, key, &s, &yn);
 
 	*out = def;
 	if (ret || !s)
 		return ret;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno)
-		return yerror(map, yn, key,
-			      "'%s' is not a whole number (must be %" PRIu64
-			      "..%" PRIu64 ")",
-			      s, min, max);
-	if (v < min || v > max)
-		return yerror(map, yn, key,
-			      "%llu is out of range (must be %" PRIu64
-			      "..%" PRIu64 ")",
-			      v, min, max);
-	*out = v;
+	if (vfgx_num_u64(s, min, max, 0, out, err, sizeof(err)))
+		return yerror(map, yn, key, "%s", err);
 	return 0;
 }
 
@@ -232,24 +219,32 @@ int vfgx_cfg_u32(const struct vfgx_cfg_node *map, const char *key,
 int vfgx_cfg_double(const struct vfgx_cfg_node *map, const char *key,
 		    double def, double min, double max, double *out)
 {
+	char err[VFGX_NUM_ERR_MAX];
 	const char *s;
 	yaml_node_t *yn;
-	char *end;
-	double v;
 	int ret = get_scalar(map, key, &s, &yn);
 
 	*out = def;
 	if (ret || !s)
 		return ret;
-	errno = 0;
-	v = strtod(s, &end);
-	if (s[0] == '\0' || *end != '\0' || errno || isnan(v))
-		return yerror(map, yn, key, "'%s' is not a number (must be %g..%g)",
-			      s, min, max);
-	if (v < min || v > max)
-		return yerror(map, yn, key, "%g is out of range (must be %g..%g)",
-			      v, min, max);
-	*out = v;
+	if (vfgx_num_double(s, min, max, out, err, sizeof(err)))
+		return yerror(map, yn, key, "%s", err);
+	return 0;
+}
+
+int vfgx_cfg_item_u32(const struct vfgx_cfg_node *item, uint32_t min,
+		      uint32_t max, uint32_t *out)
+{
+	char err[VFGX_NUM_ERR_MAX];
+	const char *s = vfgx_cfg_scalar(item);
+	uint64_t v;
+
+	if (!s)
+		return vfgx_cfg_error(item, "must be a single value (a number %u..%u)",
+				      min, max);
+	if (vfgx_num_u64(s, min, max, 0, &v, err, sizeof(err)))
+		return vfgx_cfg_error(item, "%s", err);
+	*out = (uint32_t)v;
 	return 0;
 }
 

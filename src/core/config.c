@@ -1,11 +1,13 @@
 /* config.c - load a YAML file into struct vfgx_config, validating every
  * core key; backend sections are kept as nodes for the backends. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cfgdoc.h"
+#include "numparse.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
@@ -180,23 +182,26 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 	if (n > VFGX_MAX_PORT_RANGES)
 		return vfgx_cfg_error(&seq, "at most %d entries", VFGX_MAX_PORT_RANGES);
 	for (int i = 0; i < n; i++) {
-		const char *s;
-		unsigned lo, hi;
-		char tail;
+		char lo_s[16], err[VFGX_NUM_ERR_MAX];
+		const char *s, *dash;
+		uint64_t lo, hi;
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		s = vfgx_cfg_scalar(&it);
 		if (!s)
 			return vfgx_cfg_error(&it, "must be a port or a range 'LO-HI'");
-		if (sscanf(s, "%u-%u%c", &lo, &hi, &tail) == 2) {
-			/* range */
-		} else if (sscanf(s, "%u%c", &lo, &tail) == 1) {
+		dash = strchr(s, '-');
+		snprintf(lo_s, sizeof(lo_s), "%.*s",
+			 dash ? (int)(dash - s) : (int)strlen(s), s);
+		if ((dash && (size_t)(dash - s) >= sizeof(lo_s)) ||
+		    vfgx_num_u64(lo_s, 1, 65535, 0, &lo, err, sizeof(err)) ||
+		    (dash && vfgx_num_u64(dash + 1, lo, 65535, 0, &hi, err,
+					  sizeof(err))))
+			return vfgx_cfg_error(&it, "%s (a port or a range 'LO-HI', ports 1..65535 with LO <= HI)",
+					      dash && (size_t)(dash - s) >= sizeof(lo_s) ?
+						      "LO is too long" : err);
+		if (!dash)
 			hi = lo;
-		} else {
-			return vfgx_cfg_error(&it, "'%s' is not a port or a range 'LO-HI'", s);
-		}
-		if (lo < 1 || hi > 65535 || lo > hi)
-			return vfgx_cfg_error(&it, "'%s': ports must be 1..65535 with LO <= HI", s);
 		p->port_ranges[i].lo = (uint16_t)lo;
 		p->port_ranges[i].hi = (uint16_t)hi;
 	}
@@ -313,14 +318,114 @@ static int parse_all(struct vfgx_config *cfg)
 	return 0;
 }
 
+/* Where the parser stopped: its mark, or for reader errors (bad UTF-8, a
+ * NUL byte), which carry only a byte offset, the line and column of it.
+ */
+static void error_position(const yaml_parser_t *parser, const char *yaml,
+			   size_t len, size_t *line, size_t *col)
+{
+	size_t off = parser->problem_offset, start = 0;
+
+	*line = parser->problem_mark.line + 1;
+	*col = parser->problem_mark.column + 1;
+	if (parser->error != YAML_READER_ERROR)
+		return;
+	*line = 1;
+	for (size_t i = 0; i < off && i < len; i++)
+		if (yaml[i] == '\n') {
+			(*line)++;
+			start = i + 1;
+		}
+	*col = off - start + 1;
+}
+
+static int syntax_error(vfgx_ctx *ctx, const yaml_parser_t *parser,
+			const char *yaml, size_t len, const char *name)
+{
+	size_t line, col;
+
+	error_position(parser, yaml, len, &line, &col);
+	if (parser->error == YAML_READER_ERROR)
+		return vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: YAML: %s (byte %zu)",
+				      name, line, col,
+				      parser->problem ? parser->problem : "unreadable input",
+				      parser->problem_offset);
+	return vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: YAML syntax: %s%s%s",
+			      name, line, col,
+			      parser->problem ? parser->problem : "error",
+			      parser->context ? " " : "",
+			      parser->context ? parser->context : "");
+}
+
+/* One pass over the parser's events before the document is built: libyaml
+ * takes time quadratic in flow nesting and about a hundred bytes per node,
+ * so depth and node count are refused here, where stopping is cheap.
+ */
+static int prescan(vfgx_ctx *ctx, const char *yaml, size_t len,
+		   const char *name)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	size_t depth = 0, nodes = 0;
+	int ret = 0;
+
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+	for (bool done = false; !done && !ret;) {
+		if (!yaml_parser_parse(&parser, &ev)) {
+			ret = syntax_error(ctx, &parser, yaml, len, name);
+			break;
+		}
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > VFGX_CONFIG_MAX_DEPTH)
+				ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: nested deeper than %d levels",
+						     name, ev.start_mark.line + 1,
+						     ev.start_mark.column + 1,
+						     VFGX_CONFIG_MAX_DEPTH);
+			/* a collection is a node too */
+			__attribute__((fallthrough));
+		case YAML_SCALAR_EVENT:
+		case YAML_ALIAS_EVENT:
+			if (!ret && ++nodes > VFGX_CONFIG_MAX_NODES)
+				ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: more than %d values in one config",
+						     name, ev.start_mark.line + 1,
+						     ev.start_mark.column + 1,
+						     VFGX_CONFIG_MAX_NODES);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return ret;
+}
+
 int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 			    const char *name, struct vfgx_config **out)
 {
-	struct vfgx_config *cfg = calloc(1, sizeof(*cfg));
+	struct vfgx_config *cfg;
 	yaml_parser_t parser;
 	int ret;
 
 	*out = NULL;
+	if (len > VFGX_CONFIG_MAX_BYTES)
+		return vfgx_set_error(ctx, -EFBIG, "%s: config of %zu bytes; at most %d",
+				      name, len, VFGX_CONFIG_MAX_BYTES);
+	ret = prescan(ctx, yaml, len, name);
+	if (ret)
+		return ret;
+	cfg = calloc(1, sizeof(*cfg));
 	if (!cfg || !(cfg->doc = calloc(1, sizeof(*cfg->doc)))) {
 		free(cfg);
 		return -ENOMEM;
@@ -335,12 +440,7 @@ int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &cfg->doc->doc)) {
-		ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: YAML syntax: %s%s%s",
-				     name, parser.problem_mark.line + 1,
-				     parser.problem_mark.column + 1,
-				     parser.problem ? parser.problem : "error",
-				     parser.context ? " " : "",
-				     parser.context ? parser.context : "");
+		ret = syntax_error(ctx, &parser, yaml, len, name);
 		yaml_parser_delete(&parser);
 		free(cfg->doc);
 		free(cfg);
@@ -373,11 +473,11 @@ int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
 			char *nb;
 
 			cap = cap ? cap * 2 : 8192;
-			if (cap > (16u << 20)) {
+			if (cap > 2 * (size_t)VFGX_CONFIG_MAX_BYTES) {
 				fclose(f);
 				free(buf);
-				return vfgx_set_error(ctx, -EFBIG, "%s: config larger than 16 MiB",
-						      path);
+				return vfgx_set_error(ctx, -EFBIG, "%s: config larger than %d bytes",
+						      path, VFGX_CONFIG_MAX_BYTES);
 			}
 			nb = realloc(buf, cap);
 			if (!nb) {

@@ -1,7 +1,7 @@
 /* discovery.c - exposed-buffer discovery over raw Ethernet: broadcast our
  * descriptors with EtherType 0x88B5 on one interface (AF_PACKET) and keep
  * a leased table of what peers announce; bad frames are counted and
- * dropped. */
+ * dropped, and each source MAC may add only so many entries a second. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_packet.h>
@@ -16,6 +16,14 @@
 
 #include <vfgx/eba.h>
 
+/* New entries one source MAC added in the current one-second window. */
+struct src_rate {
+	uint8_t mac[6];
+	uint32_t added;
+	uint64_t window_ns;
+	uint64_t seen_ns;
+};
+
 struct vfgx_discovery {
 	vfgx_ctx *ctx;
 	int fd;
@@ -28,6 +36,7 @@ struct vfgx_discovery {
 	struct vfgx_eba_frame local;
 	struct vfgx_eba_peer_table peers;
 	struct vfgx_discovery_stats st;
+	struct src_rate src[VFGX_DISCOVERY_SOURCES];
 	vfgx_discovery_event_fn ev;
 	void *ev_user;
 };
@@ -87,7 +96,8 @@ int vfgx_discovery_open(vfgx_ctx *ctx, const struct vfgx_discovery_config *cfg,
 	d->fd = -1;
 	d->interval_ms = cfg->interval_ms ? cfg->interval_ms : 200;
 	strcpy(d->ifname, cfg->ifname);
-	ret = vfgx_eba_peers_init(&d->peers, cfg->max_peers ? cfg->max_peers : 256);
+	ret = vfgx_eba_peers_init(&d->peers, cfg->max_peers ? cfg->max_peers :
+							  VFGX_DISCOVERY_DEFAULT_PEERS);
 	if (ret) {
 		vfgx_set_error(ctx, ret, "discovery: peer table allocation failed");
 		goto err;
@@ -176,10 +186,39 @@ int vfgx_discovery_announce(vfgx_discovery *d)
 	return 0;
 }
 
+/* The rate slot of mac: found, free, or the least recently seen one
+ * (a flood of forged MACs only recycles slots; it never grows memory).
+ */
+static struct src_rate *src_slot(vfgx_discovery *d, const uint8_t mac[6],
+				 uint64_t now_ns)
+{
+	struct src_rate *r = &d->src[0];
+
+	for (int i = 0; i < VFGX_DISCOVERY_SOURCES; i++) {
+		if (!memcmp(d->src[i].mac, mac, 6) && d->src[i].seen_ns) {
+			r = &d->src[i];
+			goto found;
+		}
+		if (d->src[i].seen_ns < r->seen_ns)
+			r = &d->src[i];
+	}
+	memcpy(r->mac, mac, 6);
+	r->added = 0;
+	r->window_ns = now_ns;
+found:
+	r->seen_ns = now_ns ? now_ns : 1;
+	if (now_ns - r->window_ns >= 1000000000ull || now_ns < r->window_ns) {
+		r->window_ns = now_ns;
+		r->added = 0;
+	}
+	return r;
+}
+
 int vfgx_discovery_input(vfgx_discovery *d, const void *payload, size_t len,
 			 const uint8_t src_mac[6], uint64_t now_ns)
 {
 	struct vfgx_eba_frame f;
+	struct src_rate *r;
 	int ret;
 
 	d->st.rx_frames++;
@@ -199,19 +238,31 @@ int vfgx_discovery_input(vfgx_discovery *d, const void *payload, size_t len,
 		return 0;
 	}
 	d->st.rx_valid++;
+	r = src_slot(d, src_mac, now_ns);
 	for (uint16_t i = 0; i < f.count; i++) {
-		int ev = vfgx_eba_peers_update(&d->peers, &f.desc[i], src_mac, now_ns);
+		bool known = vfgx_eba_peers_find(&d->peers, f.desc[i].node_id,
+						 f.desc[i].buffer_id);
+		int ev;
 
+		/* renewals are free: only new keys take from the source's rate */
+		if (!known && r->added >= VFGX_DISCOVERY_NEW_PER_SRC) {
+			d->st.rate_limited++;
+			continue;
+		}
+		ev = vfgx_eba_peers_update(&d->peers, &f.desc[i], src_mac, now_ns);
 		if (ev < 0) {
 			d->st.table_full++;
 			continue;
 		}
-		if (ev == VFGX_EBA_PEER_ADDED)
+		if (ev == VFGX_EBA_PEER_ADDED) {
 			d->st.peers_added++;
+			r->added++;
+		}
 		if (d->ev)
 			d->ev(d->ev_user, vfgx_eba_peers_find(&d->peers, f.desc[i].node_id,
 							      f.desc[i].buffer_id), ev, false);
 	}
+	d->st.peers_evicted = d->peers.evicted;
 	return 0;
 }
 
@@ -245,6 +296,11 @@ int vfgx_discovery_run(vfgx_discovery *d, uint32_t timeout_ms,
 {
 	uint64_t end = vfgx_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	uint64_t next = 0;
+
+	if (want_nodes > d->peers.cap)
+		return vfgx_set_error(d->ctx, -EINVAL,
+				      "discovery: waiting for %u peers, but the peer table holds %u",
+				      want_nodes, d->peers.cap);
 
 	for (;;) {
 		uint64_t now = vfgx_now_ns();

@@ -15,6 +15,8 @@ int vfgx_eba_peers_init(struct vfgx_eba_peer_table *t, uint32_t cap)
 		return -ENOMEM;
 	t->nb = 0;
 	t->cap = cap;
+	t->stale_ns = VFGX_EBA_PEER_STALE_NS;
+	t->evicted = 0;
 	return 0;
 }
 
@@ -42,6 +44,17 @@ const struct vfgx_eba_peer *vfgx_eba_peers_find(const struct vfgx_eba_peer_table
 	return find(t, node_id, buffer_id);
 }
 
+/* The entry announced longest ago: the one a new key may replace. */
+static struct vfgx_eba_peer *stalest(struct vfgx_eba_peer_table *t)
+{
+	struct vfgx_eba_peer *old = &t->peers[0];
+
+	for (uint32_t i = 1; i < t->nb; i++)
+		if (t->peers[i].last_ns < old->last_ns)
+			old = &t->peers[i];
+	return old;
+}
+
 static bool desc_equal(const struct vfgx_eba_desc *a,
 		       const struct vfgx_eba_desc *b)
 {
@@ -60,9 +73,15 @@ int vfgx_eba_peers_update(struct vfgx_eba_peer_table *t,
 	int event = VFGX_EBA_PEER_RENEWED;
 
 	if (!p) {
-		if (t->nb == t->cap)
-			return -ENOSPC;
-		p = &t->peers[t->nb++];
+		if (t->nb == t->cap) {
+			p = stalest(t);
+			if (now_ns <= p->last_ns ||
+			    now_ns - p->last_ns < t->stale_ns)
+				return -ENOSPC;
+			t->evicted++;
+		} else {
+			p = &t->peers[t->nb++];
+		}
 		memset(p, 0, sizeof(*p));
 		p->first_ns = now_ns;
 		event = VFGX_EBA_PEER_ADDED;
@@ -71,6 +90,7 @@ int vfgx_eba_peers_update(struct vfgx_eba_peer_table *t,
 	}
 	p->desc = *d;
 	memcpy(p->src_mac, src_mac, 6);
+	p->last_ns = now_ns;
 	p->expires_ns = expires;
 	return event;
 }

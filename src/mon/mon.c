@@ -34,7 +34,8 @@ int vfgx_mon_open(vfgx_ctx *ctx, const char *path, vfgx_mon **out)
 		return -ENOMEM;
 	m->ctx = ctx;
 	snprintf(m->path, sizeof(m->path), "%s", path);
-	m->fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	/* read-only: the ioctls check capabilities, not the open mode */
+	m->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (m->fd < 0) {
 		err = -errno;
 		free(m);

@@ -125,16 +125,9 @@ static int ax_parse(struct vfgx_port *port, struct ax_priv *ap,
 		return vfgx_cfg_error(&seq, "%d queue ids for %u rx queues (list one interface queue id per rx queue)",
 				      n, port->nb_rx_queues);
 	for (int i = 0; i < n; i++) {
-		const char *s;
-		char *end;
-		unsigned long v;
-
 		vfgx_cfg_seq_item(&seq, i, &it);
-		s = vfgx_cfg_scalar(&it);
-		v = s ? strtoul(s, &end, 10) : 0;
-		if (!s || !*s || *end || v > 65535)
-			return vfgx_cfg_error(&it, "queue id must be a number 0..65535");
-		ap->q[i].nic_queue = (uint32_t)v;
+		if ((ret = vfgx_cfg_item_u32(&it, 0, 65535, &ap->q[i].nic_queue)))
+			return ret;
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <vfgx/rdma.h>
 
 #include "backend.h"
+#include "core/numparse.h"
 
 #define RDMA_DEFAULT_BUF 4096
 #define RDMA_DEFAULT_NBUFS 512
@@ -44,7 +45,9 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	static const char *const roles[] = { "client", "server", NULL };
 	static const char *const fallbacks[] = { "host", "fail", NULL };
 	const struct vfgx_cfg_node *o = conf->opts;
+	char err[VFGX_NUM_ERR_MAX];
 	uint32_t gid;
+	uint64_t pn;
 	int fb, ret;
 
 	if ((ret = vfgx_cfg_check_keys(o, keys)) ||
@@ -71,6 +74,10 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: rdma peer '%s' has no port (write host:port, e.g. 10.0.0.1:7471)",
 				      port->name, rp->peer);
+	if (vfgx_num_u64(strrchr(rp->peer, ':') + 1, 1, 65535, 0, &pn, err,
+			 sizeof(err)))
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: rdma peer '%s': port %s",
+				      port->name, rp->peer, err);
 	if (port->nb_rx_queues != 1 || port->nb_tx_queues > 1)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: rdma has one connection: use 1 rx queue and at most 1 tx queue",

@@ -1,6 +1,7 @@
 /* fuzz_config.c - libFuzzer target: arbitrary text as a YAML config, then
  * each interface's loopback section through the backend's own parser.
- * Must never crash, leak, or fail without an error message. */
+ * Must never crash, leak, or fail without an error message, and that
+ * message is one line with no control characters whatever the input. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vfgx_clear_error(ctx);
 	ret = vfgx_config_load_string(ctx, (const char *)data, size, "fuzz.yaml", &cfg);
 	if (ret) {
-		if (!vfgx_last_error(ctx)[0])
+		const char *msg = vfgx_last_error(ctx);
+
+		if (!msg[0])
 			abort(); /* every refusal must say why */
+		for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+			if (*p < 0x20 || *p == 0x7f)
+				abort(); /* an input cannot forge a line */
 		return 0;
 	}
 	for (uint16_t i = 0; i < cfg->nb_ifaces; i++) {

@@ -73,6 +73,24 @@ count $t '^fail  ' 1
 has $t '^fail  acs          ACS redirect on switch port 0000:17:01.0 \(ACSCtl 0x001d\)'
 has $t 'setpci -s 0000:17:01.0 ECAP_ACS\+0x6.w=0000'
 
+# an ACS header in the last 4 bytes of config space: its control register
+# is past what was read, so there is no redirect to report (no stack read)
+t=acs-at-end
+run_doctor $t 0
+has $t '^pass  acs          no ACS redirect on 3 switch port'
+
+# a FIFO where a sysfs file should be: refused, never waited on
+fifo_tree=$(mktemp -d)
+cp -a "$fx/healthy-cx7-h100/." "$fifo_tree/"
+rm -f "$fifo_tree/sys/class/net/lo/operstate" "$fifo_tree/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/config.lspci"
+mkfifo "$fifo_tree/sys/class/net/lo/operstate" "$fifo_tree/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/config.lspci"
+for cmd in devices doctor; do
+	timeout 30 "$vfgx" $cmd --root "$fifo_tree" >/dev/null 2>&1
+	rc=$?
+	[ "$rc" -ne 124 ] || fail "vfgx $cmd --root with a FIFO in the tree hung"
+done
+rm -rf "$fifo_tree"
+
 t=pcie-mrrs-128
 run_doctor $t 1
 count $t '^(warn|fail)  ' 1

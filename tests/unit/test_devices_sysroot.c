@@ -1,7 +1,8 @@
 /* test_devices_sysroot.c - the sysroot reader behind `vfgx devices` and
  * `vfgx doctor`: paths stay inside the root, text and numbers are read the
  * way sysfs writes them, lspci text stands in for binary config space, and
- * the PCIe distance of the fixture pairs. */
+ * the PCIe distance of the fixture pairs, capability walks bounded by the
+ * bytes read, FIFOs refused. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -175,6 +176,52 @@ static void test_config_from_lspci_text(void **state)
 	assert_int_equal(sysroot_pci_config(&sr, "0000:02:00.0", cfg, sizeof(cfg)), -ENOENT);
 }
 
+/* A capability whose registers run past the bytes read is not found: the
+ * acs-at-end fixture's ACS header sits at 0xffc, its control register
+ * would be at 0x1002 (read past cfg[4096] before).
+ */
+static void test_cap_bounds(void **state)
+{
+	struct sysroot sr;
+	uint8_t cfg[4096];
+	int len;
+
+	(void)state;
+	assert_int_equal(sysroot_init(&sr, "tests/fixtures/acs-at-end"), 0);
+	len = sysroot_pci_config(&sr, "0000:17:00.0", cfg, sizeof(cfg));
+	assert_int_equal(len, 4096);
+	assert_int_equal(sysroot_pci_ext_cap(cfg, len, 0x000d, 4), 0xffc);
+	assert_int_equal(sysroot_pci_ext_cap(cfg, len, 0x000d, 8), 0);
+	/* fewer bytes read than the header needs */
+	assert_int_equal(sysroot_pci_ext_cap(cfg, 0xffe, 0x000d, 4), 0);
+	assert_int_equal(sysroot_init(&sr, "tests/fixtures/acs-redirect"), 0);
+	len = sysroot_pci_config(&sr, "0000:17:00.0", cfg, sizeof(cfg));
+	assert_int_equal(sysroot_pci_ext_cap(cfg, len, 0x000d, 8), 0x100);
+	assert_int_equal(sysroot_pci_cap(cfg, len, 0x10, 10), 0x68);
+	assert_int_equal(sysroot_pci_cap(cfg, 0x70, 0x10, 10), 0); /* cut off */
+}
+
+/* A FIFO in a --root tree is refused at once, never waited on. */
+static void test_fifo_refused(void **state)
+{
+	struct sysroot sr;
+	uint8_t cfg[64];
+	char p[PATH_MAX], buf[64];
+
+	(void)state;
+	alarm(20); /* the old code blocked in open() for ever */
+	snprintf(p, sizeof(p), "%s/sys/fifo", tmpdir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/sys/bus/pci/devices/0000:03:00.0", tmpdir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	strcat(p, "/config");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(sysroot_init(&sr, tmpdir), 0);
+	assert_int_equal(sysroot_read(&sr, buf, sizeof(buf), "/sys/fifo"), -EINVAL);
+	assert_int_equal(sysroot_pci_config(&sr, "0000:03:00.0", cfg, sizeof(cfg)), -EINVAL);
+	alarm(0);
+}
+
 /* The committed fixture trees: the pairs rank as the trees were drawn. */
 static void test_fixture_distances(void **state)
 {
@@ -223,6 +270,8 @@ int main(void)
 		cmocka_unit_test(test_resolve_stays_inside),
 		cmocka_unit_test(test_bdf),
 		cmocka_unit_test(test_config_from_lspci_text),
+		cmocka_unit_test(test_cap_bounds),
+		cmocka_unit_test(test_fifo_refused),
 		cmocka_unit_test(test_fixture_distances),
 	};
 

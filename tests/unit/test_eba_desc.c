@@ -185,6 +185,63 @@ static void test_peers(void **state)
 	vfgx_eba_peers_fini(&t);
 }
 
+/* A flood of new keys with the longest lease: live peers (announced within
+ * stale_ns) are never evicted, stale entries are, the stalest first.
+ */
+static void test_peers_flood(void **state)
+{
+	struct vfgx_eba_peer_table t;
+	const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+	const uint64_t s = 1000000000ull;
+	struct vfgx_eba_desc d;
+	int refused = 0;
+
+	(void)state;
+	assert_int_equal(vfgx_eba_peers_init(&t, 4), 0);
+	assert_true(t.stale_ns == VFGX_EBA_PEER_STALE_NS && t.stale_ns == 2 * s);
+	for (uint64_t n = 1; n <= 4; n++) {
+		d = sample(n, 0);
+		assert_int_equal(vfgx_eba_peers_update(&t, &d, mac, n * s / 10),
+				 VFGX_EBA_PEER_ADDED);
+	}
+	/* full of live peers: a new key is refused */
+	d = sample(5, 0);
+	assert_int_equal(vfgx_eba_peers_update(&t, &d, mac, 1 * s), -ENOSPC);
+	/* 1 and 2 keep announcing; 3 and 4 went quiet at 0.3 and 0.4 s */
+	for (uint64_t n = 1; n <= 2; n++) {
+		d = sample(n, 0);
+		assert_int_equal(vfgx_eba_peers_update(&t, &d, mac, 2 * s),
+				 VFGX_EBA_PEER_RENEWED);
+	}
+	/* a flood at 2.5 s: takes the two stale slots, stalest (3) first */
+	for (uint64_t n = 1000; n < 1100; n++) {
+		d = sample(n, 0);
+		d.lease_s = VFGX_EBA_LEASE_MAX;
+		if (vfgx_eba_peers_update(&t, &d, mac, 5 * s / 2) < 0)
+			refused++;
+	}
+	assert_int_equal(refused, 98);
+	assert_int_equal(t.evicted, 2);
+	assert_null(vfgx_eba_peers_find(&t, 3, 0));
+	assert_null(vfgx_eba_peers_find(&t, 4, 0));
+	assert_non_null(vfgx_eba_peers_find(&t, 1, 0));
+	assert_non_null(vfgx_eba_peers_find(&t, 2, 0));
+	/* the flood never announces again; a new peer at 4.6 s gets a slot
+	 * while 1 and 2, renewed at 4 s, stay */
+	for (uint64_t n = 1; n <= 2; n++) {
+		d = sample(n, 0);
+		vfgx_eba_peers_update(&t, &d, mac, 4 * s);
+	}
+	d = sample(7, 0);
+	assert_int_equal(vfgx_eba_peers_update(&t, &d, mac, 46 * s / 10),
+			 VFGX_EBA_PEER_ADDED);
+	assert_int_equal(t.evicted, 3);
+	assert_non_null(vfgx_eba_peers_find(&t, 1, 0));
+	assert_non_null(vfgx_eba_peers_find(&t, 2, 0));
+	assert_int_equal(t.nb, 4);
+	vfgx_eba_peers_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_frame),
 		cmocka_unit_test(test_peers),
+		cmocka_unit_test(test_peers_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,6 +37,13 @@ static void test_options(void **state)
 	assert_int_equal(open_yaml("interfaces:\n  - name: r\n    backend: rdma\n    rdma: { peer: 10.0.0.1 }\n"),
 			 -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "has no port"));
+	/* the port through the strict number parser: no junk, sign or zero */
+	assert_int_equal(open_yaml("interfaces:\n  - name: r\n    backend: rdma\n    rdma: { peer: \"10.0.0.1:7471abc\" }\n"),
+			 -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "port '7471abc' is not a whole number (must be 1..65535)"));
+	assert_int_equal(open_yaml("interfaces:\n  - name: r\n    backend: rdma\n    rdma: { peer: \"10.0.0.1:+7471\" }\n"),
+			 -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "port '+7471' is not a whole number"));
 	assert_int_equal(open_yaml("interfaces:\n  - name: r\n    backend: rdma\n    rdma: { peer: \"10.0.0.1:1\", role: boss }\n"),
 			 -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "r.yaml:4:"));

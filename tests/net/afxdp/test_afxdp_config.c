@@ -79,7 +79,9 @@ static void bad_queues(void **state)
 	expect_error("2048", "    address: lo\n", "queues: [0, 1]", -EINVAL,
 		     "2 queue ids for 1 rx queues");
 	expect_error("2048", "    address: lo\n", "queues: [x]", -EINVAL,
-		     "queue id must be a number");
+		     "queues[0]: 'x' is not a whole number (must be 0..65535)");
+	expect_error("2048", "    address: lo\n", "queues: ['+1']", -EINVAL,
+		     "queues[0]: '+1' is not a whole number");
 }
 
 static void bad_address_and_frames(void **state)

@@ -2,7 +2,9 @@
 # test_discovery.sh VFGX INJECT - exposed-buffer discovery between two
 # network namespaces joined by veth (eb-a, eb-b, VETH_NET 74): both peers
 # find each other; malformed, truncated, wrong-magic and wrong-version
-# frames are counted and dropped; an expired lease removes a peer.
+# frames are counted and dropped; an expired lease removes a peer; a flood
+# of forged node ids with the longest lease, from one MAC or from many,
+# does not keep a real peer out of the table.
 set -uo pipefail
 vfgx=$1
 inject=$2
@@ -60,7 +62,41 @@ grep -Eq '^1 +0 ' "$work/b3.out" && fail "expired node 1 still in the table"
 grep -q 'peers: 0 nodes' "$work/b3.out" || fail "table not empty after expiry"
 echo "ok: expired lease removed the peer"
 
-# 4. --json (long options): one document with the peer table and counters
+# flood_case OUT KIND NODE B_SECS A_SECS: node 2 listens for B_SECS, the
+# injector sends 300 frames of new node ids from NODE with the longest
+# lease, then node 1 announces for A_SECS and must be in node 2's table
+flood_case() {
+	ip netns exec eb-b "$vfgx" discover -i eb-b0 -n 2 -t "$4" >"$1" 2>&1 & pb=$!
+	pids=($pb)
+	ready "$1"
+	ip netns exec eb-a "$inject" eb-a0 "$2" 300 "$3" || fail "inject $2"
+	ip netns exec eb-a "$vfgx" discover -i eb-a0 -n 1 -t "$5" >/dev/null 2>&1
+	wait $pb
+	pids=()
+	grep -Eq '^1 +0 +ctrl' "$1" || fail "node 1 kept out by $2"
+}
+
+# 4. from one (forged) MAC: rate-limited per source
+flood_case "$work/b4.out" flood-one-mac 100000 5 3
+grep -Eq 'rate_limited=[1-9][0-9]* ' "$work/b4.out" || fail "the flood was not rate-limited"
+echo "ok: a flood from one MAC is rate-limited; the real peer got in"
+
+# 5. from a new MAC per frame: the table fills, the flood's entries go stale
+# (never announced again) and the real peer, announcing, takes one
+flood_case "$work/b5.out" flood-many-macs 200000 7 5
+grep -Eq 'table_full=[1-9][0-9]* ' "$work/b5.out" || fail "a full table refused nothing"
+grep -Eq 'evicted=[1-9][0-9]* ' "$work/b5.out" || fail "no stale entry was evicted"
+grep -Eq '^peers: [0-9]+ nodes, 256 buffers$' "$work/b5.out" || fail "the table is not at its bound of 256"
+echo "ok: a flood from many MACs fills the table only until its entries go stale"
+
+# 6. -p beyond what the table holds is refused, one line, exit 2
+"$vfgx" discover -i eb-a0 -p 257 >"$work/p.out" 2>&1
+rc=$?
+[ $rc = 2 ] || fail "discover -p 257: exit $rc"
+grep -q "^vfgx discover: -p: 257 is out of range (must be 0..256)$" "$work/p.out" || fail "discover -p 257: $(cat "$work/p.out")"
+echo "ok: discover -p refuses more peers than the table holds"
+
+# 7. --json (long options): one document with the peer table and counters
 ip netns exec eb-a "$vfgx" discover --iface eb-a0 --node 1 --peers 1 --time 10 --json >"$work/a4.json" 2>"$work/a4.err" & pa=$!
 ip netns exec eb-b "$vfgx" discover --iface eb-b0 --node 2 --peers 1 --time 10 >"$work/b4.out" 2>&1 & pb=$!
 pids=($pa $pb)

@@ -1,8 +1,9 @@
 #!/bin/sh
 # guest.sh KO MON_GUEST VFGX - runs inside the QEMU guest (see test-mon.sh):
 # loads gpurdma_mon against the q35 topology's real PCIe devices, runs the
-# mon_guest checks, vfgx mon and the library's publisher, rmmod with a
-# client open, then reloads it with other parameters and with none.
+# mon_guest checks (an unprivileged user's among them), vfgx mon and the
+# library's publisher, rmmod with a client open, then reloads it with other
+# parameters and with none.
 set -u
 ko=$1 t=$2 vfgx=$3
 gpu=0000:20:00.0    # root port on NUMA node 0, x32 16 GT/s capable, at x1 2.5
@@ -60,6 +61,9 @@ step "ioctls"
 "$t" ioctl || fail "ioctl"
 step "PUBLISH thresholds"
 "$t" publish || fail "publish"
+step "an unprivileged user reads, cannot write, cannot pin memory"
+[ "$(stat -c %a /dev/gpurdma_mon)" = 644 ] || fail "device mode $(stat -c %a /dev/gpurdma_mon), want 644"
+"$t" unpriv || fail "unpriv"
 step "periodic link check"
 "$t" link-checks || fail "link-checks"
 
@@ -136,7 +140,8 @@ rmmod gpurdma_mon || fail "rmmod after the client closed"
 [ -e /sys/kernel/debug/gpurdma_mon ] && fail "debugfs left behind"
 
 step "reload: GPU stand-in is the NIC's own root port"
-insmod "$ko" gpu=$nic_port nic=$nic || fail "reload"
+insmod "$ko" gpu=$nic_port nic=$nic mode=0600 max_clients=2 || fail "reload"
+[ "$(stat -c %a /dev/gpurdma_mon)" = 600 ] || fail "mode=0600: device mode $(stat -c %a /dev/gpurdma_mon)"
 "$t" telemetry --gpu $nic_port --nic $nic --numa 0 --switch 1 || fail "telemetry after reload"
 "$t" clients 2 20 || fail "clients after reload"
 rmmod gpurdma_mon || fail "rmmod"
@@ -160,4 +165,8 @@ insmod "$ko" gpu=0000:7f:1f.7 2>/dev/null && fail "insmod with a missing gpu suc
 dmesg | grep -q 'gpu=0000:7f:1f.7: no such PCI device' || fail "no message for the missing gpu"
 insmod "$ko" check_ms=5 2>/dev/null && fail "insmod check_ms=5 succeeded"
 dmesg | grep -q 'check_ms=5: must be 100..60000' || fail "no message for check_ms"
+insmod "$ko" max_clients=0 2>/dev/null && fail "insmod max_clients=0 succeeded"
+dmesg | grep -q 'max_clients=0: must be 1..4096' || fail "no message for max_clients"
+insmod "$ko" mode=0755 2>/dev/null && fail "insmod mode=0755 succeeded"
+dmesg | grep -q 'mode=0755: only read and write bits' || fail "no message for mode"
 echo PASS

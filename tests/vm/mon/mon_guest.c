@@ -2,7 +2,8 @@
  * guest.sh, one subcommand per aspect: telemetry against the PCI devices'
  * own sysfs, many clients receiving injected events in order, poll and
  * blocking-read wake-ups, queue overflow, ioctl argument checks, PUBLISH
- * thresholds, the periodic link check.  Exit 0 pass, 1 fail. */
+ * thresholds, the periodic link check, what an unprivileged user may do and
+ * the bound on open clients.  Exit 0 pass, 1 fail. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -602,6 +605,195 @@ static int cmd_publish(void)
 	return failures ? 1 : 0;
 }
 
+/* --- an unprivileged user -------------------------------------------- */
+
+#define NOBODY 65534
+
+static unsigned int module_param_uint(const char *name)
+{
+	char path[128];
+	unsigned int v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/gpurdma_mon/parameters/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%u", &v) != 1) {
+		printf("FAIL: %s unreadable\n", path);
+		exit(1);
+	}
+	fclose(f);
+	return v;
+}
+
+static unsigned int sysfs_clients(void)
+{
+	unsigned int v = 0;
+	FILE *f = fopen("/sys/class/misc/gpurdma_mon/clients", "r");
+
+	if (!f || fscanf(f, "%u", &v) != 1) {
+		printf("FAIL: clients unreadable\n");
+		exit(1);
+	}
+	fclose(f);
+	return v;
+}
+
+/* setuid() away from root clears every capability; check it did. */
+static void drop_to_nobody(void)
+{
+	char line[256];
+	bool none = false;
+	FILE *f;
+
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)) {
+		printf("FAIL: cannot drop to uid %d: %s\n", NOBODY,
+		       strerror(errno));
+		exit(1);
+	}
+	f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strcmp(line, "CapEff:\t0000000000000000\n"))
+			none = true;
+	if (f)
+		fclose(f);
+	if (!none) {
+		printf("FAIL: capabilities left after setuid(%d)\n", NOBODY);
+		exit(1);
+	}
+}
+
+/* The child: reads work, SET_THRESHOLD and PUBLISH are refused, opens
+ * stop at max_clients.  Tells the parent over ready, waits on go.
+ */
+static void unpriv_child(int ready, int go, unsigned int max)
+{
+	struct gpurdma_mon_threshold thr = { .argsz = sizeof(thr) };
+	struct gpurdma_mon_threshold now = { .argsz = sizeof(now) };
+	struct gpurdma_mon_publish *p = calloc(1, sizeof(*p));
+	struct gpurdma_mon_event ev[16];
+	int fd, *fds = calloc(max + 1, sizeof(int)), nfds = 0, err;
+	uint64_t publishes;
+	char c = 0;
+
+	drop_to_nobody();
+	errno = 0;
+	fd = open(DEV, O_RDWR);
+	CHECK(fd == -1 && errno == EACCES,
+	      "unprivileged O_RDWR open: fd %d errno %d", fd, errno);
+	if (fd >= 0)
+		close(fd);
+	fd = open(DEV, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		printf("FAIL: unprivileged O_RDONLY open: %s\n",
+		       strerror(errno));
+		exit(1);
+	}
+	publishes = telemetry(fd).publishes;
+	CHECK(ioctl(fd, GPURDMA_MON_IOC_GET_THRESHOLD, &now) == 0,
+	      "unprivileged GET_THRESHOLD errno %d", errno);
+	/* the replayed conditions (a degraded link) are readable */
+	CHECK(drain(fd, ev, 16) > 0, "unprivileged read got no events");
+
+	thr.pressure_pct = now.pressure_pct == 50 ? 60 : 50;
+	errno = 0;
+	CHECK(ioctl(fd, GPURDMA_MON_IOC_SET_THRESHOLD, &thr) == -1 &&
+		      errno == EPERM,
+	      "unprivileged SET_THRESHOLD errno %d", errno);
+	thr.argsz = 1; /* refused for the caller, not for its argument */
+	errno = 0;
+	CHECK(ioctl(fd, GPURDMA_MON_IOC_SET_THRESHOLD, &thr) == -1 &&
+		      errno == EPERM,
+	      "unprivileged SET_THRESHOLD, bad argsz: errno %d", errno);
+	thr = (struct gpurdma_mon_threshold){ .argsz = sizeof(thr) };
+	CHECK(ioctl(fd, GPURDMA_MON_IOC_GET_THRESHOLD, &thr) == 0 &&
+		      thr.pressure_pct == now.pressure_pct &&
+		      thr.bw_mbps == now.bw_mbps,
+	      "threshold changed to %u%%", thr.pressure_pct);
+	p->argsz = sizeof(*p);
+	p->pool_total = 100;
+	p->pool_used = 100;
+	errno = 0;
+	CHECK(ioctl(fd, GPURDMA_MON_IOC_PUBLISH, p) == -1 && errno == EPERM,
+	      "unprivileged PUBLISH errno %d", errno);
+	CHECK(telemetry(fd).publishes == publishes,
+	      "unprivileged PUBLISH counted");
+	CHECK(drain(fd, ev, 16) == 0, "unprivileged PUBLISH raised an event");
+
+	/* fill the table: the last open fails with EUSERS, cleanly */
+	fds[nfds++] = fd;
+	while (nfds <= (int)max) {
+		fd = open(DEV, O_RDONLY | O_NONBLOCK);
+		if (fd < 0)
+			break;
+		fds[nfds++] = fd;
+	}
+	err = errno;
+	CHECK(fd == -1 && err == EUSERS, "open %d: fd %d errno %d",
+	      nfds + 1, fd, err);
+	CHECK(sysfs_clients() == max, "clients %u at the bound %u",
+	      sysfs_clients(), max);
+	/* a closed slot can be taken again */
+	close(fds[--nfds]);
+	fd = open(DEV, O_RDONLY | O_NONBLOCK);
+	CHECK(fd >= 0, "reopen after a close: errno %d", errno);
+	if (fd >= 0)
+		fds[nfds++] = fd;
+	printf("unprivileged: %d clients open, the next refused with %s\n",
+	       nfds, strerror(err));
+	if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1)
+		failures++;
+	while (nfds)
+		close(fds[--nfds]);
+	free(fds);
+	free(p);
+	exit(failures ? 1 : 0);
+}
+
+static int cmd_unpriv(void)
+{
+	struct gpurdma_mon_threshold thr = { .argsz = sizeof(thr) };
+	unsigned int max = module_param_uint("max_clients");
+	int ready[2], go[2], status = 0, fd;
+	pid_t pid;
+	char c;
+
+	CHECK(sysfs_clients() == 0, "clients open before the test: %u",
+	      sysfs_clients());
+	if (pipe(ready) || pipe(go))
+		return 1;
+	pid = fork();
+	if (pid == 0)
+		unpriv_child(ready[1], go[0], max);
+	close(ready[1]);
+	close(go[0]);
+	if (read(ready[0], &c, 1) == 1) {
+		/* a client with CAP_NET_ADMIN is never locked out */
+		fd = open(DEV, O_RDWR | O_NONBLOCK);
+		CHECK(fd >= 0, "privileged open at the bound: errno %d", errno);
+		if (fd >= 0) {
+			CHECK(sysfs_clients() == max + 1, "clients %u",
+			      sysfs_clients());
+			CHECK(ioctl(fd, GPURDMA_MON_IOC_GET_THRESHOLD, &thr) == 0 &&
+				      ioctl(fd, GPURDMA_MON_IOC_SET_THRESHOLD,
+					    &thr) == 0,
+			      "privileged SET_THRESHOLD errno %d", errno);
+			close(fd);
+		}
+	} else {
+		failures++;
+	}
+	if (write(go[1], &c, 1) != 1)
+		failures++;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "unprivileged child status %#x", status);
+	for (int i = 0; i < 100 && sysfs_clients(); i++)
+		sleep_ms(20);
+	CHECK(sysfs_clients() == 0, "clients left open: %u", sysfs_clients());
+	return failures ? 1 : 0;
+}
+
 /* --- the rest -------------------------------------------------------- */
 
 static int cmd_hold(void)
@@ -641,7 +833,7 @@ static int cmd_link_checks(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: mon_guest telemetry|clients|read|ioctl|publish|hold|link-checks ...\n");
+		fprintf(stderr, "usage: mon_guest telemetry|clients|read|ioctl|publish|unpriv|hold|link-checks ...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -655,6 +847,8 @@ int main(int argc, char **argv)
 		return cmd_ioctl();
 	if (!strcmp(argv[1], "publish"))
 		return cmd_publish();
+	if (!strcmp(argv[1], "unpriv"))
+		return cmd_unpriv();
 	if (!strcmp(argv[1], "hold"))
 		return cmd_hold();
 	if (!strcmp(argv[1], "link-checks"))
