@@ -811,17 +811,6 @@ out:
 
 /* --- main ----------------------------------------------------------------- */
 
-static double loadavg1(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f && fscanf(f, "%lf", &l) != 1)
-		l = -1;
-	if (f)
-		fclose(f);
-	return l;
-}
 
 /* --cpus SEND,RECV: two CPU numbers, each by the strict parser. */
 static int parse_cpus(const char *s, int *send, int *recv)
@@ -870,7 +859,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	double offered[3] = { 0 };
 	const char *out = "bench/results", *ns = "host namespace", *only = "";
 	struct udp_shared *sh;
-	double secs = 2.0, load0 = loadavg1();
+	double secs = 2.0, load0 = bench_loadavg1();
 	int rounds = 5;
 	char path[512], name[64];
 	uint16_t port = BASE_PORT;
@@ -1050,7 +1039,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	if (cpu_send >= 0)
 		fprintf(f, "- cpus: senders/clients on CPU %d, receivers/servers on CPU %d (the same for sockperf and vfgx)\n",
 			cpu_send, cpu_recv);
-	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, loadavg1());
+	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, bench_loadavg1());
 	fprintf(f, "- each number is the MEDIAN of %d rounds; in every round both sides run back to back, and odd rounds run vfgx first (every round's numbers are in the tables)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
 	fprintf(f, "- udp_rx measures the RECEIVER. Offered load, identical for both: %d sender processes on the senders' CPU, each sendmmsg()ing bursts of 64 UDP datagrams of SIZE payload bytes (a sockperf message header in front, so sockperf sr handles them like its own sender's) to 127.0.0.1 for %g s. Round 0 runs the senders unpaced into each receiver; the measured rounds pace them at %s. Receivers on the receivers' CPU, one thread each: `sockperf sr` (blocking recvfrom(), one datagram per call) and a vfgx socket port (1 rx queue, default config: UDP GRO socket option on, recvmmsg() of up to 16) with a vfgx_proc behind it, blocking in vfgx_socket_wait(port, 0, -1) (no timeout, like sockperf; the senders end with empty datagrams to wake it, not counted). Received = the kernel's Udp InDatagrams delta, drops = Udp RcvbufErrors delta (this namespace only: the same counters for both); receiver CPU = schedstat run time of sockperf's threads / CLOCK_THREAD_CPUTIME_ID of the vfgx thread, from the senders' start until the socket is drained.\n",
