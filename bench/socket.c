@@ -811,7 +811,6 @@ out:
 
 /* --- main ----------------------------------------------------------------- */
 
-
 /* --cpus SEND,RECV: two CPU numbers, each by the strict parser. */
 static int parse_cpus(const char *s, int *send, int *recv)
 {
