@@ -71,9 +71,13 @@ bool vfgx_pipeline_done(vfgx_pipeline *pl);
 void vfgx_pipeline_stop(vfgx_pipeline *pl);
 /* Sum of all workers; safe to call while running (values may lag). */
 void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st);
-/* Rx queue q of port as its worker last published it (every few ms, and
- * at stop); safe while running.  -EINVAL when the pipeline does not poll
- * that queue. */
+/* Have the workers also copy each rx queue's counters when they publish
+ * (every few ms, and at stop), for vfgx_pipeline_queue_stats.  Off by
+ * default: it costs one stats read per queue per publish on the worker. */
+void vfgx_pipeline_keep_queue_stats(vfgx_pipeline *pl);
+/* Rx queue q of port as its worker last published it (zeros before
+ * vfgx_pipeline_keep_queue_stats and the next publish); safe while
+ * running.  -EINVAL when the pipeline does not poll that queue. */
 int vfgx_pipeline_queue_stats(vfgx_pipeline *pl, vfgx_port *port, uint16_t q,
 			      struct vfgx_queue_stats *st);
 /* First fatal port error a worker hit (negative errno), or 0. */

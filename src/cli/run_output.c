@@ -71,6 +71,7 @@ void run_output_publish(struct run_output *ro, const struct vfgx_pipeline_stats 
 		vfgx_metrics_snapshot_ports(s, ports, nb_ports);
 	} else if (pl) {
 		/* from the workers' published copies: never the queues themselves */
+		vfgx_pipeline_keep_queue_stats(pl);
 		vfgx_metrics_snapshot_ports(s, ports, nb_ports);
 		for (uint16_t i = 0, k = 0; i < nb_ports; i++)
 			for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]) &&

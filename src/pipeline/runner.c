@@ -47,6 +47,7 @@ struct vfgx_pipeline {
 	struct worker *workers;
 	uint16_t nb_workers;
 	atomic_bool stop;
+	atomic_bool keep_queues; /* workers copy per-queue stats when publishing */
 	bool stopped;
 	vfgx_mon_publisher *mon; /* NULL when gpurdma_mon is absent */
 };
@@ -124,8 +125,9 @@ static void publish(struct worker *wk)
 	pthread_mutex_lock(&wk->lock);
 	vfgx_proc_stats(wk->proc, &wk->snap);
 	/* queue stats are read on the thread that owns the queue */
-	for (uint32_t i = 0; i < wk->nb_polls; i++)
-		vfgx_port_stats(wk->polls[i].port, wk->polls[i].q, &wk->qsnap[i]);
+	if (atomic_load_explicit(&wk->pl->keep_queues, memory_order_relaxed))
+		for (uint32_t i = 0; i < wk->nb_polls; i++)
+			vfgx_port_stats(wk->polls[i].port, wk->polls[i].q, &wk->qsnap[i]);
 	if (wk->pl->mon)
 		for (uint32_t i = 0; i < wk->nb_polls; i++)
 			vfgx_mon_queue_snap(wk->polls[i].port, wk->polls[i].q,
@@ -266,6 +268,11 @@ void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
 		vfgx_stats_add(st, &wk->snap);
 		pthread_mutex_unlock(&wk->lock);
 	}
+}
+
+void vfgx_pipeline_keep_queue_stats(vfgx_pipeline *pl)
+{
+	atomic_store(&pl->keep_queues, true);
 }
 
 int vfgx_pipeline_queue_stats(vfgx_pipeline *pl, vfgx_port *port, uint16_t q,

@@ -186,6 +186,13 @@ try:
     if scalar(prom, "min_over_time(vfgx_run_finished[10m])") != 0:
         fail("no scrape was taken while the run was going")
 
+    # per-queue counters moved while the run was going (the workers' copies)
+    during = query(prom, "max_over_time((sum(vfgx_port_rx_packets_total) and on() "
+                         "(vfgx_run_finished == 0))[10m:500ms])")
+    final_rx = sum(q["rx_packets"] for q in report["queues"])
+    if not during or not 0 < float(during[0]["value"][1]) < final_rx:
+        fail("per-queue rx counters during the run: %s (final %d)" % (during, final_rx))
+
     pl = report["pipeline"]
     checks = {
         "vfgx_pipeline_packets_total": pl["packets"],
