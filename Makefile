@@ -23,11 +23,18 @@ demo: build
 test: build
 	@scripts/run-tests.sh $(BUILD) $(SAN)
 
-test-gpu: build
+# no `deps` step (a GPU machine may have no apt; meson says what is
+# missing), and only what the GPU tests run is built
+test-gpu:
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD)
+	ninja -C $(BUILD) src/cli/vfgx tests/gpu/test_gpu_parity tests/gpu/test_gpu_e2e
 	@tests/gpu/run-gpu-tests.sh $(BUILD)
 
+# results go to the build folder; BENCH_OUT=bench/results updates the
+# committed file (a full-length run, on a quiet machine)
+BENCH_OUT ?= $(BUILD)/bench-results
 bench: build
-	$(VFGX) bench pipeline
+	$(VFGX) bench pipeline --out $(BENCH_OUT) $(BENCH_ARGS)
 
 lint:
 	@scripts/lint.sh

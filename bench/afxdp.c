@@ -722,8 +722,9 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	}
 	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null", B.testpmd);
 	have_tp = strcmp(B.testpmd, "none") && sh(cmd) == 0;
-	if (!have_tp)
-		fprintf(stderr, "vfgx bench afxdp: dpdk-testpmd not found; measuring without it (apt install dpdk)\n");
+	if (!have_tp && strcmp(B.testpmd, "none"))
+		fprintf(stderr, "vfgx bench afxdp: %s not found; measuring without it (apt install dpdk-dev, or --testpmd none)\n",
+			B.testpmd);
 	B.sent = mmap(NULL, sizeof(uint64_t) * MAX_SENDERS,
 		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (B.sent == MAP_FAILED)

@@ -17,6 +17,8 @@
 #include "results.h"
 #include "vfgx_build.h"
 
+#include "gpu_kernel.h"
+
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
 
@@ -42,12 +44,6 @@ static const struct {
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS | PP_HOSTQUIT, "same + those read a host word every 256 spins" },
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_STAMP, "acquire/fence/release + a weak host store before a GPU-scope release" },
 	{ PP_ACQUIRE | PP_FENCE | PP_RELEASE | PP_SPINNERS | PP_HOSTQUIT | PP_STAMP, "all of the above (the old persistent hand-off)" },
-};
-
-struct tput {
-	double mpps, gbps, gbytes_s;
-	uint64_t packets;
-	bool complete; /* every packet delivered */
 };
 
 static struct vfgx_pipeline_config bench_conf(uint32_t size, bool reorder)
@@ -296,7 +292,32 @@ out:
 	return ret < 0 ? ret : 0;
 }
 
-static void driver_version(char *buf, size_t len)
+int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
+			  enum vfgx_gpu_mode mode, double seconds, struct tput *res)
+{
+	uint32_t stride = stride_of(size), count = BUF_BYTES / stride;
+	vfgx_region *rg = NULL, *rp = NULL;
+	uint8_t *frames;
+	int ret = -ENOMEM;
+
+	count = count > (1u << 20) ? (1u << 20) : count;
+	frames = build_frames(size, count);
+	if (frames &&
+	    !(ret = vfgx_region_create(ctx, VFGX_MEM_GPU, (size_t)count * stride, 0, false, &rg)) &&
+	    !(ret = vfgx_region_create(ctx, VFGX_MEM_PINNED, (size_t)count * stride, 0, false, &rp))) {
+		memcpy(vfgx_region_info(rp)->addr, frames, (size_t)count * stride);
+		gpubw_copy_to_device(vfgx_region_info(rg)->dev_addr, frames, (size_t)count * stride);
+		ret = throughput(ctx, size, on_gpu, mode, true, seconds, frames,
+				 vfgx_region_info(rg)->dev_addr, vfgx_region_info(rp)->addr,
+				 count, res);
+	}
+	vfgx_region_destroy(rg);
+	vfgx_region_destroy(rp);
+	free(frames);
+	return ret;
+}
+
+void bench_gpu_driver_version(char *buf, size_t len)
 {
 	FILE *f = fopen("/proc/driver/nvidia/version", "r");
 	char line[256];
@@ -349,7 +370,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 		vfgx_ctx_destroy(ctx);
 		return 77;
 	}
-	driver_version(drv, sizeof(drv));
+	bench_gpu_driver_version(drv, sizeof(drv));
 	printf("%s\n%s\n", desc, drv);
 	if (gpubw_d2d(0, 1ull << 30, 5, &d2d, err, sizeof(err)) ||
 	    gpubw_pinned_read(0, 1ull << 30, 3, &pcie, err, sizeof(err))) {
@@ -498,7 +519,13 @@ int vfgx_bench_gpu(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "vfgx bench gpu: this build has no CUDA (install the CUDA toolkit so meson finds nvcc, and rebuild)\n");
-	return 77;
+	return bench_gpu_no_cuda("gpu");
 }
 #endif
+
+int bench_gpu_no_cuda(const char *name)
+{
+	fprintf(stderr, "vfgx bench %s: this build has no CUDA (install the CUDA toolkit so meson finds nvcc, and rebuild)\n",
+		name);
+	return 77;
+}

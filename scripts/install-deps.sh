@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# install-deps.sh - install the Debian 12 packages VectorFlow-GX builds and
-# tests with.  Idempotent: installs only what is missing, runs apt-get update
-# at most once.  Needs root (or sudo) when something is missing.
+# install-deps.sh [--dry-run] - install the Debian 12 packages VectorFlow-GX
+# builds and tests with, then prepare the VM tests' guest kernel.
+# Idempotent: installs only what is missing, runs apt-get update at most
+# once.  Names that depend on apt's lists (the kernel headers the VM tests
+# build against) are resolved from the lists, refreshed first where they
+# cannot be; a name that still cannot be resolved is an error, never a
+# silent omission.  --dry-run: resolve and print what would be installed,
+# install nothing.  Needs root (or sudo) when something is missing.
 set -euo pipefail
+
+dry_run=false
+case ${1:-} in
+"") ;;
+--dry-run) dry_run=true ;;
+*) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
+esac
 
 pkgs=(
 	# build
@@ -15,33 +27,63 @@ pkgs=(
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 	ethtool # afxdp net test: checksum offload off on the veth sender
-	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk
+	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
+	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
 )
-# gpurdma_mon: headers of the kernel the VM tests boot (linux-image-amd64's target)
-kimage=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}' || true)
-[[ -n $kimage ]] && pkgs+=("linux-headers-${kimage#linux-image-}")
-
-missing=()
-for p in "${pkgs[@]}"; do
-	[[ $p == \#* ]] && continue
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-		missing+=("$p")
-	fi
-done
-
-if ((${#missing[@]} == 0)); then
-	echo "install-deps: all ${#pkgs[@]} packages present"
-	"$(dirname "$0")/../tests/vm/prepare-kernel.sh" >/dev/null || echo "install-deps: VM guest kernel not prepared; vm tests will skip" >&2
-	exit 0
-fi
 
 sudo=()
 if ((EUID != 0)); then
-	command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
 	sudo=(sudo)
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+updated=false
+apt_update() {
+	$updated && return 0
+	if ((EUID != 0)) && ! command -v sudo >/dev/null; then
+		echo "install-deps: need root to run apt-get update" >&2
+		exit 1
+	fi
+	echo "install-deps: apt-get update"
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -q
+	updated=true
+}
+
+# gpurdma_mon in the VM tests: the headers of the kernel the guest boots,
+# the version linux-image-amd64 points at in apt's lists.
+headers_pkg() {
+	local kimage
+	kimage=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+	[[ -n $kimage ]] && echo "linux-headers-${kimage#linux-image-}"
+}
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing_pkgs() {
+	missing=()
+	for p in "${pkgs[@]}"; do
+		installed "$p" || missing+=("$p")
+	done
+}
+
+headers=$(headers_pkg) || true
+missing_pkgs
+if [[ -z $headers ]] || ((${#missing[@]})); then
+	# empty or stale lists (a fresh machine): names resolve only after this
+	apt_update
+	[[ -n $headers ]] || headers=$(headers_pkg) || {
+		echo "install-deps: cannot resolve the kernel headers package: linux-image-amd64 names no linux-image-<version> in apt's lists (check /etc/apt/sources.list, then rerun)" >&2
+		exit 1
+	}
+fi
+pkgs+=("$headers")
+missing_pkgs
+
+if ((${#missing[@]} == 0)); then
+	echo "install-deps: all ${#pkgs[@]} packages present"
+elif $dry_run; then
+	echo "install-deps: would install ${missing[*]}"
+else
+	echo "install-deps: installing ${missing[*]}"
+	apt_update
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+$dry_run && exit 0
 "$(dirname "$0")/../tests/vm/prepare-kernel.sh" >/dev/null || echo "install-deps: VM guest kernel not prepared; vm tests will skip" >&2

@@ -1,32 +1,55 @@
 #!/usr/bin/env python3
-"""test-summary.py BUILD... - read each build's meson-logs/testlog.json and
-print 'N passed, N failed, N skipped'; exit 1 when anything failed."""
+"""test-summary.py BUILD... - read each build's meson-logs/testlog.json,
+list every failure and every skip with the reason the test printed, and end
+with 'N passed, N failed, N skipped'; exit 1 when anything failed."""
 import json
 import os
+import re
 import sys
 
-passed = failed = skipped = 0
-for build in sys.argv[1:]:
-    if os.path.exists(os.path.join(build, 'build-failed')):
-        print('%s: build failed' % build)
-        failed += 1
-        continue
-    log = os.path.join(build, 'meson-logs', 'testlog.json')
-    if not os.path.exists(log):
-        print('%s: no test log' % build)
-        failed += 1
-        continue
-    for line in open(log):
-        t = json.loads(line)
-        r = t.get('result')
-        name = '%s: %s' % (build, t.get('name'))
-        if r in ('OK', 'EXPECTEDFAIL'):
-            passed += 1
-        elif r == 'SKIP':
-            skipped += 1
-            print('skipped  %s' % name)
-        else:
+# "SKIP: reason", "skip: reason", "test_x: skipped: reason", "SKIP - reason"
+SKIP_LINE = re.compile(r'\bskip(?:ped)?\b\s*[:-]\s*(.+)', re.IGNORECASE)
+
+
+def skip_reason(test):
+    """The reason a skipped test gave: its last line naming a skip, else
+    its last line of output."""
+    lines = [l.strip() for key in ('stdout', 'stderr')
+             for l in (test.get(key) or '').splitlines() if l.strip()]
+    for line in reversed(lines):
+        m = SKIP_LINE.search(line)
+        if m:
+            return m.group(1)
+    return lines[-1] if lines else '(the test printed no reason)'
+
+
+def main(builds):
+    passed = failed = skipped = 0
+    for build in builds:
+        if os.path.exists(os.path.join(build, 'build-failed')):
+            print('%s: build failed' % build)
             failed += 1
-            print('FAILED   %s (%s)' % (name, r))
-print('%d passed, %d failed, %d skipped' % (passed, failed, skipped))
-sys.exit(1 if failed else 0)
+            continue
+        log = os.path.join(build, 'meson-logs', 'testlog.json')
+        if not os.path.exists(log):
+            print('%s: no test log' % build)
+            failed += 1
+            continue
+        for line in open(log):
+            t = json.loads(line)
+            r = t.get('result')
+            name = '%s: %s' % (build, t.get('name'))
+            if r in ('OK', 'EXPECTEDFAIL'):
+                passed += 1
+            elif r == 'SKIP':
+                skipped += 1
+                print('skipped  %s: %s' % (name, skip_reason(t)))
+            else:
+                failed += 1
+                print('FAILED   %s (%s)' % (name, r))
+    print('%d passed, %d failed, %d skipped' % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

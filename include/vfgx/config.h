@@ -138,6 +138,8 @@ struct vfgx_expect_config {
 	bool all_received;  /* every generated packet accounted for */
 	bool in_order;      /* reorder delivered every sequence, no gaps */
 	bool verified;      /* no payload mismatch */
+	/* delivered at least this many; default 1: a run that delivered
+	 * nothing fails unless the config sets 0 (an empty run expected) */
 	uint64_t min_packets;
 };
 

@@ -22,8 +22,13 @@ static const struct cli_cmd bench_gpu_cli = {
 	.opts = bench_common_opts,
 };
 
+static const struct cli_cmd bench_e2e_cli = {
+	.name = "bench e2e", .summary = "GPU product path end to end: vfgx run's GPU pipeline on replayed traffic",
+	.opts = bench_common_opts,
+};
+
 const struct cli_cmd *const vfgx_bench_clis[] = {
-	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli,
+	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli, &bench_e2e_cli,
 	&vfgx_bench_cli_afxdp,
 #if VFGX_HAVE_DPDK
 	&vfgx_bench_cli_dpdk,
@@ -42,6 +47,7 @@ static const struct {
 	{ "pipeline", vfgx_bench_pipeline },
 	{ "socket", vfgx_bench_socket },
 	{ "gpu", vfgx_bench_gpu },
+	{ "e2e", vfgx_bench_e2e },
 	{ "afxdp", vfgx_bench_afxdp },
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },

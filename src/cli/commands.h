@@ -26,6 +26,7 @@ int vfgx_cmd_completion(int argc, char **argv);
 int vfgx_bench_pipeline(int argc, char **argv);
 int vfgx_bench_socket(int argc, char **argv);
 int vfgx_bench_gpu(int argc, char **argv);
+int vfgx_bench_e2e(int argc, char **argv);
 int vfgx_bench_afxdp(int argc, char **argv);
 int vfgx_bench_dpdk(int argc, char **argv);
 int vfgx_bench_eba(int argc, char **argv);

@@ -274,7 +274,7 @@ static int parse_expect(struct vfgx_config *cfg,
 	    (ret = vfgx_cfg_bool(&ex, "all_received", false, &e->all_received)) ||
 	    (ret = vfgx_cfg_bool(&ex, "in_order", false, &e->in_order)) ||
 	    (ret = vfgx_cfg_bool(&ex, "verified", false, &e->verified)) ||
-	    (ret = vfgx_cfg_u64(&ex, "min_packets", 0, 0, UINT64_MAX,
+	    (ret = vfgx_cfg_u64(&ex, "min_packets", 1, 0, UINT64_MAX,
 				&e->min_packets)))
 		return ret;
 	return 0;

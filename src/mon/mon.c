@@ -41,7 +41,7 @@ int vfgx_mon_open(vfgx_ctx *ctx, const char *path, vfgx_mon **out)
 		free(m);
 		if (err == -ENOENT)
 			return vfgx_set_error(ctx, err,
-					      "%s: no such device; load the gpurdma_mon driver (make -C drivers/gpurdma_mon && insmod drivers/gpurdma_mon/gpurdma_mon.ko)",
+					      "%s: no such device; load the gpurdma_mon driver (`make -C drivers/gpurdma_mon install && modprobe gpurdma_mon`, needs the running kernel's headers)",
 					      path);
 		return vfgx_set_error(ctx, err, "%s: cannot open: %s", path,
 				      strerror(-err));

@@ -53,6 +53,12 @@ enum vfgx_comm_cmd {
 	VFGX_COMM_CMD_FLUSH = 1, /* end of input: drain the reorder windows */
 	VFGX_COMM_CMD_RESET = 2, /* forget all stream state (windows emptied) */
 };
+#define VFGX_COMM_CMD_MASK 0xffffu
+/* cmd bit: pkts points at struct vfgx_pkt records (40 bytes: data at 0,
+ * len at 8, queue and flags at 32, pinned host memory written by the
+ * port's rx_burst) instead of vfgx_comm_pkt descriptors; the runner hands
+ * its rx arrays over with no copy. */
+#define VFGX_COMM_PKT_RECORDS 0x10000u
 
 /* One packet: addr is readable by the GPU (device memory, or pinned host
  * memory through its device mapping). 24 bytes. */
@@ -73,10 +79,16 @@ struct vfgx_comm_item {
 	uint64_t pad[5];       /* the GPU writes nothing here */
 };
 
+/* v, and beside it in the same 16 bytes a CPU clock (vfgx_now_ns()) that a
+ * measuring producer keeps rewriting while it waits for the item (0
+ * otherwise): the GPU reads both in one 16-byte load (hand-off bounds
+ * with no clock model, bench/e2e_handoff.c). */
 struct vfgx_comm_status_word {
 	uint32_t v;
-	uint32_t pad[15];
-};
+	uint32_t pad0;
+	uint64_t clock;
+	uint32_t pad[12];
+} __attribute__((aligned(64)));
 
 /* Host and device views of the same pinned allocations. */
 struct vfgx_comm_list {
@@ -90,8 +102,10 @@ struct vfgx_comm_list {
 	struct vfgx_comm_status_word *status_dev;
 	volatile uint32_t *quit;                /* host view of the quit flag */
 	uint32_t *quit_dev;
-	/* persistent mode: per slot, the GPU's %globaltimer (ns) when it
-	 * observed the item READY; written before DONE (host view) */
+	/* persistent mode: per slot 4 words, written before DONE (host view):
+	 * the GPU's %globaltimer (ns) just after and just before the 16-byte
+	 * load of the status line that returned READY, and the CPU clock that
+	 * load returned */
 	volatile uint64_t *seen_ns;
 };
 

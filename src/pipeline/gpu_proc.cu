@@ -39,6 +39,10 @@
 #define PKT_FLAG_PAYLOAD 0x2
 #define RES_NONE 0
 #define RES_INSERT 1
+/* record flags: the app header's LAST bit, and RF_BAD when phase A found
+ * the body differing from the loopback pattern (counted at delivery when
+ * pipeline.verify_payload is on, as the CPU verifies delivered records) */
+#define RF_BAD 0x80u
 #define DROP_USER 15 /* VFGX_DROP_USER */
 #define CSUM_DEPTH 16
 /* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
@@ -75,7 +79,8 @@ struct kparams {
 	uint64_t *tickets;          /* GPUK_GROUPS, TICKET_STRIDE apart */
 	uint64_t *seen;             /* persistent: 1 + the highest item observed READY */
 	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
-	uint64_t *seen_ns;          /* persistent: %globaltimer when READY was seen, per slot (pinned) */
+	uint64_t *seen_ns;          /* persistent, per slot (pinned), 4 words: %globaltimer after and
+				     * before the load that saw READY, the CPU clock it read */
 	ull *cnt;                   /* GPUK_NCNT */
 	/* reorder state, nb_streams each (windows: * window) */
 	uint64_t *base, *next;
@@ -139,6 +144,38 @@ __device__ __forceinline__ void ld_item_hdr(const struct vfgx_comm_item *it,
 		     : "=l"(seq), "=l"(nc), "=l"(pkts) : "l"(it) : "memory");
 }
 
+#define POLL_DEPTH 4
+#define POLL_GAP_NS 250
+
+__device__ __forceinline__ uint64_t gtimer(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+	return t;
+}
+
+/* %globaltimer read only once v has arrived: the (never taken) trap on v
+ * is issued, in order, before the timer read. */
+__device__ __forceinline__ uint64_t gtimer_after(uint32_t v)
+{
+	uint64_t t;
+
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.u32 p, %1, 0xffffffff;\n\t"
+		     "@p trap;\n\tmov.u64 %0, %%globaltimer;\n\t}"
+		     : "=l"(t) : "r"(v) : "memory");
+	return t;
+}
+
+/* The status word and the CPU clock beside it (vfgx_comm_status_word), one
+ * 16-byte load. */
+__device__ __forceinline__ void ld_status_clock(const struct vfgx_comm_status_word *w,
+					       uint64_t &v, uint64_t &clock)
+{
+	asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(v), "=l"(clock) : "l"(w) : "memory");
+}
+
 __device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)
 {
 	return *(const volatile uint32_t *)q;
@@ -171,23 +208,75 @@ __device__ __forceinline__ void csum_word(uint32_t w, uint32_t &e, uint32_t &o)
 	o += (b & 0xffff) + (b >> 16);
 }
 
-__device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
+/* Payload verification folded into the same loads: the loopback pattern
+ * (vfgx_pattern_byte) of the record body [body, body + blen) is
+ * c + 13 * offset per byte, c = stream * 131 + seq * 7 + 1 (mod 256).
+ * pat_diff returns the bits of the 4 bytes at body offset o that differ
+ * from it (bytes outside the body masked out). */
+__device__ __forceinline__ uint32_t pat_diff(uint32_t w, int64_t o, uint32_t blen,
+					     uint32_t c)
+{
+	uint32_t d = w ^ __vadd4(((c + 13u * (uint32_t)o) & 0xffu) * 0x01010101u,
+				 0x271A0D00u);
+
+	if (o < 0 || o + 4 > (int64_t)blen) {
+		uint32_t m = 0;
+
+#pragma unroll
+		for (int b = 0; b < 4; b++)
+			if (o + b >= 0 && o + b < (int64_t)blen)
+				m |= 0xffu << (8 * b);
+		d &= m;
+	}
+	return d;
+}
+
+__device__ __forceinline__ bool pat_byte_bad(const uint8_t *p, uint32_t off,
+					     const uint8_t *body, uint32_t blen,
+					     uint32_t c)
+{
+	int64_t o = (int64_t)((p + off) - body);
+
+	return o >= 0 && o < (int64_t)blen &&
+	       p[off] != (uint8_t)(c + 13u * (uint32_t)o);
+}
+
+/* One pass of 16-byte loads over p[0..len), split across the warp: the
+ * exact (unfolded) sum of the big-endian 16-bit words, as vfgx_csum_add
+ * computes it, and, when verify is set, whether the body [body, body +
+ * blen) (inside p[0..len)) differs from the loopback pattern (*bad, the
+ * same in every lane).  16-byte loads over the aligned middle, bytes at
+ * the ends.  A byte at an even offset from p is a high byte; the middle's
+ * even and odd bytes are summed apart and weighted by the parity of p. */
+__device__ ull warp_scan(const uint8_t *p, uint32_t len, uint32_t lane,
+			 bool verify, const uint8_t *body, uint32_t blen,
+			 uint32_t c, bool *bad)
 {
 	uintptr_t start = (uintptr_t)p, end = start + len;
 	uintptr_t a0 = (start + 15) & ~(uintptr_t)15, a1 = end & ~(uintptr_t)15;
+	uint32_t diff = 0;
 	ull s = 0;
 
 	if (a0 >= a1) {
-		for (uint32_t i = lane; i < len; i += 32)
+		for (uint32_t i = lane; i < len; i += 32) {
 			s += (ull)p[i] << ((i & 1) ? 0 : 8);
+			if (verify)
+				diff |= pat_byte_bad(p, i, body, blen, c);
+		}
+		*bad = __any_sync(FULL, diff != 0);
 		return warp_sum(s);
 	}
-	for (uint32_t i = lane; i < a0 - start; i += 32)
+	for (uint32_t i = lane; i < a0 - start; i += 32) {
 		s += (ull)p[i] << ((i & 1) ? 0 : 8);
+		if (verify)
+			diff |= pat_byte_bad(p, i, body, blen, c);
+	}
 	for (uint32_t i = lane; i < end - a1; i += 32) {
 		uint32_t off = (uint32_t)(a1 - start) + i;
 
 		s += (ull)p[off] << ((off & 1) ? 0 : 8);
+		if (verify)
+			diff |= pat_byte_bad(p, off, body, blen, c);
 	}
 	{
 		/* CSUM_DEPTH 16-byte loads per lane issued before any is summed:
@@ -195,6 +284,7 @@ __device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
 		 * trip (the loop bound alone had the compiler wait per load) */
 		const uint4 *q = (const uint4 *)a0;
 		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
+		int64_t o0 = (int64_t)(a0 - (uintptr_t)body);
 
 #pragma unroll 1
 		for (uint32_t j0 = 0; j0 < n16; j0 += 32 * CSUM_DEPTH) {
@@ -213,29 +303,43 @@ __device__ ull warp_csum(const uint8_t *p, uint32_t len, uint32_t lane)
 				csum_word(v[u].z, e, o);
 				csum_word(v[u].w, e, o);
 			}
+			if (verify) {
+#pragma unroll
+				for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+					uint32_t j = j0 + 32 * u + lane;
+					int64_t ob = o0 + 16 * (int64_t)j;
+
+					if (j < n16)
+						diff |= pat_diff(v[u].x, ob, blen, c) |
+							pat_diff(v[u].y, ob + 4, blen, c) |
+							pat_diff(v[u].z, ob + 8, blen, c) |
+							pat_diff(v[u].w, ob + 12, blen, c);
+				}
+			}
 		}
 		/* little endian: byte 0 of a word sits at an even address */
 		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
 	}
+	*bad = __any_sync(FULL, diff != 0);
 	return warp_sum(s);
 }
 
-/* Returns false when the user stage dropped the record. */
+__device__ __forceinline__ uint32_t pat_base(uint32_t id, uint64_t seq)
+{
+	return id * 131u + (uint32_t)seq * 7u + 1u;
+}
+
+/* Returns false when the user stage dropped the record.  flags: LAST and
+ * RF_BAD (verification was done in phase A, in the same loads as the
+ * checksum). */
 __device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 			const uint8_t *data, uint32_t len, uint32_t flags,
 			bool ordered, uint32_t lane)
 {
-	uint32_t id = s % k.max_streams; /* the stream id the packet carried */
 	int keep;
 
-	if (k.verify) {
-		bool bad = false;
-
-		for (uint32_t i = lane; i < len && !bad; i += 32)
-			bad = __ldcg(data + i) != vfgx_pattern_byte(id, seq, i);
-		if (__any_sync(FULL, bad) && lane == 0)
-			count(cnt, GPUK_C_VERIFY, 1);
-	}
+	if (k.verify && (flags & RF_BAD) && lane == 0)
+		count(cnt, GPUK_C_VERIFY, 1);
 	keep = !__shfl_sync(FULL, vfgx_gpu_user_stage(&k.user, s, seq, data, len,
 						      lane), 0);
 	if (!keep) {
@@ -320,8 +424,9 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 
 		r = vfgx_parse_headers(f, len, &ps, &need_csum);
 		if (r == VFGX_STAGE_PASS && need_csum) {
-			ull s = warp_csum(f + ps.l4_off,
-					  ps.payload_len + VFGX_UDP_HLEN, lane);
+			bool unused;
+			ull s = warp_scan(f + ps.l4_off, ps.payload_len + VFGX_UDP_HLEN,
+					  lane, false, NULL, 0, 0, &unused);
 
 			s += vfgx_udp_pseudo_sum(&ps);
 			if (vfgx_csum_fold((uint32_t)s) != 0)
@@ -339,6 +444,17 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 		count(cnt, GPUK_C_PASSED, 1);
 	pay = f + ps.payload_off;
 	r = vfgx_app_hdr_read(pay, ps.payload_len, k.max_streams, &h);
+	if (r == VFGX_STAGE_PASS && k.reorder && ps.payload_len - VFGX_APP_HLEN > k.slot)
+		r = VFGX_R_TOO_BIG;
+	if (r == VFGX_STAGE_PASS) {
+		bool bad = false;
+
+		if (k.verify)
+			warp_scan(pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN, lane,
+				  true, pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
+				  pat_base(h.stream, h.seq), &bad);
+		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (bad ? RF_BAD : 0);
+	}
 	if (!k.reorder) {
 		if (r == VFGX_STAGE_PASS)
 			deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
@@ -353,8 +469,6 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 		}
 		return;
 	}
-	if (r == VFGX_STAGE_PASS && ps.payload_len - VFGX_APP_HLEN > k.slot)
-		r = VFGX_R_TOO_BIG;
 	if (r != VFGX_STAGE_PASS) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + r, 1);
@@ -373,17 +487,41 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	}
 }
 
+/* Packet i's descriptor fields: a vfgx_comm_pkt (24 bytes), or with
+ * VFGX_COMM_PKT_RECORDS a struct vfgx_pkt (40 bytes; queue and flags at 32). */
+__device__ __forceinline__ void ld_desc(const void *pkts, uint32_t cmd, uint32_t i,
+					uint64_t &addr, uint32_t &len, uint32_t &q,
+					uint32_t &flags)
+{
+	if (cmd & VFGX_COMM_PKT_RECORDS) {
+		const uint8_t *d = (const uint8_t *)pkts + (size_t)i * 40;
+		uint32_t qf = *(const uint32_t *)(d + 32);
+
+		addr = *(const uint64_t *)d;
+		len = *(const uint32_t *)(d + 8);
+		q = qf & 0xffff;
+		flags = qf >> 16;
+	} else {
+		const struct vfgx_comm_pkt *d = (const struct vfgx_comm_pkt *)pkts + i;
+
+		addr = d->addr;
+		len = d->len;
+		q = d->queue;
+		flags = d->flags;
+	}
+}
+
 /* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
  * stride chunks): each lane reads one descriptor (one coalesced read over
  * PCIe per 32 packets).  Lane j then parses, filters and reads the sequence
  * header of packet j itself (the header round trips of 32 packets overlap
  * instead of following one another), the warp sums the UDP checksums one
- * packet after another (warp_csum), and lane j records its packet's result.
+ * packet after another (warp_scan, which also checks the payload pattern), and lane j records its packet's result.
  * The counters and results are those of phase_a_packet for every packet.
  * With stage_copy the packets run one by one through phase_a_packet. */
 __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			       uint32_t slot,
-			       const struct vfgx_comm_pkt *pkts, uint32_t n,
+			       const void *pkts, uint32_t cmd, uint32_t n,
 			       uint32_t chunk, uint32_t stride, uint32_t lane)
 {
 	for (uint32_t c0 = chunk * 32; c0 < n; c0 += stride * 32) {
@@ -391,12 +529,8 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		uint64_t addr = 0;
 		uint32_t len = 0, q = 0, flags = 0;
 
-		if (i < n) {
-			addr = pkts[i].addr;
-			len = pkts[i].len;
-			q = pkts[i].queue;
-			flags = pkts[i].flags;
-		}
+		if (i < n)
+			ld_desc(pkts, cmd, i, addr, len, q, flags);
 		if (k.stage) {
 			for (uint32_t j = 0; j < m; j++)
 				phase_a_packet(k, cnt, gmask, slot, c0 + j,
@@ -435,19 +569,39 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				ar = vfgx_app_hdr_read(f + ps.payload_off, ps.payload_len,
 						       k.max_streams, &h);
 		}
+		/* Records that may be delivered are checked against the
+		 * loopback pattern (verify) in the same loads as their
+		 * checksum, or in a pass of their own when no checksum is due. */
+		if (ar == VFGX_STAGE_PASS && k.reorder &&
+		    ps.payload_len - VFGX_APP_HLEN > k.slot)
+			ar = VFGX_R_TOO_BIG;
+		bool vneed = k.verify && i < n && r == VFGX_STAGE_PASS &&
+			     fr == VFGX_STAGE_PASS && ar == VFGX_STAGE_PASS;
+		bool vbad = false;
+
 		/* the warp sums each checksum that must be verified */
-		left = __ballot_sync(FULL, need);
+		left = __ballot_sync(FULL, need || vneed);
 		while (left) {
 			uint32_t j = (uint32_t)(__ffs(left) - 1);
-			const uint8_t *p = (const uint8_t *)(uintptr_t)
-				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j);
-			uint32_t l = __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j);
-			ull s = warp_csum(p, l, lane);
+			bool nj = __shfl_sync(FULL, need, j), vj = __shfl_sync(FULL, vneed, j);
+			const uint8_t *body = (const uint8_t *)(uintptr_t)
+				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.payload_off + VFGX_APP_HLEN), j);
+			uint32_t blen = __shfl_sync(FULL, ps.payload_len - VFGX_APP_HLEN, j);
+			const uint8_t *p = nj ? (const uint8_t *)(uintptr_t)
+				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j) : body;
+			uint32_t l = nj ? __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j) : blen;
+			uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
+			bool bj;
+			ull s = warp_scan(p, l, lane, vj, body, blen, c, &bj);
 
 			left &= left - 1;
-			if (lane == j)
-				bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
+			if (lane == j) {
+				if (nj)
+					bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
+				vbad = bj;
+			}
 		}
+		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (vbad ? RF_BAD : 0);
 		if (i < n) {
 			if (r == VFGX_STAGE_PASS && bad)
 				r = VFGX_R_BAD_UDP_CSUM;
@@ -502,9 +656,6 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			uint8_t gv = 0xff;
 
 			if (r == VFGX_STAGE_PASS) {
-				if (ar == VFGX_STAGE_PASS &&
-				    ps.payload_len - VFGX_APP_HLEN > k.slot)
-					ar = VFGX_R_TOO_BIG;
 				if (ar != VFGX_STAGE_PASS) {
 					count(cnt, GPUK_C_DROP0 + ar, 1);
 				} else {
@@ -612,8 +763,30 @@ __device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
 			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
 		return;
 	}
-	for (uint32_t b = lane; b < r->len; b += 32)
-		k.slot_data[i * k.slot + b] = r->body[b];
+	{
+		/* 8 loads per lane in flight before the stores: a 512-byte
+		 * record is copied in two round trips instead of sixteen */
+		const uint8_t *src = r->body;
+		uint8_t *dst = k.slot_data + i * k.slot;
+
+		for (uint32_t b0 = 0; b0 < r->len; b0 += 32 * 8) {
+			uint8_t v[8];
+
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				v[u] = b < r->len ? src[b] : 0;
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				if (b < r->len)
+					dst[b] = v[u];
+			}
+		}
+	}
 	__syncwarp();
 	if (lane == 0) {
 		k.slot_len[i] = r->len + 1;
@@ -845,10 +1018,11 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 
 				/* A batch that is one stream's next records in
 				 * sequence, nothing held, and nothing to do per record
-				 * (no verify, user stage or delivery log): delivered
-				 * at once, with the counters the records one by one
-				 * would add (only the first can count as reordered). */
-				if (!k.verify && !k.user.enabled && !k.log_cap) {
+				 * (no user stage or delivery log; verification was
+				 * done in phase A): delivered at once, with the
+				 * counters the records one by one would add (only the
+				 * first can count as reordered). */
+				if (!k.user.enabled && !k.log_cap) {
 					uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
 					uint64_t s0 = __shfl_sync(FULL, mine.seq, 0);
 					bool run = lane >= batch ||
@@ -860,12 +1034,16 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 							ull bytes = warp_sum(lane < batch ? mine.len : 0);
 							uint32_t last = __popc(__ballot_sync(FULL,
 								lane < batch && (mine.flags & VFGX_APP_FLAG_LAST)));
+							uint32_t vbad = __popc(__ballot_sync(FULL,
+								lane < batch && (mine.flags & RF_BAD)));
 
 							if (lane == 0) {
 								count(cnt, GPUK_C_DELIVERED, batch);
 								count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
 								if (last)
 									count(cnt, GPUK_C_LAST_SEEN, last);
+								if (k.verify && vbad)
+									count(cnt, GPUK_C_VERIFY, vbad);
 								if (s0 < cnext)
 									count(cnt, GPUK_C_ORDER, 1);
 							}
@@ -974,15 +1152,18 @@ __global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
 	uint32_t n = k.items[slot].nb_pkts;
 
 	zero_counters(cnt);
-	if (k.items[slot].cmd == VFGX_COMM_CMD_BURST) {
-		const struct vfgx_comm_pkt *pkts = k.items[slot].pkts;
+	uint32_t cmd = k.items[slot].cmd;
+
+	if ((cmd & VFGX_COMM_CMD_MASK) == VFGX_COMM_CMD_BURST) {
+		const void *pkts = k.items[slot].pkts;
 
 		for (uint32_t i = blockIdx.x * WARPS + warp; i < n;
 		     i += gridDim.x * WARPS) {
-			const struct vfgx_comm_pkt *pk = &pkts[i];
+			uint64_t addr;
+			uint32_t len, q, flags;
 
-			phase_a_packet(k, cnt, NULL, slot, i, pk->addr, pk->len,
-				       pk->queue, pk->flags, lane);
+			ld_desc(pkts, cmd, i, addr, len, q, flags);
+			phase_a_packet(k, cnt, NULL, slot, i, addr, len, q, flags, lane);
 		}
 	}
 	flush_counters(k, cnt);
@@ -997,7 +1178,8 @@ __global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
 	zero_counters(cnt);
 	for (uint32_t g = blockIdx.x * WARPS + warp; g < GPUK_GROUPS;
 	     g += gridDim.x * WARPS)
-		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts, it->cmd, g,
+		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts,
+				   it->cmd & VFGX_COMM_CMD_MASK, g,
 				   lane))
 			break;
 	flush_counters(k, cnt);
@@ -1018,8 +1200,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	 * next barrier; quit_b: set in phase B, read after flush_counters'
 	 * barriers.  Two words so no write races a read across iterations. */
 	__shared__ int quit, quit_b;
-	__shared__ uint32_t n_sh, cmd_sh;
-	__shared__ const struct vfgx_comm_pkt *pkts_sh;
+	__shared__ uint32_t n_sh, cmd_sh, rec_sh;
+	__shared__ const void *pkts_sh;
 	/* groups with a packet in the item: set in phase A, read in phase B,
 	 * cleared by thread 0 after flush_counters' barriers */
 	__shared__ ull gmask;
@@ -1060,29 +1242,57 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			 * (only the GPU moves a status word on from READY).  The
 			 * %globaltimer of the poll that first returned READY is
 			 * the observation time (bench: hand-off latency). */
-			uint64_t t_obs = 0, hseq = 0, hnc = 0, hpkts = 0;
+			uint64_t t_obs = 0, t_pre = 0, clk = 0, hseq = 0, hnc = 0, hpkts = 0;
+			uint64_t w0[POLL_DEPTH], w1[POLL_DEPTH], gs[POLL_DEPTH];
+			bool seen = false;
 
-			while (!quit) {
-				if (ld_relaxed_sys(&k.status[slot].v) == VFGX_COMM_READY) {
-					asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_obs));
-					if (ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY) {
+			/* POLL_DEPTH 16-byte loads of the status line (status
+			 * and the CPU clock beside it) in flight, issued about
+			 * POLL_GAP_NS apart, so READY is sampled every round trip
+			 * / POLL_DEPTH instead of once per round trip.  Each load
+			 * is bracketed by %globaltimer just before it was issued
+			 * and just after its value was tested. */
+#pragma unroll
+			for (int d = 0; d < POLL_DEPTH; d++) {
+				gs[d] = gtimer();
+				ld_status_clock(&k.status[slot], w0[d], w1[d]);
+				while (gtimer() - gs[d] < POLL_GAP_NS)
+					;
+			}
+			while (!seen && !quit) {
+#pragma unroll
+				for (int d = 0; d < POLL_DEPTH; d++) {
+					uint64_t g1 = gtimer_after((uint32_t)w0[d]);
+
+					if (!seen && (uint32_t)w0[d] == VFGX_COMM_READY &&
+					    ld_acquire_sys(&k.status[slot].v) == VFGX_COMM_READY) {
 						ld_item_hdr(&k.items[slot], hseq, hnc, hpkts);
-						if (hseq == item)
-							break;
+						if (hseq == item) {
+							seen = true;
+							t_pre = gs[d];
+							t_obs = g1;
+							clk = w1[d];
+						}
+					}
+					if (!seen) {
+						gs[d] = gtimer();
+						ld_status_clock(&k.status[slot], w0[d], w1[d]);
 					}
 				}
-				if ((++spins & 63) == 0 && ld_quit(k.quit)) {
+				if (!seen && (++spins & 15) == 0 && ld_quit(k.quit)) {
 					quit = 1;
 					st_release_dev(k.dquit, 1);
-					break;
 				}
 			}
 			if (!quit) {
-				/* a weak posted write; ordered before DONE */
-				k.seen_ns[slot] = t_obs;
+				/* weak posted writes; ordered before DONE */
+				k.seen_ns[4 * slot] = t_obs;
+				k.seen_ns[4 * slot + 1] = t_pre;
+				k.seen_ns[4 * slot + 2] = clk;
 				n_sh = (uint32_t)hnc;
-				cmd_sh = (uint32_t)(hnc >> 32);
-				pkts_sh = (const struct vfgx_comm_pkt *)(uintptr_t)hpkts;
+				cmd_sh = (uint32_t)(hnc >> 32) & VFGX_COMM_CMD_MASK;
+				rec_sh = (uint32_t)(hnc >> 32) & VFGX_COMM_PKT_RECORDS;
+				pkts_sh = (const void *)(uintptr_t)hpkts;
 				/* throttles the pollers only: no data hangs on it */
 				atomicMax((ull *)k.seen, (ull)(item + 1));
 			}
@@ -1092,7 +1302,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			return;
 		/* phase A: each warp takes chunks of 32 packets */
 		if (cmd_sh == VFGX_COMM_CMD_BURST)
-			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, n_sh, warp, WARPS, lane);
+			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, rec_sh, n_sh, warp, WARPS,
+				       lane);
 		__syncthreads();
 		{
 			/* this warp's groups with nothing to do pass their
@@ -1273,7 +1484,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	g->list.quit_dev = (uint32_t *)d;
 	k.quit = (const uint32_t *)d;
 	g->cnt_host = (ull *)((char *)h + 64);
-	if ((ret = halloc(g, &h, &d, sizeof(uint64_t) * k.nb_items, err, errlen)))
+	if ((ret = halloc(g, &h, &d, 4 * sizeof(uint64_t) * k.nb_items, err, errlen)))
 		goto fail;
 	g->list.seen_ns = (volatile uint64_t *)h;
 	k.seen_ns = (uint64_t *)d;

@@ -3,6 +3,7 @@
  * counters converted to vfgx_pipeline_stats.  Kernels: gpu_proc.cu. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +13,26 @@
 #include <vfgx/stages.h>
 
 #include "commlist_host.h"
+#include "gpu_bench.h"
 #include "gpu_iface.h"
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
 _Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
+/* VFGX_COMM_PKT_RECORDS: the kernels read struct vfgx_pkt in place */
+_Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) == 0 &&
+	       offsetof(struct vfgx_pkt, len) == 8 && offsetof(struct vfgx_pkt, queue) == 32 &&
+	       offsetof(struct vfgx_pkt, flags) == 34, "struct vfgx_pkt layout");
 
 /* cudaStreamQuery() (the fault check, a driver call) at most this often
  * while waiting.  (It was suspected of the persistent mode's old ~1 ms per
  * item; the cause was the kernel's reads of the host quit flag, see
  * bench/results/gpu.md.) */
 #define HEALTH_NS 20000000ull
+
+/* fine latency histogram: 64 buckets per power of two */
+#define LAT_SUB 64
+#define LAT_FINE (LAT_SUB * 36)
 
 static const char *const mode_names[] = { "persistent", "per_burst", "graph", NULL };
 static const char *const user_names[] = { "none", "flow_sum", NULL };
@@ -90,6 +100,7 @@ struct vfgx_gpu_proc {
 	uint32_t *npk;      /* per slot: packets */
 	uint64_t *ready_ns; /* per slot: vfgx_now_ns() just before READY */
 	uint64_t lat_hist[VFGX_LAT_BUCKETS];
+	uint64_t lat_fine[LAT_FINE];
 	uint64_t cnt[GPUK_NCNT];
 	uint64_t last_health;
 	int error;
@@ -186,6 +197,43 @@ static unsigned lat_bucket(uint64_t ns)
 	return b < VFGX_LAT_BUCKETS ? b : VFGX_LAT_BUCKETS - 1;
 }
 
+static unsigned fine_bucket(uint64_t ns)
+{
+	unsigned e, b;
+
+	if (ns < LAT_SUB)
+		return (unsigned)ns;
+	e = 63u - (unsigned)__builtin_clzll(ns); /* >= 6 */
+	b = (e - 5) * LAT_SUB + (unsigned)((ns >> (e - 6)) & (LAT_SUB - 1));
+	return b < LAT_FINE ? b : LAT_FINE - 1;
+}
+
+static uint64_t fine_upper(unsigned b)
+{
+	unsigned e;
+
+	if (b < LAT_SUB)
+		return b + 1;
+	e = b / LAT_SUB + 5;
+	return (uint64_t)(LAT_SUB + b % LAT_SUB + 1) << (e - 6);
+}
+
+uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct)
+{
+	uint64_t tot = 0, acc = 0;
+
+	for (unsigned b = 0; b < LAT_FINE; b++)
+		tot += gp->lat_fine[b];
+	if (!tot)
+		return 0;
+	for (unsigned b = 0; b < LAT_FINE; b++) {
+		acc += gp->lat_fine[b];
+		if ((double)acc >= pct / 100.0 * (double)tot)
+			return fine_upper(b);
+	}
+	return fine_upper(LAT_FINE - 1);
+}
+
 /* Reap finished items in order without waiting. */
 static int reap(vfgx_gpu_proc *gp)
 {
@@ -200,8 +248,10 @@ static int reap(vfgx_gpu_proc *gp)
 		if (gp->npk[slot] && gp->ts_min[slot]) {
 			uint64_t now = vfgx_now_ns();
 
-			if (now >= gp->ts_min[slot])
+			if (now >= gp->ts_min[slot]) {
 				gp->lat_hist[lat_bucket(now - gp->ts_min[slot])] += gp->npk[slot];
+				gp->lat_fine[fine_bucket(now - gp->ts_min[slot])] += gp->npk[slot];
+			}
 		}
 		vfgx_comm_free(gp->l, slot);
 		gp->done++;
@@ -275,6 +325,7 @@ int vfgx_gpu_proc_kick(vfgx_gpu_proc *gp)
 			return ret;
 		gp->npk[slot] = 0;
 		gp->ts_min[slot] = 0;
+		gp->l->items[slot].pkts = gp->l->pkts_dev + (size_t)slot * gp->l->burst;
 		vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
 		if (++gp->graph_fill == gp->o.graph_items) {
 			gp->graph_fill = 0;
@@ -307,12 +358,12 @@ int vfgx_gpu_proc_wait(vfgx_gpu_proc *gp, uint64_t item)
 	return gp->error ? gp->error : wait_item(gp, item);
 }
 
-static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
-			   uint32_t n, uint32_t cmd)
+static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32_t cmd,
+			    const void *pkts);
+
+/* Room for one more item of n packets (waits for the oldest); its slot. */
+static int take_slot(vfgx_gpu_proc *gp, uint32_t n, uint32_t *slot)
 {
-	uint32_t slot;
-	struct vfgx_comm_pkt *d;
-	uint64_t ts = UINT64_MAX;
 	int ret;
 
 	if (gp->error)
@@ -323,7 +374,32 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 	while (gp->next - gp->done >= gp->nb_items)
 		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
 			return ret;
-	slot = (uint32_t)(gp->next % gp->nb_items);
+	*slot = (uint32_t)(gp->next % gp->nb_items);
+	return 0;
+}
+
+int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
+				     uint32_t n, uint64_t ts_min)
+{
+	uint32_t slot;
+	int ret = take_slot(gp, n, &slot);
+
+	if (ret)
+		return ret;
+	gp->ts_min[slot] = ts_min;
+	return publish_item(gp, slot, n, VFGX_COMM_CMD_BURST | VFGX_COMM_PKT_RECORDS, pkts_dev);
+}
+
+static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
+			   uint32_t n, uint32_t cmd)
+{
+	uint32_t slot;
+	struct vfgx_comm_pkt *d;
+	uint64_t ts = UINT64_MAX;
+	int ret = take_slot(gp, n, &slot);
+
+	if (ret)
+		return ret;
 	d = vfgx_comm_pkts(gp->l, slot);
 	for (uint32_t i = 0; i < n; i++) {
 		if (pkts[i].queue >= gp->o.queues)
@@ -338,8 +414,19 @@ static int64_t submit_item(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts,
 			ts = pkts[i].ts_ns;
 	}
 	gp->ts_min[slot] = ts == UINT64_MAX ? 0 : ts;
+	return publish_item(gp, slot, n, cmd, gp->l->pkts_dev + (size_t)slot * gp->l->burst);
+}
+
+/* Publish the item in slot (its packets described at pkts, a device
+ * address) and launch it in per_burst and graph mode. */
+static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32_t cmd,
+			    const void *pkts)
+{
+	int ret;
+
 	gp->npk[slot] = n;
 	gp->ready_ns[slot] = vfgx_now_ns();
+	gp->l->items[slot].pkts = (struct vfgx_comm_pkt *)(uintptr_t)pkts;
 	vfgx_comm_publish(gp->l, slot, gp->next, n, cmd);
 	if (gp->o.mode == VFGX_GPU_PER_BURST) {
 		if ((ret = launch(gp, slot)))
@@ -482,6 +569,56 @@ int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
 	    gp->next - item > gp->nb_items)
 		return -EINVAL;
 	*ready_ns = gp->ready_ns[slot];
-	*gpu_seen_ns = gp->l->seen_ns[slot];
+	*gpu_seen_ns = gp->l->seen_ns[4 * slot];
+	return 0;
+}
+
+int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
+				struct vfgx_gpu_handoff *h)
+{
+	volatile uint64_t *clk;
+	uint64_t item, prev, gap = 0, t0;
+	uint32_t slot;
+	int ret;
+
+	if (gp->o.mode != VFGX_GPU_PERSISTENT)
+		return -EINVAL;
+	if (gp->error)
+		return gp->error;
+	while (gp->next - gp->done >= gp->nb_items)
+		if ((ret = wait_item(gp, gp->next - gp->nb_items)))
+			return ret;
+	item = gp->next;
+	slot = (uint32_t)(item % gp->nb_items);
+	clk = &gp->l->status[slot].clock;
+	gp->npk[slot] = 0;
+	gp->ts_min[slot] = 0;
+	prev = t0 = vfgx_now_ns();
+	*clk = t0; /* a READY seen before the first write below returns t0 */
+	gp->ready_ns[slot] = t0;
+	vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
+	for (;;) {
+		uint64_t t = vfgx_now_ns();
+
+		*clk = t;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (t - prev > gap)
+			gap = t - prev;
+		prev = t;
+		if (vfgx_comm_load(gp->l, slot) != VFGX_COMM_READY)
+			break;
+		if (t - t0 > (uint64_t)gp->o.timeout_ms * 1000000ull)
+			break; /* wait_nokick below reports the timeout */
+		while (every_ns && vfgx_now_ns() - t < every_ns)
+			;
+	}
+	if ((ret = wait_nokick(gp, item)))
+		return ret;
+	*clk = 0;
+	h->ready_ns = t0;
+	h->clock_ns = gp->l->seen_ns[4 * slot + 2];
+	h->g_after = gp->l->seen_ns[4 * slot];
+	h->g_before = gp->l->seen_ns[4 * slot + 1];
+	h->gap_ns = gap;
 	return 0;
 }

@@ -152,12 +152,11 @@ static int ax_check_iface(struct vfgx_port *port, struct ax_priv *ap)
 	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
 	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
 	uint32_t nb;
+	int idx = vfgx_port_find_iface(port, ap->info.ifname);
 
-	ap->info.ifindex = (int)if_nametoindex(ap->info.ifname);
-	if (!ap->info.ifindex)
-		return vfgx_set_error(port->ctx, -ENODEV,
-				      "%s: interface '%s' not found in this network namespace (check `ip link`; run vfgx inside the interface's namespace with ip netns exec)",
-				      port->name, ap->info.ifname);
+	if (idx < 0)
+		return idx;
+	ap->info.ifindex = idx;
 	snprintf(ap->info.driver, sizeof(ap->info.driver), "?");
 	if (!ax_ethtool(ap->info.ifname, &di))
 		snprintf(ap->info.driver, sizeof(ap->info.driver), "%s",

@@ -52,4 +52,8 @@ extern const struct vfgx_port_ops vfgx_rdma_ops;
 void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 			       struct vfgx_pkt *pkts, uint16_t n);
 
+/* The kernel interface ifname exists in the caller's network namespace:
+ * its ifindex, or -ENODEV with the one-line error that says so. */
+int vfgx_port_find_iface(struct vfgx_port *port, const char *ifname);
+
 #endif

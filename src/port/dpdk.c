@@ -3,6 +3,7 @@
  * (GPU / pinned) mbuf pools, rte_flow or software UDP steering, header-data
  * split, zero-copy rx bursts whose mbufs are freed in bulk. */
 #include <errno.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -366,6 +367,26 @@ static int dk_eal_ensure(struct vfgx_port *port, const struct dk_opts *o)
 }
 
 /* ---- device ------------------------------------------------------------- */
+
+/* A vdev over a kernel interface (net_af_xdp, net_af_packet: iface=NAME)
+ * whose interface is missing: say so before DPDK tries and reports
+ * something unrelated ("Operation not permitted"). */
+static int dk_check_iface(struct vfgx_port *port, const char *devargs)
+{
+	const char *v = strstr(devargs, ",iface=");
+	char ifname[IF_NAMESIZE + 1];
+	size_t n;
+
+	if (!v)
+		return 0;
+	v += strlen(",iface=");
+	n = strcspn(v, ",");
+	if (n > IF_NAMESIZE)
+		n = IF_NAMESIZE;
+	memcpy(ifname, v, n);
+	ifname[n] = 0;
+	return vfgx_port_find_iface(port, ifname) < 0 ? -ENODEV : 0;
+}
 
 static int dk_find_port(const char *devname, uint16_t *pid)
 {
@@ -848,6 +869,8 @@ static int dk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	if (!o)
 		return -ENOMEM;
 	ret = dk_parse(port, conf, o);
+	if (!ret)
+		ret = dk_check_iface(port, o->port);
 	if (ret)
 		goto out_free;
 	pthread_mutex_lock(&eal_lock);

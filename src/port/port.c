@@ -1,5 +1,6 @@
 /* port.c - the backend table and the generic half of every port call. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,4 +253,15 @@ void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 	for (uint16_t i = 0; i < n; i++)
 		bufs[i] = pkts[i].handle;
 	vfgx_pool_free_bulk(port->rx_pools[q], bufs, n);
+}
+
+int vfgx_port_find_iface(struct vfgx_port *port, const char *ifname)
+{
+	unsigned int idx = if_nametoindex(ifname);
+
+	if (!idx)
+		return vfgx_set_error(port->ctx, -ENODEV,
+				      "%s: interface '%s' not found in this network namespace (check `ip link`; run vfgx inside the interface's namespace with ip netns exec)",
+				      port->name, ifname);
+	return (int)idx;
 }

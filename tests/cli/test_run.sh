@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# test_run.sh VFGX - `vfgx run` as a user sees it: the default config
-# passes, faults are accounted, bad configs give one file:line:col line and
-# exit 2, an unmet expectation exits 1, SIGINT stops cleanly with a report.
+# test_run.sh VFGX [dpdk] - `vfgx run` as a user sees it: the default
+# config passes, faults are accounted, bad configs give one file:line:col
+# line and exit 2 (also those only a backend can judge), an unmet
+# expectation exits 1, a run that delivered nothing fails and says why
+# unless the config expects it, SIGINT stops cleanly with a report.
+# dpdk: the DPDK configs instead (a build with the DPDK backend).
 set -uo pipefail
-vfgx=$1
+vfgx=$1 part=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -23,6 +26,27 @@ expect_rc() { # NAME WANT_RC GREP_PATTERN CMD...
 	fi
 	ok "$name"
 }
+# in a private network namespace where possible: only lo, and no other
+# test's sender reaches a port opened here
+isolated() { if unshare -n true 2>/dev/null; then unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"; else "$@"; fi; }
+one_line() { [ "$(grep -c . "$tmp/out")" -eq 1 ] && ok "$1 is one line" || bad "$1 printed $(grep -c . "$tmp/out") lines"; }
+
+if [ "$part" = dpdk ]; then
+	# configs/dpdk-af-xdp.yaml where dk-a0 does not exist: said in one line
+	# before DPDK starts
+	expect_rc "dpdk-af-xdp.yaml, interface missing" 1 \
+		"^vfgx: xdp0: interface 'dk-a0' not found in this network namespace \\(check \`ip link\`; run vfgx inside the interface's namespace with ip netns exec\\)$" \
+		isolated "$vfgx" run configs/dpdk-af-xdp.yaml --duration 1
+	one_line "dpdk-af-xdp.yaml, interface missing"
+	((EUID == 0)) || { echo "SKIP: dpdk-null.yaml: DPDK's EAL needs root here"; exit 77; }
+	# configs/dpdk-null.yaml: all-zero frames, every one dropped: no pass
+	expect_rc "dpdk-null.yaml: nothing delivered fails" 1 \
+		'^  min_packets   FAILED  0 delivered, at least 1 wanted: [1-9][0-9]* received, every one dropped \(see the drop lines\)' \
+		"$vfgx" run configs/dpdk-null.yaml --duration 0.3 -q
+	grep -qE '^drop bad_eth +[1-9][0-9]*$' "$tmp/out" || bad "dpdk-null.yaml: no bad_eth drop line"
+	echo "$fails failure(s)"
+	exit $((fails != 0))
+fi
 
 expect_rc "default config passes" 0 '^result: PASSED' "$vfgx" run
 expect_rc "default delivers 1000000" 0 'delivered 1000000 of 1000000 expected' "$vfgx" run -q
@@ -34,6 +58,11 @@ expect_rc "out of range value" 2 "^vfgx: $tmp/bad.yaml:2:12: pipeline.workers: 0
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"
+# a key the backend judges when the port opens: still one line, no info
+# line about the pipeline device before it
+printf 'interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:5000\n    socket: {role: sideways}\n' >"$tmp/role.yaml"
+expect_rc "backend config error" 2 "^vfgx: $tmp/role.yaml:4:20: interfaces\\[0\\].socket.role: 'sideways' is not allowed" "$vfgx" run "$tmp/role.yaml"
+one_line "backend config error"
 expect_rc "bad option" 2 "^vfgx run: unknown option '--frobnicate'" "$vfgx" run --frobnicate
 expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 
@@ -46,6 +75,14 @@ pipeline: {verify_payload: true}
 expect: {verified: true}
 Y
 expect_rc "unmet expectation exits 1" 1 'verified +FAILED +[1-9][0-9]* payload mismatches' "$vfgx" run "$tmp/unmet.yaml"
+
+# configs/socket-udp.yaml with no sender: nothing received, so it fails and
+# says why; with min_packets: 0 the same empty run passes
+expect_rc "no sender: zero delivered fails" 1 'min_packets +FAILED +0 delivered, at least 1 wanted: nothing received' \
+	isolated "$vfgx" run configs/socket-udp.yaml --duration 0.5 -q
+grep -q '^result: FAILED$' "$tmp/out" || bad "no sender: no 'result: FAILED'"
+sed 's/^  verified: true$/  verified: true\n  min_packets: 0/' configs/socket-udp.yaml >"$tmp/empty-ok.yaml"
+expect_rc "min_packets: 0 accepts an empty run" 0 '^result: PASSED$' isolated "$vfgx" run "$tmp/empty-ok.yaml" --duration 0.5 -q
 
 # an endless source stops on SIGINT with a report
 cat >"$tmp/endless.yaml" <<'Y'

@@ -1,7 +1,8 @@
 /* test_loopback.c - the loopback port end to end through the processor:
  * clean streams, injected faults accounted exactly, tx looped back,
  * malformed frames counted, pool exhaustion as backpressure, the threaded
- * runner. */
+ * runner; replay mode: laps counted and ordered exactly, frames handed out
+ * again only after release, sequences and checksums advanced per lap. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
 static vfgx_ctx *ctx;
@@ -244,6 +246,171 @@ static void test_threaded_runner(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* Replay: per stream, every delivered sequence of lap L is one of lap 0's
+ * plus L * P (the same faults every lap), in increasing order. */
+#define RP_MAX 20000
+struct rp_log {
+	uint32_t stream[RP_MAX];
+	uint64_t seq[RP_MAX];
+	uint32_t n;
+};
+
+static int rp_record(void *user, uint32_t stream, uint64_t seq,
+		     const uint8_t *payload, uint32_t len)
+{
+	struct rp_log *l = user;
+
+	(void)payload;
+	(void)len;
+	if (l->n < RP_MAX) {
+		l->stream[l->n] = stream;
+		l->seq[l->n++] = seq;
+	}
+	return 0;
+}
+
+static void test_replay_exact(void **state)
+{
+	/* 2 flows per queue, 2048 buffers: P = 768 sequences per flow and
+	 * lap; 4 x 768 x 3 packets = exactly 3 laps */
+	struct vfgx_config *cfg = cfg_of(
+		"memory_regions: [{name: r, num_bufs: 2048}]\n"
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0, memory_region: r}, {id: 1, memory_region: r}]}\n"
+		"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true,\n"
+		"               loss: 0.02, reorder: 0.05, duplicate: 0.03, corrupt: 0.02, seed: 9}\n"
+		"pipeline: {verify_payload: true, reorder: {window: 64}}\n");
+	static struct rp_log log;
+	struct vfgx_source_report rep = { 0 };
+	struct vfgx_pipeline_stats st;
+	vfgx_port *port;
+	vfgx_proc *proc;
+	uint64_t last[4], per_lap[3] = { 0 };
+
+	(void)state;
+	memset(&log, 0, sizeof(log));
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
+	vfgx_proc_set_user_stage(proc, rp_record, &log);
+	drain(port, proc);
+	vfgx_proc_stats(proc, &st);
+	for (uint16_t q = 0; q < 2; q++) {
+		struct vfgx_source_report r;
+
+		vfgx_port_source_report(port, q, &r);
+		assert_true(r.known);
+		rep.generated += r.generated;
+		rep.lost += r.lost;
+		rep.duplicated += r.duplicated;
+		rep.corrupted += r.corrupted;
+		rep.reordered += r.reordered;
+	}
+	assert_int_equal(rep.generated, 9216);
+	assert_true(rep.lost > 0 && rep.duplicated > 0 && rep.corrupted > 0 && rep.reordered > 0);
+	assert_int_equal(st.packets, rep.generated - rep.lost + rep.duplicated);
+	assert_int_equal(st.delivered, rep.generated - rep.lost - rep.corrupted);
+	assert_int_equal(st.drops[VFGX_DROP_BAD_UDP_CSUM], rep.corrupted);
+	assert_int_equal(st.drops[VFGX_DROP_DUPLICATE] + st.drops[VFGX_DROP_LATE], rep.duplicated);
+	assert_int_equal(st.verify_errors, 0);
+	assert_int_equal(log.n, st.delivered);
+	/* in order per stream; each lap delivers the same sequences + L * 768 */
+	memset(last, 0, sizeof(last));
+	for (uint32_t i = 0; i < log.n; i++) {
+		uint32_t s = log.stream[i];
+
+		assert_true(s < 4);
+		assert_true(log.seq[i] + 1 > last[s]);
+		last[s] = log.seq[i] + 1;
+		assert_true(log.seq[i] < 3 * 768);
+		per_lap[log.seq[i] / 768]++;
+	}
+	assert_int_equal(per_lap[0], per_lap[1]);
+	assert_int_equal(per_lap[1], per_lap[2]);
+	for (uint32_t i = 0; i < log.n; i++) {
+		bool found = false;
+
+		if (log.seq[i] < 768)
+			continue;
+		for (uint32_t k = 0; k < log.n && !found; k++)
+			found = log.stream[k] == log.stream[i] &&
+				log.seq[k] == log.seq[i] % 768;
+		assert_true(found);
+	}
+	vfgx_proc_destroy(proc);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
+static void test_replay_release(void **state)
+{
+	/* one flow, 512 buffers: P = 256, a lap of 256 frames */
+	struct vfgx_config *cfg = cfg_of(
+		"memory_regions: [{name: r, num_bufs: 512}]\n"
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		"    loopback: {packets: 0, flows: 1, packet_size: 100, replay: true}\n");
+	struct vfgx_pkt a[256], b[64];
+	struct vfgx_pipeline_stats st;
+	vfgx_port *port;
+	vfgx_proc *proc;
+	int n = 0, m;
+
+	(void)state;
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
+	while (n < 256 && (m = vfgx_port_rx_burst(port, 0, a + n, (uint16_t)(256 - n))) > 0)
+		n += m;
+	assert_int_equal(n, 256);
+	/* the whole lap is out: nothing more until frames come back */
+	assert_int_equal(vfgx_port_rx_burst(port, 0, b, 64), 0);
+	vfgx_proc_burst(proc, a, 256);
+	/* 10 frames back: not enough, the lap's first eighth (32 frames) is
+	 * rewritten as a whole */
+	vfgx_port_release(port, 0, a, 10);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(vfgx_port_rx_burst(port, 0, b, 64), 0);
+	vfgx_port_release(port, 0, a + 10, 22);
+	m = 0;
+	for (long i = 0; i < 100000000 && m == 0; i++)
+		m = vfgx_port_rx_burst(port, 0, b, 64);
+	assert_int_equal(m, 32);
+	for (int i = 0; i < m; i++) {
+		assert_ptr_equal(b[i].data, a[i].data); /* the same frame again */
+		/* sequence advanced by one lap, checksum still valid (below) */
+		assert_int_equal(vfgx_rd64(b[i].data + 14 + 20 + 8 + 8), 256 + (uint64_t)i);
+	}
+	vfgx_proc_burst(proc, b, (uint32_t)m);
+	vfgx_proc_stats(proc, &st);
+	assert_int_equal(st.packets, 288);
+	assert_int_equal(st.delivered, 288);
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		assert_int_equal(st.drops[i], 0);
+	assert_false(vfgx_port_rx_done(port, 0)); /* endless */
+	vfgx_port_release(port, 0, a + 32, 224);
+	vfgx_port_release(port, 0, b, (uint16_t)m);
+	vfgx_proc_destroy(proc);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
+static void test_replay_errors(void **state)
+{
+	struct vfgx_config *cfg = cfg_of(
+		"memory_regions: [{name: r, num_bufs: 200}]\n"
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		"    loopback: {flows: 1, replay: true}\n");
+	vfgx_port *port;
+
+	(void)state;
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "replay: queue 0 needs at least"));
+	vfgx_config_destroy(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +420,9 @@ int main(void)
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_threaded_runner),
+		cmocka_unit_test(test_replay_exact),
+		cmocka_unit_test(test_replay_release),
+		cmocka_unit_test(test_replay_errors),
 	};
 	int ret;
 

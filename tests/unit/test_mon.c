@@ -35,7 +35,7 @@ static void test_open_missing(void **state)
 	assert_null(m);
 	assert_non_null(strstr(vfgx_last_error(ctx),
 			       "/nonexistent/gpurdma_mon: no such device"));
-	assert_non_null(strstr(vfgx_last_error(ctx), "insmod"));
+	assert_non_null(strstr(vfgx_last_error(ctx), "modprobe gpurdma_mon"));
 	/* the environment names the device when the caller does not */
 	setenv("VFGX_MON_DEV", "/nonexistent/other", 1);
 	assert_int_equal(vfgx_mon_open(ctx, NULL, &m), -ENOENT);

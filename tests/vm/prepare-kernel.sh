@@ -36,7 +36,13 @@ fi
 if [[ ! -f $stamp || ! -f $vmdir/root/boot/vmlinuz-$kver ]]; then
 	mkdir -p "$vmdir/dl"
 	if ! ls "$vmdir/dl/${pkg}_"*.deb >/dev/null 2>&1; then
-		(cd "$vmdir/dl" && apt-get download "$pkg" >&2)
+		# apt downloads as the _apt user: into a folder it may write
+		# (not the checkout), or apt warns it runs unsandboxed as root
+		tmpdl=$(mktemp -d)
+		if ((EUID == 0)) && id _apt >/dev/null 2>&1; then chown _apt "$tmpdl"; fi
+		(cd "$tmpdl" && apt-get download "$pkg" >&2) || { rm -rf "$tmpdl"; exit 1; }
+		mv "$tmpdl/${pkg}_"*.deb "$vmdir/dl/"
+		rm -rf "$tmpdl"
 	fi
 	rm -rf "$vmdir/root"
 	dpkg -x "$vmdir/dl/${pkg}_"*.deb "$vmdir/root"

@@ -8,15 +8,10 @@ set -uo pipefail
 vfgx=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 name=xdq
-tmp=$(mktemp -d /tmp/afxdp-queues.XXXXXX)
 fails=0
 
-skip() { echo "SKIP: $*"; exit 77; }
-((EUID == 0)) || skip "afxdp queue test needs root (network namespaces, XDP)"
-command -v ip >/dev/null || skip "iproute2 (ip) not installed"
-command -v ethtool >/dev/null || skip "ethtool not installed"
-ip netns add "$name-probe" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del "$name-probe"
+"$root/scripts/netns-probe.sh" ethtool || exit $?
+tmp=$(mktemp -d /tmp/afxdp-queues.XXXXXX)
 cleanup() {
 	VETH_NET=71 "$root/scripts/netns-veth.sh" down $name
 	rm -rf "$tmp"
@@ -56,6 +51,17 @@ else
 	fail "bench afxdp --queues 2 failed"; cat "$tmp/bench.log"
 fi
 ip netns list | grep -q '^xdb-' && fail "bench left its namespaces"
+# --testpmd none: no advice about a testpmd nobody asked for
+if grep -q 'testpmd.*not found' "$tmp/bench.log"; then fail "--testpmd none still warns: $(grep 'not found' "$tmp/bench.log")"; else
+	ok "--testpmd none: no missing-testpmd warning"
+fi
+# a testpmd that is not there: the advice names the package that has it
+"$vfgx" bench afxdp --seconds 0.1 --senders 1 --queues 1 --testpmd /nonexistent/dpdk-testpmd --out "$tmp" >"$tmp/bench2.log" 2>&1
+if grep -qxF "vfgx bench afxdp: /nonexistent/dpdk-testpmd not found; measuring without it (apt install dpdk-dev, or --testpmd none)" "$tmp/bench2.log"; then
+	ok "missing testpmd: the advice names dpdk-dev"
+else
+	fail "missing testpmd advice"; cat "$tmp/bench2.log"
+fi
 
 echo "afxdp-queues: $fails failure(s)"
 ((fails == 0))

@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# afxdp-veth.sh VFGX UDP_PEER AFXDP_TX - AF_XDP end to end over a veth pair
-# between two namespaces: a UDP stream into `vfgx run` (count, order and
-# payload checked by the pipeline), in native and generic XDP mode and on
-# two queues; tx from an afxdp port to a plain socket; the error cases
-# (missing interface, invalid queue id, zero_copy: on on veth, interface
-# already carrying an XDP program), each one clear line and a clean exit;
-# and no XDP program left after close, SIGTERM, SIGINT or SIGKILL.
-# Needs root; exits 77 (skip) otherwise.
+# afxdp-veth.sh VFGX UDP_PEER AFXDP_TX [PART] - AF_XDP end to end over a
+# veth pair between two namespaces.  PART main (default): a UDP stream into
+# `vfgx run` (count, order and payload checked by the pipeline) in native
+# and generic XDP mode; tx from an afxdp port to a plain socket; the error
+# cases (missing interface, invalid queue id, zero_copy: on on veth,
+# interface already carrying an XDP program), each one clear line and a
+# clean exit; and no XDP program left after close, SIGTERM, SIGINT or
+# SIGKILL.  PART queues: rx on two queues.  PART gpu: rx into pinned UMEM
+# read in place by the GPU pipeline.  Each part is its own meson test and
+# exits 77 (skip, with the reason) where it cannot run here.
 set -uo pipefail
-vfgx=$1 peer=$2 txprog=$3
+vfgx=$1 peer=$2 txprog=$3 part=${4:-main}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 name=xdt
 export VETH_NET=72
 A=$name-a B=$name-b
 IPA=198.18.$VETH_NET.1 IPB=198.18.$VETH_NET.2
-tmp=$(mktemp -d /tmp/afxdp-test.XXXXXX)
 fails=0
 
 skip() { echo "SKIP: $*"; exit 77; }
-((EUID == 0)) || skip "afxdp net test needs root (network namespaces, XDP)"
-command -v ip >/dev/null || skip "iproute2 (ip) not installed"
-command -v ethtool >/dev/null || skip "ethtool not installed"
-ip netns add "$name-probe" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del "$name-probe"
+case $part in
+main) ;;
+gpu) command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 ||
+	skip "rx into pinned UMEM read by the GPU: no GPU here (nvidia-smi finds none)" ;;
+queues) (($(nproc) >= 2)) || skip "rx on 2 queues: needs 2 CPUs for the two pinned senders, this machine has $(nproc)" ;;
+*) echo "afxdp-veth.sh: PART must be main, queues or gpu" >&2; exit 2 ;;
+esac
+"$root/scripts/netns-probe.sh" ethtool || exit $?
+tmp=$(mktemp -d /tmp/afxdp-test.XXXXXX)
 
 cleanup() {
 	[ -n "${bgpid:-}" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
@@ -41,7 +46,7 @@ wait_prog() {
 	return 1
 }
 
-"$root/scripts/netns-veth.sh" up $name >/dev/null || skip "netns-veth.sh failed"
+"$root/scripts/netns-veth.sh" up $name >/dev/null || { echo "FAIL - scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
 # The XDP program takes every frame of the queue, ARP included: a static
 # neighbour entry on the sender.  veth leaves UDP checksums to "hardware"
 # (CHECKSUM_PARTIAL); an AF_XDP reader sees raw frames, so the sender
@@ -80,14 +85,12 @@ rx_case() { # rx_case MODE COUNT SIZE
 	fi
 	if xdp_prog_on_b; then fail "rx $mode: XDP program left after vfgx exited"; else ok "rx $mode: XDP program detached at exit"; fi
 }
-rx_case auto 20000 512
-rx_case generic 5000 1400
 
 # --- rx into a pinned UMEM that the GPU pipeline reads in place -----------------
 # Only where CUDA finds a GPU (the device machine): the UMEM is a pinned
 # region, the pipeline runs on the GPU and reads the frames where the kernel
 # wrote them (no staging copy).
-if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+gpu_case() {
 	sed -e "s/address: vfgx-b0/address: ${B}0/" -e "s/kind: host /kind: pinned /" \
 	    -e "s/^  device: auto/  device: gpu/" "$root/configs/afxdp-veth.yaml" >"$tmp/gpu.yaml"
 	ip netns exec "$B" "$vfgx" run "$tmp/gpu.yaml" --duration 10 >"$tmp/gpu.log" 2>&1 &
@@ -95,23 +98,23 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
 	if wait_prog; then
 		nsa "$peer" send "$IPB" 5000 20000 1024 0 10000 >/dev/null
 	fi
-	wait $bgpid; rc=$?; bgpid=
-	want="delivered 20000 ($((20000 * (1024 - 16))) payload bytes), gaps 0, verify errors 0"
+	wait $bgpid; local rc=$?; bgpid=
+	local want="delivered 20000 ($((20000 * (1024 - 16))) payload bytes), gaps 0, verify errors 0"
 	if ((rc == 0)) && grep -qF "$want" "$tmp/gpu.log" && grep -q "result: PASSED" "$tmp/gpu.log" &&
 	   grep -q "frames in pinned memory" "$tmp/gpu.log" && grep -q "GPU pipeline:" "$tmp/gpu.log"; then
 		ok "rx into pinned UMEM, GPU pipeline reading frames in place: 20000 x 1024 B delivered in order, payloads verified"
 	else
 		fail "rx into pinned UMEM with the GPU pipeline: expected '$want' and PASSED"; cat "$tmp/gpu.log"
 	fi
-else
-	echo "skip - rx into pinned UMEM read by the GPU: no GPU here (nvidia-smi finds none)"
-fi
+}
 
 # --- rx on two queues: one socket per queue ----------------------------------------
 # XPS pins each sender's CPU to one veth tx queue, so stream s lands on rx
 # queue s of the peer.
-if (($(nproc) >= 2)) && nsb ethtool -L "$B"0 rx 2 tx 2 2>/dev/null && nsa ethtool -L "$A"0 rx 2 tx 2 2>/dev/null &&
-   nsa sh -c "echo 1 > /sys/class/net/${A}0/queues/tx-0/xps_cpus && echo 2 > /sys/class/net/${A}0/queues/tx-1/xps_cpus"; then
+queues_case() {
+	nsb ethtool -L "$B"0 rx 2 tx 2 2>/dev/null && nsa ethtool -L "$A"0 rx 2 tx 2 2>/dev/null &&
+	nsa sh -c "echo 1 > /sys/class/net/${A}0/queues/tx-0/xps_cpus && echo 2 > /sys/class/net/${A}0/queues/tx-1/xps_cpus" ||
+		skip "rx on 2 queues: this kernel's veth refuses channel changes (ethtool -L) or XPS"
 	sed -e "s/address: vfgx-b0/address: ${B}0/" -e "s/queues: \[0\] /queues: [0, 1] /" -e "s/workers: 1/workers: 2/" \
 	    -e "s/^\(        - { id: 0, memory_region: umem, batch_size: 64 }\)$/\1\n        - { id: 1, memory_region: umem, batch_size: 64 }/" \
 	    "$root/configs/afxdp-veth.yaml" >"$tmp/mq.yaml"
@@ -128,9 +131,17 @@ if (($(nproc) >= 2)) && nsb ethtool -L "$B"0 rx 2 tx 2 2>/dev/null && nsa ethtoo
 		fail "rx 2 queues"; cat "$tmp/mq.log"
 	fi
 	nsb ethtool -L "$B"0 rx 1 tx 1; nsa ethtool -L "$A"0 rx 1 tx 1
-else
-	echo "skip - rx 2 queues: needs 2 CPUs and veth channel changes (ethtool -L)"
+}
+
+if [ "$part" != main ]; then
+	"${part}_case"
+	echo "afxdp-veth $part: $fails failure(s)"
+	((fails == 0))
+	exit
 fi
+
+rx_case auto 20000 512
+rx_case generic 5000 1400
 
 # --- tx: afxdp port -> plain UDP socket --------------------------------------------
 ip netns exec "$A" "$peer" recv 6000 5000 512 15 >"$tmp/recv.log" 2>&1 &

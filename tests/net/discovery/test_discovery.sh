@@ -9,8 +9,7 @@ set -uo pipefail
 vfgx=$1
 inject=$2
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: iproute2 (ip) not installed"; exit 77; }
+"$root/scripts/netns-probe.sh" || exit $?
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -19,7 +18,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-VETH_NET=74 "$root/scripts/netns-veth.sh" up eb >/dev/null || { echo "SKIP: cannot create network namespaces"; exit 77; }
+VETH_NET=74 "$root/scripts/netns-veth.sh" up eb >/dev/null || { echo "FAIL: scripts/netns-veth.sh up eb failed (its error above)"; exit 1; }
 fail() { echo "FAIL: $*"; for f in "$work"/*.out; do echo "== $f"; cat "$f"; done; exit 1; }
 # wait until a background discover has opened its socket
 ready() { for _ in $(seq 100); do grep -q announcing "$1" && return 0; sleep 0.05; done; fail "$1: never started"; }

@@ -10,13 +10,10 @@ name=dk
 export VETH_NET=73
 count=${DPDK_VETH_COUNT:-3000}
 
-if ((EUID != 0)); then echo "skip: needs root for network namespaces"; exit 77; fi
-command -v ip >/dev/null || { echo "skip: iproute2 (ip) not installed"; exit 77; }
-if ! ip netns add dk-probe 2>/dev/null; then echo "skip: cannot create network namespaces here"; exit 77; fi
-ip netns del dk-probe
+"$root/scripts/netns-probe.sh" || exit $?
 
 trap '"$root/scripts/netns-veth.sh" down $name' EXIT
-"$root/scripts/netns-veth.sh" up $name >/dev/null || exit 1
+"$root/scripts/netns-veth.sh" up $name >/dev/null || { echo "FAIL: scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
 mac=$(ip -n $name-a -o link show $name-a0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
 # AF_XDP takes every frame, ARP included: the sender needs a static entry
 ip -n $name-b neigh replace 198.18.$VETH_NET.1 lladdr "$mac" dev $name-b0 nud permanent

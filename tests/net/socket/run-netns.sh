@@ -7,9 +7,8 @@ test_socket=$1
 vfgx=$2
 name=sk
 export VETH_NET=71
-if [ "$(id -u)" != 0 ]; then echo "skip: needs root for network namespaces"; exit 77; fi
-command -v ip >/dev/null || { echo "skip: iproute2 (ip) not installed"; exit 77; }
 root=$(cd "$(dirname "$0")/../../.." && pwd)
+"$root/scripts/netns-probe.sh" || exit $?
 pids=()
 # shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
@@ -17,7 +16,7 @@ cleanup() {
 	"$root/scripts/netns-veth.sh" down "$name"
 }
 trap cleanup EXIT
-"$root/scripts/netns-veth.sh" up "$name" >/dev/null || { echo "skip: cannot create network namespaces here"; exit 77; }
+"$root/scripts/netns-veth.sh" up "$name" >/dev/null || { echo "FAIL: scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
 
 rc=0
 "$test_socket" netns "$name-a" "$name-b" 198.18.71.1 198.18.72.1 || rc=1

@@ -1,0 +1,29 @@
+/* gpu_kernel.h - what `vfgx bench e2e` takes from `vfgx bench gpu`: the
+ * kernel-only throughput (pre-staged bursts of 1024 packets straight into
+ * the GPU processor, bench/gpu.c) as the reference of the same run. */
+#ifndef VFGX_BENCH_GPU_KERNEL_H
+#define VFGX_BENCH_GPU_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vfgx/gpu.h>
+
+struct tput {
+	double mpps, gbps, gbytes_s;
+	uint64_t packets;
+	bool complete; /* every packet delivered */
+};
+
+/* Frames of 64 flows built once (UDP checksums on) in GPU memory (on_gpu)
+ * or pinned host memory; parse + checksum + filter + reorder (window 1024),
+ * verify off; passes for `seconds`.  0 or -errno. */
+int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
+			  enum vfgx_gpu_mode mode, double seconds, struct tput *res);
+/* The first line of /proc/driver/nvidia/version. */
+void bench_gpu_driver_version(char *buf, size_t len);
+/* `vfgx bench NAME` in a build without CUDA: says so, returns 77. */
+int bench_gpu_no_cuda(const char *name);
+
+#endif

@@ -1,0 +1,53 @@
+/* gpu_bench.h - internal hooks of the GPU data plane (not part of the
+ * public API in include/vfgx/gpu.h): the runner's zero-copy submit, and
+ * what `vfgx bench e2e` measures. */
+#ifndef VFGX_GPU_BENCH_H
+#define VFGX_GPU_BENCH_H
+
+#include <stdint.h>
+
+#include <vfgx/gpu.h>
+
+/* Hand over n struct vfgx_pkt records that live in pinned host memory
+ * (pkts_dev: their device address) as one item, with no copy; the records
+ * must stay untouched until the item is finished.  ts_min: the oldest
+ * receive stamp among them (latency).  Item number or -errno. */
+int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
+				     uint32_t n, uint64_t ts_min);
+
+/* rx -> processed latency: per item, the time from the oldest packet's
+ * receive stamp to the CPU reaping the item DONE, counted for each of its
+ * packets, in 64 buckets per power of two (1.6% resolution).  Returns the
+ * upper edge (ns) of the bucket holding the pct-th percentile, 0 when
+ * nothing was counted. */
+uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct);
+
+/* One hand-off sample, all from clocks read by one side each: the CPU's
+ * vfgx_now_ns() just before storing READY (ready_ns); the CPU clock the
+ * GPU's 16-byte load of the status line returned with READY (clock_ns);
+ * the GPU's %globaltimer just before and just after that load; the longest
+ * gap between two of the CPU's clock writes while it waited (gap_ns). */
+struct vfgx_gpu_handoff {
+	uint64_t ready_ns, clock_ns, g_before, g_after, gap_ns;
+};
+
+/* Persistent mode: submit an empty item and, until the GPU marks it DONE,
+ * keep writing vfgx_now_ns() into its status line (each store followed by
+ * a full fence; then, with every_ns, no store until every_ns passed); then
+ * fill h.  -EINVAL in other modes. */
+int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
+				struct vfgx_gpu_handoff *h);
+
+/* The runner's first received packet and the end of its feeder thread
+ * (vfgx_now_ns()); its processor's latency percentile (as above). */
+void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
+			      uint64_t *end_ns);
+uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct);
+
+/* Where the feeder thread's time went (ns), and its items. */
+struct vfgx_gpu_feeder {
+	uint64_t rx_ns, submit_ns, room_ns, items, packets;
+};
+void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f);
+
+#endif
