@@ -220,18 +220,24 @@ void vfgx_discovery_stats(const vfgx_discovery *d,
  * The ring lives in the consumer's exposed buffer: a data area of
  * `size` bytes (a power of two) and, elsewhere in the buffer, an 8-byte
  * little-endian state word holding `head`, the number of bytes the
- * consumer has released (monotonic).  Records are 8-byte aligned and never
- * wrap: [len u32 | seq u32 | payload | pad to 8].  When a record does not
- * fit before the end of the data area, the producer writes a wrap marker
- * (len = VFGX_RING_WRAP, same seq) and starts again at offset 0.
+ * consumer has released (monotonic).  Records are 16-byte aligned and
+ * never wrap: [len u32 | seq u32 | check u64 | payload | pad to 16].
+ * When a record does not fit before the end of the data area, the producer
+ * writes a wrap marker (len = VFGX_RING_WRAP, same seq, no payload) and
+ * starts again at offset 0.
  *
- * Ordering: the producer writes the payload first and the 8-byte header
- * last, as separate writes on one ordered channel (an RC QP delivers
- * them in order; in one process a release store).  The consumer loads the
- * header with acquire and accepts it only when seq is the one it expects,
- * so a stale header from an earlier lap is never taken for a new record.
- * The producer keeps `tail` and a cached copy of head.  Once the cached
- * credit (size - (tail - cached_head)) falls below half the ring it
+ * Completion: check = vfgx_ring_check(len, seq, payload), a 64-bit hash
+ * the consumer recomputes over what it finds in memory.  The verbs spec
+ * orders WRITEs on an RC QP as the responder executes them, not as a CPU
+ * polling memory sees them land, so the header may be visible before the
+ * payload (or part of it).  A record is delivered only when its seq is the
+ * expected one and the check matches; until then it is "not yet" (peek
+ * returns 0) and polled again.  One that still does not match
+ * torn_ns after its header was first seen is torn: -EBADMSG and counted,
+ * never delivered.  A stale header from an earlier lap has the wrong seq.
+ *
+ * Credit: the producer keeps `tail` and a cached copy of head.  Once the
+ * cached credit (size - (tail - cached_head)) falls below half the ring it
  * starts one read of the state word (one RDMA READ) without waiting for
  * it, and picks its result up on a later send, so the send queue keeps
  * flowing while the head travels back; it waits for that read only when
@@ -240,13 +246,14 @@ void vfgx_discovery_stats(const vfgx_discovery *d,
  * free space.  A full ring is -EAGAIN: the producer waits, nothing is
  * overwritten.
  */
-#define VFGX_RING_HDR 8
+#define VFGX_RING_HDR 16
 #define VFGX_RING_WRAP 0xFFFFFFFFu
 #define VFGX_RING_MIN 64
+#define VFGX_RING_TORN_NS 1000000000ull /* default consumer torn_ns */
 
 static inline uint64_t vfgx_ring_rec_size(uint32_t len)
 {
-	return ((uint64_t)VFGX_RING_HDR + len + 7) & ~(uint64_t)7;
+	return ((uint64_t)VFGX_RING_HDR + len + 15) & ~(uint64_t)15;
 }
 
 /* Largest payload a ring of `size` bytes accepts: a record plus the
@@ -255,13 +262,22 @@ static inline uint32_t vfgx_ring_max_payload(uint64_t size)
 {
 	uint64_t m = size / 2 - VFGX_RING_HDR;
 
-	return m > UINT32_MAX - 8 ? UINT32_MAX - 8 : (uint32_t)m;
+	return m > UINT32_MAX - 16 ? UINT32_MAX - 16 : (uint32_t)m;
 }
 
+/* The first 8 header bytes: len and seq. */
 static inline uint64_t vfgx_ring_hdr_pack(uint32_t len, uint32_t seq)
 {
 	return (uint64_t)len | (uint64_t)seq << 32;
 }
+
+/* The check value of a record: a 64-bit hash of len, seq and the len
+ * payload bytes (none for a wrap marker). */
+uint64_t vfgx_ring_check(uint32_t len, uint32_t seq, const void *payload);
+
+/* A record's 16 header bytes (little-endian) into hdr. */
+void vfgx_ring_hdr_make(uint8_t hdr[VFGX_RING_HDR], uint32_t len, uint32_t seq,
+			const void *payload);
 
 /* One-sided operations on the consumer's buffer, by offset from byte 0 of
  * the exposed buffer.  write: place len bytes (wake: deliver a completion
@@ -270,9 +286,10 @@ static inline uint64_t vfgx_ring_hdr_pack(uint32_t len, uint32_t seq)
  * in dst once it arrived, 0 while pending (wait: block until it arrives).
  * write and read_start may return -EAGAIN (send queue full) and are
  * retried.  0 or -errno.  write_rec (optional, NULL: two writes): place a
- * record's len-byte payload at off + VFGX_RING_HDR and then its 8-byte
- * header at off, in that order, submitted together (RDMA: one post list,
- * one doorbell); -EAGAIN as for write. */
+ * record's len-byte payload at off + VFGX_RING_HDR and its 16-byte header
+ * at off, submitted together (RDMA: one post list, one doorbell); the
+ * order they land in does not matter (the check value decides);
+ * -EAGAIN as for write. */
 struct vfgx_ring_transport {
 	int (*write)(void *user, uint64_t off, const void *src, uint32_t len,
 		     bool wake);
@@ -302,6 +319,15 @@ struct vfgx_ring_consumer {
 	uint64_t size;
 	uint64_t head;             /* bytes released */
 	uint32_t seq;              /* expected seq */
+	bool ready;                /* the record at head passed its check */
+	uint64_t torn_ns;          /* how long a header may wait for its
+				    * payload; init: VFGX_RING_TORN_NS */
+	uint64_t seen_ns;          /* when the unmatched header was first
+				    * seen, 0: none */
+	uint64_t not_yet;          /* polls that saw a header whose check
+				    * did not match (yet) */
+	uint64_t torn;             /* records given up as torn */
+	int err;                   /* sticky: -EBADMSG / -EPROTO, 0: none */
 };
 
 /* 0 or -EINVAL (size not a power of two >= 64, state word overlapping the
@@ -329,9 +355,11 @@ int vfgx_ring_refresh(struct vfgx_ring_producer *p);
  * 8-byte aligned state word (set to 0). */
 int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,
 			    uint64_t size, _Atomic uint64_t *state);
-/* Look at the next record in place: 1 with *msg and *len set, 0 when none has
- * arrived, -EPROTO on a corrupt header (length beyond the ring). The
- * record stays valid until vfgx_ring_release(). */
+/* Look at the next record in place: 1 with *msg and *len set (its check
+ * matched), 0 when none has arrived or it is still landing, -EBADMSG when
+ * its check has not matched for torn_ns (torn), -EPROTO when its length
+ * has been beyond the ring for torn_ns.  The ring cannot go on after
+ * either error.  The record stays valid until vfgx_ring_release(). */
 int vfgx_ring_peek(struct vfgx_ring_consumer *c, const void **msg,
 		   uint32_t *len);
 /* Release the record returned by the last successful peek: advances head
@@ -383,7 +411,8 @@ int vfgx_channel_fence(vfgx_channel *ch, int timeout_ms);
 /* Message ring producer on a channel whose remote descriptor is an RX
  * buffer holding a ring of ring_size data bytes at offset 0 and its head
  * word at the descriptor's state_off.  -EINVAL when the descriptor cannot
- * hold that ring. */
+ * hold that ring, or when the local MR is GPU memory (records carry a
+ * check value computed on the CPU). */
 int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size);
 /* Append one record; msg must lie in the local MR (sent without a copy)
  * and stay unchanged until the next fence.  Waits while the ring is full

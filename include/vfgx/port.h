@@ -77,6 +77,11 @@ struct vfgx_port_conf {
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
 	uint16_t burst;      /* max packets per rx burst, 1..1024 */
+	/* Per queue, 0: as above (rx) / no limit (tx).  rx: a queue's
+	 * rx_burst returns at most this many; tx: tx_burst hands the backend
+	 * at most this many per call and goes on while it accepts them all. */
+	uint16_t rx_bursts[VFGX_MAX_QUEUES];
+	uint16_t tx_bursts[VFGX_MAX_QUEUES];
 	/* Per rx queue pool, or NULL: the backend creates its own. */
 	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
 	/* interfaces[].<backend> section; NULL or absent: defaults. */

@@ -324,14 +324,16 @@ static int ring_write(void *user, uint64_t off, const void *src, uint32_t len,
 	if (len > CTL_INLINE)
 		return vfgx_set_error(ch->ctx, -EFAULT,
 				      "channel ring: a %u-byte message must lie in the channel's local MR", len);
-	/* small (the 8-byte record header): copied into the WQE at post */
+	/* small (the 16-byte record header): copied into the WQE at post */
 	memcpy(ch->ctl_mem + CTL_INLINE, s, len);
 	return post(ch, k, ch->ctl, CTL_INLINE, off, len, (uint32_t)off,
 		    VFGX_RDMA_INLINE | sig);
 }
 
 /* A record's payload WRITE and its header WRITE (inline, WRITE_WITH_IMM
- * when wake) as one post list: one doorbell per record. */
+ * when wake) as one post list: one doorbell per record.  The consumer does
+ * not rely on the order they land in: the header's check value covers
+ * the payload. */
 static int ring_write_rec(void *user, uint64_t off, const void *payload,
 			  uint32_t len, const void *hdr, bool wake)
 {
@@ -344,12 +346,12 @@ static int ring_write_rec(void *user, uint64_t off, const void *payload,
 	    (size_t)(s - ch->local_cpu) > ch->local_len - len) {
 		/* not in the local MR: small payloads go inline, one by one */
 		ret = ring_write(user, off + VFGX_RING_HDR, payload, len, false);
-		return ret ? ret : ring_write(user, off, hdr, 8, wake);
+		return ret ? ret : ring_write(user, off, hdr, VFGX_RING_HDR, wake);
 	}
 	ret = check_range(ch, "ring write", off, 0, VFGX_RING_HDR + len, false);
 	if (ret)
 		return ret;
-	memcpy(ch->ctl_mem + CTL_INLINE, hdr, 8);
+	memcpy(ch->ctl_mem + CTL_INLINE, hdr, VFGX_RING_HDR);
 	w[0] = (struct vfgx_rdma_write_wr){
 		.mr = ch->local, .loff = (size_t)(s - ch->local_cpu),
 		.raddr = ch->remote.addr + off + VFGX_RING_HDR,
@@ -358,7 +360,7 @@ static int ring_write_rec(void *user, uint64_t off, const void *payload,
 	};
 	w[1] = (struct vfgx_rdma_write_wr){
 		.mr = ch->ctl, .loff = CTL_INLINE, .raddr = ch->remote.addr + off,
-		.rkey = ch->remote.rkey, .len = 8, .wr_id = off,
+		.rkey = ch->remote.rkey, .len = VFGX_RING_HDR, .wr_id = off,
 		.flags = VFGX_RDMA_INLINE | VFGX_RDMA_UNSIGNALED,
 		.with_imm = wake, .imm = (uint32_t)off,
 	};
@@ -433,6 +435,10 @@ int vfgx_channel_ring_init(vfgx_channel *ch, uint64_t ring_size)
 				      "channel ring: node %llu buffer %u must be an rx buffer with a state word and >= %llu bytes",
 				      (unsigned long long)ch->remote.node_id,
 				      ch->remote.buffer_id, (unsigned long long)ring_size);
+	/* each record's check value is computed over its payload on the CPU */
+	if (ch->local && !vfgx_rdma_mr_cpu_addr(ch->local))
+		return vfgx_set_error(ch->ctx, -EINVAL,
+				      "channel ring: the local MR is GPU memory, but ring records carry a check value computed on the CPU (send ring messages from host memory; vfgx_channel_write sends GPU memory)");
 	if (vfgx_ring_producer_init(&ch->ring, &tr, 0, ring_size, ch->remote.state_off))
 		return vfgx_set_error(ch->ctx, -EINVAL,
 				      "channel ring: size %llu must be a power of two >= 64 with the state word (offset %llu) outside it",

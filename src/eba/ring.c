@@ -6,6 +6,76 @@
 
 #include <vfgx/eba.h>
 
+/* ---- check value ------------------------------------------------------ */
+
+#define K1 0x9E3779B185EBCA87ull
+#define K2 0xC2B2AE3D27D4EB4Full
+#define K3 0x165667B19E3779F9ull
+
+static inline uint64_t rotl(uint64_t x, int r)
+{
+	return x << r | x >> (64 - r);
+}
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t lane(uint64_t acc, uint64_t w)
+{
+	return rotl(acc + w * K2, 31) * K1;
+}
+
+/* Eight independent multiply-rotate lanes over 64-byte blocks (enough
+ * in flight to hide the multiplies' latency), the tail folded in by words,
+ * then a final avalanche; len and seq key it, so a header from another
+ * lap or a torn header word does not match. */
+uint64_t vfgx_ring_check(uint32_t len, uint32_t seq, const void *payload)
+{
+	const uint8_t *p = payload;
+	uint64_t n = len == VFGX_RING_WRAP ? 0 : len;
+	uint64_t key = vfgx_ring_hdr_pack(len, seq);
+	uint64_t a[8], h, i = 0;
+
+	for (int j = 0; j < 8; j++)
+		a[j] = key + (uint64_t)(j + 1) * K1;
+	for (; i + 64 <= n; i += 64)
+		for (int j = 0; j < 8; j++)
+			a[j] = lane(a[j], ld64(p + i + 8 * j));
+	h = key * K3;
+	for (int j = 0; j < 8; j++)
+		h += rotl(a[j], 1 + 7 * j);
+	for (; i + 8 <= n; i += 8)
+		h = rotl(h ^ lane(0, ld64(p + i)), 27) * K1 + K3;
+	if (i < n) {
+		uint64_t w = 0;
+
+		memcpy(&w, p + i, n - i);
+		h = rotl(h ^ lane(0, w), 27) * K1 + K3;
+	}
+	h ^= h >> 33;
+	h *= K2;
+	h ^= h >> 29;
+	h *= K3;
+	return h ^ h >> 32;
+}
+
+void vfgx_ring_hdr_make(uint8_t hdr[VFGX_RING_HDR], uint32_t len, uint32_t seq,
+			const void *payload)
+{
+	uint64_t w = vfgx_ring_hdr_pack(len, seq);
+	uint64_t check = vfgx_ring_check(len, seq, payload);
+
+	memcpy(hdr, &w, 8);
+	memcpy(hdr + 8, &check, 8);
+}
+
+/* ---- producer --------------------------------------------------------- */
+
 static bool pow2(uint64_t v)
 {
 	return v && !(v & (v - 1));
@@ -79,7 +149,7 @@ int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 	uint64_t rec = vfgx_ring_rec_size(len);
 	uint64_t pos = p->tail & (p->size - 1);
 	uint64_t gap = pos + rec > p->size ? p->size - pos : 0;
-	uint64_t hdr;
+	uint8_t hdr[VFGX_RING_HDR];
 	int ret;
 
 	if (len > vfgx_ring_max_payload(p->size))
@@ -104,25 +174,26 @@ int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
 		}
 	}
 	if (gap) {
-		/* a wrap marker needs the 8 header bytes; gap >= 8 because
-		 * records and the ring size are multiples of 8 */
-		hdr = vfgx_ring_hdr_pack(VFGX_RING_WRAP, p->seq);
-		ret = tr_write(p, pos, &hdr, 8, false);
+		/* a wrap marker is a header alone; gap >= 16 because
+		 * records and the ring size are multiples of 16 */
+		vfgx_ring_hdr_make(hdr, VFGX_RING_WRAP, p->seq, NULL);
+		ret = tr_write(p, pos, hdr, VFGX_RING_HDR, false);
 		if (ret)
 			return ret;
 		p->tail += gap;
 		pos = 0;
 	}
-	/* header last: the consumer sees it only after the payload landed */
-	hdr = vfgx_ring_hdr_pack(len, p->seq);
+	/* the check value, not the order the writes land in, tells the
+	 * consumer the record is complete */
+	vfgx_ring_hdr_make(hdr, len, p->seq, msg);
 	if (len && p->tr.write_rec) {
 		while ((ret = p->tr.write_rec(p->tr.user, p->data_off + pos, msg,
-					      len, &hdr, wake)) == -EAGAIN)
+					      len, hdr, wake)) == -EAGAIN)
 			;
 	} else {
 		ret = len ? tr_write(p, pos + VFGX_RING_HDR, msg, len, false) : 0;
 		if (!ret)
-			ret = tr_write(p, pos, &hdr, 8, wake);
+			ret = tr_write(p, pos, hdr, VFGX_RING_HDR, wake);
 	}
 	if (ret)
 		return ret;
@@ -160,29 +231,66 @@ int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,
 	c->size = size;
 	c->head = 0;
 	c->seq = 1;
+	c->ready = false;
+	c->torn_ns = VFGX_RING_TORN_NS;
+	c->seen_ns = 0;
+	c->not_yet = 0;
+	c->torn = 0;
+	c->err = 0;
 	return 0;
+}
+
+/* The header at head names the expected seq but does not check (yet):
+ * 0 to poll again, or err once it has stayed so for torn_ns. */
+static int not_yet(struct vfgx_ring_consumer *c, int err)
+{
+	uint64_t now = vfgx_now_ns();
+
+	c->not_yet++;
+	if (!c->seen_ns) {
+		c->seen_ns = now;
+		return 0;
+	}
+	if (now - c->seen_ns < c->torn_ns)
+		return 0;
+	if (err == -EBADMSG)
+		c->torn++;
+	c->err = err; /* the ring stops here: nothing after it is trusted */
+	return err;
 }
 
 int vfgx_ring_peek(struct vfgx_ring_consumer *c, const void **msg,
 		   uint32_t *len)
 {
+	if (c->err)
+		return c->err;
 	for (int lap = 0; lap < 2; lap++) {
 		uint64_t pos = c->head & (c->size - 1);
 		_Atomic uint64_t *hp = (_Atomic uint64_t *)(c->data + pos);
 		uint64_t hdr = atomic_load_explicit(hp, memory_order_acquire);
 		uint32_t l = (uint32_t)hdr, seq = (uint32_t)(hdr >> 32);
+		const uint8_t *payload = c->data + pos + VFGX_RING_HDR;
+		uint64_t check;
 
 		if (seq != c->seq)
 			return 0;
+		if (!c->ready) {
+			if (l != VFGX_RING_WRAP &&
+			    pos + vfgx_ring_rec_size(l) > c->size)
+				return not_yet(c, -EPROTO);
+			memcpy(&check, c->data + pos + 8, 8);
+			if (check != vfgx_ring_check(l, seq, payload))
+				return not_yet(c, -EBADMSG);
+			c->seen_ns = 0;
+		}
 		if (l == VFGX_RING_WRAP) {
 			if (pos == 0)
 				return -EPROTO;
 			c->head += c->size - pos;
 			continue;
 		}
-		if (pos + vfgx_ring_rec_size(l) > c->size)
-			return -EPROTO;
-		*msg = c->data + pos + VFGX_RING_HDR;
+		c->ready = true;
+		*msg = payload;
 		*len = l;
 		return 1;
 	}
@@ -197,6 +305,7 @@ void vfgx_ring_release(struct vfgx_ring_consumer *c)
 	memcpy(&hdr, c->data + pos, 8);
 	c->head += vfgx_ring_rec_size((uint32_t)hdr);
 	c->seq++;
+	c->ready = false;
 	/* all reads of the record happen before the producer may reuse it */
 	atomic_store_explicit(c->state, c->head, memory_order_release);
 }

@@ -14,7 +14,9 @@ struct vfgx_port {
 	char name[VFGX_NAME_MAX];
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
-	uint16_t burst;
+	uint16_t burst;                        /* largest rx_burst[] */
+	uint16_t rx_burst[VFGX_MAX_QUEUES];    /* per queue, 1..burst */
+	uint16_t tx_burst[VFGX_MAX_QUEUES];    /* per queue, 0: no split */
 	vfgx_pool *rx_pools[VFGX_MAX_QUEUES];
 	bool own_pools; /* created by vfgx_port_open_config */
 	vfgx_region *rx_regions[VFGX_MAX_QUEUES]; /* owned with the pools */

@@ -80,6 +80,11 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 				      "%s: queues must be 0..%d and burst 1..1024",
 				      conf->name ? conf->name : "port",
 				      VFGX_MAX_QUEUES);
+	for (int q = 0; q < VFGX_MAX_QUEUES; q++)
+		if (conf->rx_bursts[q] > 1024 || conf->tx_bursts[q] > 1024)
+			return vfgx_set_error(ctx, -EINVAL,
+					      "%s: queue %d: burst must be 1..1024",
+					      conf->name ? conf->name : "port", q);
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
@@ -95,6 +100,18 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *conf,
 	port->nb_rx_queues = conf->nb_rx_queues;
 	port->nb_tx_queues = conf->nb_tx_queues;
 	port->burst = conf->burst;
+	for (int q = 0; q < VFGX_MAX_QUEUES; q++) {
+		port->rx_burst[q] = conf->rx_bursts[q] ? conf->rx_bursts[q]
+						       : conf->burst;
+		port->tx_burst[q] = conf->tx_bursts[q];
+	}
+	/* backends size their per-burst state by the largest queue's */
+	if (conf->nb_rx_queues) {
+		port->burst = 1;
+		for (uint16_t q = 0; q < conf->nb_rx_queues; q++)
+			if (port->rx_burst[q] > port->burst)
+				port->burst = port->rx_burst[q];
+	}
 	memcpy(port->rx_pools, conf->rx_pools, sizeof(port->rx_pools));
 	ret = ops->open(port, conf);
 	if (ret) {
@@ -130,6 +147,11 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 	};
 	struct vfgx_port tmp = { 0 };
 	int ret = 0;
+
+	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++)
+		pc.rx_bursts[q] = ifc->rx_queues[q].batch_size;
+	for (uint16_t q = 0; q < ifc->nb_tx_queues; q++)
+		pc.tx_bursts[q] = ifc->tx_queues[q].batch_size;
 
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
 		const struct vfgx_region_config *rc;
@@ -183,6 +205,8 @@ int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 {
 	if (q >= port->nb_rx_queues)
 		return -EINVAL;
+	if (max > port->rx_burst[q])
+		max = port->rx_burst[q];
 	return port->ops->rx_burst(port, q, pkts, max);
 }
 
@@ -196,11 +220,28 @@ void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 int vfgx_port_tx_burst(vfgx_port *port, uint16_t q,
 		       const struct vfgx_pkt *pkts, uint16_t n)
 {
+	uint16_t chunk, done = 0;
+	int ret;
+
 	if (q >= port->nb_tx_queues)
 		return -EINVAL;
 	if (!port->ops->tx_burst)
 		return -ENOTSUP;
-	return port->ops->tx_burst(port, q, pkts, n);
+	chunk = port->tx_burst[q] ? port->tx_burst[q] : n;
+	if (n <= chunk)
+		return port->ops->tx_burst(port, q, pkts, n);
+	/* the queue's batch_size per backend call, while all are taken */
+	while (done < n) {
+		uint16_t k = (uint16_t)(n - done < chunk ? n - done : chunk);
+
+		ret = port->ops->tx_burst(port, q, pkts + done, k);
+		if (ret < 0)
+			return done ? done : ret;
+		done += (uint16_t)ret;
+		if (ret < k)
+			break;
+	}
+	return done;
 }
 
 int vfgx_port_stats(vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st)
