@@ -28,6 +28,7 @@
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -628,18 +629,26 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 				  "dpdk-testpmd not available");
 }
 
+static const struct cli_opt afxdp_opts[] = {
+	{ "seconds", 's', "S", "seconds per round (default 3)" },
+	{ "senders", 'n', "N", "sender processes" },
+	{ "queues", 'q', "Q", "veth queue pairs (default: N senders)" },
+	{ "testpmd", 't', "PATH", "dpdk-testpmd for the reference, or none" },
+	{ "touch", 'T', NULL, "vfgx reads each frame's last byte (testpmd rxonly reads none)" },
+	{ "out", 'o', "DIR", "write afxdp.md and afxdp.svg into DIR (default bench/results)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_afxdp = {
+	.name = "bench afxdp",
+	.summary = "AF_XDP receive over veth vs recvmmsg and dpdk-testpmd (root; uses scripts/netns-veth.sh)",
+	.opts = afxdp_opts,
+};
+
 int vfgx_bench_afxdp(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "seconds", required_argument, NULL, 's' },
-		{ "senders", required_argument, NULL, 'n' },
-		{ "queues", required_argument, NULL, 'q' },
-		{ "testpmd", required_argument, NULL, 't' },
-		{ "touch", no_argument, NULL, 'T' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct result res[NB_SIZES];
 	char path[512], cmd[256];
 	bool have_tp;
@@ -654,7 +663,7 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	B.out = "bench/results";
 	B.testpmd = "dpdk-testpmd";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:q:t:To:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_afxdp)) != -1) {
 		switch (c) {
 		case 's':
 			if (vfgx_flag_double("bench afxdp", "--seconds", optarg, 0, 600, &B.seconds))
@@ -679,9 +688,9 @@ int vfgx_bench_afxdp(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			cli_usage(stdout, &vfgx_bench_cli_afxdp);
 			return 0;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}

@@ -26,6 +26,7 @@
 #include <vfgx/dpdk.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -486,19 +487,10 @@ static void veth_bench(vfgx_ctx *ctx, const struct bench_opts *o,
 static int parse_args(int argc, char **argv, struct bench_opts *o,
 		      const char **out)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "core", required_argument, NULL, 'c' },
-		{ "no-veth", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:r:c:nh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_dpdk)) != -1) {
 		switch (c) {
 		case 'o':
 			*out = optarg;
@@ -523,14 +515,31 @@ static int parse_args(int argc, char **argv, struct bench_opts *o,
 			o->veth = false;
 			break;
 		case 'h':
-			printf("usage: vfgx bench dpdk [--seconds S] [--rounds N] [--core C] [--no-veth] [--out DIR]\n");
-			return 1;
+			cli_usage(stdout, &vfgx_bench_cli_dpdk);
+			return 1; /* the caller exits 0 */
 		default:
 			return 2;
 		}
 	}
 	return 0;
 }
+
+static const struct cli_opt dpdk_opts[] = {
+	{ "out", 'o', "DIR", "write dpdk.md and dpdk.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "seconds per round, 0..60" },
+	{ "rounds", 'r', "N", "rounds" },
+	{ "core", 'c', "C", "the polling core" },
+	{ "no-veth", 'n', NULL, "skip the veth (net_af_packet) measurement" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_dpdk = {
+	.name = "bench dpdk",
+	.summary = "DPDK backend: vfgx port rx vs dpdk-testpmd rxonly",
+	.opts = dpdk_opts,
+};
 
 int vfgx_bench_dpdk(int argc, char **argv)
 {

@@ -24,9 +24,28 @@
 #include <vfgx/eba.h>
 #include "vfgx_build.h"
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 #include "core/numparse.h"
+
+static const struct cli_opt eba_opts[] = {
+	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
+	{ "addr", 'a', "IP", "the device's IPv4 address (default 198.18.74.1)" },
+	{ "out", 'o', "DIR", "write eba.md and eba.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "seconds per round (default 1)" },
+	{ "rounds", 'r', "N", "rounds (default 5)" },
+	{ "consume", 'c', "SIZE:PORT:FD", "internal: the ring consumer process" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_eba = {
+	.name = "bench eba",
+	.summary = "exposed-buffer ring vs ib_write_bw vs TCP (needs an RDMA device with an IPv4 address and perftest)",
+	.opts = eba_opts,
+};
 
 #if VFGX_HAVE_RDMA
 
@@ -382,18 +401,9 @@ static uint64_t ib_iters(uint64_t ring_msgs)
 	return ring_msgs < 20 ? 20 : ring_msgs > 100000 ? 100000 : ring_msgs;
 }
 
+
 int vfgx_bench_eba(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "dev", required_argument, NULL, 'd' },
-		{ "addr", required_argument, NULL, 'a' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "consume", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static const uint32_t sizes[NB_SIZES] = { 64, 4096, 65536, 1 << 20 };
 	struct opts o = { .dev = "rxe0", .addr = "198.18.74.1", .out = "bench/results",
 			  .seconds = 1, .port = 7480, .rounds = 5 };
@@ -410,7 +420,7 @@ int vfgx_bench_eba(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:a:o:s:r:c:h", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_eba)) != -1) {
 		switch (c) {
 		case 'c': {
 			/* internal: the ring consumer process, SIZE:PORT:FD */
@@ -437,8 +447,7 @@ int vfgx_bench_eba(int argc, char **argv)
 				return 2;
 			break;
 		case 'h':
-			printf("usage: vfgx bench eba [--dev rxe0] [--addr 198.18.74.1] [--seconds 1] [--rounds 5] [--out DIR]\n"
-			       "needs an RDMA device with an IPv4 address (tests/vm/eba/bench.sh sets one up in the VM guest) and perftest\n");
+			cli_usage(stdout, &vfgx_bench_cli_eba);
 			return 0;
 		default:
 			return 2;
@@ -541,8 +550,15 @@ int vfgx_bench_eba(int argc, char **argv)
 
 int vfgx_bench_eba(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	int c;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_eba)) != -1) {
+		if (c != 'h')
+			return 2;
+		cli_usage(stdout, &vfgx_bench_cli_eba);
+		return 0;
+	}
 	fprintf(stderr, "vfgx bench eba: this build has no rdma-core (libibverbs, librdmacm); install them and rebuild\n");
 	return 1;
 }

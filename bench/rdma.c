@@ -23,6 +23,7 @@
 #include <vfgx/rdma.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -770,17 +771,31 @@ static void usage(FILE *f)
 		   "TEST: write_bw write_lat send_bw send_lat read_lat; without server_ip: server\n");
 }
 
+static const struct cli_opt rdma_opts[] = {
+	{ "dev", 'd', "DEV", "RDMA device" },
+	{ "gid-index", 'x', "N", "GID index" },
+	{ "size", 's', "BYTES", "message size, 1..1G" },
+	{ "iters", 'n', "N", "iterations, 1..1e8" },
+	{ "port", 'p', "PORT", "TCP port of the out-of-band exchange" },
+	{ "inline", 'I', "BYTES", "inline size" },
+	{ "rdma_cm", 'R', NULL, "connect through rdma_cm" },
+	{ "report", 'r', NULL, "run every test against perftest and write rdma.md" },
+	{ "ip", 'i', "IP", "with --report: the address of the device's netdev" },
+	{ "out", 'o', "DIR", "write rdma.md and rdma.svg into DIR (default bench/results)" },
+	{ "rounds", 'N', "N", "with --report: rounds" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_rdma = {
+	.name = "bench rdma", .operands = "[TEST [server_ip]]",
+	.summary = "verbs tests against perftest",
+	.opts = rdma_opts,
+};
+
 int vfgx_bench_rdma(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "rdma_cm", no_argument, NULL, 'R' },
-		{ "report", no_argument, NULL, 'r' },
-		{ "ip", required_argument, NULL, 'i' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "rounds", required_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct opts o = { .gid = -1, .size = 65536, .iters = 1000, .port = 18515,
 			  .inline_size = UINT32_MAX };
 	const char *ip = NULL, *out = "bench/results";
@@ -790,7 +805,7 @@ int vfgx_bench_rdma(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:x:s:n:p:I:h", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_rdma)) != -1) {
 		switch (c) {
 		case 'd': o.dev = optarg; break;
 		case 'x':
@@ -825,8 +840,8 @@ int vfgx_bench_rdma(int argc, char **argv)
 			if (vfgx_flag_int("bench rdma", "--rounds", optarg, 1, MAX_ROUNDS, &rounds))
 				return 2;
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); cli_usage(stdout, &vfgx_bench_cli_rdma); return 0;
+		default: return 2;
 		}
 	}
 	if (o.size < 1 || o.size > (1u << 30) || o.iters < 1 || o.iters > 100000000) {

@@ -9,8 +9,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cliopt.h"
 #include "results.h"
 #include "core/numparse.h"
+
+static char last_path[512];
+
+const char *bench_results_path(void)
+{
+	return last_path[0] ? last_path : NULL;
+}
+
+const struct cli_opt bench_common_opts[] = {
+	{ "out", 'o', "DIR", "write NAME.md and NAME.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "measuring time per configuration" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
 
 static void cpu_model(char *buf, size_t len)
 {
@@ -53,6 +69,7 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 
 	mkdir(dir, 0755);
 	snprintf(path, path_len, "%s/%s.md", dir, name);
+	snprintf(last_path, sizeof(last_path), "%s", path);
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "vfgx bench: cannot write %s: %s (use --out DIR)\n",
@@ -79,16 +96,13 @@ int bench_parse_common(int argc, char **argv, const char *name,
 		       const char *usage, double max_seconds, const char **out,
 		       double *seconds)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	char cname[64];
+	struct cli_cmd cmd = { .name = cname, .summary = usage, .opts = bench_common_opts };
 	int c;
 
+	snprintf(cname, sizeof(cname), "bench %s", name);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &cmd)) != -1) {
 		switch (c) {
 		case 'o':
 			*out = optarg;
@@ -102,12 +116,45 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			}
 			break;
 		case 'h':
-			printf("%s\n", usage);
+			cli_usage(stdout, &cmd);
 			return 0;
 		default:
-			fprintf(stderr, "%s\n", usage);
 			return 2;
 		}
 	}
 	return -1;
+}
+
+double bench_loadavg1(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f && fscanf(f, "%lf", &l) != 1)
+		l = -1;
+	if (f)
+		fclose(f);
+	return l;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(const double *v, int n)
+{
+	double *s = malloc(sizeof(double) * (size_t)n), m;
+
+	if (!s || n < 1) {
+		free(s);
+		return 0;
+	}
+	memcpy(s, v, sizeof(double) * (size_t)n);
+	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
+	return m;
 }

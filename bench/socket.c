@@ -27,6 +27,7 @@
 #include <vfgx/socket.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -821,18 +822,6 @@ out:
 
 /* --- main ----------------------------------------------------------------- */
 
-static double loadavg1(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f && fscanf(f, "%lf", &l) != 1)
-		l = -1;
-	if (f)
-		fclose(f);
-	return l;
-}
-
 /* --cpus SEND,RECV: two CPU numbers, each by the strict parser. */
 static int parse_cpus(const char *s, int *send, int *recv)
 {
@@ -851,20 +840,28 @@ static int parse_cpus(const char *s, int *send, int *recv)
 	return 0;
 }
 
+static const struct cli_opt socket_opts[] = {
+	{ "out", 'o', "DIR", "write socket.md and socket.svg into DIR (default bench/results)" },
+	{ "seconds", 's', "S", "whole seconds per round (sockperf's -t; default 2)" },
+	{ "rounds", 'r', "N", "rounds per test (default 5)" },
+	{ "udp-opts", 'u', "YAML", "extra socket options for the UDP receiver, e.g. 'gro: false'" },
+	{ "senders", 'n', "N", "UDP sender processes, 1..16" },
+	{ "cpus", 'c', "SEND,RECV", "pin sender and receiver (or none)" },
+	{ "only", 'O', "TEST", "udp, tcp, tcp_tp or tcp_pp" },
+	{ "udp-rate", 'R', "PPS", "UDP datagrams/s offered (0: 90% of the unpaced senders)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_socket = {
+	.name = "bench socket",
+	.summary = "socket backend vs sockperf (needs sockperf; as root in a private network namespace)",
+	.opts = socket_opts,
+};
+
 int vfgx_bench_socket(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "udp-opts", required_argument, NULL, 'u' },
-		{ "senders", required_argument, NULL, 'n' },
-		{ "cpus", required_argument, NULL, 'c' },
-		{ "only", required_argument, NULL, 'O' },
-		{ "udp-rate", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static const uint32_t usizes[] = { 64, 1024, 1500 };
 	static const uint32_t tsizes[] = { 64, 4096, 65536 };
 	static struct result res[9], wall[3];
@@ -872,7 +869,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	double offered[3] = { 0 };
 	const char *out = "bench/results", *ns = "host namespace", *only = "";
 	struct udp_shared *sh;
-	double secs = 2.0, load0 = loadavg1();
+	double secs = 2.0, load0 = bench_loadavg1();
 	int rounds = 5;
 	char path[512], name[64];
 	uint16_t port = BASE_PORT;
@@ -881,7 +878,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	int c, nres = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:s:r:u:n:c:O:R:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_socket)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -929,9 +926,7 @@ int vfgx_bench_socket(int argc, char **argv)
 				return 2;
 			break;
 		case 'h':
-			printf("usage: vfgx bench socket [--seconds S] [--rounds N] [--senders N] [--cpus SEND,RECV|none]\n"
-			       "                         [--only udp|tcp|tcp_tp|tcp_pp] [--udp-opts 'gro: false'] [--out DIR]\n"
-			       "needs sockperf (Debian package sockperf); as root it runs in a private network namespace\n");
+			cli_usage(stdout, &vfgx_bench_cli_socket);
 			return 0;
 		default:
 			return 2;
@@ -1060,7 +1055,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	if (cpu_send >= 0)
 		fprintf(f, "- cpus: senders/clients on CPU %d, receivers/servers on CPU %d (the same for sockperf and vfgx)\n",
 			cpu_send, cpu_recv);
-	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, loadavg1());
+	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, bench_loadavg1());
 	fprintf(f, "- each number is the MEDIAN of %d rounds; in every round both sides run back to back, and odd rounds run vfgx first (every round's numbers are in the tables)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
 	fprintf(f, "- udp_rx measures the RECEIVER. Offered load, identical for both: %d sender processes on the senders' CPU, each sendmmsg()ing bursts of 64 UDP datagrams of SIZE payload bytes (a sockperf message header in front, so sockperf sr handles them like its own sender's) to 127.0.0.1 for %g s. Round 0 runs the senders unpaced into each receiver; the measured rounds pace them at %s. Receivers on the receivers' CPU, one thread each: `sockperf sr` (blocking recvfrom(), one datagram per call) and a vfgx socket port (1 rx queue, default config: UDP GRO socket option on, recvmmsg() of up to 16) with a vfgx_proc behind it, blocking in vfgx_socket_wait(port, 0, -1) (no timeout, like sockperf; the senders end with empty datagrams to wake it, not counted). Received = the kernel's Udp InDatagrams delta, drops = Udp RcvbufErrors delta (this namespace only: the same counters for both); receiver CPU = schedstat run time of sockperf's threads / CLOCK_THREAD_CPUTIME_ID of the vfgx thread, from the senders' start until the socket is drained.\n",

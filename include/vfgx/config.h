@@ -165,6 +165,7 @@ struct vfgx_config {
 	struct vfgx_pipeline_config pipeline;
 	struct vfgx_port_range *port_ranges; /* behind pipeline.port_ranges */
 	struct vfgx_expect_config expect;
+	char metrics_listen[64];    /* metrics.listen: ADDR:PORT, "" = off */
 	struct vfgx_cfg_doc *doc;
 };
 

@@ -115,6 +115,11 @@ void vfgx_pipeline_stop(vfgx_pipeline *pl);
 /* Sum over the engine; safe to call while running (values may lag by a
  * snapshot period: 5 ms on the cpu engine, 1 s on the gpu engine). */
 void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st);
+/* Before start: have the engine copy each rx queue's counters when it
+ * publishes, for vfgx_pipeline_queue_snap, without an observer attached
+ * (the metrics endpoint of `vfgx run`).  Off by default: it costs one
+ * stats read per queue per publish on the worker. */
+void vfgx_pipeline_keep_queue_stats(vfgx_pipeline *pl);
 /* First fatal error (negative errno), or 0; the gpu engine's detail is in
  * vfgx_last_error. */
 int vfgx_pipeline_error(vfgx_pipeline *pl);

@@ -18,5 +18,6 @@
 #include "devices.h"
 #include "dpdk.h"
 #include "eba.h"
+#include "metrics.h"
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "hwscan.h"
 
@@ -116,6 +117,8 @@ static json_object *to_json(const struct hw_scan *s)
 	json_object *nics = json_object_new_array(), *rdma = json_object_new_array();
 	json_object *gpus = json_object_new_array(), *pairs = json_object_new_array();
 
+	json_object_object_add(root, "schema", json_object_new_string("vfgx.devices/1"));
+
 	for (int i = 0; i < s->nb_nics; i++) {
 		const struct hw_nic *n = &s->nics[i];
 		json_object *o = json_object_new_object();
@@ -200,21 +203,21 @@ static json_object *to_json(const struct hw_scan *s)
 	return root;
 }
 
-static void devices_usage(FILE *f)
-{
-	fprintf(f, "usage: vfgx devices [--json] [--root DIR]\n"
-		   "  --json      machine-readable output\n"
-		   "  --root DIR  read sys/, proc/ and dev/ below DIR (a fixture tree)\n");
-}
+static const struct cli_opt devices_opts[] = {
+	{ "json", 'j', NULL, "one JSON document (docs/json.md)" },
+	{ "root", 'r', "DIR", "read sys/, proc/ and dev/ below DIR (a fixture tree)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_cli_devices = {
+	.name = "devices",
+	.summary = "network interfaces, RDMA devices, GPUs and GPU-NIC PCIe distance",
+	.opts = devices_opts,
+};
 
 int vfgx_cmd_devices(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *root = NULL;
 	struct sysroot sr;
 	struct hw_scan *s;
@@ -222,7 +225,7 @@ int vfgx_cmd_devices(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jr:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_cli_devices)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -231,10 +234,9 @@ int vfgx_cmd_devices(int argc, char **argv)
 			root = optarg;
 			break;
 		case 'h':
-			devices_usage(stdout);
+			cli_usage(stdout, &vfgx_cli_devices);
 			return 0;
 		default:
-			devices_usage(stderr);
 			return 2;
 		}
 	}

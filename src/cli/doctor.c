@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
+#include "cliopt.h"
 #include "commands.h"
 #include "hwscan.h"
 
@@ -20,6 +23,7 @@ struct doctor {
 	const struct sysroot *sr;
 	struct hw_scan *s;
 	int worst;               /* 0, 1 (warn), 2 (fail) */
+	json_object *checks;     /* --json: the checks, instead of text */
 };
 
 static void report(struct doctor *d, enum verdict v, const char *check,
@@ -32,6 +36,24 @@ static void report(struct doctor *d, enum verdict v, const char *check,
 	static const char *const names[] = { "pass", "skip", "warn", "fail" };
 	va_list ap;
 
+	if (v == WARN && d->worst < 1)
+		d->worst = 1;
+	if (v == FAIL)
+		d->worst = 2;
+	if (d->checks) {
+		json_object *o = json_object_new_object();
+		char msg[1024];
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		json_object_object_add(o, "check", json_object_new_string(check));
+		json_object_object_add(o, "verdict", json_object_new_string(names[v]));
+		json_object_object_add(o, "message", json_object_new_string(msg));
+		json_object_object_add(o, "fix", v >= WARN && fix ? json_object_new_string(fix) : NULL);
+		json_object_array_add(d->checks, o);
+		return;
+	}
 	printf("%-4s  %-12s ", names[v], check);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
@@ -39,10 +61,6 @@ static void report(struct doctor *d, enum verdict v, const char *check,
 	printf("\n");
 	if (v >= WARN && fix)
 		printf("      fix: %s\n", fix);
-	if (v == WARN && d->worst < 1)
-		d->worst = 1;
-	if (v == FAIL)
-		d->worst = 2;
 }
 
 /* Best (closest) pair of GPU g, or NULL when no PCI NIC exists. */
@@ -490,37 +508,57 @@ static void check_mon(struct doctor *d)
 	       "gpurdma_mon not loaded: no kernel PCIe/NUMA telemetry");
 }
 
-static void doctor_usage(FILE *f)
+static const struct cli_opt doctor_opts[] = {
+	{ "root", 'r', "DIR", "read sys/, proc/ and dev/ below DIR (a fixture tree)" },
+	{ "json", 'j', NULL, "the checks as one JSON document (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_cli_doctor = {
+	.name = "doctor",
+	.summary = "check the system for GPUDirect networking; prints the fixes",
+	.more = "each check prints pass, warn, fail or skip (does not apply here), and a fix\n"
+		"for every warn and fail; exit status: 0 all pass, 1 warnings, 2 failures\n",
+	.opts = doctor_opts,
+};
+
+static void doctor_json(struct doctor *d)
 {
-	fprintf(f, "usage: vfgx doctor [--root DIR]\n"
-		   "  --root DIR  read sys/, proc/ and dev/ below DIR (a fixture tree)\n"
-		   "each check prints pass, warn, fail or skip (does not apply here), and a fix\n"
-		   "for every warn and fail; exit status: 0 all pass, 1 warnings, 2 failures\n");
+	json_object *root = json_object_new_object();
+
+	json_object_object_add(root, "schema", json_object_new_string("vfgx.doctor/1"));
+	json_object_object_add(root, "checks", d->checks);
+	json_object_object_add(root, "result", json_object_new_string(
+		d->worst == 2 ? "failures" : d->worst == 1 ? "warnings" : "all pass"));
+	json_object_object_add(root, "exit_code", json_object_new_int(d->worst));
+	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
+	d->checks = NULL;
 }
 
 int vfgx_cmd_doctor(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct doctor d = { 0 };
+	bool json = false;
 	const char *root = NULL;
 	struct sysroot sr;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_cli_doctor)) != -1) {
 		switch (c) {
 		case 'r':
 			root = optarg;
 			break;
+		case 'j':
+			json = true;
+			break;
 		case 'h':
-			doctor_usage(stdout);
+			cli_usage(stdout, &vfgx_cli_doctor);
 			return 0;
 		default:
-			doctor_usage(stderr);
 			return 2;
 		}
 	}
@@ -538,6 +576,8 @@ int vfgx_cmd_doctor(int argc, char **argv)
 	if (!d.s)
 		return 2;
 	hw_scan(&sr, d.s);
+	if (json)
+		d.checks = json_object_new_array();
 	check_gpu(&d);
 	check_gpudirect(&d);
 	check_gdrdrv(&d);
@@ -550,7 +590,10 @@ int vfgx_cmd_doctor(int argc, char **argv)
 	check_governor(&d);
 	check_numa(&d);
 	check_mon(&d);
-	printf("result: %s\n", d.worst == 2 ? "failures" : d.worst == 1 ? "warnings" : "all pass");
+	if (d.checks)
+		doctor_json(&d);
+	else
+		printf("result: %s\n", d.worst == 2 ? "failures" : d.worst == 1 ? "warnings" : "all pass");
 	free(d.s);
 	return d.worst;
 }

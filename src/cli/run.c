@@ -15,8 +15,10 @@
 #include <vfgx/socket.h>
 #include <vfgx/vfgx.h>
 
+#include "cliopt.h"
 #include "commands.h"
 #include "core/numparse.h"
+#include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -51,6 +53,7 @@ static void check(struct verdict *v, bool wanted, bool ok, const char *what,
 {
 	if (!wanted)
 		return;
+	run_output_expectation(what, ok, detail);
 	printf("  %-13s %s%s%s\n", what, ok ? "ok" : "FAILED",
 	       detail[0] ? "  " : "", detail);
 	if (!ok)
@@ -215,20 +218,26 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	return v.failed ? 1 : 0;
 }
 
-static void run_usage(FILE *f)
-{
-	fprintf(f, "usage: vfgx run [CONFIG.yaml] [--duration SECONDS] [--quiet]\n"
-		   "  without CONFIG, runs the embedded configs/loopback.yaml\n");
-}
+static const struct cli_opt run_opts[] = {
+	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides pipeline.duration_s)" },
+	{ "quiet", 'q', NULL, "no live line" },
+	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
+	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
+	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_cli_run = {
+	.name = "run", .operands = "[CONFIG.yaml]",
+	.summary = "run ports and pipeline from a config (default: embedded loopback)",
+	.more = "  without CONFIG, runs the embedded configs/loopback.yaml\n",
+	.opts = run_opts,
+};
 
 int vfgx_cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "duration", required_argument, NULL, 'd' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct run_output ro = { 0 };
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -241,7 +250,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	uint64_t t0, tlast;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, &vfgx_cli_run)) != -1) {
 		switch (c) {
 		case 'd':
 			/* the config's own limit for pipeline.duration_s */
@@ -252,18 +261,26 @@ int vfgx_cmd_run(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'm':
+			ro.listen = optarg;
+			break;
+		case 'H':
+			if (vfgx_flag_double("run", "--metrics-hold", optarg, 0, 86400,
+					     &ro.hold_s))
+				return 2;
+			break;
+		case 'j':
+			ro.json = true;
+			break;
 		case 'h':
-			run_usage(stdout);
+			cli_usage(stdout, &vfgx_cli_run);
 			return 0;
 		default:
-			run_usage(stderr);
 			return 2;
 		}
 	}
-	if (argc - optind > 1) {
-		run_usage(stderr);
-		return 2;
-	}
+	if (argc - optind > 1)
+		return cli_bad_operands(&vfgx_cli_run, "one CONFIG.yaml at most");
 	if (vfgx_ctx_create(&ctx))
 		return 1;
 	ret = optind < argc ? vfgx_config_load_file(ctx, argv[optind], &cfg) :
@@ -295,6 +312,10 @@ int vfgx_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (run_output_open(ctx, cfg, &ro)) {
+		rc = ro.rc;
+		goto out;
+	}
 	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, ports, nb_ports, &pl);
 	if (ret) {
 		/* -ENODEV: pipeline.device names a GPU this machine lacks */
@@ -305,6 +326,8 @@ int vfgx_cmd_run(int argc, char **argv)
 		rc = ret == -EINVAL || ret == -ENODEV ? 2 : 1;
 		goto out;
 	}
+	if (ro.metrics)
+		vfgx_pipeline_keep_queue_stats(pl);
 	/* telemetry to gpurdma_mon once a second, when the driver is loaded */
 	if (vfgx_mon_observe(ctx, pl, NULL, 1000)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
@@ -317,7 +340,10 @@ int vfgx_cmd_run(int argc, char **argv)
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
-	bool live = !quiet && isatty(STDOUT_FILENO);
+	bool live = !quiet && !ro.json && isatty(STDOUT_FILENO);
+
+	/* the endpoint serves every series from the start */
+	run_output_publish(&ro, &st, pl, ports, nb_ports, false);
 
 	while (!interrupted && !vfgx_pipeline_done(pl)) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
@@ -325,9 +351,11 @@ int vfgx_cmd_run(int argc, char **argv)
 
 		nanosleep(&ts, NULL);
 		now = vfgx_now_ns();
-		if (live && now - tlast >= 1000000000ull) {
+		if ((live || ro.metrics) && now - tlast >= 1000000000ull) {
 			vfgx_pipeline_stats(pl, &st);
-			live_line(&st, &prev, (double)(now - tlast) / 1e9);
+			run_output_publish(&ro, &st, pl, ports, nb_ports, false);
+			if (live)
+				live_line(&st, &prev, (double)(now - tlast) / 1e9);
 			prev = st;
 			tlast = now;
 		}
@@ -335,17 +363,24 @@ int vfgx_cmd_run(int argc, char **argv)
 	vfgx_pipeline_stop(pl);
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
 
+	run_output_text_begin(&ro);
+
 	if (interrupted)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
+	run_output_publish(&ro, &st, pl, ports, nb_ports, true);
 	rc = report(cfg, ports, nb_ports, &st, secs);
+	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",
 			vfgx_pipeline_engine(pl), vfgx_strerror(ret));
 		rc = 1;
 	}
+	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc);
+	run_output_hold(&ro, &interrupted);
 out:
+	run_output_close(&ro);
 	vfgx_pipeline_destroy(pl);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		vfgx_port_close(ports[i]);

@@ -14,7 +14,7 @@ extern const unsigned long vfgx_default_config_yaml_len;
 
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
-					"name", NULL };
+					"metrics", "name", NULL };
 
 static int parse_regions(struct vfgx_config *cfg,
 			 const struct vfgx_cfg_node *root)
@@ -301,6 +301,21 @@ static int parse_expect(struct vfgx_config *cfg,
 	return 0;
 }
 
+static int parse_metrics(struct vfgx_config *cfg,
+			 const struct vfgx_cfg_node *root)
+{
+	static const char *const keys[] = { "listen", NULL };
+	struct vfgx_cfg_node mn;
+	int ret;
+
+	vfgx_cfg_child(root, "metrics", &mn);
+	if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
+	    (ret = vfgx_cfg_str(&mn, "listen", "", cfg->metrics_listen,
+				sizeof(cfg->metrics_listen))))
+		return ret;
+	return 0;
+}
+
 static int parse_all(struct vfgx_config *cfg)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug",
@@ -318,7 +333,8 @@ static int parse_all(struct vfgx_config *cfg)
 		return ret;
 	cfg->log_level = (enum vfgx_log_level)lvl;
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
-	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)))
+	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)) ||
+	    (ret = parse_metrics(cfg, &root)))
 		return ret;
 	return 0;
 }

@@ -200,6 +200,11 @@ void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
 	pl->ops->stats(pl->engine, st);
 }
 
+void vfgx_pipeline_keep_queue_stats(vfgx_pipeline *pl)
+{
+	pl->ops->want_queue_snaps(pl->engine);
+}
+
 int vfgx_pipeline_error(vfgx_pipeline *pl)
 {
 	return pl->ops->error(pl->engine);

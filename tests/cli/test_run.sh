@@ -63,7 +63,7 @@ expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nop
 printf 'interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:5000\n    socket: {role: sideways}\n' >"$tmp/role.yaml"
 expect_rc "backend config error" 2 "^vfgx: $tmp/role.yaml:4:20: interfaces\\[0\\].socket.role: 'sideways' is not allowed" "$vfgx" run "$tmp/role.yaml"
 one_line "backend config error"
-expect_rc "bad option" 2 'usage: vfgx run' "$vfgx" run --frobnicate
+expect_rc "bad option" 2 "^vfgx run: unknown option '--frobnicate'" "$vfgx" run --frobnicate
 expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 
 # pipeline.device: gpu where CUDA finds no GPU: one line naming the file, exit 2

@@ -94,3 +94,20 @@ rc=$?
 [ $rc = 2 ] || fail "discover -p 257: exit $rc"
 grep -q "^vfgx discover: -p: 257 is out of range (must be 0..256)$" "$work/p.out" || fail "discover -p 257: $(cat "$work/p.out")"
 echo "ok: discover -p refuses more peers than the table holds"
+
+# 7. --json (long options): one document with the peer table and counters
+ip netns exec eb-a "$vfgx" discover --iface eb-a0 --node 1 --peers 1 --time 10 --json >"$work/a4.json" 2>"$work/a4.err" & pa=$!
+ip netns exec eb-b "$vfgx" discover --iface eb-b0 --node 2 --peers 1 --time 10 >"$work/b4.out" 2>&1 & pb=$!
+pids=($pa $pb)
+wait $pa || fail "--json: node 1 did not find node 2"
+wait $pb || fail "--json: node 2 did not find node 1"
+pids=()
+python3 - "$work/a4.json" <<'PY' || fail "--json document: $(cat "$work/a4.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "vfgx.discover/1", d["schema"]
+assert d["node"] == 1 and d["interface"] == "eb-a0" and d["nodes"] >= 1
+assert any(p["node"] == 2 and p["type"] == "ctrl" for p in d["peers"]), d["peers"]
+assert d["frames"]["rx_valid"] >= 1 and d["frames"]["tx_frames"] >= 1, d["frames"]
+PY
+echo "ok: --json peer table"

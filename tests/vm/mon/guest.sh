@@ -95,6 +95,30 @@ grep -q 'library counters (pid [0-9]*, [0-9]* publishes): 2 queues, rx [1-9][0-9
 	"$out/mon-after-run.txt" || fail "published counters: $(cat "$out/mon-after-run.txt")"
 echo "publishes $before -> $after"
 
+step "vfgx run --metrics serves the driver's telemetry; vfgx mon --json"
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+"$vfgx" run --duration 1 --quiet --metrics 127.0.0.1:9464 --metrics-hold 30 >"$out/run-metrics.txt" 2>&1 &
+rp=$!
+i=0
+until wget -q -O "$out/metrics.txt" http://127.0.0.1:9464/metrics 2>/dev/null &&
+	grep -q '^vfgx_run_finished 1$' "$out/metrics.txt"; do
+	i=$((i + 1))
+	[ $i -gt 300 ] && fail "no final metrics page: $(cat "$out/run-metrics.txt")"
+	sleep 0.1
+done
+kill $rp
+wait $rp
+grep '^vfgx_mon_' "$out/metrics.txt"
+grep -q '^vfgx_mon_link_checks_total [1-9]' "$out/metrics.txt" || fail "metrics: link checks"
+grep -q '^vfgx_mon_events_total [1-9]' "$out/metrics.txt" || fail "metrics: events"
+grep -q '^vfgx_mon_link_degraded{device="gpu"} 1$' "$out/metrics.txt" || fail "metrics: gpu link not degraded"
+grep -q '^vfgx_mon_link_width{device="nic"} [1-9]' "$out/metrics.txt" || fail "metrics: nic link width"
+grep -q '^vfgx_mon_numa_mismatch 1$' "$out/metrics.txt" || fail "metrics: NUMA mismatch"
+"$vfgx" mon --once --json >"$out/mon.json" || fail "vfgx mon --once --json"
+grep -q '"schema":"vfgx.mon/1"' "$out/mon.json" || fail "mon --json: schema: $(cat "$out/mon.json")"
+grep -q '"degraded":true' "$out/mon.json" || fail "mon --json: gpu link not degraded"
+grep -q '"numa_mismatch":true' "$out/mon.json" || fail "mon --json: NUMA mismatch"
+
 step "rmmod with a client open"
 "$t" hold >"$out/hold.txt" &
 hp=$!

@@ -1,0 +1,38 @@
+/* cliopt.h - the one option table of each vfgx subcommand: getopt_long,
+ * --help text and bash completion are all generated from it. */
+#ifndef VFGX_CLI_CLIOPT_H
+#define VFGX_CLI_CLIOPT_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#define CLI_MAX_OPTS 24
+
+struct cli_opt {
+	const char *name;  /* long name, without -- */
+	int val;           /* the short letter (every option has both) */
+	const char *arg;   /* value name, NULL for a flag */
+	const char *help;
+};
+
+struct cli_cmd {
+	const char *name;      /* "run", "bench pipeline" */
+	const char *operands;  /* after the options: "[CONFIG.yaml]", or NULL */
+	const char *summary;   /* one line for `vfgx -h` */
+	const char *more;      /* extra usage lines, or NULL */
+	const struct cli_opt *opts; /* ends with { 0 } */
+};
+
+/*
+ * getopt_long over cmd's table (-h/--help included by the table).  Prints
+ * the one-line error itself ("vfgx run: unknown option '--x' (vfgx run
+ * --help lists them)") and returns '?' for an unknown option or a missing
+ * value; the caller returns 2.  Reset optind to 1 before the first call.
+ */
+int cli_getopt(int argc, char **argv, const struct cli_cmd *cmd);
+/* "usage: vfgx NAME [OPTIONS] OPERANDS" and one line per option. */
+void cli_usage(FILE *f, const struct cli_cmd *cmd);
+/* Extra operands: one line, returns 2. */
+int cli_bad_operands(const struct cli_cmd *cmd, const char *what);
+
+#endif

@@ -1,0 +1,457 @@
+/* metrics.c - the Prometheus endpoint: libmicrohttpd serves /metrics from
+ * the last snapshot the program published; formatting happens on the
+ * server's thread from a private copy, so a scrape costs the data path
+ * nothing. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include <vfgx/metrics.h>
+
+#include "vfgx_build.h"
+
+struct vfgx_metrics {
+	struct MHD_Daemon *daemon;
+	uint16_t port;
+	pthread_mutex_t lock;
+	bool published;
+	struct vfgx_metrics_snapshot snap; /* under lock */
+	_Atomic uint64_t scrapes;
+};
+
+/* --- formatting ------------------------------------------------------------ */
+
+static void help_type(FILE *f, const char *name, const char *type,
+		      const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values are port names from the config: escape \ " and newline. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void queue_labels(FILE *f, const struct vfgx_metrics_queue *q)
+{
+	fputs("{port=\"", f);
+	label_value(f, q->port);
+	fputs("\",backend=\"", f);
+	label_value(f, q->backend);
+	fprintf(f, "\",queue=\"%u\"", q->queue);
+}
+
+enum queue_field { QF_RX_PACKETS, QF_RX_BYTES, QF_TX_PACKETS, QF_TX_BYTES };
+
+static void queue_counter(FILE *f, const struct vfgx_metrics_snapshot *s,
+			  const char *name, const char *help,
+			  enum queue_field field)
+{
+	help_type(f, name, "counter", help);
+	for (uint16_t i = 0; i < s->nb_queues; i++) {
+		const struct vfgx_queue_stats *st = &s->queues[i].st;
+		uint64_t v = field == QF_RX_PACKETS ? st->rx_packets :
+			     field == QF_RX_BYTES   ? st->rx_bytes :
+			     field == QF_TX_PACKETS ? st->tx_packets :
+						      st->tx_bytes;
+
+		fputs(name, f);
+		queue_labels(f, &s->queues[i]);
+		fprintf(f, "} %" PRIu64 "\n", v);
+	}
+}
+
+static void format_queues(FILE *f, const struct vfgx_metrics_snapshot *s)
+{
+	if (!s->nb_queues)
+		return;
+	queue_counter(f, s, "vfgx_port_rx_packets_total",
+		      "Packets received on the queue.", QF_RX_PACKETS);
+	queue_counter(f, s, "vfgx_port_rx_bytes_total",
+		      "Bytes received on the queue.", QF_RX_BYTES);
+	queue_counter(f, s, "vfgx_port_tx_packets_total",
+		      "Packets sent on the queue.", QF_TX_PACKETS);
+	queue_counter(f, s, "vfgx_port_tx_bytes_total",
+		      "Bytes sent on the queue.", QF_TX_BYTES);
+	help_type(f, "vfgx_port_drops_total", "counter",
+		  "Packets the queue's backend dropped, by reason.");
+	for (uint16_t i = 0; i < s->nb_queues; i++)
+		for (int r = 0; r < VFGX_DROP_MAX; r++) {
+			fputs("vfgx_port_drops_total", f);
+			queue_labels(f, &s->queues[i]);
+			fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n",
+				vfgx_drop_reason_name((enum vfgx_drop_reason)r),
+				s->queues[i].st.drops[r]);
+		}
+}
+
+static void pipeline_counter(FILE *f, const char *dev, const char *name,
+			     const char *help, uint64_t v)
+{
+	help_type(f, name, "counter", help);
+	fprintf(f, "%s{device=\"%s\"} %" PRIu64 "\n", name, dev, v);
+}
+
+/* The pipeline keeps a log2 histogram (bucket b: [2^b, 2^(b+1)) ns) and no
+ * sum: _sum adds each sample's bucket upper bound, an upper bound of the
+ * true sum (docs/metrics.md). */
+static void format_latency(FILE *f, const char *dev,
+			   const struct vfgx_pipeline_stats *p)
+{
+	const char *name = "vfgx_pipeline_latency_seconds";
+	uint64_t cum = 0;
+	double sum = 0;
+
+	help_type(f, name, "histogram",
+		  "Receive to processed latency per packet (log2 buckets; _sum from bucket upper bounds).");
+	for (int b = 0; b < VFGX_LAT_BUCKETS; b++) {
+		double le = (double)(1ull << (b + 1)) * 1e-9;
+
+		cum += p->lat_hist[b];
+		sum += (double)p->lat_hist[b] * le;
+		fprintf(f, "%s_bucket{device=\"%s\",le=\"%.9g\"} %" PRIu64 "\n",
+			name, dev, le, cum);
+	}
+	fprintf(f, "%s_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, dev, cum);
+	fprintf(f, "%s_sum{device=\"%s\"} %.9g\n", name, dev, sum);
+	fprintf(f, "%s_count{device=\"%s\"} %" PRIu64 "\n", name, dev, cum);
+}
+
+static void format_pipeline(FILE *f, const struct vfgx_metrics_snapshot *s)
+{
+	const struct vfgx_pipeline_stats *p = &s->pipeline;
+	const char *dev = s->gpu ? "gpu" : "cpu";
+
+	pipeline_counter(f, dev, "vfgx_pipeline_packets_total",
+			 "Packets offered to the pipeline.", p->packets);
+	pipeline_counter(f, dev, "vfgx_pipeline_bytes_total",
+			 "Frame bytes offered to the pipeline.", p->bytes);
+	pipeline_counter(f, dev, "vfgx_pipeline_passed_total",
+			 "Packets that passed parse, validate and filter.", p->passed);
+	pipeline_counter(f, dev, "vfgx_pipeline_delivered_total",
+			 "Records the reorder stage delivered in order.", p->delivered);
+	pipeline_counter(f, dev, "vfgx_pipeline_delivered_bytes_total",
+			 "Payload bytes delivered.", p->delivered_bytes);
+	pipeline_counter(f, dev, "vfgx_pipeline_gaps_total",
+			 "Sequence numbers skipped (never arrived in the window).", p->gaps);
+	pipeline_counter(f, dev, "vfgx_pipeline_verify_errors_total",
+			 "Delivered payloads not matching the generator's pattern.",
+			 p->verify_errors);
+	pipeline_counter(f, dev, "vfgx_pipeline_streams_finished_total",
+			 "Streams that delivered their last-flagged record.", p->last_seen);
+	help_type(f, "vfgx_pipeline_drops_total", "counter",
+		  "Packets the pipeline dropped, by reason (late and duplicate included).");
+	for (int r = 0; r < VFGX_DROP_MAX; r++)
+		fprintf(f, "vfgx_pipeline_drops_total{device=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+			dev, vfgx_drop_reason_name((enum vfgx_drop_reason)r),
+			p->drops[r]);
+	if (s->has_order_errors)
+		pipeline_counter(f, dev, "vfgx_pipeline_order_errors_total",
+				 s->gpu ? "Out-of-order deliveries counted on the GPU." :
+					  "Out-of-order deliveries seen by the in-order checker.",
+				 s->order_errors);
+	format_latency(f, dev, p);
+}
+
+static void mon_link(FILE *f, const char *name, const char *which,
+		     const struct gpurdma_mon_link *l, double v)
+{
+	if (l->present)
+		fprintf(f, "%s{device=\"%s\"} %.17g\n", name, which, v);
+}
+
+static void format_mon(FILE *f, const struct gpurdma_mon_telemetry *t)
+{
+	const struct gpurdma_mon_link *gpu = &t->gpu, *nic = &t->nic;
+
+	help_type(f, "vfgx_mon_link_checks_total", "counter",
+		  "gpurdma_mon periodic PCIe link checks.");
+	fprintf(f, "vfgx_mon_link_checks_total %" PRIu64 "\n", (uint64_t)t->link_checks);
+	help_type(f, "vfgx_mon_events_total", "counter", "gpurdma_mon events raised.");
+	fprintf(f, "vfgx_mon_events_total %" PRIu64 "\n", (uint64_t)t->events);
+	help_type(f, "vfgx_mon_publishes_total", "counter",
+		  "Counter publishes gpurdma_mon accepted.");
+	fprintf(f, "vfgx_mon_publishes_total %" PRIu64 "\n", (uint64_t)t->publishes);
+	help_type(f, "vfgx_mon_clients", "gauge", "Open gpurdma_mon file descriptors.");
+	fprintf(f, "vfgx_mon_clients %u\n", t->clients);
+	help_type(f, "vfgx_mon_pool_pressure_ratio", "gauge",
+		  "Pool occupancy last published (0..1).");
+	fprintf(f, "vfgx_mon_pool_pressure_ratio %.2f\n", t->pressure_pct / 100.0);
+	help_type(f, "vfgx_mon_rx_bytes_per_second", "gauge",
+		  "Receive rate between the last two publishes.");
+	fprintf(f, "vfgx_mon_rx_bytes_per_second %.17g\n", (double)t->rx_mbps * 125000);
+	help_type(f, "vfgx_mon_estimated_bandwidth_bytes_per_second", "gauge",
+		  "GPU to NIC peer-to-peer bandwidth estimate.");
+	fprintf(f, "vfgx_mon_estimated_bandwidth_bytes_per_second %.17g\n",
+		(double)t->est_bw_mbps * 125000);
+	help_type(f, "vfgx_mon_numa_mismatch", "gauge", "1 when GPU and NIC sit on different NUMA nodes.");
+	fprintf(f, "vfgx_mon_numa_mismatch %u\n", t->numa_mismatch ? 1 : 0);
+	help_type(f, "vfgx_mon_same_switch", "gauge", "1 when GPU and NIC share a PCIe switch.");
+	fprintf(f, "vfgx_mon_same_switch %u\n", t->same_switch ? 1 : 0);
+	if (!gpu->present && !nic->present)
+		return;
+	help_type(f, "vfgx_mon_link_width", "gauge", "Current PCIe link width (lanes).");
+	mon_link(f, "vfgx_mon_link_width", "gpu", gpu, gpu->cur_width);
+	mon_link(f, "vfgx_mon_link_width", "nic", nic, nic->cur_width);
+	help_type(f, "vfgx_mon_link_max_width", "gauge", "Maximum PCIe link width (lanes).");
+	mon_link(f, "vfgx_mon_link_max_width", "gpu", gpu, gpu->max_width);
+	mon_link(f, "vfgx_mon_link_max_width", "nic", nic, nic->max_width);
+	help_type(f, "vfgx_mon_link_lane_speed_bytes_per_second", "gauge",
+		  "Current PCIe link speed per lane.");
+	mon_link(f, "vfgx_mon_link_lane_speed_bytes_per_second", "gpu", gpu, gpu->cur_speed * 125000.0);
+	mon_link(f, "vfgx_mon_link_lane_speed_bytes_per_second", "nic", nic, nic->cur_speed * 125000.0);
+	help_type(f, "vfgx_mon_link_degraded", "gauge", "1 when the link runs below its maximum.");
+	mon_link(f, "vfgx_mon_link_degraded", "gpu", gpu, gpu->degraded ? 1 : 0);
+	mon_link(f, "vfgx_mon_link_degraded", "nic", nic, nic->degraded ? 1 : 0);
+	help_type(f, "vfgx_mon_link_bandwidth_bytes_per_second", "gauge",
+		  "Usable bandwidth of the current link.");
+	mon_link(f, "vfgx_mon_link_bandwidth_bytes_per_second", "gpu", gpu, (double)gpu->bw_mbps * 125000);
+	mon_link(f, "vfgx_mon_link_bandwidth_bytes_per_second", "nic", nic, (double)nic->bw_mbps * 125000);
+}
+
+static void format_info(FILE *f, const char *program, bool published,
+			bool finished)
+{
+	help_type(f, "vfgx_info", "gauge", "Build and program of this endpoint.");
+	fputs("vfgx_info{version=\"" VFGX_VERSION "\",program=\"", f);
+	label_value(f, program ? program : "");
+	fputs("\"} 1\n", f);
+	help_type(f, "vfgx_snapshot_published", "gauge",
+		  "1 once the program published counters.");
+	fprintf(f, "vfgx_snapshot_published %d\n", published ? 1 : 0);
+	help_type(f, "vfgx_run_finished", "gauge",
+		  "1 when the counters are final (the run ended).");
+	fprintf(f, "vfgx_run_finished %d\n", finished ? 1 : 0);
+}
+
+int vfgx_metrics_format(FILE *f, const struct vfgx_metrics_snapshot *snap)
+{
+	format_info(f, snap->program, true, snap->finished);
+	format_queues(f, snap);
+	format_pipeline(f, snap);
+	if (snap->has_mon)
+		format_mon(f, &snap->mon);
+	return ferror(f) ? -EIO : 0;
+}
+
+void vfgx_metrics_snapshot_ports(struct vfgx_metrics_snapshot *snap,
+				 vfgx_port *const *ports, uint16_t nb_ports)
+{
+	snap->nb_queues = 0;
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]) &&
+				     snap->nb_queues < VFGX_METRICS_MAX_QUEUES; q++) {
+			struct vfgx_metrics_queue *mq = &snap->queues[snap->nb_queues++];
+
+			snprintf(mq->port, sizeof(mq->port), "%s", vfgx_port_name(ports[i]));
+			snprintf(mq->backend, sizeof(mq->backend), "%s",
+				 vfgx_port_backend(ports[i]));
+			mq->queue = q;
+			vfgx_port_stats(ports[i], q, &mq->st);
+		}
+}
+
+/* --- the server ------------------------------------------------------------ */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
+			     char *body, size_t len, const char *type)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	struct vfgx_metrics *m = cls;
+	struct vfgx_metrics_snapshot *copy;
+	bool published;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req_cls;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("GET /metrics\n"),
+			     13, "text/plain");
+	if (strcmp(url, "/metrics"))
+		return reply(conn, MHD_HTTP_NOT_FOUND, strdup("GET /metrics\n"), 13,
+			     "text/plain");
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		return MHD_NO;
+	pthread_mutex_lock(&m->lock);
+	*copy = m->snap;
+	published = m->published;
+	pthread_mutex_unlock(&m->lock);
+	f = open_memstream(&body, &len);
+	if (!f) {
+		free(copy);
+		return MHD_NO;
+	}
+	if (published)
+		vfgx_metrics_format(f, copy);
+	else
+		format_info(f, copy->program, false, false);
+	fclose(f);
+	free(copy);
+	atomic_fetch_add(&m->scrapes, 1);
+	return reply(conn, MHD_HTTP_OK, body, len,
+		     "text/plain; version=0.0.4; charset=utf-8");
+}
+
+static int parse_listen(vfgx_ctx *ctx, const char *listen,
+			struct sockaddr_storage *ss, bool *v6)
+{
+	char host[64];
+	const char *colon;
+	char *end;
+	unsigned long port;
+	size_t hl;
+
+	memset(ss, 0, sizeof(*ss));
+	if (listen[0] == '[') {
+		const char *close = strchr(listen, ']');
+
+		if (!close || close[1] != ':')
+			goto bad;
+		hl = (size_t)(close - listen - 1);
+		colon = close + 1;
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, listen + 1, hl);
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon)
+			goto bad;
+		hl = (size_t)(colon - listen);
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, listen, hl);
+	}
+	host[hl] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port > 65535 || colon[1] == '-')
+		goto bad;
+	*v6 = listen[0] == '[';
+	if (*v6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			goto bad;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (!host[0])
+			a->sin_addr.s_addr = htonl(INADDR_ANY);
+		else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			goto bad;
+	}
+	return 0;
+bad:
+	return vfgx_set_error(ctx, -EINVAL,
+			      "metrics: '%s': expected ADDR:PORT (127.0.0.1:9464, [::1]:9464 or :9464), port 0..65535",
+			      listen);
+}
+
+int vfgx_metrics_start(vfgx_ctx *ctx, const char *listen, vfgx_metrics **out)
+{
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	struct vfgx_metrics *m;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD; /* errors: ours, one line */
+	bool v6 = false;
+	int ret;
+
+	*out = NULL;
+	ret = parse_listen(ctx, listen, &ss, &v6);
+	if (ret)
+		return ret;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return vfgx_set_error(ctx, -ENOMEM, "metrics: out of memory");
+	pthread_mutex_init(&m->lock, NULL);
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	/* port argument is ignored when MHD_OPTION_SOCK_ADDR is given */
+	m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     MHD_OPTION_CONNECTION_LIMIT, 16u,
+				     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				     MHD_OPTION_END);
+	if (!m->daemon) {
+		ret = errno ? -errno : -EADDRINUSE;
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return vfgx_set_error(ctx, ret, "metrics: cannot serve on %s: %s",
+				      listen, strerror(-ret));
+	}
+	info = MHD_get_daemon_info(m->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	m->port = info ? info->port : 0;
+	*out = m;
+	return 0;
+}
+
+uint16_t vfgx_metrics_port(const vfgx_metrics *m)
+{
+	return m->port;
+}
+
+void vfgx_metrics_publish(vfgx_metrics *m,
+			  const struct vfgx_metrics_snapshot *snap)
+{
+	pthread_mutex_lock(&m->lock);
+	m->snap = *snap;
+	m->published = true;
+	pthread_mutex_unlock(&m->lock);
+}
+
+uint64_t vfgx_metrics_scrapes(const vfgx_metrics *m)
+{
+	return atomic_load(&((struct vfgx_metrics *)m)->scrapes);
+}
+
+void vfgx_metrics_stop(vfgx_metrics *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->daemon);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""test_metrics_cli.py VFGX - the endpoint as `vfgx run` sets it up: from the
+config's metrics.listen (port 0: the bound port is printed), the final
+snapshot served during --metrics-hold, and one-line errors with exit 2 for
+a malformed address or metrics key, exit 1 for a port already taken."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+VFGX = sys.argv[1]
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        print("FAIL: " + msg)
+        failures.append(msg)
+
+
+BASE = """interfaces:
+  - backend: loopback
+    loopback: { packets: 20000, packet_size: 128, flows: 2 }
+expect: { all_received: true }
+"""
+tmp = tempfile.mkdtemp(prefix="vfgx-mcli-")
+
+
+def config(extra):
+    path = os.path.join(tmp, "c%d.yaml" % len(os.listdir(tmp)))
+    with open(path, "w") as f:
+        f.write(BASE + extra)
+    return path
+
+
+# 1. metrics.listen from the config, port 0
+p = subprocess.Popen([VFGX, "run", config("metrics: { listen: \"127.0.0.1:0\" }\n"), "--quiet",
+                      "--metrics-hold", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+port = None
+for line in p.stderr:
+    m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
+    if m:
+        port = int(m.group(1))
+        break
+check(port and port > 0, "no 'metrics at' line with the bound port")
+out = ""
+for line in p.stdout:
+    out += line
+    if line.startswith("result:"):
+        break
+page = ""
+if port:
+    deadline = time.time() + 10
+    while "vfgx_run_finished 1" not in page and time.time() < deadline:
+        page = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+        time.sleep(0.1)
+check("vfgx_run_finished 1" in page, "the held endpoint does not serve the final snapshot")
+delivered = re.search(r"delivered (\d+) \(", out)
+check(delivered and ("vfgx_pipeline_delivered_total{device=\"cpu\"} %s\n" % delivered.group(1)) in page,
+      "final page's delivered differs from the report (%s)" % (delivered and delivered.group(1)))
+p.terminate()
+check(p.wait(timeout=10) == 0, "vfgx run after SIGTERM in the hold: exit %s" % p.returncode)
+
+
+def one_line(args, want_rc, pattern, what):
+    r = subprocess.run([VFGX, "run", "--quiet", *args], capture_output=True, text=True, timeout=60)
+    lines = [l for l in r.stderr.splitlines() if not l.startswith("vfgx: info:")]
+    check(r.returncode == want_rc, "%s: exit %d, wanted %d" % (what, r.returncode, want_rc))
+    check(len(lines) == 1 and re.search(pattern, lines[0]), "%s: stderr %r" % (what, r.stderr))
+
+
+one_line(["--metrics", "localhost"], 2, r"expected ADDR:PORT", "--metrics localhost")
+one_line(["--metrics", "127.0.0.1:99999"], 2, r"expected ADDR:PORT", "--metrics port 99999")
+one_line([config("metrics: { listen: \"nonsense\" }\n")], 2, r"nonsense.*ADDR:PORT", "metrics.listen nonsense")
+one_line([config("metrics: { port: 9464 }\n")], 2, r":\d+:\d+: metrics.*port", "metrics.port (unknown key)")
+busy = socket.socket()
+busy.bind(("127.0.0.1", 0))
+busy.listen(1)
+one_line(["--metrics", "127.0.0.1:%d" % busy.getsockname()[1]], 1, r"cannot serve", "port in use")
+busy.close()
+
+if failures:
+    sys.exit(1)
+print("test_metrics_cli: ok")
