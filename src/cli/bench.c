@@ -240,7 +240,7 @@ int vfgx_cmd_bench(int argc, char **argv)
 			break;
 	if (i == NB_BENCHES) {
 		fprintf(stderr, "vfgx bench: unknown %s '%s' (vfgx bench --help lists them)\n",
-			argv[1][0] == '-' ? "option" : "benchmark", argv[1]);
+			argv[1][0] == '-' ? "option" : "benchmark", cli_esc(argv[1]));
 		return 2;
 	}
 	/* --json is ours: the benchmark never sees it */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cliopt.h"
+#include "core/escape.h"
 
 static size_t build(const struct cli_cmd *cmd, struct option *lo,
 		    char *shorts, size_t slen)
@@ -54,7 +55,7 @@ int cli_getopt(int argc, char **argv, const struct cli_cmd *cmd)
 			cmd->name, optopt, cmd->name);
 	} else {
 		fprintf(stderr, "vfgx %s: unknown option '%s' (vfgx %s --help lists them)\n",
-			cmd->name, bad, cmd->name);
+			cmd->name, cli_esc(bad), cmd->name);
 	}
 	return '?';
 }
@@ -81,4 +82,14 @@ int cli_bad_operands(const struct cli_cmd *cmd, const char *what)
 {
 	fprintf(stderr, "vfgx %s: %s (vfgx %s --help)\n", cmd->name, what, cmd->name);
 	return 2;
+}
+
+const char *cli_esc(const char *s)
+{
+	static char buf[4][512];
+	static unsigned next;
+	char *b = buf[next++ % 4];
+
+	vfgx_escape(b, sizeof(buf[0]), s);
+	return b;
 }

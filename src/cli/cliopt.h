@@ -34,5 +34,9 @@ int cli_getopt(int argc, char **argv, const struct cli_cmd *cmd);
 void cli_usage(FILE *f, const struct cli_cmd *cmd);
 /* Extra operands: one line, returns 2. */
 int cli_bad_operands(const struct cli_cmd *cmd, const char *what);
+/* s with control characters and invalid UTF-8 escaped (vfgx_escape), for
+ * messages that echo a command-line argument; valid until the 4th next
+ * call (a rotating set of static buffers). */
+const char *cli_esc(const char *s);
 
 #endif

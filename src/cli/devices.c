@@ -242,12 +242,12 @@ int vfgx_cmd_devices(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vfgx devices: unexpected argument '%s' (vfgx devices -h)\n",
-			argv[optind]);
+			cli_esc(argv[optind]));
 		return 2;
 	}
 	if (sysroot_init(&sr, root)) {
 		fprintf(stderr, "vfgx devices: --root %s: not a directory (give a tree holding sys/ and proc/)\n",
-			root);
+			cli_esc(root));
 		return 2;
 	}
 	s = malloc(sizeof(*s));

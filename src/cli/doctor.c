@@ -563,12 +563,12 @@ int vfgx_cmd_doctor(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "vfgx doctor: unexpected argument '%s' (vfgx doctor -h)\n", argv[optind]);
+		fprintf(stderr, "vfgx doctor: unexpected argument '%s' (vfgx doctor -h)\n", cli_esc(argv[optind]));
 		return 2;
 	}
 	if (sysroot_init(&sr, root)) {
 		fprintf(stderr, "vfgx doctor: --root %s: not a directory (give a tree holding sys/ and proc/)\n",
-			root);
+			cli_esc(root));
 		return 2;
 	}
 	d.sr = &sr;

@@ -153,8 +153,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], commands[i].cli->name))
 			return commands[i].fn(argc - 1, argv + 1);
 	if (argv[1][0] == '-')
-		fprintf(stderr, "vfgx: unknown option '%s' (vfgx --help lists the commands)\n", argv[1]);
+		fprintf(stderr, "vfgx: unknown option '%s' (vfgx --help lists the commands)\n", cli_esc(argv[1]));
 	else
-		fprintf(stderr, "vfgx: unknown command '%s' (vfgx --help lists them)\n", argv[1]);
+		fprintf(stderr, "vfgx: unknown command '%s' (vfgx --help lists them)\n", cli_esc(argv[1]));
 	return 2;
 }

@@ -89,7 +89,7 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 	struct verdict v = { 0 };
 	char d[256];
 
-	printf("\n== vfgx run report (%s) ==\n", cfg->source);
+	printf("\n== vfgx run report (%s) ==\n", cli_esc(cfg->source));
 	for (uint16_t i = 0; i < nb_ports; i++) {
 		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
 			struct vfgx_queue_stats qs;
@@ -291,7 +291,7 @@ int vfgx_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (vfgx_pipeline_check(ctx, &cfg->pipeline)) {
-		fprintf(stderr, "vfgx: %s: %s\n", cfg->source, vfgx_last_error(ctx));
+		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		rc = 2;
 		goto out;
 	}
@@ -300,7 +300,7 @@ int vfgx_cmd_run(int argc, char **argv)
 		cfg->pipeline.duration_s = duration;
 	if (cfg->nb_ifaces == 0) {
 		fprintf(stderr, "vfgx: %s: no interfaces configured (add one under interfaces:)\n",
-			cfg->source);
+			cli_esc(cfg->source));
 		rc = 2;
 		goto out;
 	}
@@ -320,7 +320,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	if (ret) {
 		/* -ENODEV: pipeline.device names a GPU this machine lacks */
 		if (ret == -ENODEV)
-			fprintf(stderr, "vfgx: %s: %s\n", cfg->source, vfgx_last_error(ctx));
+			fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		else
 			fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		rc = ret == -EINVAL || ret == -ENODEV ? 2 : 1;

@@ -67,5 +67,13 @@ for a in '+5000' ' 5000' '05000' '70000' '4294972296'; do
 	refused "^vfgx: s: address 'udp://127\\.0\\.0\\.1:.*': port .*\\(must be 0\\.\\.65535\\)$" run "$tmp/addr.yaml" --duration 0.1
 done
 
+# arguments echoed in messages are escaped too: a command, an option, a
+# --root path, a config file name (one line, never a forged second one)
+refused "^vfgx: unknown command 'x\\\\x1b\\[31m'" $'x\e[31m'
+refused "^vfgx run: unknown option '--x\\\\x1b\\[31m'" run $'--x\e[31m'
+refused "^vfgx devices: --root .*r\\\\nvfgx: forged: not a directory" devices --root "$tmp/r"$'\n'"vfgx: forged"
+printf 'interfaces: []\n' >"$tmp/a"$'\n'"b.yaml"
+refused "^vfgx: .*/a\\\\nb\\.yaml: no interfaces configured" run "$tmp/a"$'\n'"b.yaml"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
