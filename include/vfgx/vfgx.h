@@ -19,5 +19,6 @@
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"
+#include "chunk.h"
 
 #endif
