@@ -28,7 +28,7 @@ struct vfgx_afxdp_opts {
 	uint32_t rx_ring, tx_ring, fill_ring, comp_ring; /* [2048] powers of two 64..16384 */
 	/* interface queue of each rx queue (nb_queues == the port's rx
 	 * queues), or NULL: rx queue q reads interface queue q.  The YAML
-	 * adapter leaves it NULL; the port reads afxdp.queues itself. */
+	 * adapter fills it from afxdp.queues (memory of the config). */
 	const uint32_t *queues;
 	uint32_t nb_queues;
 };

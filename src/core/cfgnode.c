@@ -1,6 +1,8 @@
 /* cfgnode.c - typed access to a libyaml document with precise errors:
  * every failure names file:line:col, the key path, and what is allowed. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <strings.h>
 
 #include "cfgdoc.h"
+#include "opts.h"
 #include "numparse.h"
 
 static yaml_node_t *node_get(const struct vfgx_cfg_node *n)
@@ -345,4 +348,35 @@ int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
 	out->index = yn->data.sequence.items.start[i];
 	snprintf(out->path, sizeof(out->path), "%s[%d]", seq->path, i);
 	return 0;
+}
+
+/* --- memory for typed options read from the document -------------------- */
+struct cfg_alloc {
+	struct cfg_alloc *next;
+	max_align_t data[];
+};
+
+void *vfgx_cfg_alloc(const struct vfgx_cfg_node *n, size_t size)
+{
+	/* the document is const to readers; its allocation list is not part
+	 * of what they read */
+	struct vfgx_cfg_doc *doc = (struct vfgx_cfg_doc *)n->doc;
+	struct cfg_alloc *a;
+
+	if (!doc || size > SIZE_MAX - sizeof(*a) ||
+	    !(a = calloc(1, sizeof(*a) + size)))
+		return NULL;
+	a->next = doc->allocs;
+	doc->allocs = a;
+	return a->data;
+}
+
+void vfgx_cfg_doc_free_allocs(struct vfgx_cfg_doc *doc)
+{
+	while (doc->allocs) {
+		struct cfg_alloc *a = doc->allocs;
+
+		doc->allocs = a->next;
+		free(a);
+	}
 }

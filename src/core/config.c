@@ -538,6 +538,7 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 	if (!cfg)
 		return;
 	if (cfg->doc) {
+		vfgx_cfg_doc_free_allocs(cfg->doc);
 		yaml_document_delete(&cfg->doc->doc);
 		free(cfg->doc);
 	}
