@@ -79,6 +79,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 			 vfgx_pipeline **out)
 {
 	struct vfgx_pipeline_config c, *conf = &c;
+	struct vfgx_gpu_opts gopts;
 	struct vfgx_pipeline *pl;
 	int ret = 0;
 
@@ -87,6 +88,14 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);
+	/* the engines read conf->gpu as this library's struct */
+	if (c.gpu) {
+		if (vfgx_argsz_copy(&gopts, sizeof(gopts), c.gpu, sizeof(gopts)))
+			return vfgx_set_error(ctx, -EINVAL,
+					      "pipeline: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
+					      c.gpu->argsz, VFGX_VERSION_STRING);
+		c.gpu = &gopts;
+	}
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
 				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
