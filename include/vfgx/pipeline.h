@@ -132,6 +132,9 @@ struct vfgx_queue_snap {
 	uint32_t pool_used;  /* rx pool buffers out; 0 and 0 when the */
 	uint32_t pool_total; /* backend keeps its own buffers */
 };
+/* The ports given to create, in that order (NULL past nb_ports). */
+uint16_t vfgx_pipeline_nb_ports(const vfgx_pipeline *pl);
+vfgx_port *vfgx_pipeline_port(const vfgx_pipeline *pl, uint16_t i);
 /* Rx queues over all ports, in port order (the index of queue_snap). */
 uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl);
 /* Last snapshot of queue index; taken every 5 ms while an observer is

@@ -17,6 +17,8 @@ struct vfgx_pipeline {
 	const struct vfgx_engine_ops *ops;
 	void *engine;
 	uint32_t nb_queues;
+	vfgx_port **ports; /* the caller's, in the order given */
+	uint16_t nb_ports;
 	struct vfgx_observer *obs;
 	uint32_t nb_obs;
 	uint32_t nb_obs_started;
@@ -110,8 +112,16 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	}
 	for (uint16_t i = 0; i < nb_ports; i++)
 		pl->nb_queues += vfgx_port_nb_rx_queues(ports[i]);
+	pl->ports = calloc(nb_ports ? nb_ports : 1, sizeof(*pl->ports));
+	if (!pl->ports) {
+		free(pl);
+		return -ENOMEM;
+	}
+	memcpy(pl->ports, ports, nb_ports * sizeof(*pl->ports));
+	pl->nb_ports = nb_ports;
 	ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
 	if (ret) {
+		free(pl->ports);
 		free(pl);
 		return ret;
 	}
@@ -219,6 +229,16 @@ int vfgx_pipeline_error(vfgx_pipeline *pl)
 	return pl->ops->error(pl->engine);
 }
 
+uint16_t vfgx_pipeline_nb_ports(const vfgx_pipeline *pl)
+{
+	return pl->nb_ports;
+}
+
+vfgx_port *vfgx_pipeline_port(const vfgx_pipeline *pl, uint16_t i)
+{
+	return i < pl->nb_ports ? pl->ports[i] : NULL;
+}
+
 uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl)
 {
 	return pl->nb_queues;
@@ -240,5 +260,6 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 		if (pl->obs[i].release)
 			pl->obs[i].release(pl->obs[i].user);
 	free(pl->obs);
+	free(pl->ports);
 	free(pl);
 }
