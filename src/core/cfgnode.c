@@ -26,6 +26,31 @@ bool vfgx_cfg_present(const struct vfgx_cfg_node *n)
 	return node_get(n) != NULL;
 }
 
+/* A node's key path; "" for the top and for nodes built by hand. */
+static const char *pathof(const struct vfgx_cfg_node *n)
+{
+	return n && n->path ? n->path : "";
+}
+
+/* A key path in memory of the document (a node outlives this call). */
+static const char *path_make(const struct vfgx_cfg_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *path_make(const struct vfgx_cfg_node *n, const char *fmt, ...)
+{
+	char buf[VFGX_PATH_MAX];
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p = vfgx_cfg_alloc(n, strlen(buf) + 1);
+	if (!p)
+		return ""; /* no document (an absent node) or no memory */
+	memcpy(p, buf, strlen(buf) + 1);
+	return p;
+}
+
 static int node_verror(const struct vfgx_cfg_doc *doc, const yaml_node_t *yn,
 		       const char *path, const char *fmt, va_list ap)
 {
@@ -49,7 +74,7 @@ int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)
 	int ret;
 
 	va_start(ap, fmt);
-	ret = node_verror(n->doc, node_get(n), n->path, fmt, ap);
+	ret = node_verror(n->doc, node_get(n), pathof(n), fmt, ap);
 	va_end(ap);
 	return ret;
 }
@@ -62,8 +87,8 @@ static int yerror(const struct vfgx_cfg_node *parent, const yaml_node_t *yn,
 	va_list ap;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s%s%s", parent->path,
-		 parent->path[0] ? "." : "", key);
+	snprintf(path, sizeof(path), "%s%s%s", pathof(parent),
+		 pathof(parent)[0] ? "." : "", key);
 	va_start(ap, fmt);
 	ret = node_verror(parent->doc, yn, path, fmt, ap);
 	va_end(ap);
@@ -168,8 +193,8 @@ int vfgx_cfg_child(const struct vfgx_cfg_node *map, const char *key,
 
 	memset(out, 0, sizeof(*out));
 	out->doc = map ? map->doc : NULL;
-	snprintf(out->path, sizeof(out->path), "%s%s%s", map ? map->path : "",
-		 map && map->path[0] ? "." : "", key);
+	out->path = path_make(out, "%s%s%s", pathof(map),
+			      pathof(map)[0] ? "." : "", key);
 	if (ret)
 		return ret;
 	if (!val)
@@ -346,7 +371,7 @@ int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
 	memset(out, 0, sizeof(*out));
 	out->doc = seq->doc;
 	out->index = yn->data.sequence.items.start[i];
-	snprintf(out->path, sizeof(out->path), "%s[%d]", seq->path, i);
+	out->path = path_make(out, "%s[%d]", pathof(seq), i);
 	return 0;
 }
 

@@ -214,7 +214,7 @@ int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 	if (!o->port[0])
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: no DPDK port: set interfaces[].address or %s.port to a PCI address (0000:03:00.0) or a vdev (net_null0)",
-				      port->name, n && n->path[0] ? n->path : "dpdk");
+				      port->name, n && n->path && n->path[0] ? n->path : "dpdk");
 	if ((ret = dk_copy_lists(port, &t, o)))
 		return ret;
 	if (o->mbuf_size > 65535 || o->cache > o->num_mbufs / 2)
