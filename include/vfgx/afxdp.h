@@ -37,9 +37,10 @@ void vfgx_afxdp_opts_default(struct vfgx_afxdp_opts *o);
 int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
 			      struct vfgx_afxdp_opts *o);
 
+/* The names point into the port: valid until vfgx_port_close. */
 struct vfgx_afxdp_info {
-	char ifname[32];
-	char driver[32];      /* from ETHTOOL_GDRVINFO, "?" when unknown */
+	const char *ifname;
+	const char *driver;   /* from ETHTOOL_GDRVINFO, "?" when unknown */
 	int ifindex;
 	bool native;          /* XDP in driver mode; false: generic (SKB) mode */
 	bool zero_copy;       /* sockets bound with XDP_ZEROCOPY */

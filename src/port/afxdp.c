@@ -62,7 +62,9 @@ struct ax_queue {
 
 struct ax_priv {
 	struct ax_queue q[VFGX_MAX_QUEUES];
-	struct vfgx_afxdp_info info;
+	struct vfgx_afxdp_info info; /* its names point to the two below */
+	char ifname[32];
+	char driver[32];
 	enum ax_mode mode;
 	enum ax_zc zc;
 	uint32_t frame_size, num_frames;
@@ -120,9 +122,9 @@ static int ax_check_iface(struct vfgx_port *port, struct ax_priv *ap)
 	if (idx < 0)
 		return idx;
 	ap->info.ifindex = idx;
-	snprintf(ap->info.driver, sizeof(ap->info.driver), "?");
+	snprintf(ap->driver, sizeof(ap->driver), "?");
 	if (!ax_ethtool(ap->info.ifname, &di))
-		snprintf(ap->info.driver, sizeof(ap->info.driver), "%s",
+		snprintf(ap->driver, sizeof(ap->driver), "%s",
 			 di.driver);
 	if (ax_ethtool(ap->info.ifname, &ch))
 		return 0; /* no channel info: bind() will judge the queue ids */
@@ -495,6 +497,8 @@ static int ax_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 
 	ap->link_fd = -1;
 	ap->nq = port->nb_rx_queues;
+	ap->info.ifname = ap->ifname;
+	ap->info.driver = ap->driver;
 	if ((ret = ax_parse(port, ap, conf)))
 		return ret;
 	if (!conf->address || !conf->address[0])
@@ -509,7 +513,7 @@ static int ax_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: afxdp needs 1..%d rx queues and at most as many tx queues (tx queue q sends on rx queue q's socket)",
 				      port->name, VFGX_MAX_QUEUES);
-	snprintf(ap->info.ifname, sizeof(ap->info.ifname), "%s", conf->address);
+	snprintf(ap->ifname, sizeof(ap->ifname), "%s", conf->address);
 	ap->info.nb_queues = ap->nq;
 	vfgx_clear_error(port->ctx);
 	if ((ret = ax_check_iface(port, ap)) || (ret = ax_check_no_prog(port, ap)))
