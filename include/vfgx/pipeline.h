@@ -101,7 +101,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 vfgx_pipeline **out);
 /* "cpu" or "gpu": the engine create chose. */
 const char *vfgx_pipeline_engine(const vfgx_pipeline *pl);
-/* One line: engine, workers or GPU device and launch mode. */
+/* One line: engine, workers or GPU device and launch mode, then what this
+ * engine lacks ("; lacks a host user stage ..."), if anything. */
 const char *vfgx_pipeline_describe(const vfgx_pipeline *pl);
 /* Before start.  -ENOTSUP on the gpu engine (detail in vfgx_last_error). */
 int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,

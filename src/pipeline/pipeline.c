@@ -23,7 +23,32 @@ struct vfgx_pipeline {
 	uint32_t nb_obs;
 	uint32_t nb_obs_started;
 	bool stopped;
+	char desc[512]; /* the engine's line, then what it lacks */
 };
+
+/*
+ * What an engine lacks of the pipeline's features, said by
+ * vfgx_pipeline_describe and logged at create, so that a program (and
+ * `vfgx run`) learns it before calling what fails.  Kept with the engine
+ * table: an engine that gains a feature drops it here.
+ */
+static const struct {
+	const char *engine;
+	const char *lacks;
+} engine_gaps[] = {
+	{ "gpu", "a host user stage (vfgx_pipeline_set_user_stage: -ENOTSUP; "
+		 "pipeline.gpu.user_stage runs on the GPU), pipeline.workers "
+		 "(one feeder thread) and per-queue snapshots while running "
+		 "(vfgx_pipeline_queue_snap: -ENOTSUP)" },
+};
+
+static const char *engine_lacks(const char *engine)
+{
+	for (size_t i = 0; i < sizeof(engine_gaps) / sizeof(engine_gaps[0]); i++)
+		if (!strcmp(engine_gaps[i].engine, engine))
+			return engine_gaps[i].lacks;
+	return NULL;
+}
 
 /* The engine pipeline.device names, with the messages `vfgx run` has always
  * printed; NULL with -ENODEV/-EINVAL in *err when gpu cannot be had. */
@@ -125,6 +150,13 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		free(pl);
 		return ret;
 	}
+	const char *lacks = engine_lacks(pl->ops->name);
+
+	snprintf(pl->desc, sizeof(pl->desc), "%s%s%s",
+		 pl->ops->describe(pl->engine), lacks ? "; lacks " : "",
+		 lacks ? lacks : "");
+	if (lacks)
+		vfgx_info(ctx, "pipeline: the %s engine lacks %s", pl->ops->name, lacks);
 	*out = pl;
 	return 0;
 }
@@ -136,7 +168,7 @@ const char *vfgx_pipeline_engine(const vfgx_pipeline *pl)
 
 const char *vfgx_pipeline_describe(const vfgx_pipeline *pl)
 {
-	return pl->ops->describe(pl->engine);
+	return pl->desc;
 }
 
 int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
