@@ -161,6 +161,9 @@ static int parse_ifaces(struct vfgx_config *cfg,
 		f->tx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->tx_queues));
 		if (!f->rx_queues || !f->tx_queues)
 			return -ENOMEM;
+		/* queues a program adds past the parsed ones use the default */
+		for (int q = 0; q < VFGX_MAX_QUEUES; q++)
+			f->rx_queues[q].region = f->tx_queues[q].region = "";
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
