@@ -144,7 +144,7 @@ static int tcp_exchange(const struct opts *o, struct run *r)
 
 static int setup(const struct opts *o, struct run *r)
 {
-	struct vfgx_rdma_qp_conf qc = { .max_send_wr = TX_DEPTH * 2,
+	struct vfgx_rdma_qp_conf qc = { .argsz = sizeof(qc), .max_send_wr = TX_DEPTH * 2,
 					.max_recv_wr = RX_DEPTH,
 					.max_inline = MAX_INLINE };
 	struct vfgx_rdma_endpoint me = { 0 };

@@ -155,6 +155,7 @@ uint32_t vfgx_eba_peers_nodes(const struct vfgx_eba_peer_table *t);
 typedef struct vfgx_discovery vfgx_discovery;
 
 struct vfgx_discovery_config {
+	uint32_t argsz;           /* sizeof(struct vfgx_discovery_config) */
 	const char *ifname;       /* required */
 	uint64_t node_id;         /* 0: derived from the interface MAC */
 	const struct vfgx_eba_desc *local; /* published; node_id/mac filled in */

@@ -132,6 +132,7 @@ enum vfgx_rdma_qp_type {
 #define VFGX_RDMA_UD_QKEY 0x01234567u
 
 struct vfgx_rdma_qp_conf {
+	uint32_t argsz;              /* sizeof(struct vfgx_rdma_qp_conf) */
 	enum vfgx_rdma_qp_type type; /* default RC */
 	uint32_t max_send_wr;        /* 0: 256 */
 	uint32_t max_recv_wr;        /* 0: 256 */

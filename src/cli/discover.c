@@ -99,7 +99,7 @@ static void discover_json(vfgx_discovery *d, const char *ifname, int nodes,
 
 int vfgx_cmd_discover(int argc, char **argv)
 {
-	struct vfgx_discovery_config cfg = { 0 };
+	struct vfgx_discovery_config cfg = { .argsz = sizeof(cfg) };
 	struct vfgx_discovery_stats st;
 	const struct vfgx_eba_peer_table *t;
 	uint64_t peers = 0, secs = 3, lease = 30, node = 0;

@@ -16,6 +16,8 @@
 
 #include <vfgx/eba.h>
 
+#include "core/argsz.h"
+
 /* New entries one source MAC added in the current one-second window. */
 struct src_rate {
 	uint8_t mac[6];
@@ -79,14 +81,19 @@ static int set_local(vfgx_discovery *d, const struct vfgx_discovery_config *cfg)
 	return 0;
 }
 
-int vfgx_discovery_open(vfgx_ctx *ctx, const struct vfgx_discovery_config *cfg,
+int vfgx_discovery_open(vfgx_ctx *ctx, const struct vfgx_discovery_config *ucfg,
 			vfgx_discovery **out)
 {
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
 	struct ifreq ifr = { 0 };
+	struct vfgx_discovery_config cfgv;
+	const struct vfgx_discovery_config *cfg = &cfgv;
 	vfgx_discovery *d;
 	int ret;
 
+	if (vfgx_argsz_copy(&cfgv, sizeof(cfgv), ucfg, sizeof(cfgv)))
+		return vfgx_set_error(ctx, -EINVAL, "discovery: struct vfgx_discovery_config argsz %u not understood by this libvfgx",
+				      ucfg->argsz);
 	if (!cfg->ifname || !cfg->ifname[0] || strlen(cfg->ifname) >= IF_NAMESIZE)
 		return vfgx_set_error(ctx, -EINVAL, "discovery: interface name missing or too long (give -i IFACE)");
 	d = calloc(1, sizeof(*d));

@@ -183,7 +183,7 @@ static int rdma_mem(struct vfgx_port *port, struct rdma_priv *rp)
 
 static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
 {
-	struct vfgx_rdma_qp_conf qc = { .max_send_wr = RDMA_TX_NBUFS,
+	struct vfgx_rdma_qp_conf qc = { .argsz = sizeof(qc), .max_send_wr = RDMA_TX_NBUFS,
 					.max_recv_wr = rp->recv_depth,
 					.type = rp->qp_type ? VFGX_RDMA_UD :
 							      VFGX_RDMA_RC };

@@ -17,17 +17,18 @@
 #include <vfgx/rdma.h>
 
 #include "vfgx_build.h"
+#include "core/argsz.h"
 #include "rdma_internal.h"
 
 /* ---------------------------------------------------------- queue pairs */
 
-static void conf_defaults(struct vfgx_rdma_qp_conf *c,
-			  const struct vfgx_rdma_qp_conf *in)
+/* -EINVAL for an argsz this library does not know. */
+static int conf_defaults(struct vfgx_rdma_qp_conf *c,
+			 const struct vfgx_rdma_qp_conf *in)
 {
-	if (in)
-		*c = *in;
-	else
-		memset(c, 0, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	if (in && vfgx_argsz_copy(c, sizeof(*c), in, sizeof(*c)))
+		return -EINVAL;
 	c->max_send_wr = c->max_send_wr ? c->max_send_wr : 256;
 	c->max_recv_wr = c->max_recv_wr ? c->max_recv_wr : 256;
 	c->max_sge = c->max_sge ? c->max_sge : 1;
@@ -35,6 +36,7 @@ static void conf_defaults(struct vfgx_rdma_qp_conf *c,
 	c->timeout = c->timeout ? c->timeout : 14;
 	c->retry_cnt = c->retry_cnt ? c->retry_cnt : 7;
 	c->rnr_retry = c->rnr_retry ? c->rnr_retry : 7;
+	return 0;
 }
 
 int rdma_qp_alloc(vfgx_rdma_dev *dev, const struct vfgx_rdma_qp_conf *in,
@@ -46,7 +48,12 @@ int rdma_qp_alloc(vfgx_rdma_dev *dev, const struct vfgx_rdma_qp_conf *in,
 	if (!qp)
 		return -ENOMEM;
 	qp->dev = dev;
-	conf_defaults(&qp->conf, in);
+	if (conf_defaults(&qp->conf, in)) {
+		free(qp);
+		return vfgx_set_error(dev->ctx, -EINVAL,
+				      "%s: struct vfgx_rdma_qp_conf argsz %u not understood by this libvfgx",
+				      dev->name, in->argsz);
+	}
 	if (qp->conf.type != VFGX_RDMA_RC && qp->conf.type != VFGX_RDMA_UD) {
 		int t = qp->conf.type;
 

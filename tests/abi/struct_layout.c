@@ -40,9 +40,7 @@ int main(void)
 		S(vfgx_afxdp_info, 40),
 		S(vfgx_socket_info, 56),
 		S(vfgx_metrics_queue, 184),
-		/* filled by the caller, no argsz yet (src/eba, src/rdma) */
-		S(vfgx_discovery_config, 40),
-		S(vfgx_rdma_qp_conf, 24),
+		/* per-call descriptors filled by the caller: no argsz by design (docs/api.md) */
 		S(vfgx_rdma_write_wr, 56),
 		S(vfgx_ring_transport, 40),
 		S(vfgx_discovery_stats, 104),

@@ -392,7 +392,7 @@ static uint32_t ud_mtu; /* path MTU in bytes, learned by test_ud_raw */
  * own length, the full MTU passes, MTU + 1 is refused with -EMSGSIZE. */
 static void test_ud_raw(void **state)
 {
-	const struct vfgx_rdma_qp_conf uc = { .type = VFGX_RDMA_UD };
+	const struct vfgx_rdma_qp_conf uc = { .argsz = sizeof(uc), .type = VFGX_RDMA_UD };
 	vfgx_rdma_dev *dev = open_dev();
 	struct vfgx_rdma_wc wc;
 	vfgx_rdma_qp *a, *b;
@@ -466,7 +466,7 @@ static void test_ud_port(void **state)
 	assert_true(ud_mtu > 0); /* from test_ud_raw */
 	/* nobody listening: the SIDR answer is a one-line refusal */
 	{
-		const struct vfgx_rdma_qp_conf uc = { .type = VFGX_RDMA_UD };
+		const struct vfgx_rdma_qp_conf uc = { .argsz = sizeof(uc), .type = VFGX_RDMA_UD };
 		vfgx_rdma_dev *dev = open_dev();
 		vfgx_rdma_qp *qp;
 
