@@ -1,0 +1,184 @@
+/* gpu_kcommon.cuh - what every GPU data-plane kernel shares: launch shape,
+ * record flags, the kernel parameter block, memory-ordering helpers
+ * (commlist.h's protocol), the globaltimer and warp-sum helpers.  Device
+ * code only; included by gpu_proc.cu, the one translation unit nvcc
+ * builds (no relocatable device code). */
+#ifndef VFGX_GPU_KCOMMON_CUH
+#define VFGX_GPU_KCOMMON_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <vfgx/stages.h>
+
+#include "gpu_iface.h"
+#include "gpu_user_stage.cuh"
+
+#define FULL 0xffffffffu
+/* 16 warps per block (one persistent block per SM): phase A keeps twice the
+ * packets' loads in flight of 8, and each warp has 4 stream groups */
+#define WARPS 16
+#define THREADS (WARPS * 32)
+#define PKT_FLAG_GPU 0x1
+#define PKT_FLAG_PAYLOAD 0x2
+#define RES_NONE 0
+#define RES_INSERT 1
+/* record flags: the app header's LAST bit, and RF_BAD when phase A found
+ * the body differing from the loopback pattern (counted at delivery when
+ * pipeline.verify_payload is on, as the CPU verifies delivered records) */
+#define RF_BAD 0x80u
+#define DROP_USER 15 /* VFGX_DROP_USER */
+#define CSUM_DEPTH 16
+/* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
+ * (spread over L2 slices) instead of 4 */
+#define TICKET_STRIDE 16
+#define TICKET(k, g) (&(k).tickets[(size_t)(g) * TICKET_STRIDE])
+
+typedef unsigned long long ull;
+
+/* ld_item_hdr reads the header as seq | nb_pkts, cmd | pkts */
+static_assert(offsetof(struct vfgx_comm_item, nb_pkts) == 8 &&
+	      offsetof(struct vfgx_comm_item, cmd) == 12 &&
+	      offsetof(struct vfgx_comm_item, pkts) == 16 &&
+	      sizeof(struct vfgx_comm_item) % 16 == 0, "comm item header layout");
+
+struct res {
+	uint64_t seq;
+	const uint8_t *body;
+	uint32_t len;
+	uint32_t stream; /* global stream index */
+	uint32_t kind;
+	uint32_t flags;
+};
+
+/* Everything a kernel needs, passed by value. */
+struct kparams {
+	struct vfgx_comm_item *items;
+	struct vfgx_comm_status_word *status;
+	const uint32_t *quit;
+	uint32_t nb_items, burst;
+	struct res *res;            /* nb_items * burst */
+	uint8_t *grp;               /* nb_items * burst: stream group, 0xff none */
+	uint8_t *stage;             /* stage_copy buffers or NULL */
+	uint64_t *tickets;          /* GPUK_GROUPS, TICKET_STRIDE apart */
+	uint64_t *seen;             /* persistent: 1 + the highest item observed READY */
+	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
+	uint64_t *seen_ns;          /* persistent, per slot (pinned), 4 words: %globaltimer after and
+				     * before the load that saw READY, the CPU clock it read */
+	ull *cnt;                   /* GPUK_NCNT */
+	/* reorder state, nb_streams each (windows: * window) */
+	uint64_t *base, *next;
+	ull *ordinal;
+	uint32_t *held, *slot_len;
+	uint8_t *slot_flags, *slot_data;
+	uint32_t nb_streams, max_streams, window, slot, reorder, verify;
+	uint32_t nb_ranges;
+	uint16_t lo[GPUK_MAX_RANGES], hi[GPUK_MAX_RANGES];
+	struct vfgx_gpu_user_ctx user;
+	struct gpuk_delivery *log;
+	ull *log_n;
+	uint64_t log_cap;
+};
+
+/* ---- memory-ordering helpers (see commlist.h) ---------------------------- */
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)
+{
+	cuda::atomic_ref<const uint32_t, cuda::thread_scope_system> a(*p);
+	return a.load(cuda::memory_order_acquire);
+}
+
+__device__ __forceinline__ uint32_t ld_relaxed_sys(const uint32_t *p)
+{
+	cuda::atomic_ref<const uint32_t, cuda::thread_scope_system> a(*p);
+	return a.load(cuda::memory_order_relaxed);
+}
+
+__device__ __forceinline__ uint64_t ld_relaxed_dev(const uint64_t *p)
+{
+	cuda::atomic_ref<const uint64_t, cuda::thread_scope_device> a(*p);
+	return a.load(cuda::memory_order_relaxed);
+}
+
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
+{
+	cuda::atomic_ref<uint32_t, cuda::thread_scope_system> a(*p);
+	a.store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ uint64_t ld_acquire_dev(const uint64_t *p)
+{
+	cuda::atomic_ref<const uint64_t, cuda::thread_scope_device> a(*p);
+	return a.load(cuda::memory_order_acquire);
+}
+
+__device__ __forceinline__ void st_release_dev(uint64_t *p, uint64_t v)
+{
+	cuda::atomic_ref<uint64_t, cuda::thread_scope_device> a(*p);
+	a.store(v, cuda::memory_order_release);
+}
+
+/* An item header's seq, nb_pkts | cmd << 32 and pkts: two loads issued
+ * together, one PCIe round trip (after the acquire of READY). */
+__device__ __forceinline__ void ld_item_hdr(const struct vfgx_comm_item *it,
+					    uint64_t &seq, uint64_t &nc,
+					    uint64_t &pkts)
+{
+	asm volatile("ld.volatile.v2.u64 {%0, %1}, [%3];\n\t"
+		     "ld.volatile.u64 %2, [%3+16];"
+		     : "=l"(seq), "=l"(nc), "=l"(pkts) : "l"(it) : "memory");
+}
+
+#define POLL_DEPTH 4
+#define POLL_GAP_NS 250
+
+__device__ __forceinline__ uint64_t gtimer(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+	return t;
+}
+
+/* %globaltimer read only once v has arrived: the (never taken) trap on v
+ * is issued, in order, before the timer read. */
+__device__ __forceinline__ uint64_t gtimer_after(uint32_t v)
+{
+	uint64_t t;
+
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.eq.u32 p, %1, 0xffffffff;\n\t"
+		     "@p trap;\n\tmov.u64 %0, %%globaltimer;\n\t}"
+		     : "=l"(t) : "r"(v) : "memory");
+	return t;
+}
+
+/* The status word and the CPU clock beside it (vfgx_comm_status_word), one
+ * 16-byte load. */
+__device__ __forceinline__ void ld_status_clock(const struct vfgx_comm_status_word *w,
+					       uint64_t &v, uint64_t &clock)
+{
+	asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(v), "=l"(clock) : "l"(w) : "memory");
+}
+
+__device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)
+{
+	return *(const volatile uint32_t *)q;
+}
+
+__device__ __forceinline__ ull warp_sum(ull v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_down_sync(FULL, v, off);
+	return __shfl_sync(FULL, v, 0);
+}
+
+__device__ __forceinline__ void count(ull *cnt, int i, ull v)
+{
+	atomicAdd(&cnt[i], v);
+}
+
+
+#endif

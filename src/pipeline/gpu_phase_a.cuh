@@ -1,0 +1,502 @@
+/* gpu_phase_a.cuh - phase A of the GPU data plane: parse, validate (a
+ * warp-wide UDP checksum), filter, sequence header and delivery of
+ * in-order records; one warp per packet (per_burst, graph) or 32 packets
+ * per warp (phase_a_chunks, persistent).  Device code, included by
+ * gpu_proc.cu. */
+#ifndef VFGX_GPU_PHASE_A_CUH
+#define VFGX_GPU_PHASE_A_CUH
+
+#include "gpu_kcommon.cuh"
+
+/* ---- phase A: a warp per packet, or 32 per warp (phase_a_chunks) --------------------------------------- */
+
+/* Exact (unfolded) sum of the big-endian 16-bit words of p[0..len), as
+ * vfgx_csum_add computes it, split across the warp: 16-byte loads over the
+ * aligned middle, bytes at the ends.  A byte at an even offset from p is a
+ * high byte; the middle's even and odd bytes are summed apart and weighted
+ * by the parity of p. */
+__device__ __forceinline__ void csum_word(uint32_t w, uint32_t &e, uint32_t &o)
+{
+	uint32_t a = w & 0x00ff00ffu, b = (w >> 8) & 0x00ff00ffu;
+
+	e += (a & 0xffff) + (a >> 16);
+	o += (b & 0xffff) + (b >> 16);
+}
+
+/* Payload verification folded into the same loads: the loopback pattern
+ * (vfgx_pattern_byte) of the record body [body, body + blen) is
+ * c + 13 * offset per byte, c = stream * 131 + seq * 7 + 1 (mod 256).
+ * pat_diff returns the bits of the 4 bytes at body offset o that differ
+ * from it (bytes outside the body masked out). */
+__device__ __forceinline__ uint32_t pat_diff(uint32_t w, int64_t o, uint32_t blen,
+					     uint32_t c)
+{
+	uint32_t d = w ^ __vadd4(((c + 13u * (uint32_t)o) & 0xffu) * 0x01010101u,
+				 0x271A0D00u);
+
+	if (o < 0 || o + 4 > (int64_t)blen) {
+		uint32_t m = 0;
+
+#pragma unroll
+		for (int b = 0; b < 4; b++)
+			if (o + b >= 0 && o + b < (int64_t)blen)
+				m |= 0xffu << (8 * b);
+		d &= m;
+	}
+	return d;
+}
+
+__device__ __forceinline__ bool pat_byte_bad(const uint8_t *p, uint32_t off,
+					     const uint8_t *body, uint32_t blen,
+					     uint32_t c)
+{
+	int64_t o = (int64_t)((p + off) - body);
+
+	return o >= 0 && o < (int64_t)blen &&
+	       p[off] != (uint8_t)(c + 13u * (uint32_t)o);
+}
+
+/* One pass of 16-byte loads over p[0..len), split across the warp: the
+ * exact (unfolded) sum of the big-endian 16-bit words, as vfgx_csum_add
+ * computes it, and, when verify is set, whether the body [body, body +
+ * blen) (inside p[0..len)) differs from the loopback pattern (*bad, the
+ * same in every lane).  16-byte loads over the aligned middle, bytes at
+ * the ends.  A byte at an even offset from p is a high byte; the middle's
+ * even and odd bytes are summed apart and weighted by the parity of p. */
+__device__ ull warp_scan(const uint8_t *p, uint32_t len, uint32_t lane,
+			 bool verify, const uint8_t *body, uint32_t blen,
+			 uint32_t c, bool *bad)
+{
+	uintptr_t start = (uintptr_t)p, end = start + len;
+	uintptr_t a0 = (start + 15) & ~(uintptr_t)15, a1 = end & ~(uintptr_t)15;
+	uint32_t diff = 0;
+	ull s = 0;
+
+	if (a0 >= a1) {
+		for (uint32_t i = lane; i < len; i += 32) {
+			s += (ull)p[i] << ((i & 1) ? 0 : 8);
+			if (verify)
+				diff |= pat_byte_bad(p, i, body, blen, c);
+		}
+		*bad = __any_sync(FULL, diff != 0);
+		return warp_sum(s);
+	}
+	for (uint32_t i = lane; i < a0 - start; i += 32) {
+		s += (ull)p[i] << ((i & 1) ? 0 : 8);
+		if (verify)
+			diff |= pat_byte_bad(p, i, body, blen, c);
+	}
+	for (uint32_t i = lane; i < end - a1; i += 32) {
+		uint32_t off = (uint32_t)(a1 - start) + i;
+
+		s += (ull)p[off] << ((off & 1) ? 0 : 8);
+		if (verify)
+			diff |= pat_byte_bad(p, off, body, blen, c);
+	}
+	{
+		/* CSUM_DEPTH 16-byte loads per lane issued before any is summed:
+		 * a warp has 8 KiB in flight, a whole 8192 B frame in one round
+		 * trip (the loop bound alone had the compiler wait per load) */
+		const uint4 *q = (const uint4 *)a0;
+		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
+		int64_t o0 = (int64_t)(a0 - (uintptr_t)body);
+
+#pragma unroll 1
+		for (uint32_t j0 = 0; j0 < n16; j0 += 32 * CSUM_DEPTH) {
+			uint4 v[CSUM_DEPTH];
+
+#pragma unroll
+			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+				uint32_t j = j0 + 32 * u + lane;
+
+				v[u] = j < n16 ? q[j] : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+				csum_word(v[u].x, e, o);
+				csum_word(v[u].y, e, o);
+				csum_word(v[u].z, e, o);
+				csum_word(v[u].w, e, o);
+			}
+			if (verify) {
+#pragma unroll
+				for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+					uint32_t j = j0 + 32 * u + lane;
+					int64_t ob = o0 + 16 * (int64_t)j;
+
+					if (j < n16)
+						diff |= pat_diff(v[u].x, ob, blen, c) |
+							pat_diff(v[u].y, ob + 4, blen, c) |
+							pat_diff(v[u].z, ob + 8, blen, c) |
+							pat_diff(v[u].w, ob + 12, blen, c);
+				}
+			}
+		}
+		/* little endian: byte 0 of a word sits at an even address */
+		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
+	}
+	*bad = __any_sync(FULL, diff != 0);
+	return warp_sum(s);
+}
+
+__device__ __forceinline__ uint32_t pat_base(uint32_t id, uint64_t seq)
+{
+	return id * 131u + (uint32_t)seq * 7u + 1u;
+}
+
+/* Returns false when the user stage dropped the record.  flags: LAST and
+ * RF_BAD (verification was done in phase A, in the same loads as the
+ * checksum). */
+__device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+			const uint8_t *data, uint32_t len, uint32_t flags,
+			bool ordered, uint32_t lane)
+{
+	int keep;
+
+	if (k.verify && (flags & RF_BAD) && lane == 0)
+		count(cnt, GPUK_C_VERIFY, 1);
+	keep = !__shfl_sync(FULL, vfgx_gpu_user_stage(&k.user, s, seq, data, len,
+						      lane), 0);
+	if (!keep) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + DROP_USER, 1);
+		return false;
+	}
+	if (k.log_cap) {
+		ull a = 0, b = 0;
+
+		for (uint32_t i = lane; i < len; i += 32) {
+			ull v = __ldcg(data + i);
+
+			a += v;
+			b += v * (2ull * i + 1ull);
+		}
+		a = warp_sum(a);
+		b = warp_sum(b);
+		if (lane == 0) {
+			ull ord = atomicAdd(&k.ordinal[s], 1ull);
+			ull at = atomicAdd(k.log_n, 1ull);
+
+			if (at < k.log_cap) {
+				struct gpuk_delivery *d = &k.log[at];
+
+				d->stream = s;
+				d->len = len;
+				d->ordinal = ord;
+				d->seq = seq;
+				d->hash = a ^ (b << 20) ^ ((ull)len << 52);
+			}
+		}
+	}
+	if (lane == 0) {
+		count(cnt, GPUK_C_DELIVERED, 1);
+		count(cnt, GPUK_C_DELIVERED_BYTES, len);
+		if (flags & VFGX_APP_FLAG_LAST)
+			count(cnt, GPUK_C_LAST_SEEN, 1);
+		if (ordered) {
+			if (seq < __ldcg(&k.next[s]))
+				count(cnt, GPUK_C_ORDER, 1);
+			k.next[s] = seq + 1;
+		}
+	}
+	__syncwarp();
+	return true;
+}
+
+/* Packet i of the item in slot; its descriptor was read by the caller. */
+__device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
+			       uint32_t slot, uint32_t i, uint64_t addr,
+			       uint32_t len, uint32_t q, uint32_t flags,
+			       uint32_t lane)
+{
+	struct res *out = &k.res[(size_t)slot * k.burst + i];
+	uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
+	const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
+	struct vfgx_parsed ps;
+	struct vfgx_app_hdr h;
+	const uint8_t *pay;
+	int r = VFGX_STAGE_PASS;
+
+	if (lane == 0) {
+		count(cnt, GPUK_C_PACKETS, 1);
+		count(cnt, GPUK_C_BYTES, len);
+		out->kind = RES_NONE;
+		*grp = 0xff;
+	}
+	if (k.stage && !(flags & PKT_FLAG_GPU) && len <= GPUK_STAGE_MAX) {
+		uint8_t *dst = k.stage + ((size_t)slot * k.burst + i) * GPUK_STAGE_MAX;
+
+		for (uint32_t b = lane; b < len; b += 32)
+			dst[b] = f[b];
+		__syncwarp();
+		f = dst;
+	}
+	if (flags & PKT_FLAG_PAYLOAD) {
+		ps.payload_off = 0;
+		ps.payload_len = len;
+	} else {
+		int need_csum = 0;
+
+		r = vfgx_parse_headers(f, len, &ps, &need_csum);
+		if (r == VFGX_STAGE_PASS && need_csum) {
+			bool unused;
+			ull s = warp_scan(f + ps.l4_off, ps.payload_len + VFGX_UDP_HLEN,
+					  lane, false, NULL, 0, 0, &unused);
+
+			s += vfgx_udp_pseudo_sum(&ps);
+			if (vfgx_csum_fold((uint32_t)s) != 0)
+				r = VFGX_R_BAD_UDP_CSUM;
+		}
+		if (r == VFGX_STAGE_PASS)
+			r = vfgx_filter_port(k.lo, k.hi, k.nb_ranges, ps.dst_port);
+		if (r != VFGX_STAGE_PASS) {
+			if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+			return;
+		}
+	}
+	if (lane == 0)
+		count(cnt, GPUK_C_PASSED, 1);
+	pay = f + ps.payload_off;
+	r = vfgx_app_hdr_read(pay, ps.payload_len, k.max_streams, &h);
+	if (r == VFGX_STAGE_PASS && k.reorder && ps.payload_len - VFGX_APP_HLEN > k.slot)
+		r = VFGX_R_TOO_BIG;
+	if (r == VFGX_STAGE_PASS) {
+		bool bad = false;
+
+		if (k.verify)
+			warp_scan(pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN, lane,
+				  true, pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
+				  pat_base(h.stream, h.seq), &bad);
+		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (bad ? RF_BAD : 0);
+	}
+	if (!k.reorder) {
+		if (r == VFGX_STAGE_PASS)
+			deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
+				pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
+				h.flags, false, lane);
+		else if (k.verify) {
+			if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+		} else {
+			deliver(k, cnt, q * k.max_streams, 0, pay, ps.payload_len,
+				0, false, lane);
+		}
+		return;
+	}
+	if (r != VFGX_STAGE_PASS) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + r, 1);
+		return;
+	}
+	if (lane == 0) {
+		out->seq = h.seq;
+		out->body = pay + VFGX_APP_HLEN;
+		out->len = ps.payload_len - VFGX_APP_HLEN;
+		out->stream = q * k.max_streams + h.stream;
+		out->flags = h.flags;
+		out->kind = RES_INSERT;
+		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
+		if (gmask)
+			atomicOr(gmask, 1ull << (out->stream % GPUK_GROUPS));
+	}
+}
+
+/* Packet i's descriptor fields: a vfgx_comm_pkt (24 bytes), or with
+ * VFGX_COMM_PKT_RECORDS a struct vfgx_pkt (40 bytes; queue and flags at 32). */
+__device__ __forceinline__ void ld_desc(const void *pkts, uint32_t cmd, uint32_t i,
+					uint64_t &addr, uint32_t &len, uint32_t &q,
+					uint32_t &flags)
+{
+	if (cmd & VFGX_COMM_PKT_RECORDS) {
+		const uint8_t *d = (const uint8_t *)pkts + (size_t)i * 40;
+		uint32_t qf = *(const uint32_t *)(d + 32);
+
+		addr = *(const uint64_t *)d;
+		len = *(const uint32_t *)(d + 8);
+		q = qf & 0xffff;
+		flags = qf >> 16;
+	} else {
+		const struct vfgx_comm_pkt *d = (const struct vfgx_comm_pkt *)pkts + i;
+
+		addr = d->addr;
+		len = d->len;
+		q = d->queue;
+		flags = d->flags;
+	}
+}
+
+/* Packets first .. first + 32 * nchunks of the item (chunks of 32 spaced by
+ * stride chunks): each lane reads one descriptor (one coalesced read over
+ * PCIe per 32 packets).  Lane j then parses, filters and reads the sequence
+ * header of packet j itself (the header round trips of 32 packets overlap
+ * instead of following one another), the warp sums the UDP checksums one
+ * packet after another (warp_scan, which also checks the payload pattern), and lane j records its packet's result.
+ * The counters and results are those of phase_a_packet for every packet.
+ * With stage_copy the packets run one by one through phase_a_packet. */
+__device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
+			       uint32_t slot,
+			       const void *pkts, uint32_t cmd, uint32_t n,
+			       uint32_t chunk, uint32_t stride, uint32_t lane)
+{
+	for (uint32_t c0 = chunk * 32; c0 < n; c0 += stride * 32) {
+		uint32_t i = c0 + lane, m = n - c0 < 32 ? n - c0 : 32;
+		uint64_t addr = 0;
+		uint32_t len = 0, q = 0, flags = 0;
+
+		if (i < n)
+			ld_desc(pkts, cmd, i, addr, len, q, flags);
+		if (k.stage) {
+			for (uint32_t j = 0; j < m; j++)
+				phase_a_packet(k, cnt, gmask, slot, c0 + j,
+					       __shfl_sync(FULL, addr, j),
+					       __shfl_sync(FULL, len, j), __shfl_sync(FULL, q, j),
+					       __shfl_sync(FULL, flags, j), lane);
+			continue;
+		}
+
+		const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
+		struct vfgx_parsed ps;
+		struct vfgx_app_hdr h = { 0, 0, 0 };
+		int r = VFGX_STAGE_PASS, fr = VFGX_STAGE_PASS;
+		int ar = VFGX_R_BAD_APP_HDR, need = 0;
+		uint32_t pseudo = 0, left, act, passed, bit_lo = 0, bit_hi = 0;
+		bool bad = false;
+		ull bytes;
+
+		memset(&ps, 0, sizeof(ps));
+		if (i < n) {
+			if (flags & PKT_FLAG_PAYLOAD) {
+				ps.payload_off = 0;
+				ps.payload_len = len;
+			} else {
+				r = vfgx_parse_headers(f, len, &ps, &need);
+				if (r == VFGX_STAGE_PASS) {
+					fr = vfgx_filter_port(k.lo, k.hi, k.nb_ranges,
+							      ps.dst_port);
+					if (need)
+						pseudo = vfgx_udp_pseudo_sum(&ps);
+				} else {
+					need = 0;
+				}
+			}
+			if (r == VFGX_STAGE_PASS && fr == VFGX_STAGE_PASS)
+				ar = vfgx_app_hdr_read(f + ps.payload_off, ps.payload_len,
+						       k.max_streams, &h);
+		}
+		/* Records that may be delivered are checked against the
+		 * loopback pattern (verify) in the same loads as their
+		 * checksum, or in a pass of their own when no checksum is due. */
+		if (ar == VFGX_STAGE_PASS && k.reorder &&
+		    ps.payload_len - VFGX_APP_HLEN > k.slot)
+			ar = VFGX_R_TOO_BIG;
+		bool vneed = k.verify && i < n && r == VFGX_STAGE_PASS &&
+			     fr == VFGX_STAGE_PASS && ar == VFGX_STAGE_PASS;
+		bool vbad = false;
+
+		/* the warp sums each checksum that must be verified */
+		left = __ballot_sync(FULL, need || vneed);
+		while (left) {
+			uint32_t j = (uint32_t)(__ffs(left) - 1);
+			bool nj = __shfl_sync(FULL, need, j), vj = __shfl_sync(FULL, vneed, j);
+			const uint8_t *body = (const uint8_t *)(uintptr_t)
+				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.payload_off + VFGX_APP_HLEN), j);
+			uint32_t blen = __shfl_sync(FULL, ps.payload_len - VFGX_APP_HLEN, j);
+			const uint8_t *p = nj ? (const uint8_t *)(uintptr_t)
+				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j) : body;
+			uint32_t l = nj ? __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j) : blen;
+			uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
+			bool bj;
+			ull s = warp_scan(p, l, lane, vj, body, blen, c, &bj);
+
+			left &= left - 1;
+			if (lane == j) {
+				if (nj)
+					bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
+				vbad = bj;
+			}
+		}
+		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (vbad ? RF_BAD : 0);
+		if (i < n) {
+			if (r == VFGX_STAGE_PASS && bad)
+				r = VFGX_R_BAD_UDP_CSUM;
+			if (r == VFGX_STAGE_PASS)
+				r = fr;
+			if (r != VFGX_STAGE_PASS)
+				count(cnt, GPUK_C_DROP0 + r, 1);
+		}
+		act = __ballot_sync(FULL, i < n);
+		passed = __ballot_sync(FULL, i < n && r == VFGX_STAGE_PASS);
+		bytes = warp_sum(i < n ? len : 0);
+		if (lane == 0) {
+			count(cnt, GPUK_C_PACKETS, __popc(act));
+			count(cnt, GPUK_C_BYTES, bytes);
+			if (passed)
+				count(cnt, GPUK_C_PASSED, __popc(passed));
+		}
+		if (!k.reorder) {
+			/* deliver is warp-wide: one packet after another */
+			for (uint32_t j = 0; j < m; j++) {
+				const uint8_t *pay;
+				uint32_t pl, qj;
+				int aj;
+
+				if (!((passed >> j) & 1))
+					continue;
+				pay = (const uint8_t *)(uintptr_t)__shfl_sync(FULL,
+					(ull)(uintptr_t)(f + ps.payload_off), j);
+				pl = __shfl_sync(FULL, ps.payload_len, j);
+				qj = __shfl_sync(FULL, q, j);
+				aj = __shfl_sync(FULL, ar, j);
+				if (aj == VFGX_STAGE_PASS)
+					deliver(k, cnt, qj * k.max_streams +
+						__shfl_sync(FULL, h.stream, j),
+						__shfl_sync(FULL, h.seq, j),
+						pay + VFGX_APP_HLEN, pl - VFGX_APP_HLEN,
+						__shfl_sync(FULL, h.flags, j), false, lane);
+				else if (k.verify) {
+					if (lane == 0)
+						count(cnt, GPUK_C_DROP0 + aj, 1);
+				} else {
+					deliver(k, cnt, qj * k.max_streams, 0, pay, pl,
+						0, false, lane);
+				}
+			}
+			continue;
+		}
+		if (i < n) {
+			struct res *out = &k.res[(size_t)slot * k.burst + i];
+			uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
+			uint32_t kind = RES_NONE;
+			uint8_t gv = 0xff;
+
+			if (r == VFGX_STAGE_PASS) {
+				if (ar != VFGX_STAGE_PASS) {
+					count(cnt, GPUK_C_DROP0 + ar, 1);
+				} else {
+					uint32_t st = q * k.max_streams + h.stream;
+
+					out->seq = h.seq;
+					out->body = f + ps.payload_off + VFGX_APP_HLEN;
+					out->len = ps.payload_len - VFGX_APP_HLEN;
+					out->stream = st;
+					out->flags = h.flags;
+					kind = RES_INSERT;
+					gv = (uint8_t)(st % GPUK_GROUPS);
+					if (gv < 32)
+						bit_lo = 1u << gv;
+					else
+						bit_hi = 1u << (gv - 32);
+				}
+			}
+			out->kind = kind;
+			*grp = gv;
+		}
+		bit_lo = __reduce_or_sync(FULL, bit_lo);
+		bit_hi = __reduce_or_sync(FULL, bit_hi);
+		if (lane == 0 && gmask && (bit_lo | bit_hi))
+			atomicOr(gmask, (ull)bit_lo | ((ull)bit_hi << 32));
+	}
+}
+
+#endif

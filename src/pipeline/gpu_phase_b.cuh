@@ -1,0 +1,469 @@
+/* gpu_phase_b.cuh - phase B of the GPU data plane: reorder, one warp per
+ * stream group in item order (tickets), window flush, block counters and
+ * the item's DONE.  Device code, included by gpu_proc.cu. */
+#ifndef VFGX_GPU_PHASE_B_CUH
+#define VFGX_GPU_PHASE_B_CUH
+
+#include "gpu_phase_a.cuh"
+
+/* ---- phase B: reorder, one warp per stream group --------------------------
+ * All lanes run the same control flow on values read after __syncwarp();
+ * lane 0 alone writes the window state, then __syncwarp() publishes it to
+ * the warp.  State written by another multiprocessor is read with __ldcg
+ * after the ticket's acquire. */
+
+__device__ void slot_advance(const kparams &k, ull *cnt, uint32_t s,
+			     uint32_t lane)
+{
+	uint64_t base = __ldcg(&k.base[s]);
+	size_t i = (size_t)s * k.window + (base & (k.window - 1));
+	uint32_t l = __ldcg(&k.slot_len[i]);
+
+	if (l) {
+		deliver(k, cnt, s, base, k.slot_data + i * k.slot, l - 1,
+			__ldcg(&k.slot_flags[i]), true, lane);
+		if (lane == 0) {
+			k.slot_len[i] = 0;
+			k.held[s] = __ldcg(&k.held[s]) - 1;
+		}
+	} else if (lane == 0) {
+		count(cnt, GPUK_C_GAPS, 1);
+	}
+	if (lane == 0)
+		k.base[s] = base + 1;
+	__syncwarp();
+}
+
+__device__ void slide_to(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+			 uint32_t lane)
+{
+	uint64_t w = k.window;
+	uint64_t target = seq - w + 1;
+
+	if (target - __ldcg(&k.base[s]) > w) {
+		for (uint64_t i = 0; i < w; i++)
+			slot_advance(k, cnt, s, lane);
+		if (lane == 0) {
+			count(cnt, GPUK_C_GAPS, target - __ldcg(&k.base[s]));
+			k.base[s] = target;
+		}
+		__syncwarp();
+		return;
+	}
+	while (__ldcg(&k.base[s]) < target)
+		slot_advance(k, cnt, s, lane);
+}
+
+__device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
+			       uint32_t lane)
+{
+	uint32_t s = r->stream, mask = k.window - 1;
+	uint64_t seq = r->seq;
+	uint64_t base = __ldcg(&k.base[s]);
+	size_t i;
+
+	/* In order with nothing held: inserting and draining would deliver
+	 * this record at once from its slot, so deliver it from the packet
+	 * (same bytes, same counters) and skip the copy. */
+	if (seq == base && __ldcg(&k.held[s]) == 0) {
+		deliver(k, cnt, s, seq, r->body, r->len, r->flags, true, lane);
+		if (lane == 0)
+			k.base[s] = base + 1;
+		__syncwarp();
+		return;
+	}
+	if (seq < base) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_LATE, 1);
+		return;
+	}
+	if (seq - base >= k.window)
+		slide_to(k, cnt, s, seq, lane);
+	i = (size_t)s * k.window + (seq & mask);
+	if (__ldcg(&k.slot_len[i])) {
+		if (lane == 0)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
+		return;
+	}
+	{
+		/* 8 loads per lane in flight before the stores: a 512-byte
+		 * record is copied in two round trips instead of sixteen */
+		const uint8_t *src = r->body;
+		uint8_t *dst = k.slot_data + i * k.slot;
+
+		for (uint32_t b0 = 0; b0 < r->len; b0 += 32 * 8) {
+			uint8_t v[8];
+
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				v[u] = b < r->len ? src[b] : 0;
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t b = b0 + 32 * u + lane;
+
+				if (b < r->len)
+					dst[b] = v[u];
+			}
+		}
+	}
+	__syncwarp();
+	if (lane == 0) {
+		k.slot_len[i] = r->len + 1;
+		k.slot_flags[i] = (uint8_t)r->flags;
+		k.held[s] = __ldcg(&k.held[s]) + 1;
+	}
+	__syncwarp();
+	for (;;) {
+		uint64_t b2 = __ldcg(&k.base[s]);
+
+		if (!__ldcg(&k.slot_len[(size_t)s * k.window + (b2 & mask)]))
+			break;
+		slot_advance(k, cnt, s, lane);
+	}
+}
+
+__device__ void flush_stream(const kparams &k, ull *cnt, uint32_t s,
+			     uint32_t lane)
+{
+	uint64_t skipped = 0;
+
+	for (uint32_t i = 0; i < k.window && __ldcg(&k.held[s]); i++) {
+		uint64_t base = __ldcg(&k.base[s]);
+
+		if (__ldcg(&k.slot_len[(size_t)s * k.window + (base & (k.window - 1))])) {
+			if (lane == 0 && skipped)
+				count(cnt, GPUK_C_GAPS, skipped);
+			skipped = 0;
+			slot_advance(k, cnt, s, lane);
+		} else {
+			skipped++;
+			if (lane == 0)
+				k.base[s] = base + 1;
+			__syncwarp();
+		}
+	}
+	if (lane == 0)
+		k.base[s] = __ldcg(&k.base[s]) - skipped;
+	__syncwarp();
+}
+
+/* Write a stream's cached base and next back (cs UINT32_MAX: none). */
+__device__ __forceinline__ void cache_put(const kparams &k, uint32_t cs,
+					  uint64_t base, uint64_t next,
+					  uint32_t lane)
+{
+	if (cs == UINT32_MAX)
+		return;
+	if (lane == 0) {
+		k.base[cs] = base;
+		k.next[cs] = next;
+	}
+	__syncwarp();
+}
+
+/* Entries b0 .. b0 + 1023 of the item: bal[c] has bit j set when entry
+ * b0 + 32 c + j belongs to group g; tot counts them.  Lane c loads entries
+ * b0 + 32 c .. + 31 at once (two 16-byte loads where aligned, else 32
+ * independent byte loads: one L2 round trip either way; the grp array has
+ * 32 bytes of slack at its end) and the masks are shuffled to every lane. */
+__device__ __forceinline__ void group_ballots(const uint8_t *grp, uint32_t b0,
+					      uint32_t n, uint32_t g,
+					      uint32_t lane, uint32_t (&bal)[32],
+					      uint32_t &tot)
+{
+	uint32_t first = b0 + 32 * lane, m = 0;
+
+	if (first < n) {
+		const uint8_t *p = grp + first;
+		uint32_t w[8], left = n - first;
+
+		if (((uintptr_t)p & 15) == 0) {
+			uint4 a = __ldcg((const uint4 *)p), b = __ldcg((const uint4 *)p + 1);
+
+			w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+			w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+		} else {
+			uint8_t v[32];
+
+#pragma unroll
+			for (uint32_t i = 0; i < 32; i++)
+				v[i] = __ldcg(p + i);
+#pragma unroll
+			for (uint32_t i = 0; i < 8; i++)
+				w[i] = (uint32_t)v[4 * i] | (uint32_t)v[4 * i + 1] << 8 |
+				       (uint32_t)v[4 * i + 2] << 16 | (uint32_t)v[4 * i + 3] << 24;
+		}
+#pragma unroll
+		for (uint32_t i = 0; i < 32; i++)
+			m |= (uint32_t)(((w[i / 4] >> (8 * (i % 4))) & 0xff) == g) << i;
+		if (left < 32)
+			m &= (1u << left) - 1;
+	}
+	tot = 0;
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		bal[c] = __shfl_sync(FULL, m, c);
+		tot += __popc(bal[c]);
+	}
+}
+
+/* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
+ * arrival order (zero past the last), so a batch of 32 records arrives in
+ * one L2 round trip. */
+__device__ __forceinline__ struct res batch_record(const struct res *rs,
+						   const uint32_t (&bal)[32],
+						   uint32_t b0, uint32_t r0,
+						   uint32_t lane)
+{
+	uint32_t want = r0 + lane, acc = 0, idx = UINT32_MAX;
+	struct res mine = { 0, NULL, 0, 0, 0, 0 };
+
+#pragma unroll
+	for (uint32_t c = 0; c < 32; c++) {
+		uint32_t p = __popc(bal[c]);
+
+		if (want >= acc && want < acc + p) {
+			uint32_t m = bal[c];
+
+			for (uint32_t d = want - acc; d; d--)
+				m &= m - 1;
+			idx = b0 + 32 * c + (uint32_t)(__ffs(m) - 1);
+		}
+		acc += p;
+	}
+	if (idx != UINT32_MAX)
+		mine = rs[idx];
+	return mine;
+}
+
+/* One lane waits until group g's ticket is item (the acquire pairs with the
+ * release of the previous item's turn); 1 when told to quit. */
+__device__ int wait_ticket(const kparams &k, uint32_t g, uint64_t item)
+{
+	uint32_t spins = 0;
+	uint64_t t;
+
+	while ((t = ld_acquire_dev(TICKET(k, g))) != item) {
+		/* more than one item before ours: no hurry */
+		if (item - t > 1)
+			__nanosleep(100);
+		/* the persistent kernel's quit word is GPU memory; the host's
+		 * is read over PCIe, so only rarely */
+		if ((++spins & 255) == 0 &&
+		    (ld_relaxed_dev(k.dquit) ||
+		     ((spins & 65535) == 0 && ld_quit(k.quit))))
+			return 1;
+	}
+	return 0;
+}
+
+/* Make stream s the one whose window state (base, next, held) is cached
+ * in registers, writing the previous one's back. */
+__device__ __forceinline__ void cache_get(const kparams &k, uint32_t s,
+					  uint32_t &cs, uint64_t &cbase,
+					  uint64_t &cnext, uint32_t &cheld,
+					  uint32_t lane)
+{
+	if (s == cs)
+		return;
+	cache_put(k, cs, cbase, cnext, lane);
+	cs = s;
+	cbase = __ldcg(&k.base[cs]);
+	cnext = __ldcg(&k.next[cs]);
+	cheld = __ldcg(&k.held[cs]);
+}
+
+/* Returns false when told to quit while waiting for the group's turn. */
+__device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
+			      uint64_t item, uint32_t n, uint32_t cmd,
+			      uint32_t g, uint32_t lane)
+{
+	const struct res *rs = &k.res[(size_t)slot * k.burst];
+	const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+	uint32_t bal[32], tot = 0;
+	struct res mine0 = { 0, NULL, 0, 0, 0, 0 };
+	int quit = 0;
+
+	/* What phase A of this block left for the group (its entries of the
+	 * first 1024 and the first 32 records) does not depend on earlier
+	 * items: read it before waiting for the group's turn, so the turn
+	 * itself only covers the window state. */
+	if (k.reorder && cmd == VFGX_COMM_CMD_BURST && n) {
+		group_ballots(grp, 0, n, g, lane, bal, tot);
+		mine0 = batch_record(rs, bal, 0, 0, lane);
+	}
+	if (lane == 0)
+		quit = wait_ticket(k, g, item);
+	if (__shfl_sync(FULL, quit, 0))
+		return false;
+	__syncwarp();
+	if (cmd == VFGX_COMM_CMD_RESET) {
+		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
+			for (uint32_t i = lane; i < k.window; i += 32)
+				k.slot_len[(size_t)s * k.window + i] = 0;
+			if (lane == 0) {
+				k.base[s] = 0;
+				k.held[s] = 0;
+				k.next[s] = 0;
+			}
+		}
+	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
+		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
+			flush_stream(k, cnt, s, lane);
+	} else if (k.reorder) {
+		/* One stream's window state cached in registers (the same in
+		 * every lane) while its records come in order with nothing
+		 * held: such a record is delivered from the packet with no
+		 * access to the window (the fast path of reorder_insert), and
+		 * base/next are written back when another stream's record or a
+		 * record needing the window comes, and at the end. */
+		uint32_t cs = UINT32_MAX, cheld = 0;
+		uint64_t cbase = 0, cnext = 0;
+
+		/* 1024 entries at a time: 32 independent byte loads per lane,
+		 * then one ballot per 32 entries.  The group's matches (in
+		 * arrival order) are then taken 32 at a time: lane j finds the
+		 * j-th match and loads its record, so the records of a batch
+		 * arrive in one L2 round trip instead of one per chunk; the
+		 * warp then walks them in order through shuffles. */
+		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+			if (b0)
+				group_ballots(grp, b0, n, g, lane, bal, tot);
+#pragma unroll 1
+			for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
+				uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
+				struct res mine = b0 == 0 && r0 == 0 ? mine0 :
+					batch_record(rs, bal, b0, r0, lane);
+
+				/* A batch that is one stream's next records in
+				 * sequence, nothing held, and nothing to do per record
+				 * (no user stage or delivery log; verification was
+				 * done in phase A): delivered at once, with the
+				 * counters the records one by one would add (only the
+				 * first can count as reordered). */
+				if (!k.user.enabled && !k.log_cap) {
+					uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
+					uint64_t s0 = __shfl_sync(FULL, mine.seq, 0);
+					bool run = lane >= batch ||
+						   (mine.stream == st0 && mine.seq == s0 + lane);
+
+					if (__all_sync(FULL, run)) {
+						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
+						if (s0 == cbase && cheld == 0) {
+							ull bytes = warp_sum(lane < batch ? mine.len : 0);
+							uint32_t last = __popc(__ballot_sync(FULL,
+								lane < batch && (mine.flags & VFGX_APP_FLAG_LAST)));
+							uint32_t vbad = __popc(__ballot_sync(FULL,
+								lane < batch && (mine.flags & RF_BAD)));
+
+							if (lane == 0) {
+								count(cnt, GPUK_C_DELIVERED, batch);
+								count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
+								if (last)
+									count(cnt, GPUK_C_LAST_SEEN, last);
+								if (k.verify && vbad)
+									count(cnt, GPUK_C_VERIFY, vbad);
+								if (s0 < cnext)
+									count(cnt, GPUK_C_ORDER, 1);
+							}
+							cbase = cnext = s0 + batch;
+							continue;
+						}
+					}
+				}
+
+#pragma unroll 1
+				for (uint32_t j = 0; j < batch; j++) {
+					struct res r;
+
+					r.seq = __shfl_sync(FULL, mine.seq, j);
+					r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+					r.len = __shfl_sync(FULL, mine.len, j);
+					r.stream = __shfl_sync(FULL, mine.stream, j);
+					r.flags = __shfl_sync(FULL, mine.flags, j);
+					r.kind = RES_INSERT;
+					cache_get(k, r.stream, cs, cbase, cnext, cheld, lane);
+					if (r.seq == cbase && cheld == 0) {
+						if (deliver(k, cnt, cs, r.seq, r.body, r.len,
+							    r.flags, false, lane)) {
+							if (lane == 0 && r.seq < cnext)
+								count(cnt, GPUK_C_ORDER, 1);
+							cnext = r.seq + 1;
+						}
+						cbase = r.seq + 1;
+						continue;
+					}
+					cache_put(k, cs, cbase, cnext, lane);
+					cs = UINT32_MAX;
+					reorder_insert(k, cnt, &r, lane);
+				}
+			}
+		}
+		cache_put(k, cs, cbase, cnext, lane);
+	}
+	__syncwarp();
+	/* The release store orders this warp's window writes (published to
+	 * lane 0 by the __syncwarp() above) before the next item's acquire:
+	 * st.release.gpu is a fence.acq_rel.gpu plus the store, so no extra
+	 * __threadfence() is needed. */
+	if (lane == 0)
+		st_release_dev(TICKET(k, g), item + 1);
+	return true;
+}
+
+/* Persistent mode: the groups of this warp (warp, warp + WARPS, ...) that
+ * have no packet in the item (bit j of empty8 for group warp + WARPS * j)
+ * only pass their ticket on.  Lane j waits for group j's turn and releases
+ * it, all at once, instead of one wait, fence and release after another.
+ * The acquire then release by the same lane keeps the chain of earlier
+ * items' window writes intact for the next item.  Returns false on quit. */
+__device__ bool pass_empty_groups(const kparams &k, uint64_t item,
+				  uint32_t warp, uint32_t empty8, uint32_t lane)
+{
+	int quit = 0;
+
+	if (lane < GPUK_GROUPS / WARPS && ((empty8 >> lane) & 1)) {
+		uint32_t g = warp + WARPS * lane;
+
+		quit = wait_ticket(k, g, item);
+		if (!quit)
+			st_release_dev(TICKET(k, g), item + 1);
+	}
+	return !__any_sync(FULL, quit);
+}
+
+__device__ void zero_counters(ull *cnt)
+{
+	for (uint32_t t = threadIdx.x; t < GPUK_NCNT; t += blockDim.x)
+		cnt[t] = 0;
+	__syncthreads();
+}
+
+/* Block-level reduction: one atomic per non-zero counter per block. */
+__device__ void flush_counters(const kparams &k, ull *cnt)
+{
+	__syncthreads();
+	for (uint32_t t = threadIdx.x; t < GPUK_NCNT; t += blockDim.x) {
+		ull v = cnt[t];
+
+		if (v)
+			atomicAdd(&k.cnt[t], v);
+		cnt[t] = 0;
+	}
+	__syncthreads();
+}
+
+__device__ void mark_done(const kparams &k, uint32_t slot)
+{
+	/* results, counters and the reorder buffer before DONE (commlist.h):
+	 * the caller's __syncthreads() orders the block's writes before this
+	 * thread's, and st.release.sys is a fence.acq_rel.sys plus the store,
+	 * cumulative over them; a __threadfence_system() (fence.sc.sys) in
+	 * front of it adds nothing to the ordering. */
+	st_release_sys(&k.status[slot].v, VFGX_COMM_DONE);
+}
+
+#endif
