@@ -396,6 +396,25 @@ void *vfgx_cfg_alloc(const struct vfgx_cfg_node *n, size_t size)
 	return a->data;
 }
 
+int vfgx_cfg_list_alloc(const struct vfgx_cfg_node *map, const char *key,
+			int max, const char *what, size_t elem,
+			struct vfgx_cfg_node *seq, void **out)
+{
+	int n;
+
+	*out = NULL;
+	if (vfgx_cfg_child(map, key, seq) != 0)
+		return 0;
+	n = vfgx_cfg_seq_len(seq);
+	if (n <= 0)
+		return n;
+	if (n > max)
+		return vfgx_cfg_error(seq, "%d items; at most %d %s", n, max, what);
+	if (!(*out = vfgx_cfg_alloc(seq, (size_t)n * elem)))
+		return -ENOMEM;
+	return n;
+}
+
 void vfgx_cfg_doc_free_allocs(struct vfgx_cfg_doc *doc)
 {
 	while (doc->allocs) {

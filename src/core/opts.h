@@ -57,4 +57,11 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
  * absent or out of memory): where a YAML adapter puts the arrays of a
  * typed struct it fills (afxdp.queues, dpdk.eal_args, dpdk.flows). */
 void *vfgx_cfg_alloc(const struct vfgx_cfg_node *n, size_t size);
+/* The list under key in map: 0 (*out NULL) when absent or empty; n > 0 with
+ * *out n zeroed elements of elem bytes in memory of the document and seq
+ * the list's node; negative after a one-line error (not a list, more than
+ * max items, named by what). */
+int vfgx_cfg_list_alloc(const struct vfgx_cfg_node *map, const char *key,
+			int max, const char *what, size_t elem,
+			struct vfgx_cfg_node *seq, void **out);
 #endif

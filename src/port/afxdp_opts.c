@@ -60,20 +60,13 @@ static int ax_queues_from_yaml(const struct vfgx_cfg_node *map,
 {
 	struct vfgx_cfg_node seq, it;
 	uint32_t *ids;
-	int n, ret;
+	int n = vfgx_cfg_list_alloc(map, "queues", VFGX_MAX_QUEUES,
+				    "queue ids (one per rx queue)", sizeof(*ids),
+				    &seq, (void **)&ids);
+	int ret;
 
-	if (vfgx_cfg_child(map, "queues", &seq) != 0)
-		return 0;
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if (n <= 0)
 		return n;
-	if (n > VFGX_MAX_QUEUES)
-		return vfgx_cfg_error(&seq, "%d queue ids; at most %d (one per rx queue)",
-				      n, VFGX_MAX_QUEUES);
-	if (n == 0)
-		return 0;
-	if (!(ids = vfgx_cfg_alloc(&seq, (size_t)n * sizeof(*ids))))
-		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_item_u32(&it, 0, 65535, &ids[i])))

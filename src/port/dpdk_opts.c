@@ -50,20 +50,12 @@ static int dk_eal_from_yaml(const struct vfgx_cfg_node *map,
 {
 	struct vfgx_cfg_node seq, it;
 	const char **args;
-	int n;
+	int n = vfgx_cfg_list_alloc(map, "eal_args", DK_MAX_EAL_ARGS - 16,
+				    "EAL arguments", sizeof(*args), &seq,
+				    (void **)&args);
 
-	if (vfgx_cfg_child(map, "eal_args", &seq) != 0)
-		return 0;
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if (n <= 0)
 		return n;
-	if (n > DK_MAX_EAL_ARGS - 16)
-		return vfgx_cfg_error(&seq, "at most %d EAL arguments",
-				      DK_MAX_EAL_ARGS - 16);
-	if (n == 0)
-		return 0;
-	if (!(args = vfgx_cfg_alloc(&seq, (size_t)n * sizeof(*args))))
-		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		vfgx_cfg_seq_item(&seq, i, &it);
 		args[i] = vfgx_cfg_scalar(&it);
@@ -85,19 +77,12 @@ static int dk_flows_from_yaml(const struct vfgx_cfg_node *map,
 	struct vfgx_cfg_node seq, it;
 	struct vfgx_dpdk_flow *flows;
 	uint32_t p, q;
-	int n, ret;
+	int n = vfgx_cfg_list_alloc(map, "flows", DK_MAX_FLOWS, "flow rules",
+				    sizeof(*flows), &seq, (void **)&flows);
+	int ret;
 
-	if (vfgx_cfg_child(map, "flows", &seq) != 0)
-		return 0;
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if (n <= 0)
 		return n;
-	if (n > DK_MAX_FLOWS)
-		return vfgx_cfg_error(&seq, "at most %d flow rules", DK_MAX_FLOWS);
-	if (n == 0)
-		return 0;
-	if (!(flows = vfgx_cfg_alloc(&seq, (size_t)n * sizeof(*flows))))
-		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, flow_keys)) ||
