@@ -148,6 +148,23 @@ static json_object *target_json(const char *line)
 	json_object_object_add(o, "ratio", json_object_new_double(ratio));
 	json_object_object_add(o, "goal", json_object_new_double(g));
 	json_object_object_add(o, "met", json_object_new_boolean(!strncmp(met, "yes", 3)));
+	/* the interval bench_target_rounds writes, when there is one */
+	{
+		const char *iv = strstr(line, " interval=[");
+		const char *rn = strstr(line, " rounds=");
+		double lo, hi;
+		int n;
+
+		if (iv && sscanf(iv, " interval=[%lf,%lf]", &lo, &hi) == 2) {
+			json_object *a = json_object_new_array();
+
+			json_object_array_add(a, json_object_new_double(lo));
+			json_object_array_add(a, json_object_new_double(hi));
+			json_object_object_add(o, "interval", a);
+		}
+		if (rn && sscanf(rn, " rounds=%d", &n) == 1)
+			json_object_object_add(o, "rounds", json_object_new_int(n));
+	}
 	/* anything after met=yes|no (an interval, a note) is kept as text */
 	json_object_object_add(o, "line", json_object_new_string_len(line, (int)strcspn(line, "\n")));
 	return o;
