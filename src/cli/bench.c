@@ -1,6 +1,7 @@
-/* bench.c - `vfgx bench NAME`: dispatch to the benchmark programs, then
- * draw NAME.svg next to NAME.md (bench/plot.py) and, with --json, print
- * the results file as one JSON document. */
+/* bench.c - vfgx-bench NAME (what `vfgx bench NAME` runs): dispatch to the
+ * benchmark programs, then draw NAME.svg next to NAME.md (bench/plot.py)
+ * and, with --json, print the results file as one JSON document.  Linked
+ * into vfgx-bench only (bench/main.c), never into vfgx. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,7 @@ static const struct cli_opt bench_opts[] = {
 	{ 0 },
 };
 
-const struct cli_cmd vfgx_cli_bench = {
+static const struct cli_cmd bench_cli = {
 	.name = "bench", .operands = "NAME [OPTIONS]",
 	.summary = "benchmarks; writes bench/results/NAME.md and NAME.svg",
 	.opts = bench_opts,
@@ -72,7 +73,7 @@ const struct cli_cmd vfgx_cli_bench = {
 
 static void bench_usage(FILE *f)
 {
-	cli_usage(f, &vfgx_cli_bench);
+	cli_usage(f, &bench_cli);
 	fprintf(f, "benchmarks:");
 	for (size_t i = 0; i < NB_BENCHES; i++)
 		fprintf(f, " %s", benches[i].name);
