@@ -29,7 +29,7 @@ SERIES = {
     "afxdp": (None, "frame B", "afxdp Mpps", ["recvmmsg Mpps", "testpmd Mpps"], "Mpps", r"^afxdp_"),
     "eba": (None, "size B", "ring MB/s", ["ib_write_bw MB/s", "TCP MB/s"], "MB/s", r"^eba_"),
     "rdma": ("test", "bytes", "vfgx", ["perftest"], "MB/s or usec", r"^rdma_"),
-    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
+    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["reference loop Mpps/CPU-s", "testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
 }
 TARGET = re.compile(r"^target: (\S+) measured=(\S+) reference=(\S+) ratio=\S+ goal=(\S+) met=(yes|no)")
 
