@@ -223,6 +223,9 @@ struct overhead {
 static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 			    struct overhead *ov)
 {
+	static const struct vfgx_metrics_queue bench_queue = {
+		.port = "bench", .backend = "none",
+	};
 	struct metrics_load ml = { 0 };
 	struct size_result r;
 	int ret = -1;
@@ -233,10 +236,10 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 		free(ml.snap);
 		return -1;
 	}
+	ml.snap->argsz = sizeof(*ml.snap);
 	ml.snap->program = "bench";
 	ml.snap->nb_queues = 1;
-	snprintf(ml.snap->queues[0].port, sizeof(ml.snap->queues[0].port), "bench");
-	snprintf(ml.snap->queues[0].backend, sizeof(ml.snap->queues[0].backend), "none");
+	ml.snap->queues = &bench_queue;
 	ov->load_before = bench_loadavg1();
 	for (int i = 0; i < ov->rounds; i++) {
 		for (int k = 0; k < 2; k++) {

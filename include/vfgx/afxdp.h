@@ -28,7 +28,7 @@ struct vfgx_afxdp_opts {
 	uint32_t rx_ring, tx_ring, fill_ring, comp_ring; /* [2048] powers of two 64..16384 */
 	/* interface queue of each rx queue (nb_queues == the port's rx
 	 * queues), or NULL: rx queue q reads interface queue q.  The YAML
-	 * adapter leaves it NULL; the port reads afxdp.queues itself. */
+	 * adapter fills it from afxdp.queues (memory of the config). */
 	const uint32_t *queues;
 	uint32_t nb_queues;
 };
@@ -37,9 +37,10 @@ void vfgx_afxdp_opts_default(struct vfgx_afxdp_opts *o);
 int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
 			      struct vfgx_afxdp_opts *o);
 
+/* The names point into the port: valid until vfgx_port_close. */
 struct vfgx_afxdp_info {
-	char ifname[32];
-	char driver[32];      /* from ETHTOOL_GDRVINFO, "?" when unknown */
+	const char *ifname;
+	const char *driver;   /* from ETHTOOL_GDRVINFO, "?" when unknown */
 	int ifindex;
 	bool native;          /* XDP in driver mode; false: generic (SKB) mode */
 	bool zero_copy;       /* sockets bound with XDP_ZEROCOPY */

@@ -39,7 +39,9 @@ struct vfgx_gpu_opts; /* vfgx/gpu.h */
 struct vfgx_cfg_node {
 	const struct vfgx_cfg_doc *doc;
 	int index;
-	char path[VFGX_PATH_MAX]; /* key path for messages, e.g. interfaces[0].afxdp */
+	/* key path for messages, e.g. interfaces[0].afxdp, in memory of the
+	 * document; NULL (the top, or a node built by hand) reads as "" */
+	const char *path;
 };
 
 bool vfgx_cfg_present(const struct vfgx_cfg_node *n);
@@ -83,8 +85,10 @@ enum vfgx_mem_fallback {
 	VFGX_FALLBACK_FAIL = 1,
 };
 
+/* The loaded config's strings (names, addresses) live in it: valid until
+ * vfgx_config_destroy; at most VFGX_NAME_MAX-1 / VFGX_ADDR_MAX-1 bytes. */
 struct vfgx_region_config {
-	char name[VFGX_NAME_MAX];
+	const char *name;
 	enum vfgx_mem_kind kind;
 	uint32_t buf_size;
 	uint32_t num_bufs;
@@ -95,13 +99,13 @@ struct vfgx_region_config {
 struct vfgx_queue_config {
 	uint16_t id;
 	uint16_t batch_size;
-	char region[VFGX_NAME_MAX]; /* memory_regions[].name; "" = backend's own */
+	const char *region; /* memory_regions[].name; "" = backend's own */
 };
 
 struct vfgx_iface_config {
-	char name[VFGX_NAME_MAX];
-	char backend[16];
-	char address[VFGX_ADDR_MAX]; /* netdev, PCI address, vdev or URI */
+	const char *name;
+	const char *backend;
+	const char *address; /* netdev, PCI address, vdev or URI; "" = none */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
 	/* room for VFGX_MAX_QUEUES each; the first nb_*_queues are set */
@@ -156,7 +160,7 @@ struct vfgx_expect_config {
 };
 
 struct vfgx_config {
-	char source[VFGX_PATH_MAX]; /* file name, or "<embedded>" */
+	const char *source; /* file name, or "<embedded>" */
 	enum vfgx_log_level log_level;
 	uint16_t nb_regions;
 	struct vfgx_region_config *regions;  /* nb_regions (at most VFGX_MAX_REGIONS) */
@@ -165,7 +169,7 @@ struct vfgx_config {
 	struct vfgx_pipeline_config pipeline;
 	struct vfgx_port_range *port_ranges; /* behind pipeline.port_ranges */
 	struct vfgx_expect_config expect;
-	char metrics_listen[64];    /* metrics.listen: ADDR:PORT, "" = off */
+	const char *metrics_listen; /* metrics.listen: ADDR:PORT, "" = off */
 	struct vfgx_cfg_doc *doc;
 };
 

@@ -41,8 +41,8 @@ struct vfgx_dpdk_opts {
 	bool promiscuous;       /* [true] */
 	bool header_split;      /* [false] headers and payload in separate mbufs */
 	/* EAL arguments, used by the first DPDK port of the process; and the
-	 * steering rules.  The YAML adapter leaves both empty: the port reads
-	 * dpdk.eal_args and dpdk.flows itself. */
+	 * steering rules.  The YAML adapter fills both from dpdk.eal_args and
+	 * dpdk.flows (memory of the config, valid while it lives). */
 	const char *const *eal_args;
 	uint32_t nb_eal_args;
 	const struct vfgx_dpdk_flow *flows;

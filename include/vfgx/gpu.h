@@ -30,8 +30,10 @@ enum vfgx_gpu_user {
 	VFGX_GPU_USER_FLOW_SUM = 1, /* the compiled-in example: payload sum per flow */
 };
 
-/* pipeline.gpu: every field has the default noted (docs/backends.md). */
+/* pipeline.gpu: every field has the default noted (docs/backends.md).
+ * Start from vfgx_gpu_opts_default (it sets argsz); may grow at the end. */
 struct vfgx_gpu_opts {
+	uint32_t argsz;           /* sizeof(struct vfgx_gpu_opts) */
 	enum vfgx_gpu_mode mode;  /* mode: persistent */
 	bool stage_copy;          /* stage_copy: false (read pinned packets in place) */
 	uint32_t items;           /* items: 64 comm-list items */
@@ -67,6 +69,7 @@ struct vfgx_gpu_delivery {
 	uint64_t hash;     /* vfgx_gpu_payload_hash() of the payload */
 };
 
+/* -EINVAL for an argsz of opts this library does not know. */
 int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 const struct vfgx_gpu_opts *opts, vfgx_gpu_proc **out);
 /* Hand a burst (n <= opts.burst) to the GPU; queue selects the stream

@@ -101,7 +101,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 vfgx_pipeline **out);
 /* "cpu" or "gpu": the engine create chose. */
 const char *vfgx_pipeline_engine(const vfgx_pipeline *pl);
-/* One line: engine, workers or GPU device and launch mode. */
+/* One line: engine, workers or GPU device and launch mode, then what this
+ * engine lacks ("; lacks a host user stage ..."), if anything. */
 const char *vfgx_pipeline_describe(const vfgx_pipeline *pl);
 /* Before start.  -ENOTSUP on the gpu engine (detail in vfgx_last_error). */
 int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
@@ -132,6 +133,9 @@ struct vfgx_queue_snap {
 	uint32_t pool_used;  /* rx pool buffers out; 0 and 0 when the */
 	uint32_t pool_total; /* backend keeps its own buffers */
 };
+/* The ports given to create, in that order (NULL past nb_ports). */
+uint16_t vfgx_pipeline_nb_ports(const vfgx_pipeline *pl);
+vfgx_port *vfgx_pipeline_port(const vfgx_pipeline *pl, uint16_t i);
 /* Rx queues over all ports, in port order (the index of queue_snap). */
 uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl);
 /* Last snapshot of queue index; taken every 5 ms while an observer is

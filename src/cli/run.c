@@ -326,8 +326,11 @@ int vfgx_cmd_run(int argc, char **argv)
 		rc = ret == -EINVAL || ret == -ENODEV ? 2 : 1;
 		goto out;
 	}
-	if (ro.metrics)
-		vfgx_pipeline_keep_queue_stats(pl);
+	/* the endpoint is an observer like any other the program attaches */
+	if (ro.metrics && vfgx_metrics_observe(ctx, pl, ro.metrics, "run", 1000)) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
 	/* telemetry to gpurdma_mon once a second, when the driver is loaded */
 	if (vfgx_mon_observe(ctx, pl, NULL, 1000)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
@@ -342,20 +345,15 @@ int vfgx_cmd_run(int argc, char **argv)
 	}
 	bool live = !quiet && !ro.json && isatty(STDOUT_FILENO);
 
-	/* the endpoint serves every series from the start */
-	run_output_publish(&ro, &st, pl, ports, nb_ports, false);
-
 	while (!interrupted && !vfgx_pipeline_done(pl)) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		uint64_t now;
 
 		nanosleep(&ts, NULL);
 		now = vfgx_now_ns();
-		if ((live || ro.metrics) && now - tlast >= 1000000000ull) {
+		if (live && now - tlast >= 1000000000ull) {
 			vfgx_pipeline_stats(pl, &st);
-			run_output_publish(&ro, &st, pl, ports, nb_ports, false);
-			if (live)
-				live_line(&st, &prev, (double)(now - tlast) / 1e9);
+			live_line(&st, &prev, (double)(now - tlast) / 1e9);
 			prev = st;
 			tlast = now;
 		}
@@ -369,7 +367,6 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	run_output_publish(&ro, &st, pl, ports, nb_ports, true);
 	rc = report(cfg, ports, nb_ports, &st, secs);
 	run_output_text_end(&ro);
 	if (ret) {
@@ -380,8 +377,8 @@ int vfgx_cmd_run(int argc, char **argv)
 	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc);
 	run_output_hold(&ro, &interrupted);
 out:
+	vfgx_pipeline_destroy(pl); /* its observers first: one publishes to ro */
 	run_output_close(&ro);
-	vfgx_pipeline_destroy(pl);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		vfgx_port_close(ports[i]);
 	vfgx_config_destroy(cfg);

@@ -1,5 +1,5 @@
-/* run_output.c - `vfgx run --metrics` and `--json`: the endpoint fed from
- * the control loop's once-a-second stats, and the JSON report. */
+/* run_output.c - `vfgx run --metrics` and `--json`: the endpoint (fed by
+ * its pipeline observer, vfgx_metrics_observe), and the JSON report. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +28,6 @@ int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		ro->listen = cfg->metrics_listen;
 	if (!ro->listen)
 		return 0;
-	ro->snap = calloc(1, sizeof(*ro->snap));
-	if (!ro->snap) {
-		ro->rc = 1;
-		return -ENOMEM;
-	}
-	ro->snap->program = "run";
 	int ret = vfgx_metrics_start(ctx, ro->listen, &ro->metrics);
 
 	if (ret) {
@@ -42,45 +36,11 @@ int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		ro->rc = ret == -EINVAL ? 2 : 1;
 		return ret;
 	}
-	/* telemetry when the driver is loaded; without it the page has none */
-	if (vfgx_mon_open(ctx, NULL, &ro->mon))
-		ro->mon = NULL;
 	/* the host part as given, the port as bound (port 0 picks one) */
 	fprintf(stderr, "vfgx: metrics at http://%.*s:%u/metrics\n",
 		(int)(strrchr(ro->listen, ':') - ro->listen), ro->listen,
 		vfgx_metrics_port(ro->metrics));
 	return 0;
-}
-
-void run_output_publish(struct run_output *ro, const struct vfgx_pipeline_stats *st,
-			vfgx_pipeline *pl, vfgx_port *const *ports,
-			uint16_t nb_ports, bool final)
-{
-	struct vfgx_metrics_snapshot *s = ro->snap;
-	struct vfgx_queue_snap qs;
-
-	if (!ro->metrics)
-		return;
-	s->pipeline = *st;
-	s->gpu = !strcmp(vfgx_pipeline_engine(pl), "gpu");
-	s->finished = final;
-	/* both engines count delivery order in the stats */
-	s->has_order_errors = true;
-	s->order_errors = st->order_errors;
-	vfgx_metrics_snapshot_ports(s, ports, nb_ports);
-	if (!final) {
-		/* from the workers' published copies, never the queues themselves;
-		 * an engine without per-queue copies shows them at the end */
-		for (uint32_t k = 0; k < s->nb_queues; k++) {
-			if (vfgx_pipeline_queue_snap(pl, k, &qs)) {
-				s->nb_queues = 0;
-				break;
-			}
-			s->queues[k].st = qs.stats;
-		}
-	}
-	s->has_mon = ro->mon && !vfgx_mon_telemetry(ro->mon, &s->mon);
-	vfgx_metrics_publish(ro->metrics, s);
 }
 
 void run_output_expectation(const char *name, bool ok, const char *detail)
@@ -255,9 +215,5 @@ void run_output_close(struct run_output *ro)
 {
 	run_output_text_end(ro);
 	vfgx_metrics_stop(ro->metrics);
-	vfgx_mon_close(ro->mon);
-	free(ro->snap);
 	ro->metrics = NULL;
-	ro->mon = NULL;
-	ro->snap = NULL;
 }

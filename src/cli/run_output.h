@@ -1,6 +1,6 @@
 /* run_output.h - what `vfgx run` gives besides its text report: the
- * Prometheus endpoint (--metrics) fed once a second from the control loop,
- * and the report as one JSON document (--json). */
+ * Prometheus endpoint (--metrics; run.c attaches it to the pipeline as an
+ * observer), and the report as one JSON document (--json). */
 #ifndef VFGX_CLI_RUN_OUTPUT_H
 #define VFGX_CLI_RUN_OUTPUT_H
 
@@ -18,8 +18,6 @@ struct run_output {
 	bool json;
 	int rc;               /* exit code when run_output_open failed */
 	vfgx_metrics *metrics;
-	vfgx_mon *mon;        /* telemetry for the endpoint, when the driver is there */
-	struct vfgx_metrics_snapshot *snap;
 	int saved_stdout;     /* while the text report goes to stderr */
 };
 
@@ -27,12 +25,6 @@ struct run_output {
  * (ro->rc set, message printed) when it cannot serve. */
 int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		    struct run_output *ro);
-/* Publish the counters: per queue from the engine's queue snapshots while
- * running (vfgx_pipeline_keep_queue_stats before start), or final (the
- * ports are stopped and read directly). */
-void run_output_publish(struct run_output *ro, const struct vfgx_pipeline_stats *st,
-			vfgx_pipeline *pl, vfgx_port *const *ports,
-			uint16_t nb_ports, bool final);
 /* Record one expectation line of the text report for the JSON document. */
 void run_output_expectation(const char *name, bool ok, const char *detail);
 /* With --json the text report goes to stderr between these two. */

@@ -1,6 +1,8 @@
 /* cfgnode.c - typed access to a libyaml document with precise errors:
  * every failure names file:line:col, the key path, and what is allowed. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <strings.h>
 
 #include "cfgdoc.h"
+#include "opts.h"
 #include "numparse.h"
 
 static yaml_node_t *node_get(const struct vfgx_cfg_node *n)
@@ -21,6 +24,31 @@ static yaml_node_t *node_get(const struct vfgx_cfg_node *n)
 bool vfgx_cfg_present(const struct vfgx_cfg_node *n)
 {
 	return node_get(n) != NULL;
+}
+
+/* A node's key path; "" for the top and for nodes built by hand. */
+static const char *pathof(const struct vfgx_cfg_node *n)
+{
+	return n && n->path ? n->path : "";
+}
+
+/* A key path in memory of the document (a node outlives this call). */
+static const char *path_make(const struct vfgx_cfg_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *path_make(const struct vfgx_cfg_node *n, const char *fmt, ...)
+{
+	char buf[VFGX_PATH_MAX];
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	p = vfgx_cfg_alloc(n, strlen(buf) + 1);
+	if (!p)
+		return ""; /* no document (an absent node) or no memory */
+	memcpy(p, buf, strlen(buf) + 1);
+	return p;
 }
 
 static int node_verror(const struct vfgx_cfg_doc *doc, const yaml_node_t *yn,
@@ -46,7 +74,7 @@ int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)
 	int ret;
 
 	va_start(ap, fmt);
-	ret = node_verror(n->doc, node_get(n), n->path, fmt, ap);
+	ret = node_verror(n->doc, node_get(n), pathof(n), fmt, ap);
 	va_end(ap);
 	return ret;
 }
@@ -59,8 +87,8 @@ static int yerror(const struct vfgx_cfg_node *parent, const yaml_node_t *yn,
 	va_list ap;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s%s%s", parent->path,
-		 parent->path[0] ? "." : "", key);
+	snprintf(path, sizeof(path), "%s%s%s", pathof(parent),
+		 pathof(parent)[0] ? "." : "", key);
 	va_start(ap, fmt);
 	ret = node_verror(parent->doc, yn, path, fmt, ap);
 	va_end(ap);
@@ -165,8 +193,8 @@ int vfgx_cfg_child(const struct vfgx_cfg_node *map, const char *key,
 
 	memset(out, 0, sizeof(*out));
 	out->doc = map ? map->doc : NULL;
-	snprintf(out->path, sizeof(out->path), "%s%s%s", map ? map->path : "",
-		 map && map->path[0] ? "." : "", key);
+	out->path = path_make(out, "%s%s%s", pathof(map),
+			      pathof(map)[0] ? "." : "", key);
 	if (ret)
 		return ret;
 	if (!val)
@@ -343,6 +371,37 @@ int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
 	memset(out, 0, sizeof(*out));
 	out->doc = seq->doc;
 	out->index = yn->data.sequence.items.start[i];
-	snprintf(out->path, sizeof(out->path), "%s[%d]", seq->path, i);
+	out->path = path_make(out, "%s[%d]", pathof(seq), i);
 	return 0;
+}
+
+/* --- memory for typed options read from the document -------------------- */
+struct cfg_alloc {
+	struct cfg_alloc *next;
+	max_align_t data[];
+};
+
+void *vfgx_cfg_alloc(const struct vfgx_cfg_node *n, size_t size)
+{
+	/* the document is const to readers; its allocation list is not part
+	 * of what they read */
+	struct vfgx_cfg_doc *doc = (struct vfgx_cfg_doc *)n->doc;
+	struct cfg_alloc *a;
+
+	if (!doc || size > SIZE_MAX - sizeof(*a) ||
+	    !(a = calloc(1, sizeof(*a) + size)))
+		return NULL;
+	a->next = doc->allocs;
+	doc->allocs = a;
+	return a->data;
+}
+
+void vfgx_cfg_doc_free_allocs(struct vfgx_cfg_doc *doc)
+{
+	while (doc->allocs) {
+		struct cfg_alloc *a = doc->allocs;
+
+		doc->allocs = a->next;
+		free(a);
+	}
 }

@@ -8,6 +8,7 @@
 
 #include "cfgdoc.h"
 #include "numparse.h"
+#include "opts.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
@@ -15,6 +16,22 @@ extern const unsigned long vfgx_default_config_yaml_len;
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
 					"metrics", "name", NULL };
+
+/* vfgx_cfg_str into memory of the document: the config's strings live as
+ * long as it does (at most max-1 bytes, as before). */
+static int cfg_str_ref(const struct vfgx_cfg_node *map, const char *key,
+		       const char *def, size_t max, const char **out)
+{
+	char *buf = vfgx_cfg_alloc(map, max);
+	int ret;
+
+	*out = "";
+	if (!buf)
+		return -ENOMEM;
+	ret = vfgx_cfg_str(map, key, def, buf, max);
+	*out = buf;
+	return ret;
+}
 
 static int parse_regions(struct vfgx_config *cfg,
 			 const struct vfgx_cfg_node *root)
@@ -43,8 +60,7 @@ static int parse_regions(struct vfgx_config *cfg,
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
-		    (ret = vfgx_cfg_str(&it, "name", "", r->name,
-					sizeof(r->name))))
+		    (ret = cfg_str_ref(&it, "name", "", VFGX_NAME_MAX, &r->name)))
 			return ret;
 		if (!r->name[0])
 			return vfgx_cfg_error(&it, "name: required (a name the queues refer to)");
@@ -89,7 +105,7 @@ static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir
 		for (uint16_t i = 0; i < def_n; i++) {
 			qs[i].id = i;
 			qs[i].batch_size = 64;
-			qs[i].region[0] = '\0';
+			qs[i].region = "";
 		}
 		*nq = def_n;
 		return 0;
@@ -102,8 +118,8 @@ static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir
 		    (ret = vfgx_cfg_u32(&it, "id", (uint32_t)i, 0,
 					VFGX_MAX_QUEUES - 1, &id)) ||
 		    (ret = vfgx_cfg_u32(&it, "batch_size", 64, 1, 1024, &bs)) ||
-		    (ret = vfgx_cfg_str(&it, "memory_region", "", qs[i].region,
-					sizeof(qs[i].region))))
+		    (ret = cfg_str_ref(&it, "memory_region", "", VFGX_NAME_MAX,
+				       &qs[i].region)))
 			return ret;
 		if (id != (uint32_t)i)
 			return vfgx_cfg_error(&it, "id: queues must be listed in order 0..%d (got %u at position %d)",
@@ -145,20 +161,22 @@ static int parse_ifaces(struct vfgx_config *cfg,
 		f->tx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->tx_queues));
 		if (!f->rx_queues || !f->tx_queues)
 			return -ENOMEM;
+		/* queues a program adds past the parsed ones use the default */
+		for (int q = 0; q < VFGX_MAX_QUEUES; q++)
+			f->rx_queues[q].region = f->tx_queues[q].region = "";
 
 		vfgx_cfg_seq_item(&seq, i, &it);
 		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
 		    (ret = vfgx_cfg_enum(&it, "backend", backends, 0, &b)) ||
-		    (ret = vfgx_cfg_str(&it, "address", "", f->address,
-					sizeof(f->address))))
+		    (ret = cfg_str_ref(&it, "address", "", VFGX_ADDR_MAX, &f->address)))
 			return ret;
-		snprintf(f->backend, sizeof(f->backend), "%s", backends[b]);
+		f->backend = backends[b];
 		{
 			char defname[VFGX_NAME_MAX];
 
 			snprintf(defname, sizeof(defname), "%s%d", backends[b], i);
-			if ((ret = vfgx_cfg_str(&it, "name", defname, f->name,
-						sizeof(f->name))))
+			if ((ret = cfg_str_ref(&it, "name", defname, VFGX_NAME_MAX,
+					       &f->name)))
 				return ret;
 		}
 		vfgx_cfg_child(&it, "rx", &sub);
@@ -310,8 +328,7 @@ static int parse_metrics(struct vfgx_config *cfg,
 
 	vfgx_cfg_child(root, "metrics", &mn);
 	if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
-	    (ret = vfgx_cfg_str(&mn, "listen", "", cfg->metrics_listen,
-				sizeof(cfg->metrics_listen))))
+	    (ret = cfg_str_ref(&mn, "listen", "", 64, &cfg->metrics_listen)))
 		return ret;
 	return 0;
 }
@@ -451,10 +468,15 @@ int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 		free(cfg);
 		return -ENOMEM;
 	}
-	snprintf(cfg->source, sizeof(cfg->source), "%s", name);
+	if (!(cfg->source = strdup(name))) {
+		free(cfg->doc);
+		free(cfg);
+		return -ENOMEM;
+	}
 	snprintf(cfg->doc->name, sizeof(cfg->doc->name), "%s", name);
 	cfg->doc->ctx = ctx;
 	if (!yaml_parser_initialize(&parser)) {
+		free((char *)cfg->source);
 		free(cfg->doc);
 		free(cfg);
 		return -ENOMEM;
@@ -463,6 +485,7 @@ int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 	if (!yaml_parser_load(&parser, &cfg->doc->doc)) {
 		ret = syntax_error(ctx, &parser, yaml, len, name);
 		yaml_parser_delete(&parser);
+		free((char *)cfg->source);
 		free(cfg->doc);
 		free(cfg);
 		return ret;
@@ -538,6 +561,7 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 	if (!cfg)
 		return;
 	if (cfg->doc) {
+		vfgx_cfg_doc_free_allocs(cfg->doc);
 		yaml_document_delete(&cfg->doc->doc);
 		free(cfg->doc);
 	}
@@ -550,6 +574,7 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 	free(cfg->ifaces);
 	free(cfg->regions);
 	free(cfg->port_ranges);
+	free((char *)cfg->source);
 	free(cfg);
 }
 

@@ -18,7 +18,8 @@ enum vfgx_opt_type {
 	VFGX_OPT_ENUM,   /* uint32_t index into names */
 	VFGX_OPT_STR,    /* const char *; from YAML it points into the document */
 	VFGX_OPT_TRI,    /* int8_t: -1 (def: "depends"), or a YAML bool 0/1 */
-	VFGX_OPT_SKIP,   /* a key the backend reads from YAML itself (lists) */
+	VFGX_OPT_SKIP,   /* a key read by the backend's adapter (a list or a
+			  * nested section), never by the port */
 };
 
 struct vfgx_opt {
@@ -52,4 +53,8 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 			const struct vfgx_opt *tab, size_t n, const void *user,
 			void *out, size_t size);
 
+/* size bytes, zeroed, that live as long as n's document (NULL when n is
+ * absent or out of memory): where a YAML adapter puts the arrays of a
+ * typed struct it fills (afxdp.queues, dpdk.eal_args, dpdk.flows). */
+void *vfgx_cfg_alloc(const struct vfgx_cfg_node *n, size_t size);
 #endif

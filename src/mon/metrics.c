@@ -16,6 +16,7 @@
 
 #include <vfgx/metrics.h>
 
+#include "core/argsz.h"
 #include "vfgx_build.h"
 
 struct vfgx_metrics {
@@ -23,7 +24,12 @@ struct vfgx_metrics {
 	uint16_t port;
 	pthread_mutex_t lock;
 	bool published;
-	struct vfgx_metrics_snapshot snap; /* under lock */
+	/* under lock: the last snapshot, its queues and their names copied
+	 * into memory of the server (snap.queues points to queues) */
+	struct vfgx_metrics_snapshot snap;
+	struct vfgx_metrics_queue *queues;
+	uint32_t queues_cap;
+	const char *program;
 	_Atomic uint64_t scrapes;
 };
 
@@ -38,7 +44,7 @@ static void help_type(FILE *f, const char *name, const char *type,
 /* Label values are port names from the config: escape \ " and newline. */
 static void label_value(FILE *f, const char *s)
 {
-	for (; *s; s++) {
+	for (; s && *s; s++) {
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
@@ -64,7 +70,7 @@ static void queue_counter(FILE *f, const struct vfgx_metrics_snapshot *s,
 			  enum queue_field field)
 {
 	help_type(f, name, "counter", help);
-	for (uint16_t i = 0; i < s->nb_queues; i++) {
+	for (uint32_t i = 0; i < s->nb_queues; i++) {
 		const struct vfgx_queue_stats *st = &s->queues[i].st;
 		uint64_t v = field == QF_RX_PACKETS ? st->rx_packets :
 			     field == QF_RX_BYTES   ? st->rx_bytes :
@@ -91,7 +97,7 @@ static void format_queues(FILE *f, const struct vfgx_metrics_snapshot *s)
 		      "Bytes sent on the queue.", QF_TX_BYTES);
 	help_type(f, "vfgx_port_drops_total", "counter",
 		  "Packets the queue's backend dropped, by reason.");
-	for (uint16_t i = 0; i < s->nb_queues; i++)
+	for (uint32_t i = 0; i < s->nb_queues; i++)
 		for (int r = 0; r < VFGX_DROP_MAX; r++) {
 			fputs("vfgx_port_drops_total", f);
 			queue_labels(f, &s->queues[i]);
@@ -250,21 +256,21 @@ int vfgx_metrics_format(FILE *f, const struct vfgx_metrics_snapshot *snap)
 	return ferror(f) ? -EIO : 0;
 }
 
-void vfgx_metrics_snapshot_ports(struct vfgx_metrics_snapshot *snap,
-				 vfgx_port *const *ports, uint16_t nb_ports)
+uint32_t vfgx_metrics_snapshot_ports(struct vfgx_metrics_queue *qs, uint32_t cap,
+				     vfgx_port *const *ports, uint16_t nb_ports)
 {
-	snap->nb_queues = 0;
-	for (uint16_t i = 0; i < nb_ports; i++)
-		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]) &&
-				     snap->nb_queues < VFGX_METRICS_MAX_QUEUES; q++) {
-			struct vfgx_metrics_queue *mq = &snap->queues[snap->nb_queues++];
+	uint32_t n = 0;
 
-			snprintf(mq->port, sizeof(mq->port), "%s", vfgx_port_name(ports[i]));
-			snprintf(mq->backend, sizeof(mq->backend), "%s",
-				 vfgx_port_backend(ports[i]));
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]) && n < cap; q++) {
+			struct vfgx_metrics_queue *mq = &qs[n++];
+
+			mq->port = vfgx_port_name(ports[i]);
+			mq->backend = vfgx_port_backend(ports[i]);
 			mq->queue = q;
 			vfgx_port_stats(ports[i], q, &mq->st);
 		}
+	return n;
 }
 
 /* --- the server ------------------------------------------------------------ */
@@ -292,8 +298,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  size_t *upload_data_size, void **req_cls)
 {
 	struct vfgx_metrics *m = cls;
-	struct vfgx_metrics_snapshot *copy;
-	bool published;
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -308,24 +312,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (strcmp(url, "/metrics"))
 		return reply(conn, MHD_HTTP_NOT_FOUND, strdup("GET /metrics\n"), 13,
 			     "text/plain");
-	copy = malloc(sizeof(*copy));
-	if (!copy)
-		return MHD_NO;
-	pthread_mutex_lock(&m->lock);
-	*copy = m->snap;
-	published = m->published;
-	pthread_mutex_unlock(&m->lock);
 	f = open_memstream(&body, &len);
-	if (!f) {
-		free(copy);
+	if (!f)
 		return MHD_NO;
-	}
-	if (published)
-		vfgx_metrics_format(f, copy);
+	/* formatted under the lock: the snapshot's names live in the server,
+	 * and the publisher waits at most one page's formatting */
+	pthread_mutex_lock(&m->lock);
+	if (m->published)
+		vfgx_metrics_format(f, &m->snap);
 	else
-		format_info(f, copy->program, false, false);
+		format_info(f, m->snap.program, false, false);
+	pthread_mutex_unlock(&m->lock);
 	fclose(f);
-	free(copy);
 	atomic_fetch_add(&m->scrapes, 1);
 	return reply(conn, MHD_HTTP_OK, body, len,
 		     "text/plain; version=0.0.4; charset=utf-8");
@@ -433,13 +431,63 @@ uint16_t vfgx_metrics_port(const vfgx_metrics *m)
 	return m->port;
 }
 
-void vfgx_metrics_publish(vfgx_metrics *m,
-			  const struct vfgx_metrics_snapshot *snap)
+/* A copy of s owned by the server: the old one when equal (names rarely
+ * change, and publishing stays an allocation-free copy then). */
+static int keep_name(const char **dst, const char *s)
 {
+	char *c;
+
+	if (*dst && s && !strcmp(*dst, s))
+		return 0;
+	c = s ? strdup(s) : NULL;
+	if (s && !c)
+		return -ENOMEM;
+	free((char *)*dst);
+	*dst = c;
+	return 0;
+}
+
+int vfgx_metrics_publish(vfgx_metrics *m,
+			 const struct vfgx_metrics_snapshot *user_snap)
+{
+	struct vfgx_metrics_snapshot snap;
+	struct vfgx_metrics_queue *qs;
+	int ret = 0;
+
+	if (vfgx_argsz_copy(&snap, sizeof(snap), user_snap, sizeof(snap)) ||
+	    (snap.nb_queues && !snap.queues))
+		return -EINVAL;
 	pthread_mutex_lock(&m->lock);
-	m->snap = *snap;
+	if (snap.nb_queues > m->queues_cap) {
+		qs = realloc(m->queues, snap.nb_queues * sizeof(*qs));
+		if (!qs) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memset(qs + m->queues_cap, 0,
+		       (snap.nb_queues - m->queues_cap) * sizeof(*qs));
+		m->queues = qs;
+		m->queues_cap = snap.nb_queues;
+	}
+	for (uint32_t i = 0; i < snap.nb_queues; i++) {
+		struct vfgx_metrics_queue *d = &m->queues[i];
+		const struct vfgx_metrics_queue *q = &snap.queues[i];
+
+		if ((ret = keep_name(&d->port, q->port)) ||
+		    (ret = keep_name(&d->backend, q->backend)))
+			goto out;
+		d->queue = q->queue;
+		d->st = q->st;
+	}
+	if ((ret = keep_name(&m->program, snap.program)))
+		goto out;
+	snap.program = m->program;
+	snap.queues = m->queues;
+	m->snap = snap;
 	m->published = true;
+out:
 	pthread_mutex_unlock(&m->lock);
+	return ret;
 }
 
 uint64_t vfgx_metrics_scrapes(const vfgx_metrics *m)
@@ -453,5 +501,11 @@ void vfgx_metrics_stop(vfgx_metrics *m)
 		return;
 	MHD_stop_daemon(m->daemon);
 	pthread_mutex_destroy(&m->lock);
+	for (uint32_t i = 0; i < m->queues_cap; i++) {
+		free((char *)m->queues[i].port);
+		free((char *)m->queues[i].backend);
+	}
+	free(m->queues);
+	free((char *)m->program);
 	free(m);
 }

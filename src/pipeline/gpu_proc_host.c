@@ -13,6 +13,7 @@
 #include <vfgx/stages.h>
 
 #include "commlist_host.h"
+#include "core/argsz.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
 
@@ -45,6 +46,7 @@ const char *vfgx_gpu_mode_name(enum vfgx_gpu_mode m)
 void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->argsz = sizeof(*o);
 	o->mode = VFGX_GPU_PERSISTENT;
 	o->items = 64;
 	o->burst = 1024;
@@ -118,14 +120,19 @@ static int gp_fail(vfgx_gpu_proc *gp, int ret, const char *what, const char *err
 }
 
 int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-			 const struct vfgx_gpu_opts *opts, vfgx_gpu_proc **out)
+			 const struct vfgx_gpu_opts *user_opts, vfgx_gpu_proc **out)
 {
+	struct vfgx_gpu_opts o, *opts = &o;
 	struct gpuk_conf c = { 0 };
 	vfgx_gpu_proc *gp;
 	char err[256];
 	int ret;
 
 	*out = NULL;
+	if (vfgx_argsz_copy(&o, sizeof(o), user_opts, sizeof(o)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "gpu: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
+				      user_opts->argsz, VFGX_VERSION_STRING);
 	if (conf->reorder && (conf->reorder_window < 2 ||
 			      (conf->reorder_window & (conf->reorder_window - 1))))
 		return vfgx_set_error(ctx, -EINVAL,

@@ -17,11 +17,38 @@ struct vfgx_pipeline {
 	const struct vfgx_engine_ops *ops;
 	void *engine;
 	uint32_t nb_queues;
+	vfgx_port **ports; /* the caller's, in the order given */
+	uint16_t nb_ports;
 	struct vfgx_observer *obs;
 	uint32_t nb_obs;
 	uint32_t nb_obs_started;
 	bool stopped;
+	char desc[512]; /* the engine's line, then what it lacks */
 };
+
+/*
+ * What an engine lacks of the pipeline's features, said by
+ * vfgx_pipeline_describe and logged at create, so that a program (and
+ * `vfgx run`) learns it before calling what fails.  Kept with the engine
+ * table: an engine that gains a feature drops it here.
+ */
+static const struct {
+	const char *engine;
+	const char *lacks;
+} engine_gaps[] = {
+	{ "gpu", "a host user stage (vfgx_pipeline_set_user_stage: -ENOTSUP; "
+		 "pipeline.gpu.user_stage runs on the GPU), pipeline.workers "
+		 "(one feeder thread) and per-queue snapshots while running "
+		 "(vfgx_pipeline_queue_snap: -ENOTSUP)" },
+};
+
+static const char *engine_lacks(const char *engine)
+{
+	for (size_t i = 0; i < sizeof(engine_gaps) / sizeof(engine_gaps[0]); i++)
+		if (!strcmp(engine_gaps[i].engine, engine))
+			return engine_gaps[i].lacks;
+	return NULL;
+}
 
 /* The engine pipeline.device names, with the messages `vfgx run` has always
  * printed; NULL with -ENODEV/-EINVAL in *err when gpu cannot be had. */
@@ -79,6 +106,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 			 vfgx_pipeline **out)
 {
 	struct vfgx_pipeline_config c, *conf = &c;
+	struct vfgx_gpu_opts gopts;
 	struct vfgx_pipeline *pl;
 	int ret = 0;
 
@@ -87,6 +115,14 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);
+	/* the engines read conf->gpu as this library's struct */
+	if (c.gpu) {
+		if (vfgx_argsz_copy(&gopts, sizeof(gopts), c.gpu, sizeof(gopts)))
+			return vfgx_set_error(ctx, -EINVAL,
+					      "pipeline: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
+					      c.gpu->argsz, VFGX_VERSION_STRING);
+		c.gpu = &gopts;
+	}
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
 				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
@@ -101,11 +137,26 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	}
 	for (uint16_t i = 0; i < nb_ports; i++)
 		pl->nb_queues += vfgx_port_nb_rx_queues(ports[i]);
+	pl->ports = calloc(nb_ports ? nb_ports : 1, sizeof(*pl->ports));
+	if (!pl->ports) {
+		free(pl);
+		return -ENOMEM;
+	}
+	memcpy(pl->ports, ports, nb_ports * sizeof(*pl->ports));
+	pl->nb_ports = nb_ports;
 	ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
 	if (ret) {
+		free(pl->ports);
 		free(pl);
 		return ret;
 	}
+	const char *lacks = engine_lacks(pl->ops->name);
+
+	snprintf(pl->desc, sizeof(pl->desc), "%s%s%s",
+		 pl->ops->describe(pl->engine), lacks ? "; lacks " : "",
+		 lacks ? lacks : "");
+	if (lacks)
+		vfgx_info(ctx, "pipeline: the %s engine lacks %s", pl->ops->name, lacks);
 	*out = pl;
 	return 0;
 }
@@ -117,7 +168,7 @@ const char *vfgx_pipeline_engine(const vfgx_pipeline *pl)
 
 const char *vfgx_pipeline_describe(const vfgx_pipeline *pl)
 {
-	return pl->ops->describe(pl->engine);
+	return pl->desc;
 }
 
 int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
@@ -210,6 +261,16 @@ int vfgx_pipeline_error(vfgx_pipeline *pl)
 	return pl->ops->error(pl->engine);
 }
 
+uint16_t vfgx_pipeline_nb_ports(const vfgx_pipeline *pl)
+{
+	return pl->nb_ports;
+}
+
+vfgx_port *vfgx_pipeline_port(const vfgx_pipeline *pl, uint16_t i)
+{
+	return i < pl->nb_ports ? pl->ports[i] : NULL;
+}
+
 uint32_t vfgx_pipeline_nb_queues(const vfgx_pipeline *pl)
 {
 	return pl->nb_queues;
@@ -231,5 +292,6 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 		if (pl->obs[i].release)
 			pl->obs[i].release(pl->obs[i].user);
 	free(pl->obs);
+	free(pl->ports);
 	free(pl);
 }

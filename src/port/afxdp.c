@@ -62,7 +62,9 @@ struct ax_queue {
 
 struct ax_priv {
 	struct ax_queue q[VFGX_MAX_QUEUES];
-	struct vfgx_afxdp_info info;
+	struct vfgx_afxdp_info info; /* its names point to the two below */
+	char ifname[32];
+	char driver[32];
 	enum ax_mode mode;
 	enum ax_zc zc;
 	uint32_t frame_size, num_frames;
@@ -76,49 +78,22 @@ struct ax_priv {
 static int ax_parse(struct vfgx_port *port, struct ax_priv *ap,
 		    const struct vfgx_port_conf *conf)
 {
-	const struct vfgx_cfg_node *o = conf->opts;
 	struct vfgx_afxdp_opts ao;
-	struct vfgx_cfg_node seq, it;
-	int ret, m, z, n;
+	int ret;
 
 	if ((ret = vfgx_afxdp_opts_get(port->ctx, port->name, conf, &ao)))
 		return ret;
-	m = (int)ao.mode;
-	z = (int)ao.zero_copy;
 	ap->frame_size = ao.frame_size;
 	ap->num_frames = ao.num_frames;
 	ap->rx_ring = ao.rx_ring;
 	ap->tx_ring = ao.tx_ring;
 	ap->fill_ring = ao.fill_ring;
 	ap->comp_ring = ao.comp_ring;
-	ap->mode = (enum ax_mode)m;
-	ap->zc = (enum ax_zc)z;
+	ap->mode = (enum ax_mode)ao.mode;
+	ap->zc = (enum ax_zc)ao.zero_copy;
+	/* vfgx_afxdp_opts_get checked the list against the rx queues */
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++)
-		ap->q[q].nic_queue = q;
-	if (conf->backend_opts && ao.queues) {
-		if (ao.nb_queues != port->nb_rx_queues)
-			return vfgx_set_error(port->ctx, -EINVAL, "%s: afxdp options: %u queue ids for %u rx queues",
-					      port->name, ao.nb_queues, port->nb_rx_queues);
-		for (uint32_t i = 0; i < ao.nb_queues; i++) {
-			if (ao.queues[i] > 65535)
-				return vfgx_set_error(port->ctx, -EINVAL, "%s: afxdp options: queue id %u is not 0..65535",
-						      port->name, ao.queues[i]);
-			ap->q[i].nic_queue = ao.queues[i];
-		}
-	}
-	if (conf->backend_opts || vfgx_cfg_child(o, "queues", &seq) != 0)
-		return 0;
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
-		return n;
-	if (n != port->nb_rx_queues)
-		return vfgx_cfg_error(&seq, "%d queue ids for %u rx queues (list one interface queue id per rx queue)",
-				      n, port->nb_rx_queues);
-	for (int i = 0; i < n; i++) {
-		vfgx_cfg_seq_item(&seq, i, &it);
-		if ((ret = vfgx_cfg_item_u32(&it, 0, 65535, &ap->q[i].nic_queue)))
-			return ret;
-	}
+		ap->q[q].nic_queue = ao.queues ? ao.queues[q] : q;
 	return 0;
 }
 
@@ -147,9 +122,9 @@ static int ax_check_iface(struct vfgx_port *port, struct ax_priv *ap)
 	if (idx < 0)
 		return idx;
 	ap->info.ifindex = idx;
-	snprintf(ap->info.driver, sizeof(ap->info.driver), "?");
+	snprintf(ap->driver, sizeof(ap->driver), "?");
 	if (!ax_ethtool(ap->info.ifname, &di))
-		snprintf(ap->info.driver, sizeof(ap->info.driver), "%s",
+		snprintf(ap->driver, sizeof(ap->driver), "%s",
 			 di.driver);
 	if (ax_ethtool(ap->info.ifname, &ch))
 		return 0; /* no channel info: bind() will judge the queue ids */
@@ -522,6 +497,8 @@ static int ax_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 
 	ap->link_fd = -1;
 	ap->nq = port->nb_rx_queues;
+	ap->info.ifname = ap->ifname;
+	ap->info.driver = ap->driver;
 	if ((ret = ax_parse(port, ap, conf)))
 		return ret;
 	if (!conf->address || !conf->address[0])
@@ -536,7 +513,7 @@ static int ax_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: afxdp needs 1..%d rx queues and at most as many tx queues (tx queue q sends on rx queue q's socket)",
 				      port->name, VFGX_MAX_QUEUES);
-	snprintf(ap->info.ifname, sizeof(ap->info.ifname), "%s", conf->address);
+	snprintf(ap->ifname, sizeof(ap->ifname), "%s", conf->address);
 	ap->info.nb_queues = ap->nq;
 	vfgx_clear_error(port->ctx);
 	if ((ret = ax_check_iface(port, ap)) || (ret = ax_check_no_prog(port, ap)))

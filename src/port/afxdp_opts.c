@@ -54,12 +54,67 @@ static int ax_check(vfgx_ctx *ctx, const char *name, const struct vfgx_cfg_node 
 	return 0;
 }
 
+/* afxdp.queues: interface queue ids, into memory of the document. */
+static int ax_queues_from_yaml(const struct vfgx_cfg_node *map,
+			       struct vfgx_afxdp_opts *o)
+{
+	struct vfgx_cfg_node seq, it;
+	uint32_t *ids;
+	int n, ret;
+
+	if (vfgx_cfg_child(map, "queues", &seq) != 0)
+		return 0;
+	n = vfgx_cfg_seq_len(&seq);
+	if (n < 0)
+		return n;
+	if (n > VFGX_MAX_QUEUES)
+		return vfgx_cfg_error(&seq, "%d queue ids; at most %d (one per rx queue)",
+				      n, VFGX_MAX_QUEUES);
+	if (n == 0)
+		return 0;
+	if (!(ids = vfgx_cfg_alloc(&seq, (size_t)n * sizeof(*ids))))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		vfgx_cfg_seq_item(&seq, i, &it);
+		if ((ret = vfgx_cfg_item_u32(&it, 0, 65535, &ids[i])))
+			return ret;
+	}
+	o->queues = ids;
+	o->nb_queues = (uint32_t)n;
+	return 0;
+}
+
 int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
 			      struct vfgx_afxdp_opts *o)
 {
 	int ret = vfgx_opts_from_yaml(map, ax_opts, AX_NOPTS, o, sizeof(*o));
 
+	if (!ret)
+		ret = ax_queues_from_yaml(map, o);
 	return ret ? ret : ax_check(NULL, NULL, map, o);
+}
+
+/* The queue list against the port's rx queues; map: its YAML section. */
+static int ax_check_queues(vfgx_ctx *ctx, const char *name, uint16_t nb_rx,
+			   const struct vfgx_cfg_node *map,
+			   const struct vfgx_afxdp_opts *o)
+{
+	struct vfgx_cfg_node seq;
+
+	if (!o->queues)
+		return 0;
+	if (o->nb_queues != nb_rx) {
+		if (map && vfgx_cfg_child(map, "queues", &seq) == 0)
+			return vfgx_cfg_error(&seq, "%u queue ids for %u rx queues (list one interface queue id per rx queue)",
+					      o->nb_queues, nb_rx);
+		return vfgx_set_error(ctx, -EINVAL, "%s: afxdp options: %u queue ids for %u rx queues",
+				      name, o->nb_queues, nb_rx);
+	}
+	for (uint32_t i = 0; i < o->nb_queues; i++)
+		if (o->queues[i] > 65535)
+			return vfgx_set_error(ctx, -EINVAL, "%s: afxdp options: queue id %u is not 0..65535",
+					      name, o->queues[i]);
+	return 0;
 }
 
 int vfgx_afxdp_opts_get(vfgx_ctx *ctx, const char *name,
@@ -67,9 +122,14 @@ int vfgx_afxdp_opts_get(vfgx_ctx *ctx, const char *name,
 {
 	int ret;
 
-	if (!conf->backend_opts)
-		return vfgx_afxdp_opts_from_yaml(conf->opts, o);
+	if (!conf->backend_opts) {
+		ret = vfgx_afxdp_opts_from_yaml(conf->opts, o);
+		return ret ? ret : ax_check_queues(ctx, name, conf->nb_rx_queues,
+						   conf->opts, o);
+	}
 	ret = vfgx_opts_from_user(ctx, name, "afxdp", ax_opts, AX_NOPTS,
 				  conf->backend_opts, o, sizeof(*o));
-	return ret ? ret : ax_check(ctx, name, NULL, o);
+	if (!ret)
+		ret = ax_check(ctx, name, NULL, o);
+	return ret ? ret : ax_check_queues(ctx, name, conf->nb_rx_queues, NULL, o);
 }

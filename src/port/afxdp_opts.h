@@ -5,6 +5,9 @@
 
 #include <vfgx/afxdp.h>
 
+/* The port's options as one typed struct: conf->backend_opts checked, or
+ * the YAML adapter over conf->opts (lists in memory of the document);
+ * the queue list checked against conf->nb_rx_queues. */
 int vfgx_afxdp_opts_get(vfgx_ctx *ctx, const char *name,
 			const struct vfgx_port_conf *conf, struct vfgx_afxdp_opts *o);
 

@@ -155,7 +155,7 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		.argsz = sizeof(pc),
 		.name = ifc->name,
 		.backend = ifc->backend,
-		.address = ifc->address[0] ? ifc->address : NULL,
+		.address = ifc->address && ifc->address[0] ? ifc->address : NULL,
 		.nb_rx_queues = ifc->nb_rx_queues,
 		.nb_tx_queues = ifc->nb_tx_queues,
 		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
@@ -174,7 +174,7 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 	for (uint16_t q = 0; q < ifc->nb_rx_queues; q++) {
 		const struct vfgx_region_config *rc;
 
-		if (!ifc->rx_queues[q].region[0])
+		if (!ifc->rx_queues[q].region || !ifc->rx_queues[q].region[0])
 			continue;
 		rc = vfgx_config_find_region(cfg, ifc->rx_queues[q].region);
 		if (!rc)

@@ -127,7 +127,7 @@ nr_fix() { grep -oE 'echo [0-9]+ > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_
 run_doctor no-gpu 1
 doc_hp=$(nr_fix <<<"$out")
 [ -n "$doc_hp" ] || fail "no-gpu: the hugepages fix names no 2 MiB page count"
-for f in "$fx/../../docs/SETUP.md" "$fx/../../src/port/dpdk.c"; do
+for f in "$fx/../../docs/SETUP.md" "$fx/../../src/port/dpdk_setup.c"; do
 	[ "$(nr_fix "$f")" = "$doc_hp" ] || fail "$(basename "$f") says '$(nr_fix "$f")', doctor says '$doc_hp'"
 done
 mon_out=$("$vfgx" mon --device /nonexistent/gpurdma_mon --once 2>&1)

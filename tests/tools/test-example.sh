@@ -27,9 +27,18 @@ PKG_CONFIG_PATH=$(dirname "$pc")
 flags=$(pkg-config --cflags --libs vfgx) || { echo "FAIL: pkg-config --cflags --libs vfgx"; exit 1; }
 case $flags in *"$src"*) fail "pkg-config flags point into the source tree: $flags" ;; esac
 
+# docs/api.md shows the program in full: what is built is the block there,
+# and it must be examples/embed/embed.c
+awk '/^<!-- example: examples\/embed\/embed.c -->$/ { on = 1; next }
+     on && /^```c$/ { body = 1; next }
+     body && /^```$/ { exit }
+     body { print }' "$src/docs/api.md" >"$tmp/embed.c"
+[ -s "$tmp/embed.c" ] || { echo "FAIL: docs/api.md has no example block after its marker"; exit 1; }
+cmp -s "$tmp/embed.c" "$src/examples/embed/embed.c" ||
+	{ diff -u "$src/examples/embed/embed.c" "$tmp/embed.c"; echo "FAIL: docs/api.md's example differs from examples/embed/embed.c"; exit 1; }
 # shellcheck disable=SC2086 # pkg-config output is a list of flags
-if ! cc -std=c17 -Wall -Wextra -Werror "$src/examples/embed/embed.c" -o "$tmp/embed" $flags; then
-	echo "FAIL: examples/embed/embed.c does not build against the installed library"; exit 1
+if ! cc -std=c17 -Wall -Wextra -Werror "$tmp/embed.c" -o "$tmp/embed" $flags; then
+	echo "FAIL: docs/api.md's example does not build against the installed library"; exit 1
 fi
 readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libvfgx.so.0\]' ||
 	fail "embed is not linked against libvfgx.so.0"

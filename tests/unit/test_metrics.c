@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -38,9 +39,13 @@ static char *http_get(uint16_t port, const char *path)
 	return buf;
 }
 
+static char queue_name[32];
+static struct vfgx_metrics_queue queue0;
+
 static void fill(struct vfgx_metrics_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
+	s->argsz = sizeof(*s);
 	s->program = "test";
 	s->pipeline.packets = 1000;
 	s->pipeline.delivered = 990;
@@ -50,10 +55,13 @@ static void fill(struct vfgx_metrics_snapshot *s)
 	s->pipeline.lat_hist[12] = 400;  /* [4096, 8192) ns */
 	s->has_order_errors = true;
 	s->nb_queues = 1;
-	snprintf(s->queues[0].port, sizeof(s->queues[0].port), "we\"ird\\name");
-	snprintf(s->queues[0].backend, sizeof(s->queues[0].backend), "loopback");
-	s->queues[0].st.rx_packets = 1000;
-	s->queues[0].st.drops[VFGX_DROP_NOBUFS] = 2;
+	s->queues = &queue0;
+	snprintf(queue_name, sizeof(queue_name), "we\"ird\\name");
+	memset(&queue0, 0, sizeof(queue0));
+	queue0.port = queue_name;
+	queue0.backend = "loopback";
+	queue0.st.rx_packets = 1000;
+	queue0.st.drops[VFGX_DROP_NOBUFS] = 2;
 	s->has_mon = true;
 	s->mon.gpu.present = 1;
 	s->mon.gpu.cur_width = 8;
@@ -85,7 +93,10 @@ static void test_served_page(void **state)
 	free(page);
 
 	fill(s);
-	vfgx_metrics_publish(m, s);
+	assert_int_equal(vfgx_metrics_publish(m, s), 0);
+	/* publish copied the snapshot, names included */
+	snprintf(queue_name, sizeof(queue_name), "changed");
+	memset(s, 0xff, sizeof(*s));
 	page = http_get(vfgx_metrics_port(m), "/metrics");
 	assert_non_null(strstr(page, "\nvfgx_snapshot_published 1\n"));
 	assert_non_null(strstr(page, "\nvfgx_pipeline_packets_total{device=\"cpu\"} 1000\n"));
@@ -112,6 +123,16 @@ static void test_served_page(void **state)
 
 	page = http_get(vfgx_metrics_port(m), "/other");
 	assert_non_null(strstr(page, " 404 "));
+	free(page);
+	/* a snapshot this library does not know is refused, the page kept */
+	fill(s);
+	s->argsz = 8;
+	assert_int_equal(vfgx_metrics_publish(m, s), -EINVAL);
+	s->argsz = sizeof(*s);
+	s->queues = NULL;
+	assert_int_equal(vfgx_metrics_publish(m, s), -EINVAL);
+	page = http_get(vfgx_metrics_port(m), "/metrics");
+	assert_non_null(strstr(page, "\nvfgx_pipeline_packets_total{device=\"cpu\"} 1000\n"));
 	free(page);
 	assert_true(vfgx_metrics_scrapes(m) >= 2);
 	vfgx_metrics_stop(m);
@@ -145,6 +166,52 @@ static void test_promtool(void **state)
 	assert_int_equal(rc, 0);
 }
 
+/* The endpoint attached as a pipeline observer: the final page holds the
+ * counters of the finished run, per queue from the ports. */
+static void test_observer(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "gen", .backend = "loopback",
+		.nb_rx_queues = 2, .burst = 32, .backend_opts = &lo,
+	};
+	struct vfgx_pipeline_config conf;
+	vfgx_pipeline *pl;
+	vfgx_metrics *m;
+	vfgx_port *port;
+	vfgx_ctx *ctx;
+	char *page;
+
+	(void)state;
+	assert_int_equal(vfgx_ctx_create(&ctx), 0);
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 5000;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	vfgx_pipeline_config_default(&conf);
+	conf.device = VFGX_DEVICE_CPU;
+	assert_int_equal(vfgx_pipeline_create(ctx, &conf, &port, 1, &pl), 0);
+	assert_int_equal(vfgx_metrics_start(ctx, "127.0.0.1:0", &m), 0);
+	assert_int_equal(vfgx_metrics_observe(ctx, pl, m, "obs", 0), -EINVAL);
+	assert_int_equal(vfgx_metrics_observe(ctx, pl, m, "obs", 10), 0);
+	assert_int_equal(vfgx_pipeline_start(pl), 0);
+	while (!vfgx_pipeline_done(pl)) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	vfgx_pipeline_stop(pl);
+	vfgx_pipeline_destroy(pl);
+	page = http_get(vfgx_metrics_port(m), "/metrics");
+	assert_non_null(strstr(page, "program=\"obs\""));
+	assert_non_null(strstr(page, "\nvfgx_run_finished 1\n"));
+	assert_non_null(strstr(page, "\nvfgx_pipeline_delivered_total{device=\"cpu\"} 5000\n"));
+	assert_non_null(strstr(page, "vfgx_port_rx_packets_total{port=\"gen\",backend=\"loopback\",queue=\"1\"}"));
+	free(page);
+	vfgx_port_close(port);
+	vfgx_metrics_stop(m);
+	vfgx_ctx_destroy(ctx);
+}
+
 static void test_bad_listen(void **state)
 {
 	static const char *const bad[] = { "9464", "127.0.0.1", "127.0.0.1:", "1.2.3.4:65536",
@@ -173,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_served_page),
 		cmocka_unit_test(test_promtool),
+		cmocka_unit_test(test_observer),
 		cmocka_unit_test(test_bad_listen),
 	};
 

@@ -254,6 +254,8 @@ static void test_typed_options(void **state)
 {
 	struct vfgx_loopback_opts lo;
 	struct vfgx_pipeline_config pc;
+	struct vfgx_gpu_opts go;
+	vfgx_gpu_proc *gp = (vfgx_gpu_proc *)&go;
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "gen", .backend = "loopback",
 		.nb_rx_queues = 2, .burst = 64, .backend_opts = &lo,
@@ -312,6 +314,19 @@ static void test_typed_options(void **state)
 	pc.argsz = 0;
 	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_pipeline_config argsz 0"));
+	/* typed gpu options carry argsz too, checked on every engine */
+	vfgx_pipeline_config_default(&pc);
+	pc.device = VFGX_DEVICE_GPU;
+	vfgx_gpu_opts_default(&go);
+	assert_int_equal(go.argsz, sizeof(go));
+	go.argsz = 4;
+	pc.gpu = &go;
+	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_gpu_opts argsz 4"));
+	go.argsz = sizeof(go);
+	assert_int_equal(vfgx_gpu_proc_create(ctx, &pc, &(struct vfgx_gpu_opts){ .argsz = 2 }, &gp), -EINVAL);
+	assert_null(gp);
+	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_gpu_opts argsz 2"));
 }
 
 /* The socket port from typed options: a UDP server on a free port, and

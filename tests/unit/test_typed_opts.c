@@ -1,0 +1,126 @@
+/* test_typed_opts.c - the YAML adapters fill the typed option structs
+ * completely, lists included (afxdp.queues, dpdk.eal_args, dpdk.flows),
+ * with file:line:col errors for bad items; what a program gets from YAML
+ * is what it could have filled by hand. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <vfgx/vfgx.h>
+
+#include "vfgx_build.h" /* which optional backends this build links */
+
+static vfgx_ctx *ctx;
+
+static int setup(void **state)
+{
+	(void)state;
+	return vfgx_ctx_create(&ctx);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	vfgx_ctx_destroy(ctx);
+	return 0;
+}
+
+/* interfaces[0] of a config whose section is SECTION (indented 4). */
+static struct vfgx_config *load_iface(const char *backend, const char *section)
+{
+	char y[1024];
+	struct vfgx_config *cfg = NULL;
+
+	snprintf(y, sizeof(y),
+		 "interfaces:\n"
+		 "  - name: x0\n"
+		 "    backend: %s\n"
+		 "    address: lo\n"
+		 "    rx: { queues: [ { id: 0 }, { id: 1 } ] }\n"
+		 "    %s:\n%s",
+		 backend, backend, section);
+	assert_int_equal(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg), 0);
+	assert_int_equal(cfg->nb_ifaces, 1);
+	return cfg;
+}
+
+static void afxdp_queues(void **state)
+{
+	struct vfgx_config *cfg = load_iface("afxdp", "      queues: [7, 3]\n      rx_ring: 512\n");
+	struct vfgx_afxdp_opts o;
+
+	(void)state;
+	assert_int_equal(vfgx_afxdp_opts_from_yaml(&cfg->ifaces[0].opts, &o), 0);
+	assert_int_equal(o.argsz, sizeof(o));
+	assert_int_equal(o.rx_ring, 512);
+	assert_int_equal(o.nb_queues, 2);
+	assert_non_null(o.queues);
+	assert_int_equal(o.queues[0], 7);
+	assert_int_equal(o.queues[1], 3);
+	vfgx_config_destroy(cfg);
+
+	/* absent: no list, rx queue q reads interface queue q */
+	cfg = load_iface("afxdp", "      rx_ring: 64\n");
+	assert_int_equal(vfgx_afxdp_opts_from_yaml(&cfg->ifaces[0].opts, &o), 0);
+	assert_null(o.queues);
+	assert_int_equal(o.nb_queues, 0);
+	vfgx_config_destroy(cfg);
+
+	cfg = load_iface("afxdp", "      queues: [1, 70000]\n");
+	assert_int_equal(vfgx_afxdp_opts_from_yaml(&cfg->ifaces[0].opts, &o), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "t.yaml:7:"));
+	assert_non_null(strstr(vfgx_last_error(ctx), "interfaces[0].afxdp.queues[1]"));
+	vfgx_config_destroy(cfg);
+}
+
+static void dpdk_lists(void **state)
+{
+#if !VFGX_HAVE_DPDK
+	(void)state;
+	skip(); /* no libdpdk in this build: vfgx_dpdk_opts_from_yaml is not linked */
+#else
+	struct vfgx_config *cfg = load_iface("dpdk",
+		"      eal_args: [\"-l\", \"0\", \"--no-pci\"]\n"
+		"      flows: [ { udp_dst_port: 6001, queue: 1 }, { udp_dst_port: 6000, queue: 0 } ]\n"
+		"      memory: { num_mbufs: 1023 }\n");
+	struct vfgx_dpdk_opts o;
+
+	(void)state;
+	assert_int_equal(vfgx_dpdk_opts_from_yaml(&cfg->ifaces[0].opts, &o), 0);
+	assert_int_equal(o.argsz, sizeof(o));
+	assert_int_equal(o.num_mbufs, 1023);
+	assert_int_equal(o.nb_eal_args, 3);
+	assert_string_equal(o.eal_args[0], "-l");
+	assert_string_equal(o.eal_args[2], "--no-pci");
+	assert_int_equal(o.nb_flows, 2);
+	assert_int_equal(o.flows[0].udp_dst_port, 6001);
+	assert_int_equal(o.flows[0].queue, 1);
+	assert_int_equal(o.flows[1].udp_dst_port, 6000);
+	assert_int_equal(o.flows[1].queue, 0);
+	vfgx_config_destroy(cfg);
+
+	cfg = load_iface("dpdk", "      flows: [ { queue: 1 } ]\n");
+	assert_int_equal(vfgx_dpdk_opts_from_yaml(&cfg->ifaces[0].opts, &o), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "udp_dst_port: required"));
+	vfgx_config_destroy(cfg);
+
+	cfg = load_iface("dpdk", "      eal_args: [ [\"-l\"] ]\n");
+	assert_int_equal(vfgx_dpdk_opts_from_yaml(&cfg->ifaces[0].opts, &o), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "interfaces[0].dpdk.eal_args[0]"));
+	vfgx_config_destroy(cfg);
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(afxdp_queues),
+		cmocka_unit_test(dpdk_lists),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
