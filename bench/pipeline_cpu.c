@@ -212,6 +212,7 @@ struct overhead {
 	int rounds;
 	double off[MAX_ROUNDS], on[MAX_ROUNDS], ratio[MAX_ROUNDS];       /* per CPU-s */
 	double woff[MAX_ROUNDS], won[MAX_ROUNDS], wratio[MAX_ROUNDS];    /* wall clock */
+	double ctl[MAX_ROUNDS], ctl_ratio[MAX_ROUNDS]; /* A/A: without, again */
 	double other_cpu_s, with_wall_s; /* the endpoint's threads, with rounds */
 	double load_before, load_after;
 	uint64_t scrapes_ok, scrape_errors;
@@ -242,8 +243,9 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 	ml.snap->queues = &bench_queue;
 	ov->load_before = bench_loadavg1();
 	for (int i = 0; i < ov->rounds; i++) {
-		for (int k = 0; k < 2; k++) {
-			bool with = (k == 0) == (i % 2 == 1);
+		for (int k = 0; k < 3; k++) {
+			/* k 2: a second run without the endpoint (the A/A control) */
+			bool with = k < 2 && (k == 0) == (i % 2 == 1);
 
 			uint64_t p0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 			uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = vfgx_now_ns();
@@ -267,6 +269,8 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 			if (with) {
 				ov->on[i] = r.cpu_mpps;
 				ov->won[i] = r.mpps;
+			} else if (k == 2) {
+				ov->ctl[i] = r.cpu_mpps;
 			} else {
 				ov->off[i] = r.cpu_mpps;
 				ov->woff[i] = r.mpps;
@@ -274,6 +278,7 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 		}
 		ov->ratio[i] = ov->on[i] / ov->off[i];
 		ov->wratio[i] = ov->won[i] / ov->woff[i];
+		ov->ctl_ratio[i] = ov->ctl[i] / ov->off[i];
 		printf("  metrics overhead round %d: per CPU-s %.2f Mpps without, %.2f with scraping (ratio %.4f); wall %.2f / %.2f (%.4f)\n",
 		       i + 1, ov->off[i], ov->on[i], ov->ratio[i], ov->woff[i], ov->won[i],
 		       ov->wratio[i]);
@@ -293,7 +298,7 @@ out:
 
 static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 {
-	char a[64], b[64], c[64], d[64], e[64], g[64];
+	char a[64], b[64], c[64], d[64], e[64], g[64], h[64];
 
 	fprintf(f, "## Metrics endpoint overhead (64 B)\n\n");
 	fprintf(f, "- method: %d interleaved pairs of %g s runs at 64 B on the same cold, impaired traffic as above (order flipped every pair): without the endpoint, and with vfgx_metrics serving on 127.0.0.1 while the benchmark thread publishes a snapshot every 100 ms (inside its timed loop) and a second thread GETs /metrics every %d ms (%llu scrapes answered, %llu failed). Rate = packets per second of the benchmark thread's CPU time (CLOCK_THREAD_CPUTIME_ID), because this machine is shared and wall-clock rates measure the other tenants (load below); wall-clock rates are listed too. Ratio = with / without, per pair; the target is on the paired ratios (interval: see the rule at the end).\n",
@@ -303,17 +308,26 @@ static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 		ov->with_wall_s > 0 ? 100 * ov->other_cpu_s / ov->with_wall_s : 0);
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores (other work shares this machine)\n\n",
 		ov->load_before, ov->load_after, sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "| round | without Mpps/CPU-s | with scraping Mpps/CPU-s | ratio | without wall Mpps | with wall Mpps | wall ratio |\n|---|---|---|---|---|---|---|\n");
+	fprintf(f, "- A/A control: after each pair, a third run without the endpoint; control ratio = that run / the pair's run without. It measures how far two identical runs differ on this host; its interval is listed below the table (not a target).\n\n");
+	fprintf(f, "| round | without Mpps/CPU-s | with scraping Mpps/CPU-s | ratio | without wall Mpps | with wall Mpps | wall ratio | control ratio |\n|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < ov->rounds; i++)
-		fprintf(f, "| %d | %.3f | %.3f | %.4f | %.3f | %.3f | %.4f |\n", i + 1, ov->off[i],
-			ov->on[i], ov->ratio[i], ov->woff[i], ov->won[i], ov->wratio[i]);
-	fprintf(f, "| median (min..max) | %s | %s | %s | %s | %s | %s |\n\n",
+		fprintf(f, "| %d | %.3f | %.3f | %.4f | %.3f | %.3f | %.4f | %.4f |\n", i + 1, ov->off[i],
+			ov->on[i], ov->ratio[i], ov->woff[i], ov->won[i], ov->wratio[i], ov->ctl_ratio[i]);
+	fprintf(f, "| median (min..max) | %s | %s | %s | %s | %s | %s | %s |\n",
 		bench_fmt_spread(a, sizeof(a), "%.3f", ov->off, ov->rounds),
 		bench_fmt_spread(b, sizeof(b), "%.3f", ov->on, ov->rounds),
 		bench_fmt_spread(c, sizeof(c), "%.4f", ov->ratio, ov->rounds),
 		bench_fmt_spread(d, sizeof(d), "%.3f", ov->woff, ov->rounds),
 		bench_fmt_spread(e, sizeof(e), "%.3f", ov->won, ov->rounds),
-		bench_fmt_spread(g, sizeof(g), "%.4f", ov->wratio, ov->rounds));
+		bench_fmt_spread(g, sizeof(g), "%.4f", ov->wratio, ov->rounds),
+		bench_fmt_spread(h, sizeof(h), "%.4f", ov->ctl_ratio, ov->rounds));
+	{
+		struct bench_stat cs;
+
+		if (!bench_stat(ov->ctl_ratio, ov->rounds, &cs))
+			fprintf(f, "\nA/A control ratio: median %.4f, min..max %.4f..%.4f, interval of the median [%.4f, %.4f] (level %.3f).\n\n",
+				cs.median, cs.min, cs.max, cs.lo, cs.hi, cs.level);
+	}
 }
 
 struct size_rounds {
