@@ -987,8 +987,11 @@ int vfgx_bench_socket(int argc, char **argv)
 			if (e)
 				goto fail;
 			if (k == 0) {
-				double lo = us.sent / us.wall_s < uv.sent / uv.wall_s ?
-						    us.sent / us.wall_s : uv.sent / uv.wall_s;
+				/* what the slower receiver took, not what the
+				 * senders offered: the paced rounds stay below
+				 * both receivers' capacity */
+				double lo = us.got / us.wall_s < uv.got / uv.wall_s ?
+						    us.got / us.wall_s : uv.got / uv.wall_s;
 
 				rate = 0.9 * lo / udp_senders;
 				offered[i] = rate * udp_senders;
@@ -1102,7 +1105,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	fprintf(f, "- each number is the MEDIAN of %d rounds; in every round both sides run back to back, and odd rounds run vfgx first (every round's numbers are in the tables)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
 	fprintf(f, "- udp_rx measures the RECEIVER. Offered load, identical for both: %d sender processes on the senders' CPU, each sendmmsg()ing bursts of 64 UDP datagrams of SIZE payload bytes (a sockperf message header in front, so sockperf sr handles them like its own sender's) to 127.0.0.1 for %g s. Round 0 runs the senders unpaced into each receiver; the measured rounds pace them at %s. Receivers on the receivers' CPU, one thread each: `sockperf sr` (blocking recvfrom(), one datagram per call) and a vfgx socket port (1 rx queue, default config: UDP GRO socket option on, recvmmsg() of up to 16) with a vfgx_proc behind it, blocking in vfgx_socket_wait(port, 0, -1) (no timeout, like sockperf; the senders end with empty datagrams to wake it, not counted). Received = the kernel's Udp InDatagrams delta, drops = Udp RcvbufErrors delta (this namespace only: the same counters for both); receiver CPU = schedstat run time of sockperf's threads / CLOCK_THREAD_CPUTIME_ID of the vfgx thread, from the senders' start until the socket is drained.\n",
-		udp_senders, secs, udp_rate > 0 ? "--udp-rate in all" : "90% of the lower unpaced offered rate of the two receivers");
+		udp_senders, secs, udp_rate > 0 ? "--udp-rate in all" : "90% of the lower rate the two receivers took unpaced");
 	fprintf(f, "- udp_rx target = datagrams received per receiver CPU-second (received / receiver CPU time) at that identical offered load. On 2 cores the loopback senders, which also run the kernel's whole delivery path (softirq) on their CPU, cannot saturate a receiver (see rx CPU s < run time and round 0), so wall-clock rates compare senders; the wall rows are listed, not targets.\n");
 	fprintf(f, "- udp_rx_saturated: the receiver busy, not the senders: the same senders unpaced, and RPS on this namespace's lo (rps_cpus = the receivers' CPU) so the kernel's IP/UDP receive work runs on the receiver's CPU next to the receiver, as a NIC's interrupt on the receiving core does. Rate = received per second of the senders' time; the receiving CPU's busy fraction (/proc/stat, over the receiver's whole run including its start-up) and the kernel's drops are listed per round: a receiver that is the bottleneck shows ~100%% busy and drops.\n");
 	fprintf(f, "- tcp_tp: messages per second received one way, the same records per system call on both sides. Reference: `sockperf tp --tcp -m SIZE` into `sockperf sr --tcp` (server's received count / client time); sockperf tp does one send() per message. vfgx: a socket client port sends one SIZE-byte record (plus its 4-byte length prefix) per vfgx_port_tx_burst call, which the TCP path turns into one send() (src/port/socket_tcp.c: a burst is one send()/sendmsg(); a partial send finishes in the next call, as sockperf's does). Receivers: both read the byte stream with whatever is queued per recv(). Sender on the senders' CPU, receiver on the receivers' CPU, for both.\n");
