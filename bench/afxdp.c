@@ -1,8 +1,9 @@
 /* afxdp.c - `vfgx bench afxdp`: receive rate of an AF_XDP port over a
  * multi-queue veth for 64, 1024 and 1500-byte frames, fed by several pinned
- * UDP sender processes spread over the tx queues, against a kernel UDP
- * socket with recvmmsg and dpdk-testpmd (net_af_xdp, rxonly) on the same
- * veth in the same run, each receiver one thread on one CPU.  Writes
+ * UDP sender processes spread over the tx queues, against an SO_REUSEPORT
+ * group of kernel UDP sockets (one per queue) polled with recvmmsg, one
+ * such socket, and dpdk-testpmd (net_af_xdp, rxonly) on the same veth in
+ * the same rounds, each receiver one thread on one CPU.  Writes
  * bench/results/afxdp.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/sock_diag.h>
+
 #include <vfgx/afxdp.h>
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
@@ -41,14 +44,17 @@
 #define MAX_SENDERS 64
 #define MAX_QUEUES 64 /* VFGX_MAX_QUEUES */
 #define HDRS 42 /* Ethernet + IPv4 + UDP */
+#define MAX_ROUNDS 15
+enum { RX_AFXDP, RX_RECVMMSG, RX_TESTPMD, RX_REUSEPORT };
 
 static const unsigned sizes[] = { 64, 1024, 1500 };
 #define NB_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 struct result {
-	double sent_mpps[3];  /* what the senders managed, per receiver */
-	double mpps[3];       /* afxdp, recvmmsg, testpmd */
-	bool ok[3];
+	double sent_mpps[4];  /* what the senders managed, per receiver */
+	double mpps[4];       /* afxdp, recvmmsg, testpmd, reuseport group */
+	bool ok[4];
+	uint64_t udp_drops[2]; /* kernel drops: one socket, reuseport group */
 	uint64_t afxdp_drops; /* kernel: rx ring full + no fill frame */
 	uint64_t q_sock[MAX_QUEUES]; /* afxdp window: packets per socket */
 	uint64_t q_xdp[MAX_QUEUES];  /* afxdp window: veth rx_queue_N_xdp_packets */
@@ -61,6 +67,7 @@ static struct {
 	int queues;
 	bool xps_ok;
 	bool touch;          /* --touch: read each received frame's last byte */
+	int rounds;
 	const char *out;
 	const char *testpmd;
 	int fd_a, fd_b;
@@ -356,21 +363,51 @@ static int run_afxdp(vfgx_ctx *ctx, unsigned frame, struct result *r)
 	return ret;
 }
 
-static int run_recvmmsg(unsigned frame, struct result *r)
+/* Kernel drops of UDP sockets (SO_MEMINFO's SK_MEMINFO_DROPS). */
+static uint64_t udp_drops(const int *fds, int n)
+{
+	uint64_t d = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+		socklen_t len = sizeof(mi);
+
+		if (!getsockopt(fds[i], SOL_SOCKET, SO_MEMINFO, mi, &len))
+			d += mi[SK_MEMINFO_DROPS];
+	}
+	return d;
+}
+
+/* Kernel UDP receive with recvmmsg (64 per call, MSG_DONTWAIT) in ONE
+ * thread: nsock = 1, one socket (idx RX_RECVMMSG); nsock = queues, an
+ * SO_REUSEPORT group of that many sockets polled in turn (RX_REUSEPORT),
+ * the fair reference to one AF_XDP socket per queue.  With --touch each
+ * datagram's last byte is read, as the afxdp loop does. */
+static int run_recvmmsg(unsigned frame, struct result *r, int nsock)
 {
 	static uint8_t buf[64][2048];
 	struct mmsghdr m[64];
 	struct iovec iov[64];
 	struct sockaddr_in me = { .sin_family = AF_INET,
 				  .sin_port = htons(UDP_PORT) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), rb = 8 << 20, ret;
-	uint64_t got = 0;
+	int fds[MAX_QUEUES], rb = 8 << 20, ret = 0, one = 1, idx;
+	uint64_t got = 0, bytes = 0, d0 = 0;
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof(me))) {
-		perror("vfgx bench afxdp: recvmmsg socket");
-		return -errno;
+	idx = nsock > 1 ? RX_REUSEPORT : RX_RECVMMSG;
+	for (int i = 0; i < nsock; i++) {
+		fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fds[i] < 0 ||
+		    (nsock > 1 && setsockopt(fds[i], SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) ||
+		    bind(fds[i], (struct sockaddr *)&me, sizeof(me))) {
+			ret = -errno;
+			perror("vfgx bench afxdp: recvmmsg socket");
+			for (int k = 0; k <= i; k++)
+				if (fds[k] >= 0)
+					close(fds[k]);
+			return ret;
+		}
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb));
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb));
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < 64; i++) {
 		iov[i].iov_base = buf[i];
@@ -378,18 +415,26 @@ static int run_recvmmsg(unsigned frame, struct result *r)
 		m[i].msg_hdr.msg_iov = &iov[i];
 		m[i].msg_hdr.msg_iovlen = 1;
 	}
-	(void)frame;
 	if ((ret = senders_start(frame)) == 0) {
 		WINDOW(got, {
-			int n = recvmmsg(fd, m, 64, MSG_DONTWAIT, NULL);
+			for (int k = 0; k < nsock; k++) {
+				int n = recvmmsg(fds[k], m, 64, MSG_DONTWAIT, NULL);
 
-			if (n > 0)
-				got += (uint64_t)n;
-		}, r, 1, (void)0, (void)0);
-		r->ok[1] = true;
+				if (n > 0) {
+					got += (uint64_t)n;
+					if (B.touch)
+						for (int i = 0; i < n; i++)
+							bytes += buf[i][m[i].msg_len ? m[i].msg_len - 1 : 0];
+				}
+			}
+		}, r, idx, d0 = udp_drops(fds, nsock),
+		   r->udp_drops[idx == RX_REUSEPORT] = udp_drops(fds, nsock) - d0);
+		r->ok[idx] = true;
 	}
 	senders_stop();
-	close(fd);
+	for (int i = 0; i < nsock; i++)
+		close(fds[i]);
+	(void)bytes;
 	return ret;
 }
 
@@ -545,14 +590,14 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfgx bench afxdp [--seconds S] [--senders N] [--queues Q] [--testpmd PATH|none] [--touch] [--out DIR]\n"
+	fprintf(f, "usage: vfgx bench afxdp [--seconds S] [--rounds N] [--senders N] [--queues Q] [--testpmd PATH|none] [--touch] [--out DIR]\n"
 		   "  --touch: vfgx reads each frame's last byte (testpmd rxonly reads none)\n"
 		   "  needs root; run from the repository root (uses scripts/netns-veth.sh);\n"
 		   "  creates namespaces " NS "-a/" NS "-b (198.18." NET ".0/24) with a veth of Q queue\n"
 		   "  pairs (default Q = N senders, at most %d) and removes them\n", MAX_QUEUES);
 }
 
-static void write_results(FILE *f, const struct result *res, bool have_tp)
+static void write_results(FILE *f, struct result (*rr)[NB_SIZES], bool have_tp)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	char load[128] = "?";
@@ -564,8 +609,10 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 		fclose(la);
 	}
 
-	fprintf(f, "- command: vfgx bench afxdp --seconds %g --senders %d --queues %d%s%s\n",
-		B.seconds, B.senders, B.queues, have_tp ? "" : " --testpmd none",
+	const struct result *res = rr[0];
+
+	fprintf(f, "- command: vfgx bench afxdp --seconds %g --rounds %d --senders %d --queues %d%s%s\n",
+		B.seconds, B.rounds, B.senders, B.queues, have_tp ? "" : " --testpmd none",
 		B.touch ? " --touch" : "");
 	fprintf(f, "- cores: %ld online; the issue's target needs a 16-core machine so that the senders are not the bottleneck.%s\n",
 		cores, cores < 16 ? " THIS RUN HAD FEWER: senders, kernel softirq work (veth XDP and the UDP stack run on the sending CPU) and the receiver share the same cores, so every number below is bounded by the senders and says little about the receivers' limits." : "");
@@ -576,30 +623,32 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 		B.ncpu > 1 ? B.ncpu - 1 : 1, B.queues,
 		B.xps_ok ? "xps_cpus set" : "setting xps_cpus FAILED: the kernel's hash picked the queues",
 		B.seconds);
-	fprintf(f, "- receiving-thread budget, the same for all three: ONE thread pinned to CPU %d. vfgx afxdp port: one AF_XDP socket per veth queue (%d), all polled in turn by that thread (%s; per queue rx/fill rings 4096, 8192 frames; rx_burst 64 + release to the fill ring; %s). Kernel UDP socket: one socket, recvmmsg in that thread (64 per call, MSG_DONTWAIT, 8 MiB rcvbuf); this is the reference the issue names, and the kernel's UDP receive work runs in softirq on the senders' CPUs just as veth's XDP work does for AF_XDP. dpdk-testpmd: %d net_af_xdp ports `net_af_xdpQ,iface=" NS "-b0,start_queue=Q,queue_count=1`, one per veth queue (DPDK 22.11's net_af_xdp refuses queue_count above the interface's combined channel count, which veth reports as none), each --rxq=1 --txq=1, all polled by ONE forwarding lcore on CPU %d, rxonly, burst 64, --rxd 4096, --no-huge\n\n",
+	fprintf(f, "- receiving-thread budget, the same for all four: ONE thread pinned to CPU %d. vfgx afxdp port: one AF_XDP socket per veth queue (%d), all polled in turn by that thread (%s; per queue rx/fill rings 4096, 8192 frames; rx_burst 64 + release to the fill ring; %s). Reference of the target: an SO_REUSEPORT group of as many kernel UDP sockets as queues, polled in turn by that thread with recvmmsg (64 per call, MSG_DONTWAIT, 8 MiB rcvbuf each; with --touch each datagram's last byte read too): like the AF_XDP sockets, the kernel spreads the flows over them and does its receive work in softirq on the senders' CPUs. Also listed: ONE UDP socket with recvmmsg in that thread (the reference of the earlier runs), whose single queue all senders contend on. dpdk-testpmd: %d net_af_xdp ports `net_af_xdpQ,iface=" NS "-b0,start_queue=Q,queue_count=1`, one per veth queue (DPDK 22.11's net_af_xdp refuses queue_count above the interface's combined channel count, which veth reports as none), each --rxq=1 --txq=1, all polled by ONE forwarding lcore on CPU %d, rxonly, burst 64, --rxd 4096, --no-huge\n\n",
 		B.rx_cpu, B.queues, B.mode[0] ? B.mode : "?",
-		B.touch ? "the last byte of each frame read (--touch)" :
+		B.touch ? "the last byte of each frame read (--touch), as every receiver that uses its packets does" :
 			  "descriptors only, no frame byte read, as testpmd rxonly frees its mbufs unread",
 		B.queues, B.rx_cpu);
-	fprintf(f, "| frame B | afxdp Mpps | senders Mpps (afxdp run) | recvmmsg Mpps | senders Mpps (recvmmsg run) | testpmd Mpps | senders Mpps (testpmd run) | afxdp/recvmmsg | afxdp/testpmd | afxdp kernel drops in the window |\n|---|---|---|---|---|---|---|---|---|---|\n");
-	for (size_t i = 0; i < NB_SIZES; i++) {
-		const struct result *r = &res[i];
+	fprintf(f, "- rounds: %d; in each, per size: afxdp, the reuseport group, one socket, testpmd (odd rounds run the references first). Drops: AF_XDP sockets' XDP_STATISTICS (rx ring full, no fill-ring frame); UDP sockets' SO_MEMINFO drop counts (receive buffer full), during the window.\n\n",
+		B.rounds);
+	fprintf(f, "| frame B | round | afxdp Mpps | reuseport recvmmsg Mpps | recvmmsg Mpps | testpmd Mpps | afxdp/reuseport | senders Mpps (afxdp / reuseport / one socket / testpmd runs) | afxdp drops | reuseport drops | one-socket drops |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (size_t i = 0; i < NB_SIZES; i++)
+		for (int k = 0; k < B.rounds; k++) {
+			const struct result *r = &rr[k][i];
+			char tp[32] = "n/a";
 
-		fprintf(f, "| %u | %.3f | %.3f | %.3f | %.3f | ", sizes[i],
-			r->mpps[0], r->sent_mpps[0], r->mpps[1], r->sent_mpps[1]);
-		if (r->ok[2])
-			fprintf(f, "%.3f | %.3f | ", r->mpps[2], r->sent_mpps[2]);
-		else
-			fprintf(f, "n/a | n/a | ");
-		fprintf(f, "%.3f | ", r->mpps[1] > 0 ? r->mpps[0] / r->mpps[1] : 0);
-		if (r->ok[2] && r->mpps[2] > 0)
-			fprintf(f, "%.3f | ", r->mpps[0] / r->mpps[2]);
-		else
-			fprintf(f, "n/a | ");
-		fprintf(f, "%llu |\n", (unsigned long long)r->afxdp_drops);
-	}
-	fprintf(f, "\nafxdp kernel drops are the sockets' XDP_STATISTICS (rx ring full, no fill-ring frame) during the measured window.\n\n");
-	fprintf(f, "Packets per queue during the afxdp window (thousands; socket = what vfgx read from that queue's AF_XDP socket, xdp = veth's rx_queue_N_xdp_packets on " NS "-b0 from `ethtool -S`):\n\n| frame B | queue:socket/xdp ... | queues with packets |\n|---|---|---|\n");
+			if (r->ok[RX_TESTPMD])
+				snprintf(tp, sizeof(tp), "%.3f", r->mpps[RX_TESTPMD]);
+			fprintf(f, "| %u | %d | %.3f | %.3f | %.3f | %s | %.3f | %.3f / %.3f / %.3f / %.3f | %llu | %llu | %llu |\n",
+				sizes[i], k + 1, r->mpps[RX_AFXDP], r->mpps[RX_REUSEPORT],
+				r->mpps[RX_RECVMMSG], tp,
+				r->mpps[RX_REUSEPORT] > 0 ? r->mpps[RX_AFXDP] / r->mpps[RX_REUSEPORT] : 0,
+				r->sent_mpps[RX_AFXDP], r->sent_mpps[RX_REUSEPORT],
+				r->sent_mpps[RX_RECVMMSG], r->sent_mpps[RX_TESTPMD],
+				(unsigned long long)r->afxdp_drops,
+				(unsigned long long)r->udp_drops[1],
+				(unsigned long long)r->udp_drops[0]);
+		}
+	fprintf(f, "\nPackets per queue during round 1's afxdp window (thousands; socket = what vfgx read from that queue's AF_XDP socket, xdp = veth's rx_queue_N_xdp_packets on " NS "-b0 from `ethtool -S`):\n\n| frame B | queue:socket/xdp ... | queues with packets |\n|---|---|---|\n");
 	for (size_t i = 0; i < NB_SIZES; i++) {
 		int used = 0;
 
@@ -618,20 +667,38 @@ static void write_results(FILE *f, const struct result *res, bool have_tp)
 	if (cores < 16)
 		fprintf(f, "**Verdict: not established.** With %ld cores each receiver gets about what its senders managed in that run (compare each Mpps with its senders column), so the ratios below compare sender throughput between runs, not receivers. The `met=` values follow the issue's formula on these numbers and do not show the target met or missed; the target needs this benchmark on a machine with at least 16 cores.\n\n",
 			cores);
-	bench_target(f, "afxdp_64B_vs_recvmmsg", res[0].mpps[0], res[0].mpps[1],
-		     1.5 * res[0].mpps[1], true);
-	if (have_tp && res[0].ok[2])
-		bench_target(f, "afxdp_64B_vs_testpmd_af_xdp", res[0].mpps[0],
-			     res[0].mpps[2], res[0].mpps[2], true);
-	else
-		fprintf(f, "target: afxdp_64B_vs_testpmd_af_xdp not measured (%s)\n",
-			have_tp ? "dpdk-testpmd failed: see the bench's stderr" :
-				  "dpdk-testpmd not available");
+	{
+		double ax[MAX_ROUNDS], rp[MAX_ROUNDS], tp[MAX_ROUNDS];
+		bool tp_ok = have_tp;
+
+		for (int k = 0; k < B.rounds; k++) {
+			ax[k] = rr[k][0].mpps[RX_AFXDP];
+			rp[k] = rr[k][0].mpps[RX_REUSEPORT];
+			tp[k] = rr[k][0].mpps[RX_TESTPMD];
+			tp_ok = tp_ok && rr[k][0].ok[RX_TESTPMD];
+		}
+		fprintf(f, "- rule: %s\n\n", bench_ci_rule);
+		if (B.touch)
+			bench_target_rounds(f, &(struct bench_target_rounds){
+				.name = "afxdp_64B_vs_recvmmsg", .measured = ax, .reference = rp,
+				.n = B.rounds, .goal = 1.5, .goal_on_ratio = true, .higher_better = true });
+		else
+			fprintf(f, "target: afxdp_64B_vs_recvmmsg not measured (the target is taken with --touch: AF_XDP reading its frames, as recvmmsg's copy does)\n");
+		if (tp_ok)
+			bench_target_rounds(f, &(struct bench_target_rounds){
+				.name = "afxdp_64B_vs_testpmd_af_xdp", .measured = ax, .reference = tp,
+				.n = B.rounds, .goal = 1.0, .goal_on_ratio = true, .higher_better = true });
+		else
+			fprintf(f, "target: afxdp_64B_vs_testpmd_af_xdp not measured (%s)\n",
+				have_tp ? "dpdk-testpmd failed in a round: see the bench's stderr" :
+					  "dpdk-testpmd not available");
+	}
 }
 
 static const struct cli_opt afxdp_opts[] = {
 	{ "seconds", 's', "S", "seconds per round (default 3)" },
 	{ "senders", 'n', "N", "sender processes" },
+	{ "rounds", 'r', "N", "rounds (default 3)" },
 	{ "queues", 'q', "Q", "veth queue pairs (default: N senders)" },
 	{ "testpmd", 't', "PATH", "dpdk-testpmd for the reference, or none" },
 	{ "touch", 'T', NULL, "vfgx reads each frame's last byte (testpmd rxonly reads none)" },
@@ -649,7 +716,7 @@ const struct cli_cmd vfgx_bench_cli_afxdp = {
 
 int vfgx_bench_afxdp(int argc, char **argv)
 {
-	struct result res[NB_SIZES];
+	static struct result res[MAX_ROUNDS][NB_SIZES];
 	char path[512], cmd[256];
 	bool have_tp;
 	cpu_set_t cs;
@@ -658,6 +725,7 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	int c, rc = 1;
 
 	B.seconds = 3;
+	B.rounds = 3;
 	B.senders = 3;
 	B.queues = 0;
 	B.out = "bench/results";
@@ -667,6 +735,10 @@ int vfgx_bench_afxdp(int argc, char **argv)
 		switch (c) {
 		case 's':
 			if (vfgx_flag_double("bench afxdp", "--seconds", optarg, 0, 600, &B.seconds))
+				return 2;
+			break;
+		case 'r':
+			if (vfgx_flag_int("bench afxdp", "--rounds", optarg, 1, MAX_ROUNDS, &B.rounds))
 				return 2;
 			break;
 		case 'n':
@@ -746,22 +818,27 @@ int vfgx_bench_afxdp(int argc, char **argv)
 	if (vfgx_ctx_create(&ctx))
 		goto out_ns;
 	vfgx_log_set_level(ctx, VFGX_LOG_WARN);
-	memset(res, 0, sizeof(res));
-	for (size_t i = 0; i < NB_SIZES && !stop_flag; i++) {
-		printf("afxdp bench: %u-byte frames ...\n", sizes[i]);
-		fflush(stdout);
-		if (run_afxdp(ctx, sizes[i], &res[i]) ||
-		    run_recvmmsg(sizes[i], &res[i]))
-			goto out_ns;
-		if (have_tp && run_testpmd(sizes[i], &res[i]) && !stop_flag) {
-			fprintf(stderr, "vfgx bench afxdp: dpdk-testpmd run failed; trying once more\n");
-			run_testpmd(sizes[i], &res[i]);
+	for (int k = 0; k < B.rounds && !stop_flag; k++)
+		for (size_t i = 0; i < NB_SIZES && !stop_flag; i++) {
+			struct result *r = &res[k][i];
+			bool refs_first = k % 2;
+
+			printf("afxdp bench: round %d, %u-byte frames ...\n", k + 1, sizes[i]);
+			fflush(stdout);
+			if ((!refs_first && run_afxdp(ctx, sizes[i], r)) ||
+			    run_recvmmsg(sizes[i], r, B.queues) ||
+			    run_recvmmsg(sizes[i], r, 1) ||
+			    (refs_first && run_afxdp(ctx, sizes[i], r)))
+				goto out_ns;
+			if (have_tp && run_testpmd(sizes[i], r) && !stop_flag) {
+				fprintf(stderr, "vfgx bench afxdp: dpdk-testpmd run failed; trying once more\n");
+				run_testpmd(sizes[i], r);
+			}
+			printf("  afxdp %.3f Mpps, reuseport group %.3f, one socket %.3f, testpmd %.3f (senders %.3f / %.3f / %.3f / %.3f Mpps)\n",
+			       r->mpps[RX_AFXDP], r->mpps[RX_REUSEPORT], r->mpps[RX_RECVMMSG],
+			       r->mpps[RX_TESTPMD], r->sent_mpps[RX_AFXDP], r->sent_mpps[RX_REUSEPORT],
+			       r->sent_mpps[RX_RECVMMSG], r->sent_mpps[RX_TESTPMD]);
 		}
-		printf("  afxdp %.3f Mpps, recvmmsg %.3f Mpps, testpmd %.3f Mpps (senders %.3f / %.3f / %.3f Mpps)\n",
-		       res[i].mpps[0], res[i].mpps[1], res[i].mpps[2],
-		       res[i].sent_mpps[0], res[i].sent_mpps[1],
-		       res[i].sent_mpps[2]);
-	}
 	if (stop_flag)
 		goto out_ns;
 	f = bench_results_open(B.out, "afxdp", "vfgx bench afxdp - AF_XDP receive over veth",

@@ -24,12 +24,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 #                 [reference columns], y label, targets whose goal is in the
 #                 series' unit (drawn on it))
 SERIES = {
-    "pipeline-cpu": (None, "frame B", "Mpps/core", ["reference Mpps"], "Mpps per core", r"^cpu_pipeline_"),
+    "pipeline-cpu": (None, "frame B", "Mpps/core", ["floor Mpps/core"], "Mpps per core", r"^cpu_pipeline_"),
     "socket": ("test", "size B", "vfgx (median)", ["sockperf (median)"], "messages/s", r"^socket_"),
-    "afxdp": (None, "frame B", "afxdp Mpps", ["recvmmsg Mpps", "testpmd Mpps"], "Mpps", r"^afxdp_"),
+    "afxdp": (None, "frame B", "afxdp Mpps", ["reuseport recvmmsg Mpps", "recvmmsg Mpps"], "Mpps", r"^afxdp_"),
     "eba": (None, "size B", "ring MB/s", ["ib_write_bw MB/s", "TCP MB/s"], "MB/s", r"^eba_"),
     "rdma": ("test", "bytes", "vfgx", ["perftest"], "MB/s or usec", r"^rdma_"),
-    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
+    "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["reference loop Mpps/CPU-s", "testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
 }
 TARGET = re.compile(r"^target: (\S+) measured=(\S+) reference=(\S+) ratio=\S+ goal=(\S+) met=(yes|no)")
 

@@ -158,3 +158,106 @@ double bench_median(const double *v, int n)
 	free(s);
 	return m;
 }
+
+/* --- Targets from rounds (see results.h) --- */
+
+const char bench_ci_rule[] =
+	"Every target line is computed by bench/results.c from the rounds listed above: "
+	"the median over rounds, min..max, and a distribution-free confidence interval of "
+	"the median (order statistics x(k)..x(n+1-k), k the largest rank whose binomial "
+	"coverage is >= 95%; with fewer than 6 rounds it is min..max and its coverage is "
+	"printed). For a goal relative to a reference, the ratio is taken per round "
+	"(reference measured in the same round) and the interval is that of the ratios. "
+	"met=yes only when the whole interval meets the goal.";
+
+/* P(Bin(n, 1/2) <= j) */
+static double binom_half_cdf(int n, int j)
+{
+	double p = 0, c = 1; /* C(n, 0) */
+
+	for (int i = 0; i <= j && i <= n; i++) {
+		p += c;
+		c = c * (n - i) / (i + 1);
+	}
+	for (int i = 0; i < n; i++)
+		p *= 0.5;
+	return p;
+}
+
+int bench_stat(const double *v, int n, struct bench_stat *s)
+{
+	double *x;
+	int k = 1;
+
+	if (n < 1 || !(x = malloc(sizeof(double) * (size_t)n)))
+		return -1;
+	memcpy(x, v, sizeof(double) * (size_t)n);
+	qsort(x, (size_t)n, sizeof(double), cmp_double);
+	s->n = n;
+	s->min = x[0];
+	s->max = x[n - 1];
+	s->median = n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+	/* largest k with coverage 1 - 2 P(B <= k - 1) >= level */
+	while (k + 1 <= (n + 1) / 2 &&
+	       1 - 2 * binom_half_cdf(n, k) >= BENCH_CI_LEVEL)
+		k++;
+	s->lo = x[k - 1];
+	s->hi = x[n - k];
+	s->level = 1 - 2 * binom_half_cdf(n, k - 1);
+	free(x);
+	return 0;
+}
+
+const char *bench_fmt_spread(char *buf, size_t len, const char *fmt,
+			     const double *v, int n)
+{
+	struct bench_stat s;
+	char f3[64];
+
+	if (bench_stat(v, n, &s)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	snprintf(f3, sizeof(f3), "%s (%s..%s)", fmt, fmt, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	snprintf(buf, len, f3, s.median, s.min, s.max);
+#pragma GCC diagnostic pop
+	return buf;
+}
+
+int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
+{
+	struct bench_stat m, r = { 0 }, q = { 0 }, *on;
+	double *ratio = NULL;
+	bool met;
+
+	if (t->n < 1 || bench_stat(t->measured, t->n, &m))
+		return -1;
+	if (t->reference || t->ref_value > 0) {
+		ratio = malloc(sizeof(double) * (size_t)t->n);
+		if (!ratio)
+			return -1;
+		for (int i = 0; i < t->n; i++) {
+			double ref = t->reference ? t->reference[i] : t->ref_value;
+
+			ratio[i] = ref > 0 ? t->measured[i] / ref : 0;
+		}
+		bench_stat(ratio, t->n, &q);
+		if (t->reference)
+			bench_stat(t->reference, t->n, &r);
+		else
+			r.median = t->ref_value;
+		free(ratio);
+	} else if (t->goal_on_ratio) {
+		return -1;
+	}
+	on = t->goal_on_ratio ? &q : &m;
+	met = t->higher_better ? on->lo >= t->goal : on->hi <= t->goal;
+	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.4f goal=%.4g met=%s "
+		"rounds=%d min=%.4g max=%.4g interval=[%.4g,%.4g] level=%.3f on=%s\n",
+		t->name, m.median, r.median, q.median, t->goal, met ? "yes" : "no", t->n,
+		on->min, on->max, on->lo, on->hi, on->level,
+		t->goal_on_ratio ? "ratio" : "measured");
+	return met;
+}

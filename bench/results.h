@@ -38,4 +38,52 @@ double bench_loadavg1(void);
 /* Median of n values (v is not changed); 0 when n < 1. */
 double bench_median(const double *v, int n);
 
+/* --- Targets from rounds -------------------------------------------------
+ * Every target line is computed here from the rounds the results file
+ * lists.  A quantity measured over n rounds is summarised by its median,
+ * min and max and a distribution-free confidence interval of the median:
+ * the order statistics [x(k), x(n+1-k)] of the sorted rounds, k the
+ * largest rank whose binomial coverage 1 - 2 P(Bin(n, 1/2) < k) is at
+ * least the level asked (BENCH_CI_LEVEL).  No normality is assumed; with
+ * too few rounds for the level the interval is min..max and its actual
+ * (lower) coverage is printed. */
+#define BENCH_CI_LEVEL 0.95
+
+struct bench_stat {
+	int n;
+	double median, min, max;
+	double lo, hi;   /* confidence interval of the median */
+	double level;    /* its coverage (exact, from the binomial) */
+};
+
+/* Fills *s from v[0..n-1] (v is not changed); -1 when n < 1. */
+int bench_stat(const double *v, int n, struct bench_stat *s);
+
+/* One target over rounds.  measured[i] and reference[i] come from the same
+ * round (interleaved runs), so the ratio is taken per round; reference may
+ * be NULL (an absolute goal with no reference) or ref_value a constant.
+ * goal_on_ratio: the goal applies to measured/reference (paired ratios),
+ * otherwise to measured itself.  The line:
+ *   target: NAME measured=MED reference=MED ratio=MED goal=G met=yes|no
+ *           rounds=N min=.. max=.. interval=[LO,HI] level=0.95 on=ratio|measured
+ * where min, max and the interval are of the quantity the goal is on, and
+ * met=yes only when the whole interval meets the goal. */
+struct bench_target_rounds {
+	const char *name;
+	const double *measured;
+	const double *reference;  /* per round, or NULL */
+	double ref_value;         /* used when reference is NULL (0: none) */
+	int n;
+	double goal;
+	bool goal_on_ratio;
+	bool higher_better;
+};
+/* Writes the line to f; returns 1 when met, 0 when not, -1 on bad input. */
+int bench_target_rounds(FILE *f, const struct bench_target_rounds *t);
+/* "median (min..max)" of v into buf with printf format fmt for each. */
+const char *bench_fmt_spread(char *buf, size_t len, const char *fmt,
+			     const double *v, int n);
+/* The sentence the results files quote for the rule above. */
+extern const char bench_ci_rule[];
+
 #endif

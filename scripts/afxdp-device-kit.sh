@@ -15,7 +15,10 @@ build=$(readlink -f "$1")
 dest=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 vfgx=$build/src/cli/vfgx
-[ -x "$vfgx" ] || { echo "$0: $vfgx not built (ninja -C $1)" >&2; exit 1; }
+vfgx_bench=$build/src/cli/vfgx-bench
+for b in "$vfgx" "$vfgx_bench"; do
+	[ -x "$b" ] || { echo "$0: $b not built (ninja -C $1)" >&2; exit 1; }
+done
 multi=x86_64-linux-gnu
 pmddir=$(ls -d /usr/lib/$multi/dpdk/pmds-* | head -1)
 pmds="librte_net_af_xdp.so librte_mempool_ring.so"
@@ -29,7 +32,7 @@ mkdir -p "$kit"/{bin,lib,pmds,bpf,wrap,repo/scripts} "$work/debs" "$work/stage"
 # Packages: those owning the programs, the PMDs, libxdp's objects, the
 # loader, and every library ldd resolves for them (dpkg knows a file under
 # /lib or /usr/lib, whichever the package shipped).
-objs="$vfgx $bins"
+objs="$vfgx $vfgx_bench $bins"
 for p in $pmds; do objs="$objs $pmddir/$(readlink "$pmddir/$p")"; done
 owner() {
 	dpkg -S "$1" 2>/dev/null || dpkg -S "${1#/usr}" 2>/dev/null ||
@@ -54,7 +57,8 @@ for b in $bins; do
 	cp "$f" "$kit/bin/"
 done
 cp "$vfgx" "$kit/bin/vfgx"
-strip "$kit/bin/vfgx"
+cp "$vfgx_bench" "$kit/bin/vfgx-bench"
+strip "$kit/bin/vfgx" "$kit/bin/vfgx-bench"
 for l in $libs; do
 	n=$(basename "$l")
 	case $l in "$build"/*)
@@ -84,10 +88,13 @@ for o in "$kit"/bin/* "$kit"/pmds/*; do
 	fi
 done
 
-for b in ip ethtool vfgx; do
+# vfgx runs through the loader, so it cannot find vfgx-bench beside its
+# own /proc/self/exe: VFGX_BENCH names the wrapper
+for b in ip ethtool vfgx vfgx-bench; do
 	cat >"$kit/wrap/$b" <<EOF
 #!/bin/sh
 k=\$(dirname "\$(dirname "\$(readlink -f "\$0")")")
+export VFGX_BENCH="\$k/wrap/vfgx-bench"
 exec "\$k/lib/ld-linux-x86-64.so.2" --library-path "\$k/lib" "\$k/bin/$b" "\$@"
 EOF
 done
@@ -128,8 +135,8 @@ mountpoint -q /sys/fs/bpf 2>/dev/null || mount -t bpf bpf /sys/fs/bpf 2>/dev/nul
 } 2>&1 | tee "$out/setup.log"
 cd "$w/kit/repo" || exit 1
 set -o pipefail
-vfgx bench afxdp --seconds "${AFXDP_SECONDS:-5}" --senders "${AFXDP_SENDERS:-12}" \
-	--queues "${AFXDP_QUEUES:-8}" --out "$out" 2>&1 | grep -v '^libbpf: elf: skipping' | tee "$out/bench.log"
+vfgx bench afxdp --seconds "${AFXDP_SECONDS:-3}" --rounds "${AFXDP_ROUNDS:-5}" --touch \
+	--senders "${AFXDP_SENDERS:-12}" --queues "${AFXDP_QUEUES:-8}" --out "$out" 2>&1 | grep -v '^libbpf: elf: skipping' | tee "$out/bench.log"
 rc=$?
 for q in ${AFXDP_VARIANTS-1 12}; do
 	mkdir -p "$out/q$q"

@@ -20,7 +20,7 @@ pkgs=(
 	# build
 	build-essential meson ninja-build pkg-config python3 clang libclang-rt-14-dev
 	# core
-	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib librsvg2-bin
+	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest

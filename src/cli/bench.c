@@ -1,6 +1,7 @@
-/* bench.c - `vfgx bench NAME`: dispatch to the benchmark programs, then
- * draw NAME.svg next to NAME.md (bench/plot.py) and, with --json, print
- * the results file as one JSON document. */
+/* bench.c - vfgx-bench NAME (what `vfgx bench NAME` runs): dispatch to the
+ * benchmark programs, then draw NAME.svg next to NAME.md (bench/plot.py)
+ * and, with --json, print the results file as one JSON document.  Linked
+ * into vfgx-bench only (bench/main.c), never into vfgx. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,7 @@ static const struct cli_opt bench_opts[] = {
 	{ 0 },
 };
 
-const struct cli_cmd vfgx_cli_bench = {
+static const struct cli_cmd bench_cli = {
 	.name = "bench", .operands = "NAME [OPTIONS]",
 	.summary = "benchmarks; writes bench/results/NAME.md and NAME.svg",
 	.opts = bench_opts,
@@ -72,7 +73,7 @@ const struct cli_cmd vfgx_cli_bench = {
 
 static void bench_usage(FILE *f)
 {
-	cli_usage(f, &vfgx_cli_bench);
+	cli_usage(f, &bench_cli);
 	fprintf(f, "benchmarks:");
 	for (size_t i = 0; i < NB_BENCHES; i++)
 		fprintf(f, " %s", benches[i].name);
@@ -148,6 +149,23 @@ static json_object *target_json(const char *line)
 	json_object_object_add(o, "ratio", json_object_new_double(ratio));
 	json_object_object_add(o, "goal", json_object_new_double(g));
 	json_object_object_add(o, "met", json_object_new_boolean(!strncmp(met, "yes", 3)));
+	/* the interval bench_target_rounds writes, when there is one */
+	{
+		const char *iv = strstr(line, " interval=[");
+		const char *rn = strstr(line, " rounds=");
+		double lo, hi;
+		int n;
+
+		if (iv && sscanf(iv, " interval=[%lf,%lf]", &lo, &hi) == 2) {
+			json_object *a = json_object_new_array();
+
+			json_object_array_add(a, json_object_new_double(lo));
+			json_object_array_add(a, json_object_new_double(hi));
+			json_object_object_add(o, "interval", a);
+		}
+		if (rn && sscanf(rn, " rounds=%d", &n) == 1)
+			json_object_object_add(o, "rounds", json_object_new_int(n));
+	}
 	/* anything after met=yes|no (an interval, a note) is kept as text */
 	json_object_object_add(o, "line", json_object_new_string_len(line, (int)strcspn(line, "\n")));
 	return o;

@@ -8,14 +8,19 @@
 /* each subcommand's option table (cliopt.h), next to its code */
 extern const struct cli_cmd vfgx_cli_run, vfgx_cli_bench, vfgx_cli_discover,
 	vfgx_cli_devices, vfgx_cli_doctor, vfgx_cli_mon, vfgx_cli_completion;
-/* one per compiled-in benchmark ("bench pipeline", ...), NULL-terminated */
+/* vfgx-bench: one per compiled-in benchmark ("bench pipeline", ...), NULL-terminated */
 extern const struct cli_cmd *const vfgx_bench_clis[];
 extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
 	vfgx_bench_cli_afxdp, vfgx_bench_cli_dpdk, vfgx_bench_cli_eba,
 	vfgx_bench_cli_rdma;
 
 int vfgx_cmd_run(int argc, char **argv);
+/* vfgx: runs vfgx-bench (bench_exec.c); vfgx-bench: the dispatcher (bench.c) */
+int vfgx_cmd_bench_exec(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);
+/* vfgx-bench --complete's lines ("bench NAME\t --long -s ..."), malloc'd;
+ * their number, 0 without vfgx-bench */
+int vfgx_bench_complete(char ***lines);
 int vfgx_cmd_discover(int argc, char **argv);
 int vfgx_cmd_devices(int argc, char **argv);
 int vfgx_cmd_doctor(int argc, char **argv);

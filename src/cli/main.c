@@ -1,6 +1,7 @@
 /* main.c - the vfgx command: dispatches to one subcommand; --help, the
  * version and bash completion come from the subcommands' option tables. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vfgx/core.h>
@@ -15,7 +16,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ &vfgx_cli_run, vfgx_cmd_run },
-	{ &vfgx_cli_bench, vfgx_cmd_bench },
+	{ &vfgx_cli_bench, vfgx_cmd_bench_exec },
 	{ &vfgx_cli_discover, vfgx_cmd_discover },
 	{ &vfgx_cli_devices, vfgx_cmd_devices },
 	{ &vfgx_cli_doctor, vfgx_cmd_doctor },
@@ -54,16 +55,23 @@ static void completion_bash(void)
 		const struct cli_cmd *c = commands[i].cli;
 
 		if (c == &vfgx_cli_bench) {
+			char **b;
+			int nb = vfgx_bench_complete(&b);
+
+			/* the benchmarks' tables come from vfgx-bench --complete */
 			printf("\tbench)\n\t\tif ((COMP_CWORD == 2)); then\n\t\t\tw='-h --help");
-			for (const struct cli_cmd *const *b = vfgx_bench_clis; *b; b++)
-				printf(" %s", strchr((*b)->name, ' ') + 1);
+			for (int k = 0; k < nb; k++)
+				printf(" %.*s", (int)strcspn(b[k] + 6, "\t"), b[k] + 6);
 			printf("'\n\t\t\tCOMPREPLY=($(compgen -W \"$w\" -- \"$cur\"))\n\t\t\treturn\n"
 			       "\t\telse\n\t\t\tcase ${COMP_WORDS[2]} in\n");
-			for (const struct cli_cmd *const *b = vfgx_bench_clis; *b; b++) {
-				printf("\t\t\t%s) w='", strchr((*b)->name, ' ') + 1);
-				words(*b);
-				printf("' ;;\n");
+			for (int k = 0; k < nb; k++) {
+				const char *tab = strchr(b[k], '\t');
+
+				printf("\t\t\t%.*s) w='%s' ;;\n", (int)strcspn(b[k] + 6, "\t"),
+				       b[k] + 6, tab ? tab + 1 : "");
+				free(b[k]);
 			}
+			free(b);
 			printf("\t\t\tesac\n\t\tfi ;;\n");
 			continue;
 		}
@@ -90,12 +98,21 @@ static void completion_list(void)
 			printf(" --%s", o->name);
 		printf("\n");
 	}
-	for (const struct cli_cmd *const *b = vfgx_bench_clis; *b; b++) {
-		printf("%s", (*b)->name);
-		for (const struct cli_opt *o = (*b)->opts; o->name; o++)
-			printf(" --%s", o->name);
+	char **b;
+	int nb = vfgx_bench_complete(&b);
+
+	/* "bench NAME\t --long -s ...": the long options only */
+	for (int k = 0; k < nb; k++) {
+		char *tab = strchr(b[k], '\t'), *w;
+
+		printf("%.*s", (int)(tab ? tab - b[k] : (long)strlen(b[k])), b[k]);
+		for (w = tab ? strtok(tab + 1, " ") : NULL; w; w = strtok(NULL, " "))
+			if (!strncmp(w, "--", 2))
+				printf(" %s", w);
 		printf("\n");
+		free(b[k]);
 	}
+	free(b);
 }
 
 static const struct cli_opt completion_opts[] = {

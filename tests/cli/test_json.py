@@ -100,15 +100,17 @@ check(r.returncode == 1 and r.stdout == "" and len(r.stderr.strip().splitlines()
 # --- bench pipeline: --json is the results file; the SVG is a picture -----
 tmp = tempfile.mkdtemp(prefix="vfgx-json-")
 try:
-    r = run("bench", "pipeline", "--seconds", "0.05", "--out", tmp, "--json")
+    r = run("bench", "pipeline", "--seconds", "0.05", "--rounds", "1", "--working-set", "16",
+            "--out", tmp, "--json")
     check(r.returncode == 0, "bench pipeline: rc %d %s" % (r.returncode, r.stderr[-500:]))
     doc = json.loads(r.stdout)
     md = open(os.path.join(tmp, "pipeline-cpu.md")).read()
     check(doc["schema"] == "vfgx.bench/1" and doc["bench"] == "pipeline", "bench: schema/bench")
     check([t["line"] for t in doc["targets"]] == re.findall(r"^target: .*$", md, re.M), "bench: targets")
     rows = [l for l in md.splitlines() if re.match(r"^\| \d", l)]
-    check(len(doc["tables"]) == 1 and len(doc["tables"][0]["rows"]) == len(rows) == 3,
-          "bench: %d tables" % len(doc["tables"]))
+    # traffic per size, rounds, medians: one row per size in each (one round)
+    check(len(doc["tables"]) == 3 and [len(t["rows"]) for t in doc["tables"]] == [3, 3, 3]
+          and len(rows) == 9, "bench: %d tables" % len(doc["tables"]))
     check(doc["tables"][0]["columns"][0] == "frame B", "bench: columns %s" % doc["tables"][0]["columns"])
     svg = os.path.join(tmp, "pipeline-cpu.svg")
     check(os.path.exists(svg) and doc["svg"] == svg, "bench: no %s" % svg)

@@ -40,6 +40,13 @@ grep -q "configuring $BUILD_DIR" <<<"$out" || fail "install: no configure step i
 grep -q "run the demo:      $PREFIX/bin/vfgx run" <<<"$out" || fail "install: no run command printed"
 
 [ -x "$PREFIX/bin/vfgx" ] || fail "no $PREFIX/bin/vfgx"
+# #21: the benchmarks and their reference runners are vfgx-bench, beside vfgx
+[ -x "$PREFIX/bin/vfgx-bench" ] || fail "no $PREFIX/bin/vfgx-bench"
+if nm "$PREFIX/bin/vfgx" 2>/dev/null | grep -q -E ' vfgx_bench_(pipeline|socket|afxdp|dpdk|rdma|eba|gpu|e2e)$|bench_target'; then
+	fail "vfgx carries benchmark code (it belongs in vfgx-bench)"
+fi
+"$PREFIX/bin/vfgx" bench pipeline --help | grep -q '^usage: vfgx bench pipeline' ||
+	fail "installed vfgx bench pipeline --help does not reach vfgx-bench"
 [ -f "$PREFIX/include/vfgx/vfgx.h" ] || fail "no $PREFIX/include/vfgx/vfgx.h"
 lib=$(find "$PREFIX" -name 'libvfgx.so' | head -1)
 pc=$(find "$PREFIX" -name vfgx.pc | head -1)

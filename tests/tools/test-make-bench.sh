@@ -15,7 +15,7 @@ fails=0
 ok() { echo "ok   - $*"; }
 fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
 # -o build: the build is the one under test, not remade
-run_make() { make -s -C "$src" -o build -o deps bench BUILD="$build" BENCH_ARGS="--seconds 0.05" "$@" >"$tmp/out" 2>&1; }
+run_make() { make -s -C "$src" -o build -o deps bench BUILD="$build" BENCH_ARGS="--seconds 0.05 --rounds 1 --working-set 16" "$@" >"$tmp/out" 2>&1; }
 
 rm -f "$build/bench-results/pipeline-cpu.md"
 if run_make && [ -s "$build/bench-results/pipeline-cpu.md" ] &&

@@ -1,0 +1,25 @@
+/* lo_rps.h - the saturated UDP receive run of `vfgx bench socket`: RPS on
+ * the private namespace's loopback moves the kernel's UDP receive work
+ * onto the receiver's CPU (as a NIC's interrupt on the receiving core
+ * does), and /proc/stat says how busy that CPU was. */
+#ifndef VFGX_BENCH_LO_RPS_H
+#define VFGX_BENCH_LO_RPS_H
+
+#include <stdint.h>
+
+/* After unshare(CLONE_NEWNET): a private mount namespace with sysfs
+ * mounted again, so /sys/class/net is this network namespace's.  0 or
+ * -errno. */
+int lo_rps_prepare(void);
+/* Steer lo's receive processing to cpu (-1: off).  0 or -errno. */
+int lo_rps_set(int cpu);
+
+struct cpu_sample {
+	uint64_t busy, total; /* jiffies */
+};
+/* One CPU's line of /proc/stat.  0 or -1. */
+int cpu_sample(int cpu, struct cpu_sample *s);
+/* Busy fraction between two samples (0..1), -1 when unknown. */
+double cpu_busy(const struct cpu_sample *a, const struct cpu_sample *b);
+
+#endif

@@ -1,0 +1,111 @@
+/* test_bench_results.c - bench/results.c: the median's order-statistic
+ * confidence interval and target lines computed from rounds. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "results.h"
+
+static void stat_interval_from_binomial(void **state)
+{
+	double v[20];
+	struct bench_stat s;
+
+	(void)state;
+	/* shuffled 1..20: the interval is x(6)..x(15), coverage
+	 * 1 - 2 P(Bin(20, 1/2) <= 5) = 1 - 2 * 21700/1048576 */
+	for (int i = 0; i < 20; i++)
+		v[i] = (double)((i * 7) % 20 + 1);
+	assert_int_equal(bench_stat(v, 20, &s), 0);
+	assert_int_equal(s.n, 20);
+	assert_true(s.median == 10.5 && s.min == 1 && s.max == 20);
+	assert_true(s.lo == 6 && s.hi == 15);
+	assert_true(s.level > 0.9586 && s.level < 0.9587);
+	assert_true(v[0] == 1 && v[1] == 8); /* input untouched */
+}
+
+static void stat_few_rounds_is_min_max(void **state)
+{
+	double v5[] = { 5, 1, 4, 2, 3 }, v6[] = { 6, 1, 5, 2, 4, 3 };
+	struct bench_stat s;
+
+	(void)state;
+	assert_int_equal(bench_stat(v5, 5, &s), 0);
+	/* 5 rounds cannot give 95%: min..max, coverage 1 - 2/32 */
+	assert_true(s.lo == 1 && s.hi == 5 && s.median == 3);
+	assert_true(s.level == 1 - 2.0 / 32);
+	assert_int_equal(bench_stat(v6, 6, &s), 0);
+	assert_true(s.lo == 1 && s.hi == 6 && s.level == 1 - 2.0 / 64);
+	assert_int_equal(bench_stat(v6, 0, &s), -1);
+}
+
+static int target_line(const struct bench_target_rounds *t, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	int met;
+
+	assert_non_null(f);
+	met = bench_target_rounds(f, t);
+	fclose(f);
+	return met;
+}
+
+static void target_met_needs_whole_interval(void **state)
+{
+	/* paired rounds: ratios 0.98 1.00 1.01 1.02 1.03 1.04 1.05: the median
+	 * ratio 1.02 is above 0.99, but 7 rounds give min..max (98.4%), whose
+	 * low end 0.98 is not */
+	double m[] = { 98, 100, 101, 102, 103, 104, 105 };
+	double r[] = { 100, 100, 100, 100, 100, 100, 100 };
+	struct bench_target_rounds t = {
+		.name = "x", .measured = m, .reference = r, .n = 7,
+		.goal = 0.99, .goal_on_ratio = true, .higher_better = true,
+	};
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "target: x measured=102 reference=100 ratio=1.0200 goal=0.99 met=no rounds=7"));
+	assert_non_null(strstr(buf, "interval=[0.98,1.05]"));
+	assert_non_null(strstr(buf, "on=ratio"));
+	m[0] = 99.5;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "met=yes"));
+}
+
+static void target_absolute_and_lower_better(void **state)
+{
+	double m[] = { 12, 11, 30, 10.5, 13, 12.5, 11.5 };
+	struct bench_target_rounds t = {
+		.name = "lat", .measured = m, .n = 7, .goal = 20, .higher_better = false,
+	};
+	char buf[512];
+
+	(void)state;
+	/* one round at 30 puts the interval's high end over the goal of 20 */
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "measured=12 reference=0 "));
+	assert_non_null(strstr(buf, "interval=[10.5,30]"));
+	assert_non_null(strstr(buf, "on=measured"));
+	/* a goal on a ratio needs a reference */
+	t.goal_on_ratio = true;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(stat_interval_from_binomial),
+		cmocka_unit_test(stat_few_rounds_is_min_max),
+		cmocka_unit_test(target_met_needs_whole_interval),
+		cmocka_unit_test(target_absolute_and_lower_better),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
