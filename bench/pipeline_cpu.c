@@ -306,7 +306,7 @@ static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 		(unsigned long long)ov->scrape_errors);
 	fprintf(f, "- the endpoint's own threads (scraper + libmicrohttpd) used %.2f%% of one core during the rounds with scraping (process CPU time less the benchmark thread's)\n",
 		ov->with_wall_s > 0 ? 100 * ov->other_cpu_s / ov->with_wall_s : 0);
-	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores (other work shares this machine)\n\n",
+	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n\n",
 		ov->load_before, ov->load_after, sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "- A/A control: after each pair, a third run without the endpoint; control ratio = that run / the pair's run without. It measures how far two identical runs differ on this host; its interval is listed below the table (not a target).\n\n");
 	fprintf(f, "| round | without Mpps/CPU-s | with scraping Mpps/CPU-s | ratio | without wall Mpps | with wall Mpps | wall ratio | control ratio |\n|---|---|---|---|---|---|---|---|\n");
@@ -489,7 +489,7 @@ int vfgx_bench_pipeline(int argc, char **argv)
 		fprintf(f, "%d", ws_mb);
 	if (ov.rounds)
 		fprintf(f, " --metrics-overhead %d", ov.rounds);
-	fprintf(f, "\n- load average (1 min) before %.2f, after %.2f on %ld online cores: this machine is shared with other work (about 8 engineers' builds and tests), so absolute rates move with it; the ratio against the floor measured in the same round is what counts\n",
+	fprintf(f, "\n- load average (1 min) before %.2f, after %.2f on %ld online cores: absolute rates move with whatever else runs on this machine; the ratio against the floor measured in the same round is what counts\n",
 		load0, load1, sysconf(_SC_NPROCESSORS_ONLN));
 	write_sizes(f, sr, 3, llc);
 	if (ov.rounds)
