@@ -19,6 +19,5 @@
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"
-#include "chunk.h"
 
 #endif
