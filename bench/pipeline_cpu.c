@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,28 @@ struct overhead {
 	double other_cpu_s, with_wall_s; /* the endpoint's threads, with rounds */
 	double load_before, load_after;
 	uint64_t scrapes_ok, scrape_errors;
+	int bench_cpu; /* the benchmark thread's CPU; -1: not pinned */
 };
+
+/* With two CPUs or more: the benchmark thread on the last one, the
+ * endpoint's and the scraper's threads (created while *others is this
+ * thread's mask, so they inherit it) on the rest, so that neither side's
+ * wake-ups move the other.  Returns the benchmark CPU, or -1. */
+static int split_cpus(cpu_set_t *saved, cpu_set_t *others)
+{
+	int last = -1;
+
+	if (sched_getaffinity(0, sizeof(*saved), saved))
+		return -1;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, saved))
+			last = c;
+	if (last < 0 || CPU_COUNT(saved) < 2)
+		return -1;
+	*others = *saved;
+	CPU_CLR(last, others);
+	return last;
+}
 
 /* Alternating rounds at 64 B: without the endpoint, then with it being
  * scraped; the order flips every pair so a drift in the machine's load
@@ -229,13 +251,24 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 	};
 	struct metrics_load ml = { 0 };
 	struct size_result r;
+	cpu_set_t saved, others, mine;
 	int ret = -1;
 
+	ov->bench_cpu = split_cpus(&saved, &others);
+	if (ov->bench_cpu >= 0)
+		sched_setaffinity(0, sizeof(others), &others);
 	ml.snap = calloc(1, sizeof(*ml.snap));
 	if (!ml.snap || vfgx_metrics_start(ctx, "127.0.0.1:0", &ml.m)) {
 		fprintf(stderr, "vfgx bench pipeline: %s\n", vfgx_last_error(ctx));
 		free(ml.snap);
+		if (ov->bench_cpu >= 0)
+			sched_setaffinity(0, sizeof(saved), &saved);
 		return -1;
+	}
+	if (ov->bench_cpu >= 0) {
+		CPU_ZERO(&mine);
+		CPU_SET(ov->bench_cpu, &mine);
+		sched_setaffinity(0, sizeof(mine), &mine);
 	}
 	ml.snap->argsz = sizeof(*ml.snap);
 	ml.snap->program = "bench";
@@ -251,8 +284,16 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 			uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), w0 = vfgx_now_ns();
 
 			if (with) {
+				pthread_attr_t at;
+				int e;
+
 				atomic_store(&ml.stop, false);
-				if (pthread_create(&ml.scraper, NULL, scraper_main, &ml))
+				pthread_attr_init(&at);
+				if (ov->bench_cpu >= 0)
+					pthread_attr_setaffinity_np(&at, sizeof(others), &others);
+				e = pthread_create(&ml.scraper, &at, scraper_main, &ml);
+				pthread_attr_destroy(&at);
+				if (e)
 					goto out;
 			}
 			ret = run_vfgx(ctx, w, seconds, with ? &ml : NULL, &r);
@@ -293,6 +334,8 @@ static int measure_overhead(vfgx_ctx *ctx, const struct work *w, double seconds,
 out:
 	vfgx_metrics_stop(ml.m);
 	free(ml.snap);
+	if (ov->bench_cpu >= 0)
+		sched_setaffinity(0, sizeof(saved), &saved);
 	return ret;
 }
 
@@ -301,9 +344,16 @@ static void write_overhead(FILE *f, const struct overhead *ov, double seconds)
 	char a[64], b[64], c[64], d[64], e[64], g[64], h[64];
 
 	fprintf(f, "## Metrics endpoint overhead (64 B)\n\n");
-	fprintf(f, "- method: %d interleaved pairs of %g s runs at 64 B on the same cold, impaired traffic as above (order flipped every pair): without the endpoint, and with vfgx_metrics serving on 127.0.0.1 while the benchmark thread publishes a snapshot every 100 ms (inside its timed loop) and a second thread GETs /metrics every %d ms (%llu scrapes answered, %llu failed). Rate = packets per second of the benchmark thread's CPU time (CLOCK_THREAD_CPUTIME_ID), because this machine is shared and wall-clock rates measure the other tenants (load below); wall-clock rates are listed too. Ratio = with / without, per pair; the target is on the paired ratios (interval: see the rule at the end).\n",
+	char pin[160];
+
+	if (ov->bench_cpu >= 0)
+		snprintf(pin, sizeof(pin), "The benchmark thread is pinned to CPU %d, the endpoint's and the scraper's threads to the other CPUs (with and without alike).",
+			 ov->bench_cpu);
+	else
+		snprintf(pin, sizeof(pin), "Threads are not pinned (one CPU).");
+	fprintf(f, "- method: %d interleaved pairs of %g s runs at 64 B on the same cold, impaired traffic as above (order flipped every pair): without the endpoint, and with vfgx_metrics serving on 127.0.0.1 while the benchmark thread publishes a snapshot every 100 ms (inside its timed loop) and a second thread GETs /metrics every %d ms (%llu scrapes answered, %llu failed). %s Rate = packets per second of the benchmark thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that wall-clock time taken by other work on the machine does not count (load below); wall-clock rates are listed too. Ratio = with / without, per pair; the target is on the paired ratios (interval: see the rule at the end).\n",
 		ov->rounds, seconds, SCRAPE_MS, (unsigned long long)ov->scrapes_ok,
-		(unsigned long long)ov->scrape_errors);
+		(unsigned long long)ov->scrape_errors, pin);
 	fprintf(f, "- the endpoint's own threads (scraper + libmicrohttpd) used %.2f%% of one core during the rounds with scraping (process CPU time less the benchmark thread's)\n",
 		ov->with_wall_s > 0 ? 100 * ov->other_cpu_s / ov->with_wall_s : 0);
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n\n",
