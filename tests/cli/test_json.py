@@ -2,8 +2,8 @@
 """test_json.py VFGX - every reporting subcommand's --json document parses,
 carries its schema version (docs/json.md) and says what the text report
 says: vfgx run (both from one run: --json puts the text on stderr), doctor
-and devices on a fixture tree, bench pipeline (and its SVG, rendered to PNG
-and checked not to be empty), mon without the driver."""
+and devices on a fixture tree, bench pipeline (and that it wrote its SVG; the
+SVG rendered to PNG is tests/tools/test-plot-png.py's), mon without the driver."""
 import json
 import os
 import re
@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zlib
 
 VFGX = os.path.abspath(sys.argv[1])
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -114,25 +113,6 @@ try:
     check(doc["tables"][0]["columns"][0] == "frame B", "bench: columns %s" % doc["tables"][0]["columns"])
     svg = os.path.join(tmp, "pipeline-cpu.svg")
     check(os.path.exists(svg) and doc["svg"] == svg, "bench: no %s" % svg)
-    if shutil.which("rsvg-convert") and os.path.exists(svg):
-        png = os.path.join(tmp, "p.png")
-        subprocess.run(["rsvg-convert", "-w", "800", "-b", "white", svg, "-o", png], check=True)
-        data = open(png, "rb").read()
-        check(data[:8] == b"\x89PNG\r\n\x1a\n", "bench: rsvg-convert wrote no PNG")
-        w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-        idat, pos = b"", 8
-        while pos < len(data):
-            n = int.from_bytes(data[pos:pos + 4], "big")
-            if data[pos + 4:pos + 8] == b"IDAT":
-                idat += data[pos + 8:pos + 8 + n]
-            pos += 12 + n
-        raw = zlib.decompress(idat)
-        # on a white background, filtered scanlines of blank areas are all
-        # zero: drawn lines, text and bars make the rest
-        drawn = sum(1 for b in raw if b) / len(raw)
-        check(w == 800 and h > 200 and drawn > 0.01, "bench: PNG %dx%d, %.4f drawn" % (w, h, drawn))
-    else:
-        print("note: rsvg-convert missing; SVG not rendered")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
