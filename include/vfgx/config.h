@@ -30,6 +30,7 @@ extern "C" {
 
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
+struct vfgx_chunk_config; /* vfgx/chunk.h */
 
 /*
  * A position in a loaded document.  index 0 means "absent": every getter on
@@ -148,6 +149,9 @@ struct vfgx_pipeline_config {
 	/* bytes all reorder windows may hold together; a stream past it gets
 	 * none (counted in streams_refused).  0: VFGX_REORDER_MAX_MEMORY. */
 	uint64_t reorder_max_memory;
+	/* pipeline.chunks (vfgx/chunk.h), or NULL: no chunks.  With chunks
+	 * every record goes into its chunk slot instead of a reorder window. */
+	const struct vfgx_chunk_config *chunks;
 };
 
 struct vfgx_expect_config {

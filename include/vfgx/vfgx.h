@@ -8,6 +8,7 @@
 #include "config.h"
 #include "port.h"
 #include "pipeline.h"
+#include "chunk.h"
 #include "stages.h"
 #include "gpu.h"
 #include "mon.h"

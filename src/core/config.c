@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/chunk.h>
+
 #include "cfgdoc.h"
 #include "numparse.h"
 #include "opts.h"
+#include "pipeline/chunk_opts.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
@@ -245,12 +248,28 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 	return 0;
 }
 
+/* pipeline.chunks: present means on. */
+static int parse_chunks(struct vfgx_pipeline_config *p,
+			const struct vfgx_cfg_node *pl)
+{
+	struct vfgx_chunk_config *c;
+	struct vfgx_cfg_node sub;
+
+	if (vfgx_cfg_child(pl, "chunks", &sub))
+		return 0;
+	c = vfgx_cfg_alloc(&sub, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	p->chunks = c;
+	return vfgx_chunk_config_from_yaml(&sub, c);
+}
+
 static int parse_pipeline(struct vfgx_config *cfg,
 			  const struct vfgx_cfg_node *root)
 {
 	static const char *const keys[] = { "device", "workers", "filter",
 					    "reorder", "verify_payload",
-					    "duration_s", "gpu", NULL };
+					    "duration_s", "gpu", "chunks", NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
 	static const char *const rkeys[] = { "enabled", "window", "slot_size",
 					     "max_streams", "max_memory", NULL };
@@ -296,7 +315,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 				      p->reorder_window);
 	}
 	vfgx_cfg_child(&pl, "gpu", &p->gpu_opts);
-	return 0;
+	return parse_chunks(p, &pl);
 }
 
 static int parse_expect(struct vfgx_config *cfg,

@@ -6,6 +6,8 @@
 
 #include <vfgx/pipeline.h>
 
+struct vfgx_chunkset;
+
 struct vfgx_engine_ops {
 	const char *name; /* "cpu", "gpu" */
 	int (*create)(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
@@ -22,6 +24,9 @@ struct vfgx_engine_ops {
 	/* -ENOTSUP where the engine takes none */
 	int (*queue_snap)(void *e, uint32_t index, struct vfgx_queue_snap *s);
 	const char *(*describe)(void *e);
+	/* Before start: place records into chunk rings instead of reorder
+	 * windows (chunkset.h).  NULL: the engine has no chunks. */
+	int (*set_chunks)(void *e, struct vfgx_chunkset *cs);
 	void (*destroy)(void *e);
 };
 

@@ -17,6 +17,7 @@
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
+#include "chunkset.h"
 #include "engine.h"
 #include "proc_steer.h"
 
@@ -75,6 +76,8 @@ struct cpu_engine {
 	_Atomic uint16_t *owner;       /* per stream id; NULL: no hand-over */
 	_Atomic uint64_t mem_used;     /* reorder bytes of all workers */
 	_Atomic uint32_t receiving;    /* workers still in their rx loop */
+	_Atomic uint32_t running;      /* workers not yet done */
+	struct vfgx_chunkset *chunks;  /* pipeline.chunks, or NULL */
 	bool queue_snaps; /* observers attached */
 	char desc[96];
 };
@@ -88,9 +91,12 @@ static int order_stage(void *user, uint32_t stream, uint64_t seq,
 {
 	struct worker *wk = user;
 
-	if (seq < wk->next_seq[stream])
-		wk->order_errors++;
-	wk->next_seq[stream] = seq + 1;
+	/* chunks: records arrive in any order; chunks leave in order */
+	if (!wk->pl->conf.chunks) {
+		if (seq < wk->next_seq[stream])
+			wk->order_errors++;
+		wk->next_seq[stream] = seq + 1;
+	}
 	return wk->user_fn ? wk->user_fn(wk->user, stream, seq, payload, len) : 0;
 }
 
@@ -220,10 +226,12 @@ static void hand_over(void *user, uint16_t to, const struct vfgx_handoff *h)
 /* Stream ownership and inboxes: only with reorder and several workers. */
 static int steer_init(struct cpu_engine *pl)
 {
-	size_t stride = (sizeof(struct vfgx_handoff) + pl->conf.reorder_slot + 63) & ~(size_t)63;
+	uint32_t slot = pl->conf.chunks ? pl->conf.chunks->payload_bytes :
+					  pl->conf.reorder_slot;
+	size_t stride = (sizeof(struct vfgx_handoff) + slot + 63) & ~(size_t)63;
 	uint32_t cap = 256;
 
-	if (!pl->conf.reorder || pl->nb_workers < 2)
+	if ((!pl->conf.reorder && !pl->conf.chunks) || pl->nb_workers < 2)
 		return 0;
 	while (cap > 16 && cap * stride > INBOX_BYTES)
 		cap /= 2;
@@ -355,6 +363,8 @@ static void *worker_main(void *arg)
 		}
 		uint64_t now = vfgx_now_ns();
 
+		if (pl->chunks)
+			vfgx_proc_tick(wk->proc, now);
 		if (now >= end)
 			break;
 		if (now - last_pub >= SNAPSHOT_NS) {
@@ -378,6 +388,9 @@ out:
 	vfgx_proc_flush(wk->proc);
 	publish(wk);
 	atomic_store(&wk->done, true);
+	/* the last worker out: no chunk comes after this */
+	if (atomic_fetch_sub(&pl->running, 1) == 1 && pl->chunks)
+		vfgx_chunkset_finish(pl->chunks);
 	return NULL;
 }
 
@@ -388,6 +401,7 @@ static int cpu_start(void *e)
 	struct cpu_engine *pl = e;
 
 	atomic_store(&pl->receiving, pl->nb_workers);
+	atomic_store(&pl->running, pl->nb_workers);
 	for (uint16_t w = 0; w < pl->nb_workers; w++) {
 		struct worker *wk = &pl->workers[w];
 		int ret = pthread_create(&wk->thread, NULL, worker_main, wk);
@@ -395,6 +409,7 @@ static int cpu_start(void *e)
 		if (ret) {
 			/* the workers not started never leave a loop */
 			atomic_fetch_sub(&pl->receiving, (uint32_t)(pl->nb_workers - w));
+			atomic_fetch_sub(&pl->running, (uint32_t)(pl->nb_workers - w));
 			cpu_stop(pl);
 			return vfgx_set_error(pl->ctx, -ret,
 					      "pipeline: cannot start worker %u: %s",
@@ -454,6 +469,18 @@ static int cpu_error(void *e)
 	return 0;
 }
 
+static int cpu_set_chunks(void *e, struct vfgx_chunkset *cs)
+{
+	struct cpu_engine *pl = e;
+	int ret;
+
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		if ((ret = vfgx_proc_set_chunks(pl->workers[w].proc, cs)))
+			return ret;
+	pl->chunks = cs;
+	return 0;
+}
+
 static const char *cpu_describe(void *e)
 {
 	return ((struct cpu_engine *)e)->desc;
@@ -492,5 +519,6 @@ const struct vfgx_engine_ops vfgx_engine_cpu = {
 	.error = cpu_error,
 	.queue_snap = cpu_queue_snap,
 	.describe = cpu_describe,
+	.set_chunks = cpu_set_chunks,
 	.destroy = cpu_destroy,
 };

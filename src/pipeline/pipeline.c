@@ -9,6 +9,7 @@
 #include <vfgx/gpu.h>
 #include <vfgx/pipeline.h>
 
+#include "chunkset.h"
 #include "core/argsz.h"
 #include "engine.h"
 
@@ -23,6 +24,7 @@ struct vfgx_pipeline {
 	uint32_t nb_obs;
 	uint32_t nb_obs_started;
 	bool stopped;
+	struct vfgx_chunkset *chunks; /* pipeline.chunks, or NULL */
 	char desc[512]; /* the engine's line, then what it lacks */
 };
 
@@ -144,8 +146,18 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	}
 	memcpy(pl->ports, ports, nb_ports * sizeof(*pl->ports));
 	pl->nb_ports = nb_ports;
-	ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
+	if (c.chunks && !pl->ops->set_chunks)
+		ret = vfgx_set_error(ctx, -ENOTSUP,
+				     "pipeline.chunks: the %s engine has no chunks (use device: cpu)",
+				     pl->ops->name);
+	else if (c.chunks && !(ret = vfgx_chunkset_create(ctx, c.chunks, &pl->chunks)))
+		c.chunks = &pl->chunks->conf;
+	if (!ret)
+		ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
+	if (!ret && pl->chunks && (ret = pl->ops->set_chunks(pl->engine, pl->chunks)))
+		pl->ops->destroy(pl->engine);
 	if (ret) {
+		vfgx_chunkset_destroy(pl->chunks);
 		free(pl->ports);
 		free(pl);
 		return ret;
@@ -240,7 +252,11 @@ void vfgx_pipeline_stop(vfgx_pipeline *pl)
 {
 	if (pl->stopped)
 		return;
+	if (pl->chunks)
+		vfgx_chunkset_stop(pl->chunks); /* placers waiting give up */
 	pl->ops->stop(pl->engine);
+	if (pl->chunks)
+		vfgx_chunkset_finish(pl->chunks);
 	/* after the engine: observers read its final counters */
 	stop_observers(pl);
 	pl->stopped = true;
@@ -249,6 +265,15 @@ void vfgx_pipeline_stop(vfgx_pipeline *pl)
 void vfgx_pipeline_stats(vfgx_pipeline *pl, struct vfgx_pipeline_stats *st)
 {
 	pl->ops->stats(pl->engine, st);
+	if (pl->chunks) {
+		st->gaps += vfgx_chunkset_gaps(pl->chunks);
+		st->order_errors += vfgx_chunkset_order_errors(pl->chunks);
+	}
+}
+
+struct vfgx_chunkset *vfgx_pipeline_chunkset(vfgx_pipeline *pl)
+{
+	return pl->chunks;
 }
 
 void vfgx_pipeline_keep_queue_stats(vfgx_pipeline *pl)
@@ -288,6 +313,7 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 		return;
 	vfgx_pipeline_stop(pl);
 	pl->ops->destroy(pl->engine);
+	vfgx_chunkset_destroy(pl->chunks);
 	for (uint32_t i = 0; i < pl->nb_obs; i++)
 		if (pl->obs[i].release)
 			pl->obs[i].release(pl->obs[i].user);

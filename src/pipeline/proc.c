@@ -9,6 +9,7 @@
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
+#include "chunkset.h"
 #include "proc_steer.h"
 
 struct reorder_stream {
@@ -29,6 +30,13 @@ struct vfgx_proc {
 	struct vfgx_steer steer;         /* owner NULL: every stream is ours */
 	vfgx_user_stage_fn user_fn;
 	void *user;
+	/* pipeline.chunks: records go into chunk slots, not windows */
+	struct vfgx_chunkset *chunks;
+	uint32_t slot_max;       /* payload bytes one record may carry */
+	uint32_t *chunk_streams; /* streams this processor placed into */
+	uint32_t nb_chunk_streams;
+	uint8_t *chunk_mine;     /* per chunk stream: in chunk_streams */
+	uint64_t last_tick;
 	struct vfgx_pipeline_stats st;
 };
 
@@ -94,6 +102,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		return -ENOMEM;
 	p->ctx = ctx;
 	p->conf = *conf;
+	p->slot_max = conf->reorder_slot;
 	p->max_mem = conf->reorder_max_memory ? conf->reorder_max_memory :
 						VFGX_REORDER_MAX_MEMORY;
 	p->steer.mem_used = &p->own_mem;
@@ -150,7 +159,20 @@ void vfgx_proc_destroy(vfgx_proc *p)
 	for (uint32_t i = 0; i < p->conf.max_streams; i++)
 		stream_free(p->streams[i]);
 	free(p->streams);
+	free(p->chunk_streams);
+	free(p->chunk_mine);
 	free(p);
+}
+
+int vfgx_proc_set_chunks(vfgx_proc *p, struct vfgx_chunkset *cs)
+{
+	p->chunk_streams = calloc(cs->conf.streams, sizeof(*p->chunk_streams));
+	p->chunk_mine = calloc(cs->conf.streams, 1);
+	if (!p->chunk_streams || !p->chunk_mine)
+		return -ENOMEM;
+	p->chunks = cs;
+	p->slot_max = cs->conf.payload_bytes;
+	return 0;
 }
 
 void vfgx_proc_set_user_stage(vfgx_proc *p, vfgx_user_stage_fn fn, void *user)
@@ -290,6 +312,34 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 	return VFGX_STAGE_PASS;
 }
 
+/* Write a record into its chunk slot, then verify it and hand it to the
+ * user stage there (its return value is counted; the record stays). */
+static int chunk_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
+			const uint8_t *body, uint32_t len, uint64_t now)
+{
+	const uint8_t *slot;
+	int r = vfgx_chunkset_place(p->chunks, h->stream, h->seq, body, len,
+				    now, &slot);
+
+	if (r != VFGX_STAGE_PASS)
+		return r;
+	if (!p->chunk_mine[h->stream]) {
+		p->chunk_mine[h->stream] = 1;
+		p->chunk_streams[p->nb_chunk_streams++] = h->stream;
+	}
+	deliver(p, h->stream, h->seq, slot, len, h->flags);
+	return VFGX_STAGE_PASS;
+}
+
+void vfgx_proc_tick(vfgx_proc *p, uint64_t now)
+{
+	if (!p->chunks || !p->chunks->conf.timeout_ms || now - p->last_tick < 1000000)
+		return;
+	p->last_tick = now;
+	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
+		vfgx_chunkset_tick(p->chunks, p->chunk_streams[i], now);
+}
+
 /* The worker that reorders stream id: the first to claim it.  One relaxed
  * load per packet once claimed; the claim is a compare-and-swap. */
 static uint16_t stream_owner(vfgx_proc *p, uint32_t id)
@@ -343,7 +393,7 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		p->st.passed++;
 		pay = pk->data + ps.payload_off;
 		r = vfgx_app_hdr_read(pay, ps.payload_len, p->conf.max_streams, &h);
-		if (!p->conf.reorder) {
+		if (!p->conf.reorder && !p->chunks) {
 			if (r == VFGX_STAGE_PASS)
 				deliver(p, h.stream, h.seq, pay + VFGX_APP_HLEN,
 					ps.payload_len - VFGX_APP_HLEN, h.flags);
@@ -354,7 +404,7 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 			continue;
 		}
 		if (r == VFGX_STAGE_PASS && p->steer.owner &&
-		    ps.payload_len - VFGX_APP_HLEN <= p->conf.reorder_slot) {
+		    ps.payload_len - VFGX_APP_HLEN <= p->slot_max) {
 			uint16_t to = stream_owner(p, h.stream);
 
 			if (to != p->steer.self) {
@@ -370,8 +420,10 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 			}
 		}
 		if (r == VFGX_STAGE_PASS)
-			r = reorder_insert(p, &h, pay + VFGX_APP_HLEN,
-					   ps.payload_len - VFGX_APP_HLEN);
+			r = p->chunks ? chunk_insert(p, &h, pay + VFGX_APP_HLEN,
+						     ps.payload_len - VFGX_APP_HLEN, now) :
+					reorder_insert(p, &h, pay + VFGX_APP_HLEN,
+						       ps.payload_len - VFGX_APP_HLEN);
 		if (r != VFGX_STAGE_PASS)
 			p->st.drops[r]++;
 	}
@@ -388,7 +440,8 @@ void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *ho)
 {
 	struct vfgx_app_hdr h = { .stream = ho->stream, .flags = ho->flags,
 				  .seq = ho->seq };
-	int r = reorder_insert(p, &h, ho->body, ho->len);
+	int r = p->chunks ? chunk_insert(p, &h, ho->body, ho->len, vfgx_now_ns()) :
+			    reorder_insert(p, &h, ho->body, ho->len);
 
 	if (r != VFGX_STAGE_PASS)
 		p->st.drops[r]++;
@@ -398,6 +451,11 @@ void vfgx_proc_flush(vfgx_proc *p)
 {
 	uint32_t w = p->conf.reorder_window;
 
+	if (p->chunks) {
+		for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
+			vfgx_chunkset_flush(p->chunks, p->chunk_streams[i]);
+		return;
+	}
 	if (!p->conf.reorder)
 		return;
 	for (uint32_t id = 0; id < p->conf.max_streams; id++) {

@@ -34,4 +34,10 @@ void vfgx_proc_set_steer(vfgx_proc *p, const struct vfgx_steer *s);
 /* On the owner: reorder a record another worker handed over. */
 void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *h);
 
+struct vfgx_chunkset;
+/* Place records into cs's chunk slots instead of reorder windows. */
+int vfgx_proc_set_chunks(vfgx_proc *p, struct vfgx_chunkset *cs);
+/* Release the chunks of this processor's streams that timed out. */
+void vfgx_proc_tick(vfgx_proc *p, uint64_t now_ns);
+
 #endif

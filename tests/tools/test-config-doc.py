@@ -6,7 +6,7 @@ import re
 import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-FILES = ["src/core/config.c", "src/port/loopback.c"]
+FILES = ["src/core/config.c", "src/port/loopback.c", "src/pipeline/chunk_opts.c"]
 
 doc = open(os.path.join(SRC, "docs/config.md")).read()
 rows = [l for l in doc.splitlines() if l.startswith("| `")]
@@ -29,10 +29,22 @@ for rel in FILES:
             failed = True
     calls = re.findall(r'vfgx_cfg_(u32|u64|double|bool)\(\s*&?\w+,\s*"(\w+)",\s*([^,]+),', text)
     # option tables (src/core/opts.h): XX_OPT(TYPE, key, default, ...)
-    for kind, key, default in re.findall(r'\b[A-Z]+_OPT\((\w+),\s*(\w+),\s*([^,)]+)', text):
+    arrays = {name: re.findall(r'"(\w+)"', body) for name, body in
+              re.findall(r'const char \*const (\w+)\[\]\s*=\s*\{([^}]*)\}', text)}
+    for kind, key, default, rest in re.findall(r'\b[A-Z]+_OPT\((\w+),\s*(\w+),\s*([^,)]+)([^)]*)\)', text):
         keys.add(key)
         if kind == "BOOL":
             default = "true" if default.strip() == "1" else "false"
+        if kind == "ENUM":
+            # the default is an index into the names array the entry names
+            names = arrays.get(rest.split(",")[-1].strip(), [])
+            if not default.strip().isdigit() or int(default) >= len(names):
+                continue
+            default = names[int(default)]
+            if not any("`%s`" % default in r.split("|")[2] for r in doc_rows(key)):
+                print("FAIL: %s: key '%s' default %s is not in its docs/config.md row" % (rel, key, default))
+                failed = True
+            continue
         calls.append((kind.lower(), key, default))
     for kind, key, default in calls:
         default = default.strip()

@@ -1,0 +1,702 @@
+/* chunk.c - the chunk rings of a pipeline: memory for every stream's ring
+ * (data, present bitmap and lengths of each slot laid out together, so a
+ * slot is one contiguous copy), placement of records by packet index, the
+ * release rules of vfgx/chunk.h, the ready queue and the consumer API. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <vfgx/chunk.h>
+#include <vfgx/stages.h>
+
+#include "chunk_opts.h"
+#include "chunkset.h"
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+/* Placers waiting for a held slot re-check this often (and on every put). */
+#define BACKPRESSURE_WAIT_NS 200000
+
+static void bump(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static uint64_t rd(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static size_t slot_index(const struct vfgx_chunkset *cs, uint32_t stream,
+			 uint32_t slot)
+{
+	return (size_t)stream * cs->conf.in_flight + slot;
+}
+
+static size_t present_off(const struct vfgx_chunkset *cs)
+{
+	return ALIGN_UP(cs->chunk_bytes, 256);
+}
+
+static size_t lens_off(const struct vfgx_chunkset *cs)
+{
+	return present_off(cs) + ALIGN_UP((size_t)cs->present_words * 8, 256);
+}
+
+static uint8_t *slot_host(const struct vfgx_chunkset *cs, uint32_t stream,
+			  uint32_t slot)
+{
+	return cs->host_base + slot_index(cs, stream, slot) * cs->slot_stride;
+}
+
+static void desc_init(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
+{
+	struct vfgx_chunk *d = &cs->streams[s].desc[r];
+	size_t off = slot_index(cs, s, r) * cs->slot_stride;
+	uint8_t *dev = cs->dev_base ? cs->dev_base + off : NULL;
+	/* what the consumer dereferences: the GPU's view for gpu memory */
+	uint8_t *view = cs->conf.mem == VFGX_MEM_GPU ? dev : cs->host_base + off;
+
+	memset(d, 0, sizeof(*d));
+	d->stream = s;
+	d->ring_slot = r;
+	d->packets = cs->conf.packets;
+	d->payload_bytes = cs->conf.payload_bytes;
+	d->mem = cs->conf.mem;
+	d->data = view;
+	d->present = (uint64_t *)(view + present_off(cs));
+	d->lens = (uint32_t *)(view + lens_off(cs));
+	if (dev) {
+		d->dev_data = dev;
+		d->dev_present = (uint64_t *)(dev + present_off(cs));
+		d->dev_lens = (uint32_t *)(dev + lens_off(cs));
+	}
+}
+
+static int make_memory(struct vfgx_chunkset *cs)
+{
+	const struct vfgx_chunk_config *c = &cs->conf;
+	size_t slots = (size_t)c->streams * c->in_flight;
+	size_t bytes = slots * cs->slot_stride;
+	const struct vfgx_region_info *ri;
+	enum vfgx_mem_kind status_kind = c->mem == VFGX_MEM_HOST ?
+						 VFGX_MEM_HOST : VFGX_MEM_PINNED;
+	int ret;
+
+	ret = vfgx_region_create(cs->ctx, c->mem, bytes, (int)c->gpu_id, false,
+				 &cs->data_region);
+	if (ret)
+		return ret;
+	ri = vfgx_region_info(cs->data_region);
+	cs->dev_base = ri->dev_addr;
+	if (c->mem == VFGX_MEM_GPU) {
+		cs->stage = aligned_alloc(256, ALIGN_UP(bytes, 256));
+		if (!cs->stage)
+			return -ENOMEM;
+		cs->host_base = cs->stage;
+	} else {
+		cs->host_base = ri->addr;
+	}
+	memset(cs->host_base, 0, bytes);
+	ret = vfgx_region_create(cs->ctx, status_kind,
+				 ALIGN_UP(slots * 2 * sizeof(uint64_t), 4096),
+				 (int)c->gpu_id, false, &cs->status_region);
+	if (ret)
+		return ret;
+	ri = vfgx_region_info(cs->status_region);
+	cs->ready_word = ri->addr;
+	cs->returned_word = cs->ready_word + slots;
+	if (ri->dev_addr) {
+		cs->dev_ready_word = ri->dev_addr;
+		cs->dev_returned_word = cs->dev_ready_word + slots;
+	}
+	memset(ri->addr, 0, slots * 2 * sizeof(uint64_t));
+	cs->total_bytes = bytes + (cs->stage ? bytes : 0);
+	return 0;
+}
+
+int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			 struct vfgx_chunkset **out)
+{
+	struct vfgx_chunkset *cs;
+	int ret;
+
+	*out = NULL;
+	cs = calloc(1, sizeof(*cs));
+	if (!cs)
+		return -ENOMEM;
+	cs->ctx = ctx;
+	ret = vfgx_chunk_config_check(ctx, conf, &cs->conf);
+	if (ret) {
+		free(cs);
+		return ret;
+	}
+	cs->chunk_bytes = (size_t)cs->conf.packets * cs->conf.payload_bytes;
+	cs->present_words = (cs->conf.packets + 63) / 64;
+	cs->slot_stride = ALIGN_UP(lens_off(cs) + (size_t)cs->conf.packets * 4, 4096);
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_cond_init(&cs->ready_cv, NULL);
+	pthread_cond_init(&cs->free_cv, NULL);
+	cs->q_cap = cs->conf.streams * cs->conf.in_flight;
+	cs->queue = calloc(cs->q_cap, sizeof(*cs->queue));
+	cs->streams = calloc(cs->conf.streams, sizeof(*cs->streams));
+	if (!cs->queue || !cs->streams) {
+		vfgx_chunkset_destroy(cs);
+		return -ENOMEM;
+	}
+	for (uint32_t s = 0; s < cs->conf.streams; s++) {
+		struct chunk_stream *st = &cs->streams[s];
+
+		st->state = calloc(cs->conf.in_flight, sizeof(*st->state));
+		st->desc = calloc(cs->conf.in_flight, sizeof(*st->desc));
+		st->first_ns = calloc(cs->conf.in_flight, sizeof(*st->first_ns));
+		if (!st->state || !st->desc || !st->first_ns) {
+			vfgx_chunkset_destroy(cs);
+			return -ENOMEM;
+		}
+	}
+	ret = make_memory(cs);
+	if (ret) {
+		vfgx_chunkset_destroy(cs);
+		return ret;
+	}
+	for (uint32_t s = 0; s < cs->conf.streams; s++)
+		for (uint32_t r = 0; r < cs->conf.in_flight; r++)
+			desc_init(cs, s, r);
+	*out = cs;
+	return 0;
+}
+
+void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
+{
+	if (!cs)
+		return;
+	for (uint32_t s = 0; cs->streams && s < cs->conf.streams; s++) {
+		free(cs->streams[s].state);
+		free(cs->streams[s].desc);
+		free(cs->streams[s].first_ns);
+	}
+	free(cs->streams);
+	free(cs->queue);
+	free(cs->stage);
+	vfgx_region_destroy(cs->data_region);
+	vfgx_region_destroy(cs->status_region);
+	pthread_mutex_destroy(&cs->lock);
+	pthread_cond_destroy(&cs->ready_cv);
+	pthread_cond_destroy(&cs->free_cv);
+	free(cs);
+}
+
+/* Slots of chunk d below its highest present one that are missing, not
+ * counting those before the stream's first packet. */
+static void count_gaps(struct vfgx_chunkset *cs, struct chunk_stream *st,
+		       const struct vfgx_chunk *d, const uint64_t *present,
+		       bool later_known)
+{
+	uint32_t P = d->packets, hi = 0, from = 0;
+	uint64_t gaps = 0;
+
+	for (uint32_t w = cs->present_words; w-- > 0;) {
+		if (present[w]) {
+			hi = w * 64 + 63 - (uint32_t)__builtin_clzll(present[w]);
+			break;
+		}
+	}
+	if (d->first < st->first_index)
+		from = (uint32_t)(st->first_index - d->first);
+	for (uint32_t i = from; i < hi; i++)
+		if (!(present[i / 64] >> (i % 64) & 1))
+			gaps++;
+	bump(&st->gaps, gaps);
+	/* after the highest: gaps only if the stream goes on */
+	if (later_known)
+		bump(&st->gaps, P - 1 - hi);
+	else
+		st->pending_gaps += P - 1 - hi;
+}
+
+static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
+{
+	pthread_mutex_lock(&cs->lock);
+	cs->queue[(cs->q_head + cs->q_len) % cs->q_cap] = d;
+	cs->q_len++;
+	pthread_cond_signal(&cs->ready_cv);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+/* Hand the head chunk out (or skip it when it got no packet) and advance.
+ * later_known: a packet of a newer chunk has arrived. */
+static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
+			 bool later_known)
+{
+	struct chunk_stream *st = &cs->streams[s];
+	uint32_t r = (uint32_t)(st->head % cs->conf.in_flight);
+	struct vfgx_chunk *d = &st->desc[r];
+	uint8_t *host = slot_host(cs, s, r);
+
+	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) != CHUNK_FILLING ||
+	    d->index != st->head) {
+		if (later_known)
+			bump(&st->gaps, d->packets);
+		else
+			st->pending_gaps += d->packets;
+		bump(&st->skipped, 1);
+		st->head++;
+		return;
+	}
+	d->missing = d->packets - d->present_count;
+	d->flags = d->missing ? reason : VFGX_CHUNK_COMPLETE;
+	d->stream_late = rd(&st->late);
+	d->ready_ns = vfgx_now_ns();
+	if (d->missing) {
+		bump(&st->closed, 1);
+		bump(&st->missing, d->missing);
+		count_gaps(cs, st, d, (const uint64_t *)(host + present_off(cs)),
+			   later_known);
+	} else {
+		bump(&st->complete, 1);
+	}
+	if (cs->stage &&
+	    vfgx_chunk_cuda_copy(d->dev_data, host, cs->slot_stride, cs->ctx))
+		vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": copy to the GPU failed: %s",
+			  s, d->index, vfgx_last_error(cs->ctx));
+	atomic_store_explicit(&st->state[r], CHUNK_READY, memory_order_release);
+	atomic_store_explicit(&cs->ready_word[slot_index(cs, s, r)], d->index + 1,
+			      memory_order_release);
+	if (!atomic_load_explicit(&st->cuda_consumed, memory_order_relaxed))
+		enqueue(cs, d);
+	st->head++;
+}
+
+/* Release chunks until head reaches target; a far jump releases what is
+ * open and skips the rest at once. */
+static void advance_to(struct vfgx_chunkset *cs, uint32_t s, uint64_t target,
+		       uint32_t reason, bool later_known)
+{
+	struct chunk_stream *st = &cs->streams[s];
+	uint64_t n = cs->conf.in_flight;
+
+	if (target - st->head > n) {
+		for (uint64_t i = 0; i < n; i++)
+			release_head(cs, s, reason, later_known);
+		bump(&st->skipped, target - st->head);
+		if (later_known)
+			bump(&st->gaps, (target - st->head) * cs->conf.packets);
+		st->head = target;
+		return;
+	}
+	while (st->head < target)
+		release_head(cs, s, reason, later_known);
+}
+
+/* A slot returned from a CUDA stream is free once its returned word says
+ * so. */
+static bool slot_free(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
+{
+	struct chunk_stream *st = &cs->streams[s];
+	uint32_t v = atomic_load_explicit(&st->state[r], memory_order_acquire);
+
+	if (v == CHUNK_FREE)
+		return true;
+	if (v == CHUNK_READY &&
+	    atomic_load_explicit(&cs->returned_word[slot_index(cs, s, r)],
+				 memory_order_acquire) >= st->desc[r].index + 1) {
+		atomic_store_explicit(&st->state[r], CHUNK_FREE, memory_order_relaxed);
+		return true;
+	}
+	return false;
+}
+
+/* Make ring slot r hold chunk n: wait while the consumer holds it; -1
+ * when stopped meanwhile. */
+static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
+		     uint64_t n, uint64_t now)
+{
+	struct chunk_stream *st = &cs->streams[s];
+	struct vfgx_chunk *d = &st->desc[r];
+	uint8_t *host;
+
+	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) == CHUNK_FILLING)
+		return 0; /* holds n: every chunk in [head, head + in_flight) */
+	if (!slot_free(cs, s, r)) {
+		bump(&st->backpressure, 1);
+		pthread_mutex_lock(&cs->lock);
+		while (!slot_free(cs, s, r) &&
+		       !atomic_load_explicit(&cs->stopping, memory_order_relaxed)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += BACKPRESSURE_WAIT_NS;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&cs->free_cv, &cs->lock, &ts);
+		}
+		pthread_mutex_unlock(&cs->lock);
+		if (!slot_free(cs, s, r)) {
+			bump(&st->backpressure_drops, 1);
+			return -1;
+		}
+	}
+	host = slot_host(cs, s, r);
+	memset(host + present_off(cs), 0, (size_t)cs->present_words * 8);
+	memset(host + lens_off(cs), 0, (size_t)cs->conf.packets * 4);
+	d->index = n;
+	d->first = n * cs->conf.packets;
+	d->present_count = 0;
+	d->missing = 0;
+	d->flags = 0;
+	st->first_ns[r] = now;
+	atomic_store_explicit(&st->state[r], CHUNK_FILLING, memory_order_relaxed);
+	return 0;
+}
+
+/* The packet index of a record, or a drop reason. */
+static int packet_index(const struct vfgx_chunk_config *c, uint64_t seq,
+			const uint8_t *body, uint32_t len, uint64_t *p)
+{
+	uint64_t v;
+
+	if (c->place == VFGX_CHUNK_BY_SEQ) {
+		*p = seq;
+		return seq < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
+	}
+	if ((uint64_t)c->field_offset + c->field_size > len)
+		return VFGX_R_BAD_APP_HDR;
+	v = c->field_size == 4 ? vfgx_rd32(body + c->field_offset) :
+				 vfgx_rd64(body + c->field_offset);
+	if (v % c->field_step)
+		return VFGX_R_BAD_APP_HDR;
+	*p = v / c->field_step;
+	return *p < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
+}
+
+int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
+			uint64_t seq, const uint8_t *body, uint32_t len,
+			uint64_t now, const uint8_t **slot_data)
+{
+	const struct vfgx_chunk_config *c = &cs->conf;
+	struct chunk_stream *st;
+	struct vfgx_chunk *d;
+	uint64_t p, n, bit, *present;
+	uint32_t r, k;
+	uint8_t *host;
+	int ret;
+
+	if (stream >= c->streams)
+		return VFGX_R_BAD_STREAM;
+	st = &cs->streams[stream];
+	if (len > c->payload_bytes) {
+		bump(&st->out_of_range, 1);
+		return VFGX_R_TOO_BIG;
+	}
+	ret = packet_index(c, seq, body, len, &p);
+	if (ret != VFGX_STAGE_PASS) {
+		bump(&st->out_of_range, 1);
+		return ret;
+	}
+	n = p / c->packets;
+	k = (uint32_t)(p % c->packets);
+	if (!st->open) {
+		st->open = true;
+		st->head = st->top = n;
+		st->first_index = p;
+	}
+	if (n < st->head) {
+		bump(&st->late, 1);
+		return VFGX_R_LATE;
+	}
+	if (n - st->head >= c->in_flight)
+		advance_to(cs, stream, n - c->in_flight + 1, VFGX_CHUNK_BY_RING, true);
+	r = (uint32_t)(n % c->in_flight);
+	if (slot_open(cs, stream, r, n, now))
+		return VFGX_DROP_NOBUFS;
+	d = &st->desc[r];
+	host = slot_host(cs, stream, r);
+	present = (uint64_t *)(host + present_off(cs)) + k / 64;
+	bit = 1ull << (k % 64);
+	if (*present & bit) {
+		bump(&st->duplicates, 1);
+		return VFGX_R_DUPLICATE;
+	}
+	if (st->pending_gaps) {
+		bump(&st->gaps, st->pending_gaps);
+		st->pending_gaps = 0;
+	}
+	memcpy(host + (size_t)k * c->payload_bytes, body, len);
+	((uint32_t *)(host + lens_off(cs)))[k] = len;
+	*present |= bit;
+	d->present_count++;
+	d->last_packet_ns = now;
+	bump(&st->placed, 1);
+	*slot_data = host + (size_t)k * c->payload_bytes;
+	if (n > st->top)
+		st->top = n;
+	while (st->head <= st->top) {
+		struct vfgx_chunk *h = &st->desc[st->head % c->in_flight];
+
+		if (atomic_load_explicit(&st->state[st->head % c->in_flight],
+					 memory_order_relaxed) != CHUNK_FILLING ||
+		    h->index != st->head || h->present_count != c->packets)
+			break;
+		release_head(cs, stream, VFGX_CHUNK_COMPLETE, st->head < st->top);
+	}
+	if (c->close_distance && st->top >= st->head &&
+	    st->top - st->head >= c->close_distance)
+		advance_to(cs, stream, st->top - c->close_distance + 1,
+			   VFGX_CHUNK_BY_DISTANCE, true);
+	return VFGX_STAGE_PASS;
+}
+
+static bool filling(const struct vfgx_chunkset *cs,
+		    const struct chunk_stream *st, uint64_t n)
+{
+	uint32_t r = (uint32_t)(n % cs->conf.in_flight);
+
+	return atomic_load_explicit(&st->state[r], memory_order_relaxed) ==
+		       CHUNK_FILLING && st->desc[r].index == n;
+}
+
+/* The oldest chunk with packets timed out: release it with the empty ones
+ * before it (an empty chunk has no time of its own). */
+void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream, uint64_t now)
+{
+	uint64_t limit = (uint64_t)cs->conf.timeout_ms * 1000000ull;
+	struct chunk_stream *st;
+
+	if (!limit || stream >= cs->conf.streams || !cs->streams[stream].open)
+		return;
+	st = &cs->streams[stream];
+	while (st->head <= st->top) {
+		uint64_t m = st->head;
+
+		while (m <= st->top && !filling(cs, st, m))
+			m++;
+		if (m > st->top ||
+		    now - st->first_ns[m % cs->conf.in_flight] < limit)
+			break;
+		while (st->head <= m)
+			release_head(cs, stream, VFGX_CHUNK_BY_TIMEOUT,
+				     st->head < st->top);
+	}
+}
+
+void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream)
+{
+	struct chunk_stream *st;
+
+	if (stream >= cs->conf.streams || !cs->streams[stream].open)
+		return;
+	st = &cs->streams[stream];
+	/* only [head, head + in_flight) can hold packets */
+	for (uint32_t i = 0; i < cs->conf.in_flight && st->head <= st->top; i++)
+		release_head(cs, stream, VFGX_CHUNK_BY_END, st->head < st->top);
+	st->top = st->head;
+}
+
+void vfgx_chunkset_finish(struct vfgx_chunkset *cs)
+{
+	pthread_mutex_lock(&cs->lock);
+	cs->finished = true;
+	pthread_cond_broadcast(&cs->ready_cv);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+void vfgx_chunkset_stop(struct vfgx_chunkset *cs)
+{
+	atomic_store(&cs->stopping, true);
+	pthread_mutex_lock(&cs->lock);
+	pthread_cond_broadcast(&cs->free_cv);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+uint64_t vfgx_chunkset_gaps(struct vfgx_chunkset *cs)
+{
+	uint64_t g = 0;
+
+	for (uint32_t s = 0; s < cs->conf.streams; s++)
+		g += rd(&cs->streams[s].gaps);
+	return g;
+}
+
+uint64_t vfgx_chunkset_order_errors(struct vfgx_chunkset *cs)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&cs->lock);
+	n = cs->order_errors;
+	pthread_mutex_unlock(&cs->lock);
+	return n;
+}
+
+/* --- consumer API ---------------------------------------------------------- */
+
+static struct vfgx_chunkset *chunkset_of(vfgx_pipeline *pl)
+{
+	return pl ? vfgx_pipeline_chunkset(pl) : NULL;
+}
+
+int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+	struct timespec until;
+	int ret = 0;
+
+	*out = NULL;
+	if (!cs)
+		return -ENOTSUP;
+	if (timeout_ms > 0) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&cs->lock);
+	while (!cs->q_len) {
+		if (cs->finished) {
+			ret = -ENODATA;
+			break;
+		}
+		if (timeout_ms == 0) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&cs->ready_cv, &cs->lock);
+		} else if (pthread_cond_timedwait(&cs->ready_cv, &cs->lock, &until) ==
+			   ETIMEDOUT && !cs->q_len) {
+			ret = cs->finished ? -ENODATA : -ETIMEDOUT;
+			break;
+		}
+	}
+	if (!ret) {
+		struct vfgx_chunk *d = cs->queue[cs->q_head];
+		struct chunk_stream *st = &cs->streams[d->stream];
+
+		cs->q_head = (cs->q_head + 1) % cs->q_cap;
+		cs->q_len--;
+		cs->handed_out++;
+		/* per stream, chunks leave in index order */
+		if (d->index < st->next_out)
+			cs->order_errors++;
+		st->next_out = d->index + 1;
+		atomic_store_explicit(&st->state[d->ring_slot], CHUNK_HELD,
+				      memory_order_relaxed);
+		*out = d;
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return ret;
+}
+
+void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+	struct chunk_stream *st;
+
+	if (!cs || !c || c->stream >= cs->conf.streams ||
+	    c->ring_slot >= cs->conf.in_flight ||
+	    c != &cs->streams[c->stream].desc[c->ring_slot])
+		return;
+	st = &cs->streams[c->stream];
+	pthread_mutex_lock(&cs->lock);
+	if (atomic_load_explicit(&st->state[c->ring_slot], memory_order_relaxed) ==
+	    CHUNK_HELD) {
+		cs->returned++;
+		/* release: the consumer's reads finish before the slot is
+		 * written again */
+		atomic_store_explicit(&st->state[c->ring_slot], CHUNK_FREE,
+				      memory_order_release);
+		pthread_cond_broadcast(&cs->free_cv);
+	}
+	pthread_mutex_unlock(&cs->lock);
+}
+
+int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+	struct vfgx_chunk_stats st = { .argsz = sizeof(st) };
+
+	if (!out || out->argsz != sizeof(st))
+		return -EINVAL;
+	if (!cs)
+		return -ENOTSUP;
+	for (uint32_t s = 0; s < cs->conf.streams; s++) {
+		struct chunk_stream *c = &cs->streams[s];
+
+		st.complete += rd(&c->complete);
+		st.closed += rd(&c->closed);
+		st.skipped += rd(&c->skipped);
+		st.placed += rd(&c->placed);
+		st.missing += rd(&c->missing);
+		st.late += rd(&c->late);
+		st.duplicates += rd(&c->duplicates);
+		st.out_of_range += rd(&c->out_of_range);
+		st.backpressure += rd(&c->backpressure);
+		st.backpressure_drops += rd(&c->backpressure_drops);
+	}
+	pthread_mutex_lock(&cs->lock);
+	st.handed_out = cs->handed_out;
+	st.returned = cs->returned;
+	pthread_mutex_unlock(&cs->lock);
+	st.chunk_bytes = cs->total_bytes;
+	*out = st;
+	return 0;
+}
+
+const struct vfgx_chunk_config *vfgx_chunk_conf(vfgx_pipeline *pl)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+
+	return cs ? &cs->conf : NULL;
+}
+
+const struct vfgx_chunk *vfgx_chunk_slot(vfgx_pipeline *pl, uint32_t stream,
+					 uint32_t slot)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+
+	if (!cs || stream >= cs->conf.streams || slot >= cs->conf.in_flight)
+		return NULL;
+	return &cs->streams[stream].desc[slot];
+}
+
+int vfgx_chunk_stream_wait(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
+			   void *cuda_stream)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+	size_t i;
+
+	if (!cs)
+		return -ENOTSUP;
+	if (stream >= cs->conf.streams || !cs->dev_ready_word)
+		return vfgx_set_error(cs->ctx, stream >= cs->conf.streams ? -EINVAL : -ENOTSUP,
+				      "chunks: stream_wait needs pinned or gpu chunk memory and a stream below %u",
+				      cs->conf.streams);
+	atomic_store(&cs->streams[stream].cuda_consumed, true);
+	i = slot_index(cs, stream, (uint32_t)(index % cs->conf.in_flight));
+	return vfgx_chunk_cuda_wait_geq(cuda_stream, cs->dev_ready_word + i,
+					index + 1, cs->ctx);
+}
+
+int vfgx_chunk_stream_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
+			  void *cuda_stream)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+	size_t i;
+
+	if (!cs)
+		return -ENOTSUP;
+	if (stream >= cs->conf.streams || !cs->dev_returned_word)
+		return vfgx_set_error(cs->ctx, stream >= cs->conf.streams ? -EINVAL : -ENOTSUP,
+				      "chunks: stream_put needs pinned or gpu chunk memory and a stream below %u",
+				      cs->conf.streams);
+	i = slot_index(cs, stream, (uint32_t)(index % cs->conf.in_flight));
+	return vfgx_chunk_cuda_write(cuda_stream, cs->dev_returned_word + i,
+				     index + 1, cs->ctx);
+}

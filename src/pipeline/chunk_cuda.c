@@ -1,0 +1,97 @@
+/* chunk_cuda.c - what the chunk rings need of CUDA: stream memory
+ * operations on a ring slot's status word (the driver's
+ * cuStreamWaitValue64 / cuStreamWriteValue64, found through the runtime so
+ * libvfgx does not link libcuda) and the copy of a chunk the CPU assembled
+ * into GPU memory.  Without CUDA in the build each says so. */
+#include <errno.h>
+#include <stdint.h>
+
+#include "chunkset.h"
+#include "vfgx_build.h"
+
+#if VFGX_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+typedef CUresult (*value_op_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
+static int entry(const char *sym, value_op_fn *fn, vfgx_ctx *ctx)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	void *p = NULL;
+	cudaError_t e = cudaGetDriverEntryPointByVersion(sym, &p, 12000,
+							 cudaEnableDefault, &q);
+
+	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p)
+		return vfgx_set_error(ctx, -ENOTSUP, "chunks: the CUDA driver has no %s (%s)",
+				      sym, cudaGetErrorString(e));
+	*fn = (value_op_fn)p;
+	return 0;
+}
+
+static int value_op(const char *sym, void *stream, uint64_t *addr,
+		    uint64_t value, unsigned int flags, vfgx_ctx *ctx)
+{
+	value_op_fn fn = NULL;
+	CUresult r;
+	int ret = entry(sym, &fn, ctx);
+
+	if (ret)
+		return ret;
+	r = fn((CUstream)stream, (CUdeviceptr)(uintptr_t)addr, value, flags);
+	if (r != CUDA_SUCCESS)
+		return vfgx_set_error(ctx, -EIO, "chunks: %s failed (CUresult %d)",
+				      sym, (int)r);
+	return 0;
+}
+
+int vfgx_chunk_cuda_wait_geq(void *stream, uint64_t *addr, uint64_t value,
+			     vfgx_ctx *ctx)
+{
+	return value_op("cuStreamWaitValue64", stream, addr, value,
+			CU_STREAM_WAIT_VALUE_GEQ, ctx);
+}
+
+int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
+			  vfgx_ctx *ctx)
+{
+	return value_op("cuStreamWriteValue64", stream, addr, value,
+			CU_STREAM_WRITE_VALUE_DEFAULT, ctx);
+}
+
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx)
+{
+	cudaError_t e = cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice);
+
+	if (e != cudaSuccess)
+		return vfgx_set_error(ctx, -EIO, "chunks: cudaMemcpy: %s",
+				      cudaGetErrorString(e));
+	return 0;
+}
+#else
+static int no_cuda(vfgx_ctx *ctx)
+{
+	return vfgx_set_error(ctx, -ENOTSUP,
+			      "chunks: this build has no CUDA (install the CUDA toolkit and rebuild)");
+}
+
+int vfgx_chunk_cuda_wait_geq(void *stream, uint64_t *addr, uint64_t value,
+			     vfgx_ctx *ctx)
+{
+	(void)stream, (void)addr, (void)value;
+	return no_cuda(ctx);
+}
+
+int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
+			  vfgx_ctx *ctx)
+{
+	(void)stream, (void)addr, (void)value;
+	return no_cuda(ctx);
+}
+
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx)
+{
+	(void)dev, (void)host, (void)n;
+	return no_cuda(ctx);
+}
+#endif

@@ -1,0 +1,117 @@
+/* chunkset.h - the chunk rings of one pipeline (chunk.c): their memory,
+ * each stream's assembly state, the ready queue and the consumer side of
+ * vfgx/chunk.h.  Both engines place into the same structure, so the
+ * consumer API and the rules of vfgx/chunk.h are one piece of code.
+ *
+ * Threads: a stream is placed into by one thread at a time (the worker
+ * that owns it, or the GPU engine's feeder); consumers call get/put from
+ * any thread.  A ring slot moves FREE -> FILLING (placer) -> READY (placer,
+ * queued) -> HELD (get) -> FREE (put), or READY -> FREE through the slot's
+ * returned word when a CUDA stream gave it back (stream-consumed streams
+ * are never queued for get). */
+#ifndef VFGX_CHUNKSET_H
+#define VFGX_CHUNKSET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <vfgx/chunk.h>
+#include <vfgx/pipeline.h>
+
+enum chunk_slot_state {
+	CHUNK_FREE = 0,
+	CHUNK_FILLING = 1,
+	CHUNK_READY = 2,
+	CHUNK_HELD = 3,
+};
+
+/* One stream's ring; every field but the atomics is the placer's. */
+struct chunk_stream {
+	bool open;               /* a first packet was placed */
+	atomic_bool cuda_consumed; /* vfgx_chunk_stream_wait was called */
+	uint64_t head;           /* oldest chunk not yet released */
+	uint64_t top;            /* highest chunk index placed into */
+	uint64_t first_index;    /* the stream's first packet index */
+	uint64_t pending_gaps;   /* missing slots that are gaps if any
+				  * later packet comes (timeout, end) */
+	_Atomic uint32_t *state; /* in_flight slot states */
+	struct vfgx_chunk *desc; /* in_flight descriptors (host) */
+	uint64_t *first_ns;      /* per slot: time of its first packet */
+	/* single-writer counters (the placer): relaxed load + store */
+	_Atomic uint64_t complete, closed, skipped, placed, missing, late,
+		duplicates, out_of_range, backpressure, backpressure_drops,
+		gaps;
+	uint64_t next_out;       /* the consumer side's order check (lock) */
+};
+
+struct vfgx_chunkset {
+	vfgx_ctx *ctx;
+	struct vfgx_chunk_config conf;
+	size_t chunk_bytes;      /* packets * payload_bytes */
+	uint32_t present_words;  /* (packets + 63) / 64 */
+	size_t slot_stride;      /* data, present, lens of one ring slot */
+	struct chunk_stream *streams; /* conf.streams */
+	vfgx_region *data_region;     /* all rings' data, present, lens */
+	uint8_t *host_base;      /* where the CPU writes: the region, or for
+				  * gpu memory a host copy sent at release */
+	uint8_t *dev_base;       /* the GPU's view (pinned, gpu), or NULL */
+	uint8_t *stage;          /* the host copy (gpu memory), or NULL */
+	vfgx_region *status_region;   /* ready and returned words */
+	_Atomic uint64_t *ready_word;    /* streams * in_flight: index + 1 */
+	_Atomic uint64_t *returned_word; /* written by CUDA streams */
+	uint64_t *dev_ready_word, *dev_returned_word;
+	uint64_t total_bytes;
+	/* ready queue: FIFO of descriptors, capacity streams * in_flight */
+	pthread_mutex_t lock;
+	pthread_cond_t ready_cv; /* a chunk was queued, or finished */
+	pthread_cond_t free_cv;  /* a slot was returned, or stopping */
+	struct vfgx_chunk **queue;
+	uint32_t q_head, q_len, q_cap;
+	bool finished;           /* engine done: no more chunks */
+	atomic_bool stopping;    /* waiting placers give up */
+	uint64_t handed_out, returned, order_errors; /* under lock */
+};
+
+/* The options, checked (one line on ctx); memory made for every ring. */
+int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			 struct vfgx_chunkset **out);
+void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
+
+/* Place one record (payload after the app header) of stream `stream`
+ * with app-header sequence seq: VFGX_STAGE_PASS when written, else the
+ * drop reason (VFGX_R_LATE, _DUPLICATE, _TOO_BIG, _BAD_APP_HDR for a
+ * placement field outside the payload or off its step, _BAD_STREAM for a
+ * stream without a ring, VFGX_DROP_NOBUFS when stopped while waiting for
+ * the consumer).  *slot_data: the bytes written (the host's copy). */
+int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
+			uint64_t seq, const uint8_t *body, uint32_t len,
+			uint64_t now_ns, const uint8_t **slot_data);
+/* Release the chunks of `stream` whose timeout passed at now_ns. */
+void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream,
+			uint64_t now_ns);
+/* End of input for stream: release every open chunk (BY_END). */
+void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream);
+/* The engine is done: get returns -ENODATA once the queue is empty. */
+void vfgx_chunkset_finish(struct vfgx_chunkset *cs);
+/* Stopping: placers waiting for the consumer drop and return. */
+void vfgx_chunkset_stop(struct vfgx_chunkset *cs);
+/* Packet slots missing between each stream's first and last packet
+ * (what the pipeline reports as gaps), and hand-out order errors. */
+uint64_t vfgx_chunkset_gaps(struct vfgx_chunkset *cs);
+uint64_t vfgx_chunkset_order_errors(struct vfgx_chunkset *cs);
+
+/* The pipeline's chunk set, or NULL (pipeline.c). */
+struct vfgx_chunkset *vfgx_pipeline_chunkset(vfgx_pipeline *pl);
+
+/* CUDA side (chunk_cuda.c): wait on / write a 64-bit word of pinned or
+ * device memory from a CUDA stream.  -ENOTSUP without CUDA. */
+int vfgx_chunk_cuda_wait_geq(void *cuda_stream, uint64_t *dev_addr,
+			     uint64_t value, vfgx_ctx *ctx);
+int vfgx_chunk_cuda_write(void *cuda_stream, uint64_t *dev_addr,
+			  uint64_t value, vfgx_ctx *ctx);
+/* Copy n bytes host -> device (CPU engine with gpu chunk memory). */
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx);
+
+#endif
