@@ -175,6 +175,10 @@ struct vfgx_config {
 	struct vfgx_expect_config expect;
 	const char *metrics_listen; /* metrics.listen: ADDR:PORT, "" = off */
 	struct vfgx_cfg_doc *doc;
+	/* pipeline.user: the shared object `vfgx run` loads (vfgx/user.h),
+	 * "" = none, and the string its init gets */
+	const char *user_library;
+	const char *user_arg;
 };
 
 /* Load and validate.  On error, vfgx_last_error(ctx) has the detail and

@@ -18,6 +18,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "core/numparse.h"
+#include "run_chunks.h"
 #include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
@@ -78,7 +79,8 @@ static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cf
 			 st->packets);
 }
 
-static int report(const struct vfgx_config *cfg, vfgx_port **ports,
+static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
+		  vfgx_port **ports,
 		  uint16_t nb_ports, const struct vfgx_pipeline_stats *st,
 		  double secs)
 {
@@ -167,6 +169,8 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 		       src.generated, src.lost, src.duplicated, src.corrupted,
 		       src.reordered);
 
+	bool user_ok = run_chunks_report(ch);
+
 	printf("expectations:\n");
 	if (cfg->expect.all_received) {
 		if (!src.known) {
@@ -207,6 +211,11 @@ static int report(const struct vfgx_config *cfg, vfgx_port **ports,
 			      "all_received", d);
 		}
 	}
+	if (ch->mod) {
+		snprintf(d, sizeof(d), "%" PRIu64 " chunk callbacks failed%s",
+			 ch->user_errors, ch->fini_ret ? "; its fini failed" : "");
+		check(&v, true, user_ok, "user_module", d);
+	}
 	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", st->order_errors);
 	check(&v, cfg->expect.in_order, st->order_errors == 0, "in_order", d);
 	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
@@ -238,6 +247,7 @@ const struct cli_cmd vfgx_cli_run = {
 int vfgx_cmd_run(int argc, char **argv)
 {
 	struct run_output ro = { 0 };
+	struct run_chunks chunks = { 0 };
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -296,6 +306,9 @@ int vfgx_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	vfgx_log_set_level(ctx, cfg->log_level);
+	if ((rc = run_chunks_load(&chunks, cfg)))
+		goto out;
+	rc = 1;
 	if (duration >= 0)
 		cfg->pipeline.duration_s = duration;
 	if (cfg->nb_ifaces == 0) {
@@ -336,6 +349,10 @@ int vfgx_cmd_run(int argc, char **argv)
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
+	if ((ret = run_chunks_start(&chunks, ctx, pl))) {
+		rc = ret;
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = tlast = vfgx_now_ns();
@@ -359,6 +376,7 @@ int vfgx_cmd_run(int argc, char **argv)
 		}
 	}
 	vfgx_pipeline_stop(pl);
+	run_chunks_stop(&chunks);
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
 
 	run_output_text_begin(&ro);
@@ -367,17 +385,22 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	rc = report(cfg, ports, nb_ports, &st, secs);
+	rc = report(cfg, &chunks, ports, nb_ports, &st, secs);
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",
 			vfgx_pipeline_engine(pl), vfgx_strerror(ret));
 		rc = 1;
 	}
-	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc);
+	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc,
+			run_chunks_json(&chunks));
 	run_output_hold(&ro, &interrupted);
 out:
+	if (pl)
+		vfgx_pipeline_stop(pl); /* the consumer ends with it */
+	run_chunks_stop(&chunks);
 	vfgx_pipeline_destroy(pl); /* its observers first: one publishes to ro */
+	run_chunks_close(&chunks);
 	run_output_close(&ro);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		vfgx_port_close(ports[i]);

@@ -151,7 +151,7 @@ static json_object *jpipeline(const struct vfgx_pipeline_stats *st,
 void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 		     vfgx_port *const *ports, uint16_t nb_ports,
 		     const struct vfgx_pipeline_stats *st, vfgx_pipeline *pl,
-		     double secs, bool interrupted, int rc)
+		     double secs, bool interrupted, int rc, json_object *chunks)
 {
 	json_object *root, *ex;
 	struct vfgx_source_report src;
@@ -167,6 +167,7 @@ void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 	json_object_object_add(root, "interrupted", json_object_new_boolean(interrupted));
 	json_object_object_add(root, "queues", jqueues(ports, nb_ports, &src));
 	json_object_object_add(root, "pipeline", jpipeline(st, st->order_errors, secs));
+	json_object_object_add(root, "chunks", chunks);
 	if (src.known) {
 		json_object *s = json_object_new_object();
 

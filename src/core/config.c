@@ -269,8 +269,10 @@ static int parse_pipeline(struct vfgx_config *cfg,
 {
 	static const char *const keys[] = { "device", "workers", "filter",
 					    "reorder", "verify_payload",
-					    "duration_s", "gpu", "chunks", NULL };
+					    "duration_s", "gpu", "chunks", "user",
+					    NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
+	static const char *const ukeys[] = { "library", "arg", NULL };
 	static const char *const rkeys[] = { "enabled", "window", "slot_size",
 					     "max_streams", "max_memory", NULL };
 	static const char *const devices[] = { "auto", "cpu", "gpu", NULL };
@@ -315,6 +317,11 @@ static int parse_pipeline(struct vfgx_config *cfg,
 				      p->reorder_window);
 	}
 	vfgx_cfg_child(&pl, "gpu", &p->gpu_opts);
+	vfgx_cfg_child(&pl, "user", &sub);
+	if ((ret = vfgx_cfg_check_keys(&sub, ukeys)) ||
+	    (ret = cfg_str_ref(&sub, "library", "", VFGX_PATH_MAX, &cfg->user_library)) ||
+	    (ret = cfg_str_ref(&sub, "arg", "", VFGX_PATH_MAX, &cfg->user_arg)))
+		return ret;
 	return parse_chunks(p, &pl);
 }
 

@@ -1,0 +1,162 @@
+/* run_chunks.c - `vfgx run`'s side of chunks and user code: load the user
+ * module (dlopen, vfgx/user.h), run its init, set its per-record stage,
+ * consume every ready chunk on a thread of its own (the module's chunk
+ * callback, then give it back), and report what chunks did. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cliopt.h"
+#include "run_chunks.h"
+
+int run_chunks_load(struct run_chunks *rc, const struct vfgx_config *cfg)
+{
+	const char *path = cfg->user_library;
+
+	memset(rc, 0, sizeof(*rc));
+	rc->user_arg = cfg->user_arg ? cfg->user_arg : "";
+	if (!path || !path[0])
+		return 0;
+	rc->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!rc->dl) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library: %s\n",
+			cli_esc(cfg->source), dlerror());
+		return 2;
+	}
+	rc->mod = dlsym(rc->dl, VFGX_USER_MODULE_SYMBOL);
+	if (!rc->mod) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library %s defines no %s (see include/vfgx/user.h)\n",
+			cli_esc(cfg->source), cli_esc(path), VFGX_USER_MODULE_SYMBOL);
+		return 2;
+	}
+	if (rc->mod->abi_version != VFGX_USER_ABI_VERSION) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library %s: module ABI version %u, this vfgx runs version %u (rebuild the module against this include/vfgx/user.h)\n",
+			cli_esc(cfg->source), cli_esc(path), rc->mod->abi_version,
+			VFGX_USER_ABI_VERSION);
+		rc->mod = NULL;
+		return 2;
+	}
+	return 0;
+}
+
+static void *consume(void *arg)
+{
+	struct run_chunks *rc = arg;
+	struct vfgx_chunk *c;
+	int ret;
+
+	while ((ret = vfgx_chunk_get(rc->pl, 200, &c)) != -ENODATA) {
+		if (ret)
+			continue; /* -ETIMEDOUT: look again */
+		rc->chunks++;
+		if (c->flags & VFGX_CHUNK_COMPLETE)
+			rc->complete++;
+		if (rc->mod && rc->mod->chunk && rc->mod->chunk(rc->state, c))
+			rc->user_errors++;
+		vfgx_chunk_put(rc->pl, c);
+	}
+	return NULL;
+}
+
+int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl)
+{
+	int ret;
+
+	rc->pl = pl;
+	if (rc->mod && rc->mod->chunk && !vfgx_chunk_conf(pl)) {
+		fprintf(stderr, "vfgx: user module %s has a chunk callback but the pipeline has no chunks (add pipeline.chunks)\n",
+			rc->mod->name ? rc->mod->name : "?");
+		return 2;
+	}
+	if (rc->mod && rc->mod->init) {
+		errno = 0;
+		if (rc->mod->init(rc->user_arg, &rc->state)) {
+			fprintf(stderr, "vfgx: user module %s: init failed%s%s\n",
+				rc->mod->name ? rc->mod->name : "?",
+				errno ? ": " : "", errno ? strerror(errno) : "");
+			return 1;
+		}
+	}
+	rc->inited = true;
+	if (rc->mod && rc->mod->stage &&
+	    (ret = vfgx_pipeline_set_user_stage(pl, rc->mod->stage, rc->state))) {
+		fprintf(stderr, "vfgx: user module %s: %s\n",
+			rc->mod->name ? rc->mod->name : "?", vfgx_last_error(ctx));
+		return 2;
+	}
+	if (!vfgx_chunk_conf(pl))
+		return 0;
+	ret = pthread_create(&rc->thread, NULL, consume, rc);
+	if (ret) {
+		fprintf(stderr, "vfgx: chunk consumer: %s\n", strerror(ret));
+		return 1;
+	}
+	rc->running = true;
+	return 0;
+}
+
+void run_chunks_stop(struct run_chunks *rc)
+{
+	if (rc->running)
+		pthread_join(rc->thread, NULL);
+	rc->running = false;
+	if (rc->inited && rc->mod && rc->mod->fini)
+		rc->fini_ret = rc->mod->fini(rc->state);
+	rc->inited = false;
+}
+
+bool run_chunks_report(const struct run_chunks *rc)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+
+	if (rc->pl && vfgx_chunk_stats(rc->pl, &cs) == 0) {
+		printf("chunks: %" PRIu64 " handed out (%" PRIu64 " complete, %" PRIu64
+		       " closed with %" PRIu64 " slots missing), %" PRIu64 " skipped; records placed %" PRIu64
+		       ", late %" PRIu64 ", duplicates %" PRIu64 ", out of range %" PRIu64 "\n",
+		       cs.handed_out, cs.complete, cs.closed, cs.missing, cs.skipped,
+		       cs.placed, cs.late, cs.duplicates, cs.out_of_range);
+		printf("chunks: backpressure %" PRIu64 " waits, %" PRIu64 " records dropped while stopping; %.1f MiB of chunk memory\n",
+		       cs.backpressure, cs.backpressure_drops,
+		       (double)cs.chunk_bytes / (1 << 20));
+	}
+	if (rc->mod)
+		printf("user module %s: %" PRIu64 " chunks, %" PRIu64 " user errors%s\n",
+		       rc->mod->name ? rc->mod->name : "?", rc->chunks, rc->user_errors,
+		       rc->fini_ret ? ", fini FAILED" : "");
+	return rc->fini_ret == 0 && rc->user_errors == 0;
+}
+
+json_object *run_chunks_json(const struct run_chunks *rc)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	json_object *o;
+
+	if (!rc->pl || vfgx_chunk_stats(rc->pl, &cs))
+		return NULL;
+	o = json_object_new_object();
+#define J(f) json_object_object_add(o, #f, json_object_new_uint64(cs.f))
+	J(handed_out);
+	J(complete);
+	J(closed);
+	J(missing);
+	J(skipped);
+	J(placed);
+	J(late);
+	J(duplicates);
+	J(out_of_range);
+	J(backpressure);
+	J(backpressure_drops);
+	J(chunk_bytes);
+#undef J
+	json_object_object_add(o, "user_errors", json_object_new_uint64(rc->user_errors));
+	return o;
+}
+
+void run_chunks_close(struct run_chunks *rc)
+{
+	if (rc->dl)
+		dlclose(rc->dl);
+	memset(rc, 0, sizeof(*rc));
+}
