@@ -81,8 +81,9 @@ def plot(md):
     text = open(md).read()
     title = text.splitlines()[0].lstrip("# ").strip() if text else name
     targets = [TARGET.match(l) for l in text.splitlines()]
+    # a target not measured in this run ("measured=none") has no bar
     targets = [(m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4)), m.group(5))
-               for m in targets if m]
+               for m in targets if m and "none" not in m.group(2, 3, 4)]
     spec = SERIES.get(name)
     data = series(text, spec) if spec else {}
     panels = len(data) + (1 if targets else 0)

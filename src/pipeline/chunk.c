@@ -497,6 +497,35 @@ void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream)
 	st->top = st->head;
 }
 
+void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
+{
+	for (uint32_t s = 0; s < cs->conf.streams; s++) {
+		struct chunk_stream *st = &cs->streams[s];
+
+		st->open = false;
+		st->pending_gaps = 0;
+		st->next_out = 0;
+		for (uint32_t r = 0; r < cs->conf.in_flight; r++)
+			atomic_store(&st->state[r], CHUNK_FREE);
+		atomic_store(&st->complete, 0);
+		atomic_store(&st->closed, 0);
+		atomic_store(&st->skipped, 0);
+		atomic_store(&st->placed, 0);
+		atomic_store(&st->missing, 0);
+		atomic_store(&st->late, 0);
+		atomic_store(&st->duplicates, 0);
+		atomic_store(&st->out_of_range, 0);
+		atomic_store(&st->backpressure, 0);
+		atomic_store(&st->backpressure_drops, 0);
+		atomic_store(&st->gaps, 0);
+	}
+	pthread_mutex_lock(&cs->lock);
+	cs->q_head = cs->q_len = 0;
+	cs->handed_out = cs->returned = cs->order_errors = 0;
+	cs->finished = false;
+	pthread_mutex_unlock(&cs->lock);
+}
+
 void vfgx_chunkset_finish(struct vfgx_chunkset *cs)
 {
 	pthread_mutex_lock(&cs->lock);
@@ -539,9 +568,9 @@ static struct vfgx_chunkset *chunkset_of(vfgx_pipeline *pl)
 	return pl ? vfgx_pipeline_chunkset(pl) : NULL;
 }
 
-int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
+int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
+		      struct vfgx_chunk **out)
 {
-	struct vfgx_chunkset *cs = chunkset_of(pl);
 	struct timespec until;
 	int ret = 0;
 
@@ -594,9 +623,8 @@ int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
 	return ret;
 }
 
-void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c)
+void vfgx_chunkset_put(struct vfgx_chunkset *cs, struct vfgx_chunk *c)
 {
-	struct vfgx_chunkset *cs = chunkset_of(pl);
 	struct chunk_stream *st;
 
 	if (!cs || !c || c->stream >= cs->conf.streams ||
@@ -615,6 +643,16 @@ void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c)
 		pthread_cond_broadcast(&cs->free_cv);
 	}
 	pthread_mutex_unlock(&cs->lock);
+}
+
+int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
+{
+	return vfgx_chunkset_get(chunkset_of(pl), timeout_ms, out);
+}
+
+void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c)
+{
+	vfgx_chunkset_put(chunkset_of(pl), c);
 }
 
 int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)

@@ -93,6 +93,13 @@ void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t now_ns);
 /* End of input for stream: release every open chunk (BY_END). */
 void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream);
+/* The consumer side of vfgx_chunk_get/put (cs NULL: -ENOTSUP). */
+int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
+		      struct vfgx_chunk **out);
+void vfgx_chunkset_put(struct vfgx_chunkset *cs, struct vfgx_chunk *c);
+/* Every stream back to no packet seen, counters zero, queue empty (a
+ * benchmark's next pass; not while anything runs). */
+void vfgx_chunkset_reset(struct vfgx_chunkset *cs);
 /* The engine is done: get returns -ENODATA once the queue is empty. */
 void vfgx_chunkset_finish(struct vfgx_chunkset *cs);
 /* Stopping: placers waiting for the consumer drop and return. */

@@ -144,6 +144,9 @@ void vfgx_proc_reset(vfgx_proc *p)
 		s->base = 0;
 		s->held = 0;
 	}
+	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
+		p->chunk_mine[p->chunk_streams[i]] = 0;
+	p->nb_chunk_streams = 0;
 	{
 		uint64_t held = p->st.reorder_bytes;
 

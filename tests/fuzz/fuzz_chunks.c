@@ -98,22 +98,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 		vfgx_chunkset_tick(cs, stream, now);
 		/* the consumer: take what is ready, return it */
-		while (cs->q_len) {
-			struct vfgx_chunk *d = cs->queue[cs->q_head];
-
-			cs->q_head = (cs->q_head + 1) % cs->q_cap;
-			cs->q_len--;
+		for (struct vfgx_chunk *d; !vfgx_chunkset_get(cs, 0, &d);) {
 			check_chunk(cs, d);
-			atomic_store(&cs->streams[d->stream].state[d->ring_slot], CHUNK_FREE);
+			vfgx_chunkset_put(cs, d);
 		}
 	}
 	for (uint32_t s = 0; s < cs->conf.streams; s++)
 		vfgx_chunkset_flush(cs, s);
-	while (cs->q_len) {
-		check_chunk(cs, cs->queue[cs->q_head]);
-		cs->q_head = (cs->q_head + 1) % cs->q_cap;
-		cs->q_len--;
-	}
+	vfgx_chunkset_finish(cs);
+	for (struct vfgx_chunk *d; !vfgx_chunkset_get(cs, 0, &d);)
+		check_chunk(cs, d);
 	vfgx_chunkset_destroy(cs);
 	return 0;
 }

@@ -56,23 +56,17 @@ static int put_rec(struct vfgx_chunkset *cs, uint32_t stream, uint64_t seq,
 	return vfgx_chunkset_place(cs, stream, seq, body, 16, now, &slot);
 }
 
-/* The next queued chunk, taken as vfgx_chunk_get would (no pipeline). */
+/* The next ready chunk, or NULL (vfgx_chunk_get's polling side). */
 static struct vfgx_chunk *next_ready(struct vfgx_chunkset *cs)
 {
 	struct vfgx_chunk *d;
 
-	if (!cs->q_len)
-		return NULL;
-	d = cs->queue[cs->q_head];
-	cs->q_head = (cs->q_head + 1) % cs->q_cap;
-	cs->q_len--;
-	atomic_store(&cs->streams[d->stream].state[d->ring_slot], CHUNK_HELD);
-	return d;
+	return vfgx_chunkset_get(cs, 0, &d) ? NULL : d;
 }
 
 static void give_back(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 {
-	atomic_store(&cs->streams[d->stream].state[d->ring_slot], CHUNK_FREE);
+	vfgx_chunkset_put(cs, d);
 }
 
 static bool bit(const struct vfgx_chunk *d, uint32_t i)
