@@ -27,7 +27,10 @@ test: build
 # missing), and only what the GPU tests run is built
 test-gpu:
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD)
-	ninja -C $(BUILD) src/cli/vfgx tests/gpu/test_gpu_parity tests/gpu/test_gpu_e2e
+	ninja -C $(BUILD) src/cli/vfgx tests/gpu/test_gpu_parity tests/gpu/test_gpu_e2e \
+		tests/gpu/test_chunks_gpu tests/gpu/fault_module.fatbin \
+		examples/user_module/flow_sum.so examples/user_module/flow_sum_gpu.fatbin \
+		examples/spectrometer/spectrometer examples/spectrometer/spectrometer_fftw
 	@tests/gpu/run-gpu-tests.sh $(BUILD)
 
 # results go to the build folder; BENCH_OUT=bench/results updates the

@@ -33,6 +33,7 @@ static const struct cli_opt chunks_opts[] = {
 	{ "seconds", 's', "S", "measuring time per side and per round (default 0.5)" },
 	{ "rounds", 'r', "N", "rounds, with and without chunks interleaved (default 7)" },
 	{ "working-set", 'w', "MB", "buffer memory (default twice the last-level cache, at least 64)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
 };

@@ -21,6 +21,7 @@ pkgs=(
 	build-essential meson ninja-build pkg-config python3 clang libclang-rt-14-dev
 	# core
 	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
+	libfftw3-dev # examples/spectrometer: the CPU twin of the cuFFT spectrometer
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest

@@ -179,6 +179,13 @@ struct vfgx_config {
 	 * "" = none, and the string its init gets */
 	const char *user_library;
 	const char *user_arg;
+	/* pipeline.user.gpu_*: a CUDA module (cubin, fatbin or PTX) whose
+	 * per-chunk kernel `vfgx run` launches on every GPU chunk */
+	const char *user_gpu_module;  /* "" = none */
+	const char *user_gpu_kernel;  /* entry name */
+	uint32_t user_gpu_threads;    /* threads per block */
+	uint64_t user_gpu_state_bytes; /* device memory the kernel keeps */
+	const char *user_gpu_state_out; /* file the state is written to */
 };
 
 /* Load and validate.  On error, vfgx_last_error(ctx) has the detail and

@@ -5,13 +5,21 @@
 #ifndef VFGX_EBA_H
 #define VFGX_EBA_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core.h"
 #include "rdma.h"
+
+/* A word both sides update atomically: C11 _Atomic in C; in C++ the
+ * plain type of the same size and alignment (use std::atomic_ref). */
+#ifdef __cplusplus
+#define VFGX_ATOMIC_U64 uint64_t
+#else
+#include <stdatomic.h>
+#define VFGX_ATOMIC_U64 _Atomic uint64_t
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -317,7 +325,7 @@ struct vfgx_ring_producer {
 
 struct vfgx_ring_consumer {
 	uint8_t *data;             /* local data area */
-	_Atomic uint64_t *state;   /* local state word */
+	VFGX_ATOMIC_U64 *state;   /* local state word */
 	uint64_t size;
 	uint64_t head;             /* bytes released */
 	uint32_t seq;              /* expected seq */
@@ -356,7 +364,7 @@ int vfgx_ring_refresh(struct vfgx_ring_producer *p);
 /* data: the local data area (zeroed by this call); state: the local,
  * 8-byte aligned state word (set to 0). */
 int vfgx_ring_consumer_init(struct vfgx_ring_consumer *c, void *data,
-			    uint64_t size, _Atomic uint64_t *state);
+			    uint64_t size, VFGX_ATOMIC_U64 *state);
 /* Look at the next record in place: 1 with *msg and *len set (its check
  * matched), 0 when none has arrived or it is still landing, -EBADMSG when
  * its check has not matched for torn_ns (torn), -EPROTO when its length

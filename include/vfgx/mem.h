@@ -4,7 +4,6 @@
 #ifndef VFGX_MEM_H
 #define VFGX_MEM_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,6 +85,9 @@ vfgx_region *vfgx_pool_region(const vfgx_pool *p);
 /* Index of a buffer (0..num_bufs-1), or -1 if it is not one of ours. */
 int64_t vfgx_pool_index(const vfgx_pool *p, const void *buf);
 
+#ifndef __cplusplus /* C11 atomics: C only (C++ programs use std::atomic) */
+#include <stdatomic.h>
+
 /*
  * Single-producer/single-consumer ring of pointers.
  *
@@ -158,6 +160,7 @@ static inline uint32_t vfgx_ring_count(struct vfgx_ring *r)
 	return atomic_load_explicit(&r->prod, memory_order_acquire) -
 	       atomic_load_explicit(&r->cons, memory_order_acquire);
 }
+#endif /* !__cplusplus */
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

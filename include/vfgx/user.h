@@ -37,6 +37,28 @@ struct vfgx_user_module {
 	int (*fini)(void *state);
 };
 
+/* The per-chunk kernel of a CUDA module named by pipeline.user.gpu_module:
+ *
+ *     extern "C" __global__ void vfgx_chunk_kernel(struct vfgx_chunk_kargs a);
+ *
+ * launched by `vfgx run` on every ready chunk in pinned or gpu memory, with
+ * gpu_threads threads per block and one block per 256 packets; the chunk is
+ * given back once the kernel finished.  A kernel that faults ends the run
+ * with one line. */
+struct vfgx_chunk_kargs {
+	uint32_t stream;
+	uint32_t packets;
+	uint32_t payload_bytes;
+	uint32_t present_count;
+	uint64_t index;
+	uint64_t first;           /* packet index of slot 0 */
+	const uint8_t *data;      /* device addresses */
+	const uint64_t *present;  /* bit i: slot i arrived */
+	const uint32_t *lens;
+	void *state;              /* gpu_state_bytes, zeroed at start */
+	uint64_t state_bytes;
+};
+
 #ifdef __cplusplus
 }
 #endif

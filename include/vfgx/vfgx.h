@@ -9,6 +9,7 @@
 #include "port.h"
 #include "pipeline.h"
 #include "chunk.h"
+#include "user.h"
 #include "stages.h"
 #include "gpu.h"
 #include "mon.h"

@@ -211,9 +211,10 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 			      "all_received", d);
 		}
 	}
-	if (ch->mod) {
-		snprintf(d, sizeof(d), "%" PRIu64 " chunk callbacks failed%s",
-			 ch->user_errors, ch->fini_ret ? "; its fini failed" : "");
+	if (ch->mod || ch->gpu.loaded) {
+		snprintf(d, sizeof(d), "%" PRIu64 " chunk callbacks failed%s%s%s",
+			 ch->user_errors, ch->fini_ret ? "; its fini failed" : "",
+			 ch->gpu.error[0] ? "; " : "", ch->gpu.error);
 		check(&v, true, user_ok, "user_module", d);
 	}
 	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", st->order_errors);
@@ -362,7 +363,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	}
 	bool live = !quiet && !ro.json && isatty(STDOUT_FILENO);
 
-	while (!interrupted && !vfgx_pipeline_done(pl)) {
+	while (!interrupted && !vfgx_pipeline_done(pl) && !run_chunks_failed(&chunks)) {
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		uint64_t now;
 

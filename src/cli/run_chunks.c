@@ -15,8 +15,12 @@ int run_chunks_load(struct run_chunks *rc, const struct vfgx_config *cfg)
 {
 	const char *path = cfg->user_library;
 
+	int ret;
+
 	memset(rc, 0, sizeof(*rc));
 	rc->user_arg = cfg->user_arg ? cfg->user_arg : "";
+	if ((ret = run_gpu_user_load(&rc->gpu, cfg)))
+		return ret;
 	if (!path || !path[0])
 		return 0;
 	rc->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -55,6 +59,11 @@ static void *consume(void *arg)
 			rc->complete++;
 		if (rc->mod && rc->mod->chunk && rc->mod->chunk(rc->state, c))
 			rc->user_errors++;
+		if (rc->gpu.loaded && !atomic_load(&rc->failed) &&
+		    run_gpu_user_chunk(&rc->gpu, c)) {
+			rc->user_errors++;
+			atomic_store(&rc->failed, true);
+		}
 		vfgx_chunk_put(rc->pl, c);
 	}
 	return NULL;
@@ -97,10 +106,17 @@ int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl)
 	return 0;
 }
 
+bool run_chunks_failed(struct run_chunks *rc)
+{
+	return atomic_load(&rc->failed);
+}
+
 void run_chunks_stop(struct run_chunks *rc)
 {
 	if (rc->running)
 		pthread_join(rc->thread, NULL);
+	if (rc->running && run_gpu_user_finish(&rc->gpu))
+		atomic_store(&rc->failed, true);
 	rc->running = false;
 	if (rc->inited && rc->mod && rc->mod->fini)
 		rc->fini_ret = rc->mod->fini(rc->state);
@@ -125,7 +141,10 @@ bool run_chunks_report(const struct run_chunks *rc)
 		printf("user module %s: %" PRIu64 " chunks, %" PRIu64 " user errors%s\n",
 		       rc->mod->name ? rc->mod->name : "?", rc->chunks, rc->user_errors,
 		       rc->fini_ret ? ", fini FAILED" : "");
-	return rc->fini_ret == 0 && rc->user_errors == 0;
+	if (rc->gpu.loaded)
+		printf("user gpu module %s: %" PRIu64 " kernel launches%s%s\n", rc->gpu.path,
+		       rc->gpu.launches, rc->gpu.error[0] ? "; FAILED: " : "", rc->gpu.error);
+	return rc->fini_ret == 0 && rc->user_errors == 0 && !rc->gpu.error[0];
 }
 
 json_object *run_chunks_json(const struct run_chunks *rc)
@@ -156,6 +175,7 @@ json_object *run_chunks_json(const struct run_chunks *rc)
 
 void run_chunks_close(struct run_chunks *rc)
 {
+	run_gpu_user_close(&rc->gpu);
 	if (rc->dl)
 		dlclose(rc->dl);
 	memset(rc, 0, sizeof(*rc));

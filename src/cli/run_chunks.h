@@ -13,6 +13,8 @@
 #include <vfgx/vfgx.h>
 #include <vfgx/user.h>
 
+#include "run_gpu_user.h"
+
 struct run_chunks {
 	void *dl;                            /* dlopen handle, or NULL */
 	const struct vfgx_user_module *mod;  /* or NULL */
@@ -24,6 +26,8 @@ struct run_chunks {
 	bool running;
 	uint64_t chunks, complete, user_errors;
 	int fini_ret;
+	struct run_gpu_user gpu;             /* pipeline.user.gpu_module */
+	_Atomic bool failed;                 /* the GPU kernel faulted: stop */
 };
 
 /* Load pipeline.user.library (one line on stderr and 2 on error). */
@@ -32,6 +36,9 @@ int run_chunks_load(struct run_chunks *rc, const struct vfgx_config *cfg);
  * consumer thread when the pipeline has chunks.  Non-zero: one line
  * printed, exit code returned. */
 int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl);
+/* True once user code failed so that the run must stop (the line is in
+ * the report). */
+bool run_chunks_failed(struct run_chunks *rc);
 /* After vfgx_pipeline_stop: join the consumer, the module's fini. */
 void run_chunks_stop(struct run_chunks *rc);
 /* The report's lines (nothing without chunks or a module); false when

@@ -272,7 +272,10 @@ static int parse_pipeline(struct vfgx_config *cfg,
 					    "duration_s", "gpu", "chunks", "user",
 					    NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
-	static const char *const ukeys[] = { "library", "arg", NULL };
+	static const char *const ukeys[] = { "library", "arg", "gpu_module",
+					     "gpu_kernel", "gpu_threads",
+					     "gpu_state_bytes", "gpu_state_out",
+					     NULL };
 	static const char *const rkeys[] = { "enabled", "window", "slot_size",
 					     "max_streams", "max_memory", NULL };
 	static const char *const devices[] = { "auto", "cpu", "gpu", NULL };
@@ -320,7 +323,15 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	vfgx_cfg_child(&pl, "user", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, ukeys)) ||
 	    (ret = cfg_str_ref(&sub, "library", "", VFGX_PATH_MAX, &cfg->user_library)) ||
-	    (ret = cfg_str_ref(&sub, "arg", "", VFGX_PATH_MAX, &cfg->user_arg)))
+	    (ret = cfg_str_ref(&sub, "arg", "", VFGX_PATH_MAX, &cfg->user_arg)) ||
+	    (ret = cfg_str_ref(&sub, "gpu_module", "", VFGX_PATH_MAX, &cfg->user_gpu_module)) ||
+	    (ret = cfg_str_ref(&sub, "gpu_kernel", "vfgx_chunk_kernel", VFGX_NAME_MAX,
+			       &cfg->user_gpu_kernel)) ||
+	    (ret = vfgx_cfg_u32(&sub, "gpu_threads", 256, 32, 1024, &cfg->user_gpu_threads)) ||
+	    (ret = vfgx_cfg_u64(&sub, "gpu_state_bytes", 0, 0, 1ull << 32,
+				&cfg->user_gpu_state_bytes)) ||
+	    (ret = cfg_str_ref(&sub, "gpu_state_out", "", VFGX_PATH_MAX,
+			       &cfg->user_gpu_state_out)))
 		return ret;
 	return parse_chunks(p, &pl);
 }

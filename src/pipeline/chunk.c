@@ -92,9 +92,13 @@ static int make_memory(struct vfgx_chunkset *cs)
 	ri = vfgx_region_info(cs->data_region);
 	cs->dev_base = ri->dev_addr;
 	if (c->mem == VFGX_MEM_GPU) {
-		cs->stage = aligned_alloc(256, ALIGN_UP(bytes, 256));
-		if (!cs->stage)
-			return -ENOMEM;
+		/* pinned, so that its copies to the GPU are DMA */
+		ret = vfgx_region_create(cs->ctx, VFGX_MEM_PINNED, bytes, (int)c->gpu_id,
+					 false, &cs->stage_region);
+		if (ret || (ret = vfgx_chunk_cuda_stream(&cs->copy_stream, (int)c->gpu_id,
+							   cs->ctx)))
+			return ret;
+		cs->stage = vfgx_region_info(cs->stage_region)->addr;
 		cs->host_base = cs->stage;
 	} else {
 		cs->host_base = ri->addr;
@@ -180,7 +184,8 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 	}
 	free(cs->streams);
 	free(cs->queue);
-	free(cs->stage);
+	vfgx_chunk_cuda_stream_destroy(cs->copy_stream);
+	vfgx_region_destroy(cs->stage_region);
 	vfgx_region_destroy(cs->data_region);
 	vfgx_region_destroy(cs->status_region);
 	pthread_mutex_destroy(&cs->lock);
@@ -259,7 +264,8 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 		bump(&st->complete, 1);
 	}
 	if (cs->stage &&
-	    vfgx_chunk_cuda_copy(d->dev_data, host, cs->slot_stride, cs->ctx))
+	    vfgx_chunk_cuda_copy(d->dev_data, host, cs->slot_stride, cs->copy_stream,
+				 cs->ctx))
 		vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": copy to the GPU failed: %s",
 			  s, d->index, vfgx_last_error(cs->ctx));
 	atomic_store_explicit(&st->state[r], CHUNK_READY, memory_order_release);

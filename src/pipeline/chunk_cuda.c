@@ -59,12 +59,38 @@ int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
 			CU_STREAM_WRITE_VALUE_DEFAULT, ctx);
 }
 
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx)
+/* A stream that never waits for the legacy default stream: a consumer
+ * waiting on that one for a chunk must not hold up the chunk's copy. */
+int vfgx_chunk_cuda_stream(void **stream, int gpu_id, vfgx_ctx *ctx)
 {
-	cudaError_t e = cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice);
+	cudaStream_t s;
+	cudaError_t e = cudaSetDevice(gpu_id);
 
+	if (e == cudaSuccess)
+		e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
 	if (e != cudaSuccess)
-		return vfgx_set_error(ctx, -EIO, "chunks: cudaMemcpy: %s",
+		return vfgx_set_error(ctx, -EIO, "chunks: cudaStreamCreate: %s",
+				      cudaGetErrorString(e));
+	*stream = s;
+	return 0;
+}
+
+void vfgx_chunk_cuda_stream_destroy(void *stream)
+{
+	if (stream)
+		cudaStreamDestroy((cudaStream_t)stream);
+}
+
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
+			 vfgx_ctx *ctx)
+{
+	cudaError_t e = cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice,
+					(cudaStream_t)stream);
+
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize((cudaStream_t)stream);
+	if (e != cudaSuccess)
+		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
 				      cudaGetErrorString(e));
 	return 0;
 }
@@ -89,9 +115,21 @@ int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
 	return no_cuda(ctx);
 }
 
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx)
+int vfgx_chunk_cuda_stream(void **stream, int gpu_id, vfgx_ctx *ctx)
 {
-	(void)dev, (void)host, (void)n;
+	(void)stream, (void)gpu_id;
+	return no_cuda(ctx);
+}
+
+void vfgx_chunk_cuda_stream_destroy(void *stream)
+{
+	(void)stream;
+}
+
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
+			 vfgx_ctx *ctx)
+{
+	(void)dev, (void)host, (void)n, (void)stream;
 	return no_cuda(ctx);
 }
 #endif

@@ -57,7 +57,9 @@ struct vfgx_chunkset {
 	uint8_t *host_base;      /* where the CPU writes: the region, or for
 				  * gpu memory a host copy sent at release */
 	uint8_t *dev_base;       /* the GPU's view (pinned, gpu), or NULL */
+	vfgx_region *stage_region;
 	uint8_t *stage;          /* the host copy (gpu memory), or NULL */
+	void *copy_stream;       /* its copies' CUDA stream */
 	vfgx_region *status_region;   /* ready and returned words */
 	_Atomic uint64_t *ready_word;    /* streams * in_flight: index + 1 */
 	_Atomic uint64_t *returned_word; /* written by CUDA streams */
@@ -118,7 +120,12 @@ int vfgx_chunk_cuda_wait_geq(void *cuda_stream, uint64_t *dev_addr,
 			     uint64_t value, vfgx_ctx *ctx);
 int vfgx_chunk_cuda_write(void *cuda_stream, uint64_t *dev_addr,
 			  uint64_t value, vfgx_ctx *ctx);
-/* Copy n bytes host -> device (CPU engine with gpu chunk memory). */
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, vfgx_ctx *ctx);
+/* A non-blocking CUDA stream for the copies below, and its end. */
+int vfgx_chunk_cuda_stream(void **stream, int gpu_id, vfgx_ctx *ctx);
+void vfgx_chunk_cuda_stream_destroy(void *stream);
+/* Copy n bytes host -> device on stream and wait (gpu chunk memory
+ * assembled by the CPU). */
+int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
+			 vfgx_ctx *ctx);
 
 #endif

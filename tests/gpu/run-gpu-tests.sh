@@ -2,7 +2,8 @@
 # run-gpu-tests.sh BUILD - `make test-gpu`: CPU/GPU parity for every launch
 # mode and placement, the fault path for two modes, `vfgx run`'s path
 # (replay port -> GPU runner) against the CPU runner, the shipped GPU
-# loopback configs through `vfgx run`, then the parity test (quick traffic)
+# loopback configs through `vfgx run`, chunks in GPU and pinned memory and
+# user code on them (tests/gpu/test-gpu-user.sh), then the parity test (quick traffic)
 # under compute-sanitizer memcheck and racecheck.  Exits 77 with the reason
 # when no GPU is present; 1 when anything failed.
 set -uo pipefail
@@ -25,6 +26,8 @@ step parity "$bin"
 step "fault persistent" env VFGX_FAULT_MODE=persistent "$bin" --fault
 step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
 step e2e "$build/tests/gpu/test_gpu_e2e"
+step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
+step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
 for c in configs/gpu-loopback.yaml configs/gpu-loopback-replay.yaml; do
 	step "vfgx run $c" "$build/src/cli/vfgx" run --quiet "$c"
 done
@@ -33,6 +36,7 @@ if [ -x "$san" ]; then
 	step "memcheck" "$san" --tool memcheck --error-exitcode 9 "$bin" --quick
 	step "racecheck" "$san" --tool racecheck --error-exitcode 9 "$bin" --quick
 	step "memcheck e2e" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_e2e" --quick
+	step "memcheck chunks" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_chunks_gpu"
 else
 	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
 	fail=1
