@@ -227,6 +227,7 @@ static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 	pthread_mutex_lock(&cs->lock);
 	cs->queue[(cs->q_head + cs->q_len) % cs->q_cap] = d;
 	cs->q_len++;
+	atomic_store_explicit(&cs->q_ready, cs->q_len, memory_order_release);
 	pthread_cond_signal(&cs->ready_cv);
 	pthread_mutex_unlock(&cs->lock);
 }
@@ -527,8 +528,10 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 	}
 	pthread_mutex_lock(&cs->lock);
 	cs->q_head = cs->q_len = 0;
+	atomic_store(&cs->q_ready, 0);
 	cs->handed_out = cs->returned = cs->order_errors = 0;
 	cs->finished = false;
+	atomic_store(&cs->finished_flag, false);
 	pthread_mutex_unlock(&cs->lock);
 }
 
@@ -536,6 +539,7 @@ void vfgx_chunkset_finish(struct vfgx_chunkset *cs)
 {
 	pthread_mutex_lock(&cs->lock);
 	cs->finished = true;
+	atomic_store(&cs->finished_flag, true);
 	pthread_cond_broadcast(&cs->ready_cv);
 	pthread_mutex_unlock(&cs->lock);
 }
@@ -583,6 +587,10 @@ int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 	*out = NULL;
 	if (!cs)
 		return -ENOTSUP;
+	/* a polling consumer must not contend with the placers' lock */
+	if (timeout_ms == 0 && !atomic_load_explicit(&cs->q_ready, memory_order_acquire) &&
+	    !atomic_load_explicit(&cs->finished_flag, memory_order_acquire))
+		return -EAGAIN;
 	if (timeout_ms > 0) {
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += timeout_ms / 1000;
@@ -616,6 +624,7 @@ int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 
 		cs->q_head = (cs->q_head + 1) % cs->q_cap;
 		cs->q_len--;
+		atomic_store_explicit(&cs->q_ready, cs->q_len, memory_order_relaxed);
 		cs->handed_out++;
 		/* per stream, chunks leave in index order */
 		if (d->index < st->next_out)

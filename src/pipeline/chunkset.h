@@ -71,7 +71,9 @@ struct vfgx_chunkset {
 	pthread_cond_t free_cv;  /* a slot was returned, or stopping */
 	struct vfgx_chunk **queue;
 	uint32_t q_head, q_len, q_cap;
+	_Atomic uint32_t q_ready; /* q_len, readable without the lock */
 	bool finished;           /* engine done: no more chunks */
+	atomic_bool finished_flag; /* the same, readable without the lock */
 	atomic_bool stopping;    /* waiting placers give up */
 	uint64_t handed_out, returned, order_errors; /* under lock */
 };
