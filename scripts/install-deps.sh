@@ -22,6 +22,7 @@ pkgs=(
 	# core
 	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
 	libfftw3-dev # examples/spectrometer: the CPU twin of the cuFFT spectrometer
+	python3-dev python3-numpy python3-pytest libdlpack-dev # the Python package (python/)
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest

@@ -1,0 +1,204 @@
+"""vfgx - VectorFlow-GX from Python: a pipeline from a config, its chunks
+as arrays that alias the pipeline's memory (NumPy for host and pinned
+chunks; DLPack and __cuda_array_interface__ for GPU chunks, so
+cupy.from_dlpack(chunk) and torch.from_dlpack(chunk) take the device
+pointer the pipeline wrote).  docs/python.md has the whole story.
+
+    with vfgx.Pipeline("config.yaml") as p:
+        for chunk in p.chunks(timeout=1.0):
+            with chunk:
+                total += chunk.data.sum()
+"""
+import json
+import os
+
+import numpy as np
+
+from . import _vfgx
+from ._vfgx import ConfigError, now_ns, pattern  # noqa: F401
+
+CHUNK_COMPLETE = _vfgx.CHUNK_COMPLETE
+
+__all__ = ["Pipeline", "Chunk", "ConfigError", "CHUNK_COMPLETE"]
+
+
+def _config_text(config):
+    """(yaml text, name) from a path, a YAML string or a dict."""
+    if isinstance(config, dict):
+        # JSON is YAML: libyaml reads it as flow mappings
+        return json.dumps(config), "<dict>"
+    if isinstance(config, os.PathLike) or (isinstance(config, str) and "\n" not in config
+                                            and ":" not in config):
+        path = os.fspath(config)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read(), path
+        except OSError as e:
+            err = ConfigError("%s: %s" % (path, e.strerror))
+            err.message, err.file, err.line, err.column = str(err), path, None, None
+            raise err from None
+    if isinstance(config, str):
+        return config, "<string>"
+    raise TypeError("vfgx.Pipeline: config is a path, a YAML string or a dict, not %s"
+                    % type(config).__name__)
+
+
+class Chunk:
+    """One ready chunk.  Its arrays alias the pipeline's memory: give it
+    back with release() (or leave a `with chunk:` block) once they are no
+    longer used; release() refuses while an array still views the chunk."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    # what the chunk is
+    stream = property(lambda self: self._raw.stream)
+    index = property(lambda self: self._raw.index)
+    seq = property(lambda self: self._raw.seq, doc="packet index of slot 0")
+    packets = property(lambda self: self._raw.packets)
+    payload_bytes = property(lambda self: self._raw.payload_bytes)
+    present_count = property(lambda self: self._raw.present_count)
+    missing = property(lambda self: self._raw.missing)
+    flags = property(lambda self: self._raw.flags)
+    complete = property(lambda self: bool(self._raw.flags & CHUNK_COMPLETE))
+    mem = property(lambda self: self._raw.mem)
+    released = property(lambda self: self._raw.released)
+    last_packet_ns = property(lambda self: self._raw.last_packet_ns)
+    ready_ns = property(lambda self: self._raw.ready_ns)
+
+    @property
+    def data(self):
+        """packets x payload_bytes uint8: a NumPy array over host and
+        pinned chunks, a device view (DLPack, CUDA array interface) over
+        GPU chunks.  No copy either way."""
+        if self._raw.mem == "gpu":
+            return self._raw.device_data()
+        return np.frombuffer(self._raw, dtype=np.uint8).reshape(self.packets, self.payload_bytes)
+
+    @property
+    def present(self):
+        """bool per slot (a copy of the bitmap) for host and pinned chunks;
+        the bitmap's uint64 words as a device view for GPU chunks."""
+        if self._raw.mem == "gpu":
+            return self._raw.device_present()
+        words = np.frombuffer(self._raw.present_words(), dtype="<u8")
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        return bits[: self.packets].astype(bool)
+
+    @property
+    def lens(self):
+        """payload bytes per slot (0 where missing), host and pinned chunks."""
+        return np.frombuffer(self._raw.lens_bytes(), dtype="<u4")
+
+    # GPU chunks are DLPack producers themselves: cupy.from_dlpack(chunk)
+    def __dlpack__(self, *args, **kwargs):
+        return self._gpu_view().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._gpu_view().__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._gpu_view().__cuda_array_interface__
+
+    def _gpu_view(self):
+        if self._raw.mem == "host":
+            raise TypeError("vfgx chunk: host memory has no GPU view (use chunk.data)")
+        return self._raw.device_data()
+
+    def release(self):
+        self._raw.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def __repr__(self):
+        return "<vfgx.Chunk stream %d index %d seq %d %d/%d present %s%s>" % (
+            self.stream, self.index, self.seq, self.present_count, self.packets,
+            self.mem, " released" if self.released else "")
+
+
+class Pipeline:
+    """A pipeline from a config: a path, a YAML string or a dict.  Bad
+    configs raise ConfigError with the same one-line message `vfgx run`
+    prints (and .file, .line, .column)."""
+
+    def __init__(self, config, name=None):
+        text, default_name = _config_text(config)
+        self._p = _vfgx.Pipeline(text, name or default_name)
+        self._started = False
+
+    @property
+    def engine(self):
+        return self._p.engine
+
+    def start(self):
+        self._p.start()
+        self._started = True
+
+    def stop(self):
+        """Stop the engine; chunks and arrays still held stay valid."""
+        self._p.stop()
+
+    def done(self):
+        return self._p.done()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def stats(self):
+        return self._p.stats()
+
+    def chunk_stats(self):
+        return self._p.chunk_stats()
+
+    def get(self, timeout=1.0):
+        """The next ready chunk, None after `timeout` seconds, EOFError once
+        the sources ended and every chunk was handed out."""
+        raw = self._p.get(-1 if timeout is None else int(timeout * 1000))
+        return None if raw is None else Chunk(raw)
+
+    def chunks(self, timeout=1.0):
+        """Iterate ready chunks until the sources end.  Waits in slices of
+        at most 100 ms (so Ctrl-C is seen); stops iterating after `timeout`
+        seconds without a chunk.  A chunk left unreleased and with no array
+        viewing it is given back when the next one is asked for."""
+        prev = None
+        waited = 0.0
+        while True:
+            if prev is not None and not prev.released and not prev._raw.exports:
+                prev.release()
+            try:
+                raw = self._p.get(100 if timeout is None else int(min(timeout, 0.1) * 1000))
+            except EOFError:
+                return
+            if raw is None:
+                waited += 0.1
+                if timeout is not None and waited >= timeout:
+                    return
+                continue
+            waited = 0.0
+            prev = Chunk(raw)
+            yield prev
+
+    def run(self, on_chunk, timeout=1.0):
+        """Call on_chunk(chunk) for every ready chunk, giving each back
+        after the call; returns the number of chunks."""
+        n = 0
+        for chunk in self.chunks(timeout=timeout):
+            try:
+                on_chunk(chunk)
+            finally:
+                if not chunk._raw.exports:
+                    chunk.release()
+            n += 1
+        return n

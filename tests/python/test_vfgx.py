@@ -1,0 +1,159 @@
+"""The Python package on the CPU (make test): configs and their errors,
+chunks as NumPy arrays that alias the pipeline's memory, every byte
+against the loopback generator, lifetimes (release with arrays alive,
+use after release, stop and delete with arrays alive), the per-chunk
+callback, and Ctrl-C."""
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vfgx
+from conftest import BUILD, loopback
+
+
+def check_bytes(chunk):
+    """Every present slot holds the generator's bytes; missing ones are 0 long."""
+    data, present, lens = chunk.data, chunk.present, chunk.lens
+    assert data.shape == (chunk.packets, chunk.payload_bytes)
+    for i in range(chunk.packets):
+        if not present[i]:
+            assert lens[i] == 0
+            continue
+        want = vfgx.pattern(chunk.stream, chunk.seq + i, int(lens[i]))
+        assert data[i, : lens[i]].tobytes() == want
+    assert int(present.sum()) == chunk.present_count
+
+
+def test_every_byte_and_counts():
+    n = 0
+    with vfgx.Pipeline(loopback(extra=", loss: 0.002, reorder: 0.01")) as p:
+        assert p.engine == "cpu"
+        for chunk in p.chunks():
+            with chunk:
+                check_bytes(chunk)
+            n += 1
+        cs, st = p.chunk_stats(), p.stats()
+    assert n == cs["handed_out"] == cs["returned"] > 0
+    assert cs["closed"] > 0 and cs["placed"] == st["delivered"]
+    assert st["drops"]["late"] == cs["late"]
+
+
+def test_array_aliases_chunk_memory():
+    with vfgx.Pipeline(loopback(packets=5000)) as p:
+        chunk = p.get(timeout=5)
+        a, b = chunk.data, chunk.data
+        # the array's buffer is the chunk's memory, not a copy
+        assert a.__array_interface__["data"][0] == chunk._raw.data_ptr
+        assert b.__array_interface__["data"][0] == chunk._raw.data_ptr
+        before = ctypes.string_at(chunk._raw.data_ptr, 1)[0]
+        a[0, 0] ^= 0xFF  # written through one view ...
+        assert b[0, 0] == a[0, 0]  # ... seen through the other
+        assert ctypes.string_at(chunk._raw.data_ptr, 1)[0] == before ^ 0xFF
+        assert chunk._raw.exports == 2
+        del a, b
+        chunk.release()
+
+
+def test_release_refused_while_viewed_and_use_after_release():
+    with vfgx.Pipeline(loopback(packets=5000)) as p:
+        chunk = p.get(timeout=5)
+        arr = chunk.data
+        with pytest.raises(BufferError, match="still view its memory"):
+            chunk.release()
+        assert not chunk.released
+        total = int(arr.sum())  # still valid: the chunk was not given back
+        del arr
+        chunk.release()
+        assert chunk.released
+        with pytest.raises(ValueError, match="used after release"):
+            chunk.data
+        with pytest.raises(ValueError, match="used after release"):
+            chunk.seq
+        assert total > 0
+
+
+def test_stop_and_delete_with_arrays_alive():
+    p = vfgx.Pipeline(loopback(packets=20000))
+    p.start()
+    chunk = p.get(timeout=5)
+    arr = chunk.data
+    want = arr.copy()
+    p.stop()
+    del p  # the chunk keeps the pipeline's memory alive
+    assert np.array_equal(arr, want)
+    check_bytes(chunk)
+    del arr
+    chunk.release()
+
+
+def test_context_exit_returns_chunks_and_callback():
+    seen = []
+    with vfgx.Pipeline(loopback(packets=20000)) as p:
+        n = p.run(lambda c: seen.append((c.stream, c.index, int(c.data[0].sum()))))
+        cs = p.chunk_stats()
+    assert n == len(seen) == cs["handed_out"] == cs["returned"]
+    per_stream = {}
+    for s, i, _ in seen:
+        assert i > per_stream.get(s, -1)  # in order per stream
+        per_stream[s] = i
+
+
+def test_config_errors_match_vfgx_run(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pipeline:\n  chunks: { in_flight: 1 }\n")
+    with pytest.raises(vfgx.ConfigError) as e:
+        vfgx.Pipeline(str(bad))
+    assert (e.value.file, e.value.line) == (str(bad), 2)
+    run = subprocess.run([os.path.join(BUILD, "src/cli/vfgx"), "run", str(bad)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.strip() == "vfgx: " + e.value.message
+    with pytest.raises(vfgx.ConfigError) as e:
+        vfgx.Pipeline({"pipeline": {"chunks": {"mem": "hugepage"}}})
+    assert "chunks live in host, pinned or gpu memory" in e.value.message
+    with pytest.raises(vfgx.ConfigError) as e:
+        vfgx.Pipeline(str(tmp_path / "missing.yaml"))
+    assert e.value.file.endswith("missing.yaml")
+    with pytest.raises(TypeError):
+        vfgx.Pipeline(42)
+    with pytest.raises(ValueError, match="no pipeline.chunks"):
+        p = vfgx.Pipeline({"interfaces": [{"backend": "loopback", "loopback": {"packets": 10}}]})
+        p.get(0)
+
+
+def test_dict_config_and_stats():
+    cfg = {"interfaces": [{"backend": "loopback", "loopback": {"packets": 3000, "flows": 1}}],
+           "pipeline": {"device": "cpu", "chunks": {"payload_bytes": 512, "packets": 100}}}
+    with vfgx.Pipeline(cfg) as p:
+        chunks = sum(1 for c in p.chunks())
+    st = p.stats()
+    assert chunks == 30 and st["delivered"] == 3000 and st["gaps"] == 0
+    assert set(st["drops"]) >= {"late", "duplicate", "too_big"}
+
+
+def test_keyboard_interrupt_stops_cleanly():
+    code = textwrap.dedent("""
+        import sys, vfgx
+        y = '''%s'''
+        p = vfgx.Pipeline(y)
+        try:
+            with p:
+                print("ready", flush=True)
+                for c in p.chunks(timeout=None):
+                    c.release()
+        except KeyboardInterrupt:
+            print("interrupted; delivered", p.stats()["delivered"] > 0, flush=True)
+    """) % loopback(packets=0, flows=1)
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert out.strip() == "interrupted; delivered True"
