@@ -28,6 +28,15 @@ step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
+# the Python package with CuPy and PyTorch: the interpreter that has them
+pyg=${VFGX_PYTHON:-python3}
+if ls "$build"/python/vfgx/_vfgx*.so >/dev/null 2>&1; then
+	step "python GPU hand-off" env PYTHONPATH="$build/python" VFGX_BUILD="$build" \
+		"$pyg" -m pytest -q -p no:cacheprovider tests/gpu/python
+else
+	echo "FAIL python GPU hand-off: the vfgx Python package was not built (python3-dev, libdlpack-dev)"
+	fail=1
+fi
 for c in configs/gpu-loopback.yaml configs/gpu-loopback-replay.yaml; do
 	step "vfgx run $c" "$build/src/cli/vfgx" run --quiet "$c"
 done

@@ -149,11 +149,19 @@ def test_keyboard_interrupt_stops_cleanly():
                     c.release()
         except KeyboardInterrupt:
             print("interrupted; delivered", p.stats()["delivered"] > 0, flush=True)
-    """) % loopback(packets=0, flows=1)
+    """) % loopback(packets=0, flows=1, extra=", rate_pps: 200000")
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert out.strip() == "interrupted; delivered True"
+
+
+def test_numpy_consumer_example():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ex = os.path.join(root, "examples", "python", "numpy_consumer.py")
+    run = subprocess.run([sys.executable, ex], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert ", 0 bad slots," in run.stdout
