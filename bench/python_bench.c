@@ -22,7 +22,7 @@
 static const struct cli_opt python_opts[] = {
 	{ "out", 'o', "DIR", "write python.md into DIR (default bench/results)" },
 	{ "seconds", 's', "S", "consuming time per side and per round (default 2)" },
-	{ "rounds", 'r', "N", "rounds, C and Python interleaved (default 5)" },
+	{ "rounds", 'r', "N", "rounds, C and Python interleaved (default 7)" },
 	{ "python", 'p', "PATH", "the interpreter (default python3; it needs numpy, and cupy for the GPU row)" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -39,14 +39,14 @@ const struct cli_cmd vfgx_bench_cli_python = {
 static const char host_yaml[] =
 	"interfaces:\n"
 	"  - backend: loopback\n"
-	"    loopback: { packets: 0, flows: 1, packet_size: 570 }\n"
+	"    loopback: { packets: 0, flows: 1, packet_size: 570, replay: true }\n"
 	"pipeline:\n"
 	"  device: cpu\n"
 	"  chunks: { payload_bytes: 512, packets: 2048, in_flight: 8 }\n";
 static const char gpu_yaml[] =
 	"interfaces:\n"
 	"  - backend: loopback\n"
-	"    loopback: { packets: 0, flows: 1, packet_size: 570 }\n"
+	"    loopback: { packets: 0, flows: 1, packet_size: 570, replay: true }\n"
 	"pipeline:\n"
 	"  device: cpu\n"
 	"  chunks: { payload_bytes: 512, packets: 2048, in_flight: 8, mem: gpu }\n";
@@ -86,7 +86,8 @@ static int run_c(double seconds, double *rate)
 	}
 	t0 = t = vfgx_now_ns();
 	while (t - t0 < (uint64_t)(seconds * 1e9)) {
-		if (vfgx_chunk_get(pl, 1000, &c) == 0) {
+		/* polling, as the Python side does */
+		if (vfgx_chunk_get(pl, 0, &c) == 0) {
 			sink += byte_sum(c->data, (size_t)c->packets * c->payload_bytes);
 			vfgx_chunk_put(pl, c);
 			n++;
@@ -137,7 +138,7 @@ int vfgx_bench_python(int argc, char **argv)
 	double c_rate[MAX_ROUNDS], py_rate[MAX_ROUNDS], ho[MAX_ROUNDS], dummy;
 	const char *out = "bench/results", *python = "python3";
 	double seconds = 2, load0, load1;
-	int rounds = 5, c, n_gpu = 0;
+	int rounds = 7, c, n_gpu = 0;
 	char path[512], a[64], b[64];
 	bool gpu;
 	FILE *f;
@@ -196,8 +197,8 @@ int vfgx_bench_python(int argc, char **argv)
 	fprintf(f, "- command: vfgx bench python --seconds %g --rounds %d --python %s\n", seconds, rounds, python);
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n", load0, load1,
 		sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "- work: an endless loopback stream into 1 MiB chunks (2048 packets x 512 B, host memory, cpu engine); each side consumes for %g s per round: C (this process) sums every byte of each chunk; Python (bench/python_consumer.py, a separate process) gets each chunk as a NumPy array over its memory and calls .sum(); both give the chunk back. Rate = chunks consumed per second. Sides alternate, order flipped every round.\n", seconds);
-	fprintf(f, "- GPU hand-off: the same stream into chunks in GPU memory; for each chunk, time from the chunk becoming ready (its ready_ns) to cupy.from_dlpack(chunk) returning, median per round%s.\n\n",
+	fprintf(f, "- work: an endless loopback replay stream into 1 MiB chunks (2048 packets x 512 B, host memory, cpu engine); each side consumes for %g s per round: C (this process) sums every byte of each chunk; Python (bench/python_consumer.py, a separate process) polls for each chunk, gets it as a NumPy array over its memory and calls .sum(); both give the chunk back; both poll vfgx_chunk_get (timeout 0). Rate = chunks consumed per second. Sides alternate, order flipped every round.\n", seconds);
+	fprintf(f, "- GPU hand-off: the same stream into chunks in GPU memory; for each chunk, time from the chunk becoming ready (its ready_ns: after its copy to the GPU, when a consumer can see it) to cupy.from_dlpack(chunk) returning in a polling consumer, median per round%s.\n\n",
 		n_gpu ? "" : " (not measured: CuPy or a GPU missing here)");
 	fprintf(f, "| round | C chunks/s | Python chunks/s | ratio |%s\n|---|---|---|---|%s\n",
 		n_gpu ? " GPU hand-off median us |" : "", n_gpu ? "---|" : "");

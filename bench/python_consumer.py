@@ -28,7 +28,8 @@ def main():
     with vfgx.Pipeline(config) as p:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < a.seconds:
-            chunk = p.get(timeout=1.0)
+            # polling, as a consumer that owns a core does
+            chunk = p.get(timeout=0)
             if chunk is None:
                 continue
             if a.gpu:

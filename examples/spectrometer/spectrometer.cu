@@ -6,8 +6,10 @@
  * channels, and its power added to an accumulated spectrum.  At the end
  * the spectrum is written to a file, one value per line:
  *
- *     spectrometer OUT.txt
+ *     spectrometer OUT.txt [--no-fft]
  *
+ * --no-fft takes and gives back every chunk without touching it (the
+ * benchmark's "no consumer" side); both print the chunks per second.
  * spectrometer_fftw.c computes the same spectrum with FFTW on the CPU. */
 #include <cerrno>
 #include <cstdio>
@@ -69,8 +71,14 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 	FILE *f;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: spectrometer OUT.txt\n");
+	bool fft = true;
+	uint64_t t0 = 0;
+	double loop_s = 0;
+
+	if (argc == 3 && !strcmp(argv[2], "--no-fft"))
+		fft = false;
+	else if (argc != 2) {
+		fprintf(stderr, "usage: spectrometer OUT.txt [--no-fft]\n");
 		return 2;
 	}
 	CK(cudaStreamCreate(&s));
@@ -90,9 +98,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spectrometer: %s\n", ctx ? vfgx_last_error(ctx) : "no memory");
 		goto out;
 	}
+	t0 = vfgx_now_ns();
 	while ((ret = vfgx_chunk_get(pl, 1000, &c)) != -ENODATA) {
 		if (ret)
 			continue;
+		if (!fft) {
+			vfgx_chunk_put(pl, c);
+			chunks++;
+			continue;
+		}
 		unpack<<<(SPEC_SAMPLES + 255) / 256, 256, 0, s>>>((const int8_t *)c->data,
 								  c->present, buf);
 		if (cufftExecC2C(plan, buf, buf, CUFFT_FORWARD) != CUFFT_SUCCESS) {
@@ -105,6 +119,7 @@ int main(int argc, char **argv)
 		vfgx_chunk_put(pl, c);
 		chunks++;
 	}
+	loop_s = (double)(vfgx_now_ns() - t0) / 1e9;
 	CK(cudaMemcpy(host_spec, spec, sizeof(host_spec), cudaMemcpyDeviceToHost));
 	f = fopen(argv[1], "w");
 	if (!f) {
@@ -117,7 +132,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spectrometer: %s: %s\n", argv[1], strerror(errno));
 		goto out;
 	}
-	printf("spectrometer (cuFFT): %lu chunks, %d channels -> %s\n", chunks, SPEC_NFFT, argv[1]);
+	printf("spectrometer (cuFFT%s): %lu chunks, %d channels -> %s; chunks_per_s %.1f\n",
+	       fft ? "" : ", --no-fft", chunks, SPEC_NFFT, argv[1],
+	       loop_s > 0 ? (double)chunks / loop_s : 0.0);
 	rc = chunks ? 0 : 1;
 out:
 	if (pl)

@@ -255,7 +255,6 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 	d->missing = d->packets - d->present_count;
 	d->flags = d->missing ? reason : VFGX_CHUNK_COMPLETE;
 	d->stream_late = rd(&st->late);
-	d->ready_ns = vfgx_now_ns();
 	if (d->missing) {
 		bump(&st->closed, 1);
 		bump(&st->missing, d->missing);
@@ -269,6 +268,7 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 				 cs->ctx))
 		vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": copy to the GPU failed: %s",
 			  s, d->index, vfgx_last_error(cs->ctx));
+	d->ready_ns = vfgx_now_ns(); /* visible from here on (after any copy) */
 	atomic_store_explicit(&st->state[r], CHUNK_READY, memory_order_release);
 	atomic_store_explicit(&cs->ready_word[slot_index(cs, s, r)], d->index + 1,
 			      memory_order_release);
