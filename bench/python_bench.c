@@ -5,6 +5,7 @@
  * from a GPU chunk becoming ready to a CuPy array over it. */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,19 +52,38 @@ static const char gpu_yaml[] =
 	"  device: cpu\n"
 	"  chunks: { payload_bytes: 512, packets: 2048, in_flight: 8, mem: gpu }\n";
 
-/* The sum of every byte, eight at a time (what numpy's sum does with SIMD). */
-static uint64_t byte_sum(const uint8_t *p, size_t n)
+/* The reduction both sides run: the (wrapping) sum of the chunk's 64-bit
+ * words, every byte read once (Python: data.view("<u8").sum()). */
+static uint64_t word_sum(const uint8_t *p, size_t n)
 {
-	const uint64_t m = 0x00ff00ff00ff00ffull;
 	uint64_t acc = 0, w;
 
 	for (size_t i = 0; i + 8 <= n; i += 8) {
 		memcpy(&w, p + i, 8);
-		w = (w & m) + ((w >> 8) & m);
-		w = (w & 0x0000ffff0000ffffull) + ((w >> 16) & 0x0000ffff0000ffffull);
-		acc += (w & 0xffffffffull) + (w >> 32);
+		acc += w;
 	}
 	return acc;
+}
+
+/* Both sides on the same two CPUs (2 and 3 where the machine has them):
+ * the producer's and the consumer's placement moved the rate by up to 2x
+ * between runs otherwise. */
+static const char *pin_cpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? "2,3" : "0,1";
+}
+
+static int pin_self(cpu_set_t *saved)
+{
+	cpu_set_t set;
+	const char *cpus = pin_cpus();
+
+	CPU_ZERO(&set);
+	CPU_SET(cpus[0] - '0', &set);
+	CPU_SET(cpus[2] - '0', &set);
+	if (sched_getaffinity(0, sizeof(*saved), saved))
+		return -1;
+	return sched_setaffinity(0, sizeof(set), &set);
 }
 
 static int run_c(double seconds, double *rate)
@@ -74,10 +94,16 @@ static int run_c(double seconds, double *rate)
 	struct vfgx_chunk *c;
 	uint64_t n = 0, sink = 0, t0, t;
 	vfgx_ctx *ctx;
+	cpu_set_t saved;
 	int ret = -1;
 
 	if (vfgx_ctx_create(&ctx))
 		return -1;
+	/* the pipeline's threads inherit this */
+	if (pin_self(&saved)) {
+		vfgx_ctx_destroy(ctx);
+		return -1;
+	}
 	if (vfgx_config_load_string(ctx, host_yaml, sizeof(host_yaml) - 1, "bench", &cfg) ||
 	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) ||
 	    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl) || vfgx_pipeline_start(pl)) {
@@ -88,7 +114,7 @@ static int run_c(double seconds, double *rate)
 	while (t - t0 < (uint64_t)(seconds * 1e9)) {
 		/* polling, as the Python side does */
 		if (vfgx_chunk_get(pl, 0, &c) == 0) {
-			sink += byte_sum(c->data, (size_t)c->packets * c->payload_bytes);
+			sink += word_sum(c->data, (size_t)c->packets * c->payload_bytes);
 			vfgx_chunk_put(pl, c);
 			n++;
 		}
@@ -101,6 +127,7 @@ out:
 	vfgx_port_close(port);
 	vfgx_config_destroy(cfg);
 	vfgx_ctx_destroy(ctx);
+	sched_setaffinity(0, sizeof(saved), &saved);
 	return ret;
 }
 
@@ -118,8 +145,8 @@ static int run_py(const char *python, double seconds, bool gpu, double *rate, do
 		return -1;
 	}
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} '%s' '%s' --seconds %g %s < '%s'",
-		 VFGX_PY_PATH, python, VFGX_PY_CONSUMER, seconds, gpu ? "--gpu" : "", tmp);
+	snprintf(cmd, sizeof(cmd), "PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} taskset -c %s '%s' '%s' --seconds %g %s < '%s'",
+		 VFGX_PY_PATH, pin_cpus(), python, VFGX_PY_CONSUMER, seconds, gpu ? "--gpu" : "", tmp);
 	f = popen(cmd, "r");
 	if (f) {
 		while (fgets(line, sizeof(line), f))
@@ -197,7 +224,7 @@ int vfgx_bench_python(int argc, char **argv)
 	fprintf(f, "- command: vfgx bench python --seconds %g --rounds %d --python %s\n", seconds, rounds, python);
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n", load0, load1,
 		sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "- work: an endless loopback replay stream into 1 MiB chunks (2048 packets x 512 B, host memory, cpu engine); each side consumes for %g s per round: C (this process) sums every byte of each chunk; Python (bench/python_consumer.py, a separate process) polls for each chunk, gets it as a NumPy array over its memory and calls .sum(); both give the chunk back; both poll vfgx_chunk_get (timeout 0). Rate = chunks consumed per second. Sides alternate, order flipped every round.\n", seconds);
+	fprintf(f, "- work: an endless loopback replay stream into 1 MiB chunks (2048 packets x 512 B, host memory, cpu engine); each side consumes for %g s per round: C (this process) sums each chunk's 64-bit words; Python (bench/python_consumer.py, a separate process) polls for each chunk, gets it as a NumPy array over its memory and sums the same words (.view(\"<u8\").sum()); both give the chunk back; both poll vfgx_chunk_get (timeout 0). Rate = chunks consumed per second. Each side runs on the same two CPUs (%s: the process and its pipeline threads pinned there). Sides alternate, order flipped every round.\n", seconds, pin_cpus());
 	fprintf(f, "- GPU hand-off: the same stream into chunks in GPU memory; for each chunk, time from the chunk becoming ready (its ready_ns: after its copy to the GPU, when a consumer can see it) to cupy.from_dlpack(chunk) returning in a polling consumer, median per round%s.\n\n",
 		n_gpu ? "" : " (not measured: CuPy or a GPU missing here)");
 	fprintf(f, "| round | C chunks/s | Python chunks/s | ratio |%s\n|---|---|---|---|%s\n",

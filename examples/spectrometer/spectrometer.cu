@@ -6,13 +6,14 @@
  * channels, and its power added to an accumulated spectrum.  At the end
  * the spectrum is written to a file, one value per line:
  *
- *     spectrometer OUT.txt [--no-fft]
+ *     spectrometer OUT.txt [--no-fft] [--packets N]
  *
  * --no-fft takes and gives back every chunk without touching it (the
  * benchmark's "no consumer" side); both print the chunks per second.
  * spectrometer_fftw.c computes the same spectrum with FFTW on the CPU. */
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <cufft.h>
@@ -56,7 +57,8 @@ static __global__ void accumulate(const cufftComplex *f, double *spec)
 
 int main(int argc, char **argv)
 {
-	static const char yaml[] = SPEC_YAML("gpu");
+	static char yaml[1024];
+	unsigned long packets = SPEC_PACKETS_DEFAULT;
 	static double host_spec[SPEC_NFFT];
 	struct vfgx_config *cfg = NULL;
 	vfgx_pipeline *pl = NULL;
@@ -75,12 +77,19 @@ int main(int argc, char **argv)
 	uint64_t t0 = 0;
 	double loop_s = 0;
 
-	if (argc == 3 && !strcmp(argv[2], "--no-fft"))
-		fft = false;
-	else if (argc != 2) {
-		fprintf(stderr, "usage: spectrometer OUT.txt [--no-fft]\n");
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-fft"))
+			fft = false;
+		else if (!strcmp(argv[i], "--packets") && i + 1 < argc)
+			packets = strtoul(argv[++i], NULL, 10);
+		else
+			argc = 0;
+	}
+	if (argc < 2 || !packets) {
+		fprintf(stderr, "usage: spectrometer OUT.txt [--no-fft] [--packets N]\n");
 		return 2;
 	}
+	snprintf(yaml, sizeof(yaml), SPEC_YAML("gpu"), packets);
 	CK(cudaStreamCreate(&s));
 	CK(cudaMalloc(&buf, sizeof(cufftComplex) * SPEC_SAMPLES));
 	CK(cudaMalloc(&spec, sizeof(double) * SPEC_NFFT));
@@ -91,7 +100,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (vfgx_ctx_create(&ctx) ||
-	    vfgx_config_load_string(ctx, yaml, sizeof(yaml) - 1, "spectrometer", &cfg) ||
+	    vfgx_config_load_string(ctx, yaml, strlen(yaml), "spectrometer", &cfg) ||
 	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) ||
 	    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl) ||
 	    vfgx_pipeline_start(pl)) {

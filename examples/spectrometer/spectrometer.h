@@ -11,13 +11,15 @@
 #define SPEC_NFFT 4096                     /* channels */
 #define SPEC_FFTS (SPEC_SAMPLES / SPEC_NFFT) /* FFTs per chunk */
 
-/* The config both run, with chunk memory MEM ("gpu" or "host"). */
+/* The config both run, with chunk memory MEM ("gpu" or "host"); %lu is
+ * the packets of the stream (SPEC_PACKETS_DEFAULT unless --packets). */
 #define SPEC_YAML(MEM) \
 	"interfaces:\n" \
 	"  - backend: loopback\n" \
-	"    loopback: { packets: 200000, flows: 1, packet_size: 1082, loss: 0.001 }\n" \
+	"    loopback: { packets: %lu, flows: 1, packet_size: 1082, loss: 0.001 }\n" \
 	"pipeline:\n" \
 	"  device: cpu\n" \
 	"  chunks: { payload_bytes: 1024, packets: 64, in_flight: 8, mem: " MEM " }\n"
+#define SPEC_PACKETS_DEFAULT 200000ul
 
 #endif

@@ -17,7 +17,7 @@
 
 int main(int argc, char **argv)
 {
-	static const char yaml[] = SPEC_YAML("host");
+	static char yaml[1024];
 	static double spec[SPEC_NFFT];
 	struct vfgx_config *cfg = NULL;
 	vfgx_pipeline *pl = NULL;
@@ -34,13 +34,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: spectrometer_fftw OUT.txt\n");
 		return 2;
 	}
+	snprintf(yaml, sizeof(yaml), SPEC_YAML("host"), SPEC_PACKETS_DEFAULT);
 	buf = fftwf_malloc(sizeof(fftwf_complex) * SPEC_SAMPLES);
 	if (!buf)
 		return 1;
 	plan = fftwf_plan_many_dft(1, &n, SPEC_FFTS, buf, NULL, 1, SPEC_NFFT, buf, NULL,
 				   1, SPEC_NFFT, FFTW_FORWARD, FFTW_ESTIMATE);
 	if (vfgx_ctx_create(&ctx) ||
-	    vfgx_config_load_string(ctx, yaml, sizeof(yaml) - 1, "spectrometer", &cfg) ||
+	    vfgx_config_load_string(ctx, yaml, strlen(yaml), "spectrometer", &cfg) ||
 	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) ||
 	    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl) ||
 	    vfgx_pipeline_start(pl)) {
