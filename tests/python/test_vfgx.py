@@ -139,7 +139,10 @@ def test_dict_config_and_stats():
 
 def test_keyboard_interrupt_stops_cleanly():
     code = textwrap.dedent("""
-        import sys, vfgx
+        import signal, sys, vfgx
+        # as in a terminal: a child started in the background inherits
+        # SIGINT ignored, and Python then keeps it so
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         y = '''%s'''
         p = vfgx.Pipeline(y)
         try:
@@ -152,9 +155,13 @@ def test_keyboard_interrupt_stops_cleanly():
     """) % loopback(packets=0, flows=1, extra=", rate_pps: 200000")
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout.readline().strip() == "ready"
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # never left running, whatever failed
+        proc.wait()
     assert proc.returncode == 0
     assert out.strip() == "interrupted; delivered True"
 
