@@ -124,23 +124,35 @@ static int read_start(struct vfgx_ring_producer *p)
 }
 
 /* Pick up the head word read in flight: 1 when it arrived (cached head
- * updated), 0 while pending (never with wait), or -errno. */
+ * updated), 0 while pending (never with wait), or -errno.  A word outside
+ * [cached head, tail] is read again: an RDMA READ racing the consumer's
+ * store of the word can return it torn where the responder copies it byte
+ * by byte (soft-RoCE's memcpy); one still outside after three reads is a
+ * corrupt ring (-EPROTO). */
 static int read_finish(struct vfgx_ring_producer *p, bool wait)
 {
-	uint8_t b[8];
-	uint64_t head = 0;
-	int ret = p->tr.read_poll(p->tr.user, b, wait);
+	for (int tries = 0;; tries++) {
+		uint8_t b[8];
+		uint64_t head = 0;
+		int ret = p->tr.read_poll(p->tr.user, b, wait);
 
-	if (ret <= 0)
-		return ret;
-	p->read_busy = false;
-	p->state_reads++;
-	for (int i = 7; i >= 0; i--)
-		head = head << 8 | b[i];
-	if (head > p->tail || head < p->cached_head)
-		return -EPROTO;
-	p->cached_head = head;
-	return 1;
+		if (ret <= 0)
+			return ret;
+		p->read_busy = false;
+		p->state_reads++;
+		for (int i = 7; i >= 0; i--)
+			head = head << 8 | b[i];
+		if (head <= p->tail && head >= p->cached_head) {
+			p->cached_head = head;
+			return 1;
+		}
+		if (tries == 3)
+			return -EPROTO;
+		ret = read_start(p);
+		if (ret)
+			return ret;
+		wait = true;
+	}
 }
 
 int vfgx_ring_send(struct vfgx_ring_producer *p, const void *msg, uint32_t len,
