@@ -13,6 +13,7 @@
 
 #include <gpurdma_mon.h>
 
+#include "chunk.h"
 #include "core.h"
 #include "pipeline.h"
 #include "port.h"
@@ -48,6 +49,8 @@ struct vfgx_metrics_snapshot {
 	struct gpurdma_mon_telemetry mon;
 	uint32_t nb_queues;
 	const struct vfgx_metrics_queue *queues; /* nb_queues entries */
+	bool has_chunks;            /* the pipeline has pipeline.chunks */
+	struct vfgx_chunk_stats chunks; /* vfgx_chunk_stats (vfgx/chunk.h) */
 };
 
 typedef struct vfgx_metrics vfgx_metrics;

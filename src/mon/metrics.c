@@ -175,6 +175,42 @@ static void format_pipeline(FILE *f, const struct vfgx_metrics_snapshot *s)
 	format_latency(f, dev, p);
 }
 
+/* pipeline.chunks: what became of chunks and of the records in them */
+static void format_chunks(FILE *f, const struct vfgx_metrics_snapshot *s)
+{
+	const struct vfgx_chunk_stats *c = &s->chunks;
+	const char *dev = s->gpu ? "gpu" : "cpu";
+	const struct {
+		const char *label;
+		uint64_t v;
+	} chunks[] = {
+		{ "complete", c->complete }, { "closed", c->closed }, { "skipped", c->skipped },
+	}, packets[] = {
+		{ "placed", c->placed }, { "missing", c->missing }, { "late", c->late },
+		{ "duplicate", c->duplicates }, { "out_of_range", c->out_of_range },
+		{ "backpressure_drop", c->backpressure_drops },
+	};
+
+	help_type(f, "vfgx_chunks_total", "counter",
+		  "Chunks made ready, by state (complete, closed with slots missing), and chunks skipped with no packet.");
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++)
+		fprintf(f, "vfgx_chunks_total{device=\"%s\",state=\"%s\"} %" PRIu64 "\n",
+			dev, chunks[i].label, chunks[i].v);
+	help_type(f, "vfgx_chunk_slots_total", "counter",
+		  "Chunk slots and records by what became of them (placed, missing in closed chunks, late, duplicate, out of range, dropped at stop while waiting).");
+	for (size_t i = 0; i < sizeof(packets) / sizeof(packets[0]); i++)
+		fprintf(f, "vfgx_chunk_slots_total{device=\"%s\",kind=\"%s\"} %" PRIu64 "\n",
+			dev, packets[i].label, packets[i].v);
+	pipeline_counter(f, dev, "vfgx_chunk_backpressure_waits_total",
+			 "Times the pipeline waited for a chunk the consumer held.", c->backpressure);
+	pipeline_counter(f, dev, "vfgx_chunks_handed_out_total",
+			 "Chunks the consumer took.", c->handed_out);
+	pipeline_counter(f, dev, "vfgx_chunks_returned_total",
+			 "Chunks the consumer gave back.", c->returned);
+	help_type(f, "vfgx_chunk_memory_bytes", "gauge", "Memory of all chunk rings.");
+	fprintf(f, "vfgx_chunk_memory_bytes{device=\"%s\"} %" PRIu64 "\n", dev, c->chunk_bytes);
+}
+
 static void mon_link(FILE *f, const char *name, const char *which,
 		     const struct gpurdma_mon_link *l, double v)
 {
@@ -251,6 +287,8 @@ int vfgx_metrics_format(FILE *f, const struct vfgx_metrics_snapshot *snap)
 	format_info(f, snap->program, true, snap->finished);
 	format_queues(f, snap);
 	format_pipeline(f, snap);
+	if (snap->has_chunks)
+		format_chunks(f, snap);
 	if (snap->has_mon)
 		format_mon(f, &snap->mon);
 	return ferror(f) ? -EIO : 0;

@@ -40,6 +40,8 @@ static void fill_common(struct metrics_observer *mo, bool final)
 	s->has_order_errors = true;
 	s->order_errors = s->pipeline.order_errors;
 	s->has_mon = mo->mon && !vfgx_mon_telemetry(mo->mon, &s->mon);
+	s->chunks.argsz = sizeof(s->chunks);
+	s->has_chunks = vfgx_chunk_stats(mo->pl, &s->chunks) == 0;
 }
 
 /* While running: names from the ports, counters from the engine's copies,

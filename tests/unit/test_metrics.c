@@ -154,6 +154,11 @@ static void test_promtool(void **state)
 	}
 	fill(s);
 	s->gpu = true;
+	/* the chunk series too */
+	s->has_chunks = true;
+	s->chunks = (struct vfgx_chunk_stats){ .argsz = sizeof(s->chunks), .complete = 3,
+					       .closed = 1, .placed = 390, .missing = 10,
+					       .chunk_bytes = 1 << 20 };
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	f = fdopen(fd, "w");
@@ -212,6 +217,65 @@ static void test_observer(void **state)
 	vfgx_ctx_destroy(ctx);
 }
 
+/* With pipeline.chunks the page carries the chunk counters, equal to
+ * vfgx_chunk_stats at the end. */
+static void test_observer_chunks(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "gen", .backend = "loopback",
+		.nb_rx_queues = 1, .burst = 32, .backend_opts = &lo,
+	};
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	struct vfgx_pipeline_config conf;
+	struct vfgx_chunk_config cc;
+	vfgx_pipeline *pl;
+	vfgx_metrics *m;
+	vfgx_port *port;
+	vfgx_ctx *ctx;
+	char *page, want[128];
+
+	(void)state;
+	assert_int_equal(vfgx_ctx_create(&ctx), 0);
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 5000;
+	lo.flows = 4;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	vfgx_pipeline_config_default(&conf);
+	conf.device = VFGX_DEVICE_CPU;
+	vfgx_chunk_config_default(&cc);
+	cc.payload_bytes = 512;
+	cc.packets = 100;
+	cc.streams = 4;
+	cc.in_flight = 16; /* every chunk of the run fits: no consumer needed */
+	conf.chunks = &cc;
+	assert_int_equal(vfgx_pipeline_create(ctx, &conf, &port, 1, &pl), 0);
+	assert_int_equal(vfgx_metrics_start(ctx, "127.0.0.1:0", &m), 0);
+	assert_int_equal(vfgx_metrics_observe(ctx, pl, m, "obs", 10), 0);
+	assert_int_equal(vfgx_pipeline_start(pl), 0);
+	while (!vfgx_pipeline_done(pl)) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	vfgx_pipeline_stop(pl);
+	assert_int_equal(vfgx_chunk_stats(pl, &cs), 0);
+	page = http_get(vfgx_metrics_port(m), "/metrics");
+	snprintf(want, sizeof(want), "\nvfgx_chunks_total{device=\"cpu\",state=\"complete\"} %llu\n",
+		 (unsigned long long)cs.complete);
+	assert_non_null(strstr(page, want));
+	snprintf(want, sizeof(want), "\nvfgx_chunks_total{device=\"cpu\",state=\"closed\"} %llu\n",
+		 (unsigned long long)cs.closed);
+	assert_non_null(strstr(page, want));
+	assert_non_null(strstr(page, "\nvfgx_chunk_slots_total{device=\"cpu\",kind=\"placed\"} 5000\n"));
+	assert_true(cs.complete == 48 && cs.closed == 4);
+	free(page);
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+	vfgx_metrics_stop(m);
+	vfgx_ctx_destroy(ctx);
+}
+
 static void test_bad_listen(void **state)
 {
 	static const char *const bad[] = { "9464", "127.0.0.1", "127.0.0.1:", "1.2.3.4:65536",
@@ -241,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_served_page),
 		cmocka_unit_test(test_promtool),
 		cmocka_unit_test(test_observer),
+		cmocka_unit_test(test_observer_chunks),
 		cmocka_unit_test(test_bad_listen),
 	};
 
