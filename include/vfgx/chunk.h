@@ -105,6 +105,9 @@ struct vfgx_chunk {
 	uint64_t stream_late;     /* the stream's late packets so far */
 	uint64_t last_packet_ns;  /* vfgx_now_ns of the last packet written */
 	uint64_t ready_ns;        /* vfgx_now_ns when it became ready */
+	/* packets for this chunk that came after it was made ready: counted
+	 * (here until its buffer is reused), never written */
+	uint64_t late;
 };
 
 struct vfgx_chunk_stats {

@@ -59,6 +59,7 @@ class Chunk:
     payload_bytes = property(lambda self: self._raw.payload_bytes)
     present_count = property(lambda self: self._raw.present_count)
     missing = property(lambda self: self._raw.missing)
+    late = property(lambda self: self._raw.late, doc="packets for it that came after it was ready")
     flags = property(lambda self: self._raw.flags)
     complete = property(lambda self: bool(self._raw.flags & CHUNK_COMPLETE))
     mem = property(lambda self: self._raw.mem)

@@ -439,6 +439,7 @@ CHUNK_U64(flags, ch->c->flags)
 CHUNK_U64(ring_slot, ch->c->ring_slot)
 CHUNK_U64(ready_ns, ch->c->ready_ns)
 CHUNK_U64(last_packet_ns, ch->c->last_packet_ns)
+CHUNK_U64(late, __atomic_load_n(&ch->c->late, __ATOMIC_RELAXED))
 /* addresses, for tests that prove no copy was made */
 CHUNK_U64(data_ptr, (uintptr_t)ch->c->data)
 CHUNK_U64(present_ptr, (uintptr_t)ch->c->present)
@@ -699,6 +700,7 @@ static PyGetSetDef chunk_getset[] = {
 	{ "ring_slot", (getter)chunk_ring_slot, NULL, "index % in_flight", NULL },
 	{ "ready_ns", (getter)chunk_ready_ns, NULL, "when it became ready", NULL },
 	{ "last_packet_ns", (getter)chunk_last_packet_ns, NULL, "its last packet's write", NULL },
+	{ "late", (getter)chunk_late, NULL, "packets for it that came after it was ready", NULL },
 	{ "data_ptr", (getter)chunk_data_ptr, NULL, "address of the data", NULL },
 	{ "present_ptr", (getter)chunk_present_ptr, NULL, "address of the bitmap", NULL },
 	{ "lens_ptr", (getter)chunk_lens_ptr, NULL, "address of the lengths", NULL },

@@ -353,6 +353,7 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 	memset(host + lens_off(cs), 0, (size_t)cs->conf.packets * 4);
 	d->index = n;
 	d->first = n * cs->conf.packets;
+	__atomic_store_n(&d->late, 0, __ATOMIC_RELAXED);
 	d->present_count = 0;
 	d->missing = 0;
 	d->flags = 0;
@@ -413,7 +414,14 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 		st->first_index = p;
 	}
 	if (n < st->head) {
+		struct vfgx_chunk *old = &st->desc[n % c->in_flight];
+
 		bump(&st->late, 1);
+		/* the chunk's own count while its buffer still holds it */
+		if (old->index == n && old->ready_ns &&
+		    atomic_load_explicit(&st->state[n % c->in_flight],
+					 memory_order_relaxed) != CHUNK_FILLING)
+			__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
 		return VFGX_R_LATE;
 	}
 	if (n - st->head >= c->in_flight)

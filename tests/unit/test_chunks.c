@@ -144,10 +144,13 @@ static void test_late_duplicate_out_of_range(void **state)
 	assert_int_equal(d->lens[1], 0);
 	assert_false(bit(d, 1));
 	assert_int_equal(d->stream_late, 1);
-	/* a late packet for the closed chunk is never written */
+	/* a late packet for the closed chunk is never written, but counted
+	 * in it */
+	assert_int_equal(d->late, 0);
 	assert_int_equal(put_rec(cs, 0, 5, 1), VFGX_R_LATE);
 	assert_false(bit(d, 1));
 	assert_int_equal(d->lens[1], 0);
+	assert_int_equal(d->late, 1);
 	give_back(cs, d);
 	/* chunk 4 closes chunk 2, which never got a packet: skipped */
 	assert_int_equal(put_rec(cs, 0, 16, 1), VFGX_STAGE_PASS);
