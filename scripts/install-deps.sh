@@ -25,6 +25,7 @@ pkgs=(
 	python3-dev python3-numpy python3-pytest libdlpack-dev # the Python package (python/)
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
+	libpcap-dev tshark # backend pcap, capture files; tshark reads them back in the tests
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
 	# references and test tooling
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck

@@ -30,7 +30,8 @@ extern "C" {
 
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
-struct vfgx_chunk_config; /* vfgx/chunk.h */
+struct vfgx_chunk_config;
+struct vfgx_capture_conf; /* vfgx/chunk.h */
 
 /*
  * A position in a loaded document.  index 0 means "absent": every getter on
@@ -186,6 +187,11 @@ struct vfgx_config {
 	uint32_t user_gpu_threads;    /* threads per block */
 	uint64_t user_gpu_state_bytes; /* device memory the kernel keeps */
 	const char *user_gpu_state_out; /* file the state is written to */
+	/* pipeline.capture (vfgx/capture.h), NULL: none; its path may be NULL
+	 * (given on the command line) */
+	const struct vfgx_capture_conf *capture;
+	/* send: the options of `vfgx send` (docs/send.md); absent: defaults */
+	struct vfgx_cfg_node send_opts;
 };
 
 /* Load and validate.  On error, vfgx_last_error(ctx) has the detail and

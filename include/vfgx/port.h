@@ -75,7 +75,7 @@ struct vfgx_queue_stats {
 struct vfgx_port_conf {
 	uint32_t argsz;      /* sizeof(struct vfgx_port_conf) */
 	const char *name;
-	const char *backend; /* "loopback", "socket", "afxdp", "dpdk", "rdma" */
+	const char *backend; /* "loopback", "socket", "afxdp", "dpdk", "rdma", "pcap" */
 	const char *address; /* backend-specific; may be NULL */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
@@ -85,7 +85,7 @@ struct vfgx_port_conf {
 	vfgx_pool *const *rx_pools;
 	/* The backend's typed options, or NULL: struct vfgx_loopback_opts,
 	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
-	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h). */
+	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h), or vfgx_pcap_opts (vfgx/pcap.h). */
 	const void *backend_opts;
 	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
 	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns

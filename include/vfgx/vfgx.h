@@ -13,6 +13,8 @@
 #include "stages.h"
 #include "gpu.h"
 #include "mon.h"
+#include "capture.h"
+#include "pcap.h"
 #include "socket.h"
 #include "afxdp.h"
 #include "rdma.h"

@@ -18,6 +18,7 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "core/numparse.h"
+#include "run_capture.h"
 #include "run_chunks.h"
 #include "run_output.h"
 
@@ -79,10 +80,19 @@ static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cf
 			 st->packets);
 }
 
+/* What the run was given besides its ports: a sender's report
+ * (--expect-sent) and the capture. */
+struct run_extra {
+	const struct vfgx_source_report *sent; /* NULL: the ports' own */
+	const char *capture_path;              /* NULL: no capture */
+	struct vfgx_capture_stats cap;
+	bool capture_ok;
+};
+
 static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		  vfgx_port **ports,
 		  uint16_t nb_ports, const struct vfgx_pipeline_stats *st,
-		  double secs)
+		  double secs, const struct run_extra *ex)
 {
 	struct vfgx_source_report src = { .known = true };
 	struct vfgx_queue_stats qsum = { 0 };
@@ -142,6 +152,8 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		refused += si.refused;
 	}
 	src.known = src.known && any_known;
+	if (ex->sent) /* the sender's account replaces the live ports' none */
+		src = *ex->sent;
 	printf("pipeline: %" PRIu64 " packets in %.3f s (%.3f Mpps, %.3f Gbps), passed %" PRIu64
 	       ", delivered %" PRIu64 " (%" PRIu64 " payload bytes), gaps %" PRIu64
 	       ", verify errors %" PRIu64 "\n",
@@ -162,10 +174,12 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 			       vfgx_drop_reason_name((enum vfgx_drop_reason)i),
 			       st->drops[i]);
 	}
+	if (ex->capture_path)
+		run_capture_report(&ex->cap, ex->capture_path);
 	if (src.known)
-		printf("source: %" PRIu64 " sequences generated, injected: %" PRIu64
+		printf("%s: %" PRIu64 " sequences generated, injected: %" PRIu64
 		       " lost, %" PRIu64 " duplicated, %" PRIu64 " corrupted, %" PRIu64
-		       " reordered\n",
+		       " reordered\n", ex->sent ? "sender" : "source",
 		       src.generated, src.lost, src.duplicated, src.corrupted,
 		       src.reordered);
 
@@ -189,10 +203,15 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 				      qsum.rx_packets == st->packets,
 			      "all_received", d);
 		} else {
-			uint64_t want = src.generated - src.lost - src.corrupted;
+			/* a corrupted packet is dropped by the UDP checksum,
+			 * or, sent through a kernel socket that checksums the
+			 * damaged payload anew, delivered and caught by verify */
+			uint64_t csum = st->drops[VFGX_DROP_BAD_UDP_CSUM];
+			uint64_t via_verify = ex->sent ? st->verify_errors : 0;
+			uint64_t want = src.generated - src.lost - csum;
 			uint64_t sent = src.generated - src.lost + src.duplicated;
 
-			explained = st->drops[VFGX_DROP_BAD_UDP_CSUM] +
+			explained = csum +
 				    st->drops[VFGX_DROP_DUPLICATE] +
 				    st->drops[VFGX_DROP_LATE];
 			snprintf(d, sizeof(d),
@@ -204,7 +223,7 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 			      st->delivered == want && st->packets == sent &&
 				      qsum.rx_packets == sent && drops == explained &&
 				      port_drops == 0 && refused == 0 &&
-				      st->drops[VFGX_DROP_BAD_UDP_CSUM] == src.corrupted &&
+				      csum + via_verify == src.corrupted &&
 				      st->drops[VFGX_DROP_DUPLICATE] +
 						      st->drops[VFGX_DROP_LATE] ==
 					      src.duplicated,
@@ -219,8 +238,21 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 	}
 	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", st->order_errors);
 	check(&v, cfg->expect.in_order, st->order_errors == 0, "in_order", d);
-	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
-	check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
+	if (ex->sent && src.corrupted) {
+		snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches, %" PRIu64
+			 " corrupted by the sender and not dropped by a checksum",
+			 st->verify_errors, src.corrupted - st->drops[VFGX_DROP_BAD_UDP_CSUM]);
+		check(&v, cfg->expect.verified,
+		      st->verify_errors + st->drops[VFGX_DROP_BAD_UDP_CSUM] == src.corrupted,
+		      "verified", d);
+	} else {
+		snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", st->verify_errors);
+		check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
+	}
+	if (ex->capture_path) {
+		snprintf(d, sizeof(d), "%s", ex->cap.error ? strerror(-ex->cap.error) : "");
+		check(&v, true, ex->capture_ok, "capture", d);
+	}
 	min_packets_detail(d, sizeof(d), cfg, st);
 	check(&v, cfg->expect.min_packets > 0,
 	      st->delivered >= cfg->expect.min_packets, "min_packets", d);
@@ -233,6 +265,8 @@ static const struct cli_opt run_opts[] = {
 	{ "quiet", 'q', NULL, "no live line" },
 	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
+	{ "capture", 'c', "FILE", "write received packets to the pcap file FILE (overrides pipeline.capture.path)" },
+	{ "expect-sent", 'e', "FILE", "check expectations against a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
@@ -249,6 +283,10 @@ int vfgx_cmd_run(int argc, char **argv)
 {
 	struct run_output ro = { 0 };
 	struct run_chunks chunks = { 0 };
+	struct run_extra ex = { 0 };
+	struct vfgx_source_report sent;
+	const char *capture_flag = NULL;
+	vfgx_capture *cap = NULL;
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -282,6 +320,14 @@ int vfgx_cmd_run(int argc, char **argv)
 			break;
 		case 'j':
 			ro.json = true;
+			break;
+		case 'c':
+			capture_flag = optarg;
+			break;
+		case 'e':
+			if (run_sent_load(optarg, &sent))
+				return 2;
+			ex.sent = &sent;
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_cli_run);
@@ -326,6 +372,11 @@ int vfgx_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	if ((rc = run_capture_open(ctx, cfg, capture_flag, ports, nb_ports, &cap)))
+		goto out;
+	rc = 1;
+	if (cap)
+		ex.capture_path = capture_flag ? capture_flag : cfg->capture->path;
 	if (run_output_open(ctx, cfg, &ro)) {
 		rc = ro.rc;
 		goto out;
@@ -378,6 +429,8 @@ int vfgx_cmd_run(int argc, char **argv)
 	}
 	vfgx_pipeline_stop(pl);
 	run_chunks_stop(&chunks);
+	ex.capture_ok = run_capture_close(cap, &ex.cap);
+	cap = NULL;
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
 
 	run_output_text_begin(&ro);
@@ -386,20 +439,25 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	rc = report(cfg, &chunks, ports, nb_ports, &st, secs);
+	rc = report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",
 			vfgx_pipeline_engine(pl), vfgx_strerror(ret));
 		rc = 1;
 	}
-	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc,
-			run_chunks_json(&chunks));
+	json_object *extra = json_object_new_object();
+
+	json_object_object_add(extra, "chunks", run_chunks_json(&chunks));
+	json_object_object_add(extra, "capture", ex.capture_path ?
+				run_capture_json(&ex.cap, ex.capture_path) : NULL);
+	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc, extra);
 	run_output_hold(&ro, &interrupted);
 out:
 	if (pl)
 		vfgx_pipeline_stop(pl); /* the consumer ends with it */
 	run_chunks_stop(&chunks);
+	run_capture_close(cap, &ex.cap); /* a failed start: the ports never ran */
 	vfgx_pipeline_destroy(pl); /* its observers first: one publishes to ro */
 	run_chunks_close(&chunks);
 	run_output_close(&ro);

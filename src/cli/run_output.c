@@ -151,13 +151,15 @@ static json_object *jpipeline(const struct vfgx_pipeline_stats *st,
 void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 		     vfgx_port *const *ports, uint16_t nb_ports,
 		     const struct vfgx_pipeline_stats *st, vfgx_pipeline *pl,
-		     double secs, bool interrupted, int rc, json_object *chunks)
+		     double secs, bool interrupted, int rc, json_object *extra)
 {
 	json_object *root, *ex;
 	struct vfgx_source_report src;
 
-	if (!ro->json)
+	if (!ro->json) {
+		json_object_put(extra);
 		return;
+	}
 	root = json_object_new_object();
 	ex = json_object_new_array();
 	json_object_object_add(root, "schema", json_object_new_string(RUN_JSON_SCHEMA));
@@ -167,7 +169,9 @@ void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 	json_object_object_add(root, "interrupted", json_object_new_boolean(interrupted));
 	json_object_object_add(root, "queues", jqueues(ports, nb_ports, &src));
 	json_object_object_add(root, "pipeline", jpipeline(st, st->order_errors, secs));
-	json_object_object_add(root, "chunks", chunks);
+	json_object_object_foreach(extra, key, val)
+		json_object_object_add(root, key, json_object_get(val));
+	json_object_put(extra);
 	if (src.known) {
 		json_object *s = json_object_new_object();
 

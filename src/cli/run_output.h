@@ -34,7 +34,8 @@ void run_output_text_end(struct run_output *ro);
 void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 		     vfgx_port *const *ports, uint16_t nb_ports,
 		     const struct vfgx_pipeline_stats *st, vfgx_pipeline *pl,
-		     double secs, bool interrupted, int rc, json_object *chunks);
+		     double secs, bool interrupted, int rc, json_object *extra);
+/* extra: an object whose members join the document's top level (taken) */
 /* --metrics-hold: keep serving the final snapshot (until a signal). */
 void run_output_hold(struct run_output *ro, volatile sig_atomic_t *interrupted);
 void run_output_close(struct run_output *ro);

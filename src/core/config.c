@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/capture.h>
 #include <vfgx/chunk.h>
 
 #include "cfgdoc.h"
@@ -18,7 +19,7 @@ extern const unsigned long vfgx_default_config_yaml_len;
 
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
-					"metrics", "name", NULL };
+					"metrics", "name", "send", NULL };
 
 /* vfgx_cfg_str into memory of the document: the config's strings live as
  * long as it does (at most max-1 bytes, as before). */
@@ -142,9 +143,9 @@ static int parse_ifaces(struct vfgx_config *cfg,
 {
 	static const char *const keys[] = { "name", "backend", "address", "rx",
 					    "tx", "loopback", "socket", "afxdp",
-					    "dpdk", "rdma", NULL };
+					    "dpdk", "rdma", "pcap", NULL };
 	static const char *const backends[] = { "loopback", "socket", "afxdp",
-						"dpdk", "rdma", NULL };
+						"dpdk", "rdma", "pcap", NULL };
 	struct vfgx_cfg_node seq, it, sub;
 	int n, ret, b;
 
@@ -270,7 +271,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	static const char *const keys[] = { "device", "workers", "filter",
 					    "reorder", "verify_payload",
 					    "duration_s", "gpu", "chunks", "user",
-					    NULL };
+					    "capture", NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
 	static const char *const ukeys[] = { "library", "arg", "gpu_module",
 					     "gpu_kernel", "gpu_threads",
@@ -333,6 +334,16 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = cfg_str_ref(&sub, "gpu_state_out", "", VFGX_PATH_MAX,
 			       &cfg->user_gpu_state_out)))
 		return ret;
+	vfgx_cfg_child(&pl, "capture", &sub);
+	if (vfgx_cfg_present(&sub)) {
+		struct vfgx_capture_conf *cc = vfgx_cfg_alloc(&sub, sizeof(*cc));
+
+		if (!cc)
+			return -ENOMEM;
+		if ((ret = vfgx_capture_conf_from_yaml(&sub, cc)))
+			return ret;
+		cfg->capture = cc;
+	}
 	return parse_chunks(p, &pl);
 }
 
@@ -363,6 +374,7 @@ static int parse_metrics(struct vfgx_config *cfg,
 	struct vfgx_cfg_node mn;
 	int ret;
 
+	vfgx_cfg_child(root, "send", &cfg->send_opts);
 	vfgx_cfg_child(root, "metrics", &mn);
 	if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
 	    (ret = cfg_str_ref(&mn, "listen", "", 64, &cfg->metrics_listen)))

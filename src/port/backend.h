@@ -21,6 +21,8 @@ struct vfgx_port {
 	bool own_pools; /* created by vfgx_port_open_config */
 	vfgx_region *rx_regions[VFGX_MAX_QUEUES]; /* owned with the pools */
 	void *priv;     /* backend state, ops->priv_size bytes, zeroed */
+	/* capture taps per rx queue (capture.c), NULL: not captured */
+	struct vfgx_capture_tap *tap[VFGX_MAX_QUEUES];
 };
 
 struct vfgx_port_ops {
@@ -49,6 +51,7 @@ extern const struct vfgx_port_ops vfgx_socket_ops;
 extern const struct vfgx_port_ops vfgx_afxdp_ops;
 extern const struct vfgx_port_ops vfgx_dpdk_ops;
 extern const struct vfgx_port_ops vfgx_rdma_ops;
+extern const struct vfgx_port_ops vfgx_pcap_ops;
 
 /* Release helper for backends whose handles are pool buffers of queue q. */
 void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,

@@ -31,6 +31,7 @@
 
 #include "backend.h"
 #include "core/opts.h"
+#include "seqhdr.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -40,7 +41,7 @@
 #define LB_DEFAULT_NBUFS 4096
 #define LB_TX_RING 1024
 #define RP_SEGS 8       /* GPU replay: ring eighths rewritten ahead */
-#define RP_WIN 18       /* bytes from the UDP checksum to the sequence's end */
+#define RP_WIN VFGX_SEQ_WIN /* bytes from the UDP checksum to the sequence's end */
 #define RP_WSTRIDE 32   /* bytes per frame in the window shadow */
 
 /* One frame of a replay lap: buffer index, length, stream. */
@@ -588,27 +589,6 @@ static int cmp_ptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Advance the frame whose window (UDP checksum .. end of the sequence) is w
- * by add sequences, updating a sent checksum incrementally (RFC 1624). */
-static void rp_advance(uint8_t *w, uint64_t add)
-{
-	uint8_t *sp = w + RP_WIN - 8;
-	uint64_t old = vfgx_rd64(sp), nw = old + add;
-	uint16_t hc = vfgx_rd16(w);
-
-	vfgx_wr64(sp, nw);
-	if (hc) { /* 0: no checksum sent */
-		uint32_t sum = (uint16_t)~hc;
-
-		for (int i = 0; i < 4; i++) {
-			sum += (uint16_t)~(uint16_t)(old >> (48 - 16 * i));
-			sum += (uint16_t)(nw >> (48 - 16 * i));
-		}
-		hc = vfgx_csum_fold(sum);
-		vfgx_wr16(w, hc ? hc : 0xffff);
-	}
-}
-
 /* Emit one lap (every flow's sequences 0 .. period-1 with the configured
  * faults) into frames[0 .. nb) (cap bytes apart); returns the frames used,
  * or nb + 1 when the lap does not fit. */
@@ -818,14 +798,14 @@ static void *rp_prep_main(void *arg)
 		idle = 0;
 		if (!rp->gpu) {
 			for (uint32_t i = a; i < b; i++)
-				rp_advance(rp->base + (size_t)rp->fr[i].idx * rp->cap + rp->win_off,
+				vfgx_seq_advance(rp->base + (size_t)rp->fr[i].idx * rp->cap + rp->win_off,
 					   rp->period);
 		} else {
 #if VFGX_HAVE_CUDA
 			cudaError_t e;
 
 			for (uint32_t i = a; i < b; i++)
-				rp_advance(rp->shadow + (size_t)i * RP_WSTRIDE, rp->period);
+				vfgx_seq_advance(rp->shadow + (size_t)i * RP_WSTRIDE, rp->period);
 			e = cudaMemcpy2DAsync(rp->base + (size_t)a * rp->cap + rp->win_off, rp->cap,
 					      rp->shadow + (size_t)a * RP_WSTRIDE, RP_WSTRIDE,
 					      RP_WIN, b - a, cudaMemcpyHostToDevice, rp->stream);

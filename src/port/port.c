@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "capture_tap.h"
 #include "core/argsz.h"
 #include "vfgx_build.h"
 
@@ -21,6 +22,9 @@ static const struct vfgx_port_ops *const backend_table[] = {
 #endif
 #if VFGX_HAVE_RDMA
 	&vfgx_rdma_ops,
+#endif
+#if VFGX_HAVE_PCAP
+	&vfgx_pcap_ops,
 #endif
 };
 
@@ -69,9 +73,10 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 			ops = backend_table[i];
 	if (!ops) {
 		static const char *const known[] = { "loopback", "socket",
-						     "afxdp", "dpdk", "rdma" };
+						     "afxdp", "dpdk", "rdma",
+						     "pcap" };
 
-		for (size_t i = 0; i < 5; i++)
+		for (size_t i = 0; i < 6; i++)
 			if (strcmp(known[i], conf->backend) == 0)
 				return vfgx_set_error(ctx, -ENOTSUP,
 						      "%s: backend '%s' is not in this build (install its -dev package and rebuild; see the build summary)",
@@ -224,6 +229,15 @@ int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 		return -EINVAL;
 	if (max > port->rx_burst[q])
 		max = port->rx_burst[q];
+#if VFGX_HAVE_PCAP
+	if (port->tap[q]) {
+		int n = port->ops->rx_burst(port, q, pkts, max);
+
+		if (n > 0)
+			vfgx_capture_tap_burst(port->tap[q], pkts, (uint16_t)n);
+		return n;
+	}
+#endif
 	return port->ops->rx_burst(port, q, pkts, max);
 }
 

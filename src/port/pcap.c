@@ -1,0 +1,323 @@
+/* pcap.c - the pcap port: a capture file as a finite source.  libpcap reads
+ * pcap and pcapng (nanosecond timestamps either way).  The whole file is
+ * read once at open, so a truncated or corrupt file, a link type the
+ * pipeline cannot parse or timestamps going backwards are said before the
+ * run starts, in one line naming the file; then rx_burst reads it again,
+ * lap after lap, copying each record into a pool buffer, fast, at the
+ * recorded timing or at a rate.  Loops rewrite sequence numbers (lap k adds
+ * k x span, checksums updated incrementally) or keep them. */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vfgx/pcap.h>
+
+#include "backend.h"
+#include "pcap_opts.h"
+#include "seqhdr.h"
+
+struct pc_priv {
+	struct vfgx_pcap_opts o;
+	const char *file;
+	pcap_t *rd;              /* the lap being read */
+	bool own_pool;
+	bool done;
+	/* the record read but not yet due (timing) */
+	bool have_pending;
+	struct pcap_pkthdr *ph;
+	const u_char *pdata;
+	uint64_t rec;            /* records read this lap */
+	uint64_t t0_ns;          /* first rx_burst */
+	uint64_t ts_first, ts_last; /* file timestamps, ns */
+	uint64_t lap_ns;         /* recorded timing: one lap's duration */
+	struct vfgx_pcap_info info;
+	struct vfgx_queue_stats st;
+};
+
+int vfgx_pcap_info(vfgx_port *port, struct vfgx_pcap_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (!port || port->ops != &vfgx_pcap_ops)
+		return -EINVAL;
+	*info = ((struct pc_priv *)port->priv)->info;
+	return 0;
+}
+
+static uint64_t ts_ns(const struct pcap_pkthdr *h)
+{
+	/* opened with nanosecond precision: tv_usec holds nanoseconds */
+	return (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+}
+
+static int pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *p = pcap_open_offline_with_tstamp_precision(pp->file,
+							    PCAP_TSTAMP_PRECISION_NANO, err);
+
+	if (!p)
+		return vfgx_set_error(port->ctx, errno == ENOENT || errno == EACCES ? -errno : -EINVAL,
+				      "%s: pcap file %s: %s", port->name, pp->file, err);
+	*out = p;
+	return 0;
+}
+
+/* The first read: every record must come out whole; link type, span and
+ * timestamps noted. */
+static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
+{
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	uint64_t prev = 0, maxseq = 0;
+	bool any_seq = false;
+	pcap_t *p;
+	int r, ret;
+
+	if ((ret = pc_open_file(port, pp, &p)))
+		return ret;
+	pp->info.linktype = pcap_datalink(p);
+	if (pp->info.linktype != DLT_EN10MB) {
+		const char *n = pcap_datalink_val_to_name(pp->info.linktype);
+
+		ret = vfgx_set_error(port->ctx, -EINVAL,
+				     "%s: pcap file %s: link type %d (%s) is not Ethernet: the pipeline parses Ethernet frames only",
+				     port->name, pp->file, pp->info.linktype, n ? n : "unknown");
+		pcap_close(p);
+		return ret;
+	}
+	while ((r = pcap_next_ex(p, &h, &d)) == 1) {
+		uint64_t t = ts_ns(h);
+		struct vfgx_parsed ps;
+		int need;
+
+		if (pp->info.records == 0)
+			pp->ts_first = t;
+		else if (t < prev)
+			pp->info.ts_backwards++;
+		prev = t;
+		if (t > pp->ts_last)
+			pp->ts_last = t;
+		pp->info.records++;
+		if (vfgx_parse_headers(d, h->caplen, &ps, &need) == VFGX_STAGE_PASS &&
+		    ps.payload_len >= VFGX_APP_HLEN) {
+			uint64_t s = vfgx_rd64(d + ps.payload_off + 8);
+
+			any_seq = true;
+			if (s > maxseq)
+				maxseq = s;
+		}
+	}
+	if (r == PCAP_ERROR) {
+		ret = vfgx_set_error(port->ctx, -EINVAL,
+				     "%s: pcap file %s: record %llu: %s",
+				     port->name, pp->file,
+				     (unsigned long long)pp->info.records + 1, pcap_geterr(p));
+		pcap_close(p);
+		return ret;
+	}
+	pcap_close(p);
+	pp->info.span = any_seq ? maxseq + 1 : 0;
+	if (pp->info.ts_backwards)
+		vfgx_warn(port->ctx, "%s: pcap file %s: %llu records are older than the one before (recorded timing sends them at once)",
+			  port->name, pp->file, (unsigned long long)pp->info.ts_backwards);
+	if (pp->info.records > 1) {
+		uint64_t span = pp->ts_last - pp->ts_first;
+
+		pp->lap_ns = span + span / (pp->info.records - 1);
+	}
+	if (pp->info.records == 0)
+		vfgx_warn(port->ctx, "%s: pcap file %s holds no packets", port->name, pp->file);
+	return 0;
+}
+
+static void pc_close(struct vfgx_port *port)
+{
+	struct pc_priv *pp = port->priv;
+
+	if (pp->rd)
+		pcap_close(pp->rd);
+	pp->rd = NULL;
+	if (pp->own_pool) {
+		vfgx_pool_destroy(port->rx_pools[0]);
+		port->rx_pools[0] = NULL;
+	}
+}
+
+static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
+{
+	struct pc_priv *pp = port->priv;
+	int ret;
+
+	if ((ret = vfgx_pcap_opts_get(port->ctx, port->name, conf, &pp->o)))
+		return ret;
+	pp->file = pp->o.file ? pp->o.file : conf->address;
+	if (!pp->file || !pp->file[0])
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap port needs a file (pcap.file or the interface's address)",
+				      port->name);
+	if (port->nb_rx_queues != 1)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: a pcap port reads one file into one rx queue (it has %u)",
+				      port->name, port->nb_rx_queues);
+	if (pp->o.timing == VFGX_PCAP_RATE && pp->o.rate_pps <= 0)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap timing: rate needs pcap.rate_pps above 0",
+				      port->name);
+	if ((ret = pc_scan(port, pp)))
+		return ret;
+	if (!port->rx_pools[0]) {
+		ret = vfgx_pool_create(port->ctx, NULL, pp->o.buf_size, pp->o.num_bufs,
+				       &port->rx_pools[0]);
+		if (ret)
+			return ret;
+		pp->own_pool = true;
+	} else if (vfgx_region_info(vfgx_pool_region(port->rx_pools[0]))->kind == VFGX_MEM_GPU) {
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: the pcap port copies packets with the CPU; its queue's region is GPU memory (use host or pinned)",
+				      port->name);
+	}
+	return 0;
+}
+
+/* When the next record is due, relative to the first rx_burst. */
+static uint64_t pc_due(const struct pc_priv *pp)
+{
+	uint64_t lap = pp->info.laps ? pp->info.laps - 1 : 0;
+
+	if (pp->o.timing == VFGX_PCAP_RATE)
+		return pp->t0_ns + (uint64_t)((double)pp->info.read * 1e9 / pp->o.rate_pps);
+	/* recorded: a record older than the first goes at once */
+	uint64_t t = ts_ns(pp->ph);
+	double off = (double)(t > pp->ts_first ? t - pp->ts_first : 0) +
+		     (double)lap * (double)pp->lap_ns;
+
+	return pp->t0_ns + (uint64_t)(off / pp->o.speed);
+}
+
+/* The next record into pp->ph/pdata: a new lap when one ends; false when
+ * the last lap ended (or a read failed: said once, the port ends). */
+static bool pc_next(struct vfgx_port *port, struct pc_priv *pp)
+{
+	int r;
+
+	for (;;) {
+		if (!pp->rd) {
+			if (pp->info.laps == pp->o.loops || !pp->info.records ||
+			    pc_open_file(port, pp, &pp->rd))
+				return false;
+			pp->info.laps++;
+			pp->rec = 0;
+		}
+		r = pcap_next_ex(pp->rd, &pp->ph, &pp->pdata);
+		if (r == 1) {
+			pp->rec++;
+			return true;
+		}
+		if (r == PCAP_ERROR) /* the file changed since open */
+			vfgx_warn(port->ctx, "%s: pcap file %s: lap %llu record %llu: %s",
+				  port->name, pp->file, (unsigned long long)pp->info.laps,
+				  (unsigned long long)pp->rec + 1, pcap_geterr(pp->rd));
+		pcap_close(pp->rd);
+		pp->rd = NULL;
+		if (r == PCAP_ERROR)
+			return false;
+	}
+}
+
+static int pc_rx_burst(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t max)
+{
+	struct pc_priv *pp = port->priv;
+	vfgx_pool *pool = port->rx_pools[q];
+	uint32_t cap = vfgx_pool_buf_size(pool);
+	uint64_t now = vfgx_now_ns();
+	uint16_t n = 0;
+
+	if (pp->done)
+		return 0;
+	if (!pp->t0_ns)
+		pp->t0_ns = now;
+	while (n < max) {
+		void *b;
+
+		if (!pp->have_pending) {
+			if (!pc_next(port, pp)) {
+				pp->done = true;
+				break;
+			}
+			pp->have_pending = true;
+		}
+		if (pp->o.timing != VFGX_PCAP_FAST && pc_due(pp) > now)
+			break;
+		if (pp->ph->caplen > cap) {
+			pp->st.drops[VFGX_DROP_TOO_BIG]++;
+			pp->info.too_big++;
+			pp->info.read++;
+			pp->have_pending = false;
+			continue;
+		}
+		if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0)
+			break; /* backpressure: the record waits */
+		memcpy(b, pp->pdata, pp->ph->caplen);
+		if (pp->ph->caplen < pp->ph->len)
+			pp->info.snapped++;
+		if (pp->o.sequences == VFGX_PCAP_REWRITE && pp->info.laps > 1 &&
+		    pp->info.span) {
+			struct vfgx_parsed ps;
+			int need;
+
+			if (vfgx_parse_headers(b, pp->ph->caplen, &ps, &need) == VFGX_STAGE_PASS &&
+			    ps.payload_len >= VFGX_APP_HLEN)
+				vfgx_seq_advance((uint8_t *)b + ps.l4_off + 6,
+						 (pp->info.laps - 1) * pp->info.span);
+		}
+		pkts[n] = (struct vfgx_pkt){ .data = b, .len = pp->ph->caplen,
+					     .handle = b, .ts_ns = now, .queue = q };
+		pp->st.rx_packets++;
+		pp->st.rx_bytes += pp->ph->caplen;
+		pp->info.read++;
+		pp->have_pending = false;
+		n++;
+	}
+	return n;
+}
+
+static int pc_tx_burst(struct vfgx_port *port, uint16_t q, const struct vfgx_pkt *pkts,
+		       uint16_t n)
+{
+	(void)q;
+	(void)pkts;
+	(void)n;
+	return vfgx_set_error(port->ctx, -ENOTSUP, "%s: a pcap port does not send",
+			      port->name);
+}
+
+static int pc_stats(struct vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st)
+{
+	struct pc_priv *pp = port->priv;
+	struct vfgx_pool_stats ps;
+
+	*st = pp->st;
+	vfgx_pool_stats(port->rx_pools[q], &ps);
+	st->drops[VFGX_DROP_NOBUFS] = ps.alloc_fail;
+	return 0;
+}
+
+static bool pc_rx_done(struct vfgx_port *port, uint16_t q)
+{
+	(void)q;
+	return ((struct pc_priv *)port->priv)->done;
+}
+
+const struct vfgx_port_ops vfgx_pcap_ops = {
+	.name = "pcap",
+	.priv_size = sizeof(struct pc_priv),
+	.open = pc_open,
+	.rx_burst = pc_rx_burst,
+	.release = vfgx_port_release_to_pool,
+	.tx_burst = pc_tx_burst,
+	.stats = pc_stats,
+	.close = pc_close,
+	.rx_done = pc_rx_done,
+};

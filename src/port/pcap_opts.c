@@ -1,0 +1,74 @@
+/* pcap_opts.c - the options of the pcap port and of capture files, typed
+ * or from YAML, checked the same way (built with or without libpcap). */
+#include <vfgx/capture.h>
+#include <vfgx/pcap.h>
+
+#include "backend.h"
+#include "core/opts.h"
+#include "pcap_opts.h"
+
+#define PC_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_pcap_opts, F, __VA_ARGS__)
+static const char *const pc_seq_names[] = { "rewrite", "keep", NULL };
+static const char *const pc_timing_names[] = { "fast", "recorded", "rate", NULL };
+static const struct vfgx_opt pc_opts[] = {
+	PC_OPT(STR, file, 0),
+	PC_OPT(U64, loops, 1, 1, (double)(1ull << 40)),
+	PC_OPT(ENUM, sequences, VFGX_PCAP_REWRITE, 0, 0, pc_seq_names),
+	PC_OPT(ENUM, timing, VFGX_PCAP_FAST, 0, 0, pc_timing_names),
+	PC_OPT(DOUBLE, speed, 1, 0.001, 1e6),
+	PC_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
+	PC_OPT(U32, buf_size, 16384, 64, 1u << 20),
+	PC_OPT(U32, num_bufs, 4096, 64, 1u << 22),
+};
+#define PC_NOPTS (sizeof(pc_opts) / sizeof(pc_opts[0]))
+
+void vfgx_pcap_opts_default(struct vfgx_pcap_opts *o)
+{
+	vfgx_opts_default(pc_opts, PC_NOPTS, o, sizeof(*o));
+}
+
+int vfgx_pcap_opts_from_yaml(const struct vfgx_cfg_node *map,
+			     struct vfgx_pcap_opts *o)
+{
+	return vfgx_opts_from_yaml(map, pc_opts, PC_NOPTS, o, sizeof(*o));
+}
+
+int vfgx_pcap_opts_get(vfgx_ctx *ctx, const char *name,
+		       const struct vfgx_port_conf *conf, struct vfgx_pcap_opts *o)
+{
+	if (conf->backend_opts)
+		return vfgx_opts_from_user(ctx, name, "pcap", pc_opts, PC_NOPTS,
+					   conf->backend_opts, o, sizeof(*o));
+	return vfgx_pcap_opts_from_yaml(conf->opts, o);
+}
+
+#define CAP_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_capture_conf, F, __VA_ARGS__)
+static const char *const cap_mode_names[] = { "all", "drops", "sample", NULL };
+static const struct vfgx_opt cap_opts[] = {
+	CAP_OPT(STR, path, 0),
+	CAP_OPT(ENUM, mode, VFGX_CAPTURE_ALL, 0, 0, cap_mode_names),
+	CAP_OPT(U32, sample_every, 100, 1, 1u << 30),
+	CAP_OPT(U32, snaplen, 65535, 64, 262144),
+	CAP_OPT(U64, rotate_bytes, 0, 0, (double)(1ull << 50)),
+	CAP_OPT(U32, rotate_files, 0, 0, 1u << 20),
+	CAP_OPT(U32, ring_bytes, 8u << 20, 64u << 10, 1u << 30),
+};
+#define CAP_NOPTS (sizeof(cap_opts) / sizeof(cap_opts[0]))
+
+void vfgx_capture_conf_default(struct vfgx_capture_conf *c)
+{
+	vfgx_opts_default(cap_opts, CAP_NOPTS, c, sizeof(*c));
+}
+
+int vfgx_capture_conf_from_yaml(const struct vfgx_cfg_node *map,
+				struct vfgx_capture_conf *c)
+{
+	return vfgx_opts_from_yaml(map, cap_opts, CAP_NOPTS, c, sizeof(*c));
+}
+
+int vfgx_capture_conf_check(vfgx_ctx *ctx, const struct vfgx_capture_conf *user,
+			    struct vfgx_capture_conf *out)
+{
+	return vfgx_opts_from_user(ctx, "capture", "capture", cap_opts, CAP_NOPTS, user,
+				   out, sizeof(*out));
+}
