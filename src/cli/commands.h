@@ -6,7 +6,7 @@
 #include "cliopt.h"
 
 /* each subcommand's option table (cliopt.h), next to its code */
-extern const struct cli_cmd vfgx_cli_run, vfgx_cli_bench, vfgx_cli_discover,
+extern const struct cli_cmd vfgx_cli_run, vfgx_cli_send, vfgx_cli_bench, vfgx_cli_discover,
 	vfgx_cli_devices, vfgx_cli_doctor, vfgx_cli_mon, vfgx_cli_completion;
 /* vfgx-bench: one per compiled-in benchmark ("bench pipeline", ...), NULL-terminated */
 extern const struct cli_cmd *const vfgx_bench_clis[];
@@ -16,6 +16,7 @@ extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
 	vfgx_bench_cli_rdma;
 
 int vfgx_cmd_run(int argc, char **argv);
+int vfgx_cmd_send(int argc, char **argv);
 /* vfgx: runs vfgx-bench (bench_exec.c); vfgx-bench: the dispatcher (bench.c) */
 int vfgx_cmd_bench_exec(int argc, char **argv);
 int vfgx_cmd_bench(int argc, char **argv);

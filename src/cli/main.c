@@ -16,6 +16,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ &vfgx_cli_run, vfgx_cmd_run },
+	{ &vfgx_cli_send, vfgx_cmd_send },
 	{ &vfgx_cli_bench, vfgx_cmd_bench_exec },
 	{ &vfgx_cli_discover, vfgx_cmd_discover },
 	{ &vfgx_cli_devices, vfgx_cmd_devices },

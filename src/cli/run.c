@@ -266,7 +266,7 @@ static const struct cli_opt run_opts[] = {
 	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
 	{ "capture", 'c', "FILE", "write received packets to the pcap file FILE (overrides pipeline.capture.path)" },
-	{ "expect-sent", 'e', "FILE", "check expectations against a `vfgx send --json` report (two-process runs)" },
+	{ "expect-sent", 'e', "FILE", "after the run, check expectations against FILE, a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
@@ -285,7 +285,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	struct run_chunks chunks = { 0 };
 	struct run_extra ex = { 0 };
 	struct vfgx_source_report sent;
-	const char *capture_flag = NULL;
+	const char *capture_flag = NULL, *sent_file = NULL;
 	vfgx_capture *cap = NULL;
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
@@ -325,9 +325,7 @@ int vfgx_cmd_run(int argc, char **argv)
 			capture_flag = optarg;
 			break;
 		case 'e':
-			if (run_sent_load(optarg, &sent))
-				return 2;
-			ex.sent = &sent;
+			sent_file = optarg; /* read after the run: the sender writes it */
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_cli_run);
@@ -439,7 +437,11 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
+	if (sent_file && run_sent_load(sent_file, &sent) == 0)
+		ex.sent = &sent;
 	rc = report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
+	if (sent_file && !ex.sent)
+		rc = 1; /* its line said why */
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",

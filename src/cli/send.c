@@ -1,0 +1,464 @@
+/* send.c - `vfgx send [CONFIG]`: a stream out of one of the config's
+ * interfaces.  The source is a port read like any other: the loopback
+ * generator (the same traffic model, faults and sequence header as `vfgx
+ * run`'s) or a pcap file (backend pcap: recorded timing, loops).  Each
+ * burst waits for its turn in a token bucket (send.rate_pps / rate_bps),
+ * then goes out with tx_burst; socket ports get the UDP payload, frame
+ * ports the whole frame.  A live line a second, a report (text or --json)
+ * with the rate achieved, the pacing error and tx drops by reason. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <vfgx/vfgx.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "core/numparse.h"
+#include "core/opts.h"
+#include "send_pace.h"
+
+enum send_source { SRC_GENERATOR = 0, SRC_PCAP = 1 };
+
+struct send_conf {
+	uint32_t argsz;
+	uint32_t source;       /* enum send_source */
+	const char *interface; /* NULL: the first */
+	double rate_pps;
+	double rate_bps;
+	uint32_t burst;
+	double duration_s;
+	uint32_t stall_ms;     /* no progress this long: the burst's rest is dropped */
+};
+
+#define SD_OPT(T, F, ...) VFGX_OPT(T, struct send_conf, F, __VA_ARGS__)
+static const char *const src_names[] = { "generator", "pcap", NULL };
+static const struct vfgx_opt send_tab[] = {
+	SD_OPT(ENUM, source, SRC_GENERATOR, 0, 0, src_names),
+	SD_OPT(STR, interface, 0),
+	SD_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
+	SD_OPT(DOUBLE, rate_bps, 0, 0, 1e13),
+	SD_OPT(U32, burst, 32, 1, 1024),
+	SD_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
+	SD_OPT(U32, stall_ms, 1000, 1, 600000),
+	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+};
+#define SEND_NOPTS (sizeof(send_tab) / sizeof(send_tab[0]))
+
+/* Why a packet the source gave was not sent. */
+enum send_drop { SD_STALLED, SD_ERROR, SD_NOT_UDP, SD_MAX };
+static const char *const send_drop_names[SD_MAX] = { "stalled", "tx_error", "not_udp" };
+
+struct sender {
+	vfgx_ctx *ctx;
+	vfgx_port *src, *out;
+	bool payload_only; /* the out port sends UDP payloads (socket, rdma) */
+	struct send_conf c;
+	uint64_t packets, bytes, drops[SD_MAX];
+	uint64_t full_waits; /* tx_burst took nothing: retried */
+	struct send_pace pace;
+	int error;
+	char error_msg[256];
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static const struct cli_opt send_opts[] = {
+	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides send.duration_s)" },
+	{ "rate", 'r', "PPS", "packets per second, all queues together (overrides send.rate_pps)" },
+	{ "quiet", 'q', NULL, "no live line" },
+	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_cli_send = {
+	.name = "send", .operands = "CONFIG.yaml",
+	.summary = "send a generated stream or a pcap file out of a config's interface",
+	.more = "  the config's send: section names the source and the pacing (docs/send.md)\n",
+	.opts = send_opts,
+};
+
+/* The source port: the generator (loopback) with one queue per tx queue,
+ * or the pcap file. */
+static int open_source(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct sender *s,
+		       uint16_t nq)
+{
+	struct vfgx_port_conf pc = {
+		.argsz = sizeof(pc), .name = "source", .nb_rx_queues = nq,
+		.burst = (uint16_t)s->c.burst,
+	};
+	struct vfgx_cfg_node sub;
+
+	if (s->c.source == SRC_PCAP) {
+		pc.backend = "pcap";
+		pc.nb_rx_queues = 1;
+		vfgx_cfg_child(&cfg->send_opts, "pcap", &sub);
+	} else {
+		pc.backend = "loopback";
+		vfgx_cfg_child(&cfg->send_opts, "generator", &sub);
+	}
+	pc.opts = &sub;
+	return vfgx_port_open(ctx, &pc, &s->src);
+}
+
+/* Frames to what the out port sends: socket ports take the UDP payload. */
+static uint16_t to_payload(struct sender *s, struct vfgx_pkt *pk, uint16_t n,
+			   struct vfgx_pkt *out)
+{
+	uint16_t k = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct vfgx_parsed ps;
+		int need;
+
+		if (vfgx_parse_headers(pk[i].data, pk[i].len, &ps, &need) != VFGX_STAGE_PASS) {
+			s->drops[SD_NOT_UDP]++;
+			continue;
+		}
+		out[k] = pk[i];
+		out[k].data += ps.payload_off;
+		out[k].len = ps.payload_len;
+		k++;
+	}
+	return k;
+}
+
+/* tx_burst until all went, an error, or stall_ms without progress. */
+static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n)
+{
+	uint64_t last = 0;
+	uint16_t off = 0;
+
+	while (off < n) {
+		int k = vfgx_port_tx_burst(s->out, q, pk + off, (uint16_t)(n - off));
+
+		if (k < 0) {
+			s->error = k;
+			s->drops[SD_ERROR] += n - off;
+			return;
+		}
+		for (int i = 0; i < k; i++)
+			s->bytes += pk[off + i].len;
+		s->packets += (uint64_t)k;
+		off += (uint16_t)k;
+		if (k) {
+			last = 0;
+			continue;
+		}
+		s->full_waits++;
+		uint64_t now = vfgx_now_ns();
+
+		if (!last)
+			last = now;
+		else if (now - last > (uint64_t)s->c.stall_ms * 1000000ull || interrupted) {
+			s->drops[SD_STALLED] += n - off;
+			return;
+		}
+	}
+}
+
+static void live_line(const struct sender *s, uint64_t prev_pk, uint64_t prev_b, double dt)
+{
+	uint64_t drops = 0;
+
+	for (int i = 0; i < SD_MAX; i++)
+		drops += s->drops[i];
+	fprintf(stdout, "\r%8.3f Mpps %8.3f Gbps  sent %" PRIu64 "  drops %" PRIu64 "   ",
+		(double)(s->packets - prev_pk) / dt / 1e6,
+		(double)(s->bytes - prev_b) * 8 / dt / 1e9, s->packets, drops);
+	fflush(stdout);
+}
+
+/* The sending loop; every queue of the source in turn. */
+static void send_loop(struct sender *s, bool live)
+{
+	uint16_t nq = vfgx_port_nb_rx_queues(s->src);
+	uint16_t ntx = vfgx_port_nb_tx_queues(s->out);
+	struct vfgx_pkt pk[1024], tx[1024];
+	bool done[VFGX_MAX_QUEUES] = { false };
+	uint16_t left = nq;
+	uint64_t t0 = vfgx_now_ns(), tlast = t0, plast = 0, blast = 0;
+	uint64_t end = s->c.duration_s > 0 ? t0 + (uint64_t)(s->c.duration_s * 1e9) : 0;
+
+	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, t0);
+	while (left && !interrupted && !s->error) {
+		for (uint16_t q = 0; q < nq && !s->error; q++) {
+			uint16_t txq = (uint16_t)(q % ntx);
+			int n;
+
+			if (done[q])
+				continue;
+			n = vfgx_port_rx_burst(s->src, q, pk, (uint16_t)s->c.burst);
+			if (n < 0) {
+				s->error = n;
+				break;
+			}
+			if (n == 0) {
+				if (vfgx_port_rx_done(s->src, q)) {
+					done[q] = true;
+					left--;
+				}
+				continue;
+			}
+			uint64_t bytes = 0;
+			const struct vfgx_pkt *send = pk;
+			uint16_t k = (uint16_t)n;
+
+			if (s->payload_only) {
+				k = to_payload(s, pk, (uint16_t)n, tx);
+				send = tx;
+			}
+			for (uint16_t i = 0; i < k; i++)
+				bytes += send[i].len;
+			send_pace_wait(&s->pace, k, bytes, &interrupted);
+			tx_all(s, txq, send, k);
+			vfgx_port_release(s->src, q, pk, (uint16_t)n);
+		}
+		uint64_t now = vfgx_now_ns();
+
+		if (end && now >= end)
+			break;
+		if (live && now - tlast >= 1000000000ull) {
+			live_line(s, plast, blast, (double)(now - tlast) / 1e9);
+			plast = s->packets;
+			blast = s->bytes;
+			tlast = now;
+		}
+	}
+	send_pace_end(&s->pace, vfgx_now_ns());
+	if (s->error)
+		snprintf(s->error_msg, sizeof(s->error_msg), "%s", vfgx_last_error(s->ctx));
+}
+
+static void source_sum(vfgx_port *src, struct vfgx_source_report *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	sum->known = true;
+	for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(src); q++) {
+		struct vfgx_source_report r;
+
+		if (vfgx_port_source_report(src, q, &r) || !r.known) {
+			sum->known = false;
+			continue;
+		}
+		sum->generated += r.generated;
+		sum->lost += r.lost;
+		sum->duplicated += r.duplicated;
+		sum->corrupted += r.corrupted;
+		sum->reordered += r.reordered;
+	}
+}
+
+static int report(const struct vfgx_config *cfg, const struct sender *s, bool json,
+		  bool was_interrupted)
+{
+	struct vfgx_source_report src;
+	struct send_pace_result pr;
+	uint64_t drops = 0, tx_drops[VFGX_DROP_MAX] = { 0 };
+	bool ok;
+	FILE *f = json ? stderr : stdout;
+
+	source_sum(s->src, &src);
+	send_pace_result(&s->pace, &pr);
+	for (int i = 0; i < SD_MAX; i++)
+		drops += s->drops[i];
+	for (uint16_t q = 0; q < vfgx_port_nb_tx_queues(s->out); q++) {
+		struct vfgx_queue_stats qs;
+
+		if (vfgx_port_stats(s->out, q, &qs) == 0)
+			for (int k = 0; k < VFGX_DROP_MAX; k++)
+				tx_drops[k] += qs.drops[k];
+	}
+	ok = !s->error && drops == 0;
+	fprintf(f, "\n== vfgx send report (%s) ==\n", cli_esc(cfg->source));
+	fprintf(f, "sent %" PRIu64 " packets, %" PRIu64 " bytes in %.3f s: %.3f Mpps, %.3f Gbps (port %s, %s)\n",
+		s->packets, s->bytes, pr.seconds, pr.pps / 1e6, pr.bps / 1e9,
+		vfgx_port_name(s->out), vfgx_port_backend(s->out));
+	if (pr.paced)
+		fprintf(f, "pacing: asked %.0f pps / %.0f bit/s, achieved %.0f pps (error %+.3f%%), burst gap error p50 %.1f us, p99 %.1f us, max %.1f us over %" PRIu64 " gaps\n",
+			s->c.rate_pps, s->c.rate_bps, pr.sched_pps, pr.rate_error_pct,
+			pr.gap_err_p50_ns / 1e3, pr.gap_err_p99_ns / 1e3, pr.gap_err_max_ns / 1e3,
+			pr.gaps);
+	fprintf(f, "tx waits (port took nothing, retried): %" PRIu64 "\n", s->full_waits);
+	for (int i = 0; i < SD_MAX; i++)
+		if (s->drops[i])
+			fprintf(f, "drop %-12s %" PRIu64 "\n", send_drop_names[i], s->drops[i]);
+	for (int k = 0; k < VFGX_DROP_MAX; k++)
+		if (tx_drops[k])
+			fprintf(f, "port drop %-12s %" PRIu64 "\n",
+				vfgx_drop_reason_name((enum vfgx_drop_reason)k), tx_drops[k]);
+	if (src.known)
+		fprintf(f, "source: %" PRIu64 " sequences generated, injected: %" PRIu64
+			" lost, %" PRIu64 " duplicated, %" PRIu64 " corrupted, %" PRIu64
+			" reordered\n", src.generated, src.lost, src.duplicated, src.corrupted,
+			src.reordered);
+	if (s->error)
+		fprintf(f, "error: %s\n", s->error_msg);
+	if (was_interrupted)
+		fprintf(f, "interrupted\n");
+	fprintf(f, "result: %s\n", ok ? "PASSED" : "FAILED");
+	if (json) {
+		json_object *root = json_object_new_object(), *dr = json_object_new_object();
+		json_object *pj = json_object_new_object();
+
+		json_object_object_add(root, "schema", json_object_new_string("vfgx.send/1"));
+		json_object_object_add(root, "config", json_object_new_string(cfg->source));
+		json_object_object_add(root, "port", json_object_new_string(vfgx_port_name(s->out)));
+		json_object_object_add(root, "backend", json_object_new_string(vfgx_port_backend(s->out)));
+		json_object_object_add(root, "packets", json_object_new_uint64(s->packets));
+		json_object_object_add(root, "bytes", json_object_new_uint64(s->bytes));
+		json_object_object_add(root, "seconds", json_object_new_double(pr.seconds));
+		json_object_object_add(root, "pps", json_object_new_double(pr.pps));
+		json_object_object_add(root, "bps", json_object_new_double(pr.bps));
+		json_object_object_add(pj, "rate_pps", json_object_new_double(s->c.rate_pps));
+		json_object_object_add(pj, "rate_bps", json_object_new_double(s->c.rate_bps));
+		json_object_object_add(pj, "achieved_pps", json_object_new_double(pr.sched_pps));
+		json_object_object_add(pj, "achieved_bps", json_object_new_double(pr.sched_bps));
+		json_object_object_add(pj, "rate_error_pct", json_object_new_double(pr.rate_error_pct));
+		json_object_object_add(pj, "gap_error_p50_ns", json_object_new_double(pr.gap_err_p50_ns));
+		json_object_object_add(pj, "gap_error_p99_ns", json_object_new_double(pr.gap_err_p99_ns));
+		json_object_object_add(pj, "gap_error_max_ns", json_object_new_double(pr.gap_err_max_ns));
+		json_object_object_add(pj, "gaps", json_object_new_uint64(pr.gaps));
+		json_object_object_add(root, "pacing", pr.paced ? pj : NULL);
+		if (!pr.paced)
+			json_object_put(pj);
+		json_object_object_add(root, "tx_waits", json_object_new_uint64(s->full_waits));
+		for (int i = 0; i < SD_MAX; i++)
+			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
+		json_object_object_add(root, "drops", dr);
+		if (src.known) {
+			json_object *so = json_object_new_object();
+
+			json_object_object_add(so, "generated", json_object_new_uint64(src.generated));
+			json_object_object_add(so, "lost", json_object_new_uint64(src.lost));
+			json_object_object_add(so, "duplicated", json_object_new_uint64(src.duplicated));
+			json_object_object_add(so, "corrupted", json_object_new_uint64(src.corrupted));
+			json_object_object_add(so, "reordered", json_object_new_uint64(src.reordered));
+			json_object_object_add(root, "source", so);
+		} else {
+			json_object_object_add(root, "source", NULL);
+		}
+		json_object_object_add(root, "error", s->error ? json_object_new_string(s->error_msg) : NULL);
+		json_object_object_add(root, "interrupted", json_object_new_boolean(was_interrupted));
+		json_object_object_add(root, "result", json_object_new_string(ok ? "PASSED" : "FAILED"));
+		json_object_object_add(root, "exit_code", json_object_new_int(ok ? 0 : 1));
+		printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+								       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(root);
+	}
+	return ok ? 0 : 1;
+}
+
+static int send_conf_load(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send_conf *c)
+{
+	if (vfgx_opts_from_yaml(&cfg->send_opts, send_tab, SEND_NOPTS, c, sizeof(*c))) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		return 2;
+	}
+	return 0;
+}
+
+int vfgx_cmd_send(int argc, char **argv)
+{
+	struct vfgx_config *cfg = NULL;
+	struct sender s = { 0 };
+	double duration = -1, rate = -1;
+	bool quiet = false, json = false;
+	const struct vfgx_iface_config *ifc = NULL;
+	vfgx_ctx *ctx;
+	int c, ret, rc = 1;
+
+	optind = 1;
+	interrupted = 0;
+	while ((c = cli_getopt(argc, argv, &vfgx_cli_send)) != -1) {
+		switch (c) {
+		case 'd':
+			if (vfgx_flag_double("send", "--duration", optarg, 0, 86400 * 365, &duration))
+				return 2;
+			break;
+		case 'r':
+			if (vfgx_flag_double("send", "--rate", optarg, 0, 1e10, &rate))
+				return 2;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			cli_usage(stdout, &vfgx_cli_send);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (argc - optind != 1)
+		return cli_bad_operands(&vfgx_cli_send, "one CONFIG.yaml");
+	if (vfgx_ctx_create(&ctx))
+		return 1;
+	if (vfgx_config_load_file(ctx, argv[optind], &cfg)) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		vfgx_ctx_destroy(ctx);
+		return 2;
+	}
+	vfgx_log_set_level(ctx, cfg->log_level);
+	s.ctx = ctx;
+	if ((rc = send_conf_load(ctx, cfg, &s.c)))
+		goto out;
+	rc = 2;
+	if (duration >= 0)
+		s.c.duration_s = duration;
+	if (rate >= 0)
+		s.c.rate_pps = rate;
+	for (uint16_t i = 0; i < cfg->nb_ifaces && !ifc; i++)
+		if (!s.c.interface || !strcmp(cfg->ifaces[i].name, s.c.interface))
+			ifc = &cfg->ifaces[i];
+	if (!ifc) {
+		fprintf(stderr, s.c.interface ? "vfgx: %s: send.interface: no interface named '%s'\n" :
+						"vfgx: %s: no interfaces configured (add the one to send on under interfaces:)\n",
+			cli_esc(cfg->source), s.c.interface ? cli_esc(s.c.interface) : "");
+		goto out;
+	}
+	if (ifc->nb_tx_queues == 0) {
+		fprintf(stderr, "vfgx: %s: interface %s has no tx queue (tx: queues:)\n",
+			cli_esc(cfg->source), cli_esc(ifc->name));
+		goto out;
+	}
+	if ((ret = vfgx_port_open_config(ctx, cfg, ifc, &s.out))) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		rc = ret == -EINVAL ? 2 : 1;
+		goto out;
+	}
+	if ((ret = open_source(ctx, cfg, &s, ifc->nb_tx_queues))) {
+		fprintf(stderr, "vfgx: %s: send source: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
+		rc = ret == -EINVAL ? 2 : 1;
+		goto out;
+	}
+	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN); /* a TCP peer that goes: an error line, not a death */
+	send_loop(&s, !quiet && !json && isatty(STDOUT_FILENO));
+	rc = report(cfg, &s, json, interrupted);
+out:
+	vfgx_port_close(s.src);
+	vfgx_port_close(s.out);
+	vfgx_config_destroy(cfg);
+	vfgx_ctx_destroy(ctx);
+	return rc;
+}

@@ -1,0 +1,109 @@
+/* send_pace.c - the token bucket of `vfgx send` and its error measure. */
+#include <time.h>
+
+#include <vfgx/core.h>
+
+#include "send_pace.h"
+
+/* Sleep through most of a long wait, spin the last SPIN_NS (a timer's
+ * wake-up is tens of microseconds late; the clock read is not). */
+#define SPIN_NS 80000ull
+
+void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint64_t now)
+{
+	*p = (struct send_pace){ .rate_pps = rate_pps, .rate_bps = rate_bps,
+				 .paced = rate_pps > 0 || rate_bps > 0, .t0 = now };
+}
+
+static uint64_t due(const struct send_pace *p)
+{
+	double s = 0;
+
+	if (p->rate_pps > 0)
+		s = (double)p->pk / p->rate_pps;
+	if (p->rate_bps > 0 && (double)p->bytes * 8 / p->rate_bps > s)
+		s = (double)p->bytes * 8 / p->rate_bps;
+	return p->t0 + (uint64_t)(s * 1e9);
+}
+
+void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
+		    volatile sig_atomic_t *stop)
+{
+	uint64_t d = due(p), now = vfgx_now_ns();
+
+	if (p->paced) {
+		while (now < d && !*stop) {
+			if (d - now > SPIN_NS) {
+				uint64_t ns = d - now - SPIN_NS;
+				struct timespec ts = { (time_t)(ns / 1000000000ull),
+						       (long)(ns % 1000000000ull) };
+
+				nanosleep(&ts, NULL);
+			}
+			now = vfgx_now_ns();
+		}
+		if (p->pk) {
+			/* the gap to the burst before against the schedule's */
+			int64_t e = (int64_t)(now - p->prev_at) - (int64_t)(d - p->prev_due);
+			uint64_t a = (uint64_t)(e < 0 ? -e : e), b = a / 100;
+
+			p->hist[b < SEND_PACE_BUCKETS ? b : SEND_PACE_BUCKETS]++;
+			if (a > p->err_max)
+				p->err_max = a;
+			p->gaps++;
+		}
+		p->prev_due = d;
+		p->prev_at = now;
+	}
+	p->last_at = now;
+	p->last_pk = n;
+	p->last_bytes = bytes;
+	p->pk += n;
+	p->bytes += bytes;
+}
+
+void send_pace_end(struct send_pace *p, uint64_t now)
+{
+	p->t_end = now;
+}
+
+static double pct(const struct send_pace *p, double q)
+{
+	uint64_t want = (uint64_t)((double)p->gaps * q / 100.0 + 0.999999), seen = 0;
+
+	if (!p->gaps)
+		return 0;
+	for (int b = 0; b <= SEND_PACE_BUCKETS; b++) {
+		seen += p->hist[b];
+		if (seen >= want)
+			return b == SEND_PACE_BUCKETS ? (double)p->err_max : (b + 1) * 100.0;
+	}
+	return (double)p->err_max;
+}
+
+void send_pace_result(const struct send_pace *p, struct send_pace_result *r)
+{
+	*r = (struct send_pace_result){ .paced = p->paced, .gaps = p->gaps };
+	r->seconds = (double)(p->t_end - p->t0) / 1e9;
+	if (r->seconds > 0) {
+		r->pps = (double)p->pk / r->seconds;
+		r->bps = (double)p->bytes * 8 / r->seconds;
+	}
+	if (!p->paced)
+		return;
+	/* the schedule: the last burst went at last_at, due when the packets
+	 * before it were; the rate achieved is theirs over that time */
+	double span = (double)(p->last_at - p->t0) / 1e9;
+
+	if (span > 0 && p->pk > p->last_pk) {
+		r->sched_pps = (double)(p->pk - p->last_pk) / span;
+		r->sched_bps = (double)(p->bytes - p->last_bytes) * 8 / span;
+		if (p->rate_pps > 0)
+			r->rate_error_pct = (r->sched_pps - p->rate_pps) / p->rate_pps * 100;
+		else
+			r->rate_error_pct = (r->sched_bps - p->rate_bps) / p->rate_bps * 100;
+	}
+	r->gap_err_p50_ns = pct(p, 50);
+	r->gap_err_p99_ns = pct(p, 99);
+	r->gap_err_max_ns = (double)p->err_max;
+}

@@ -1,0 +1,42 @@
+/* send_pace.h - the token bucket of `vfgx send` (send_pace.c): each burst
+ * waits until the packets and bits sent before it are due at the asked
+ * rates, so bursts are spread evenly; what it measures is the pacing error
+ * the report gives (achieved rate, burst gap error percentiles). */
+#ifndef VFGX_CLI_SEND_PACE_H
+#define VFGX_CLI_SEND_PACE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SEND_PACE_BUCKETS 10000 /* gap error histogram: 100 ns each, to 1 ms */
+
+struct send_pace {
+	double rate_pps, rate_bps; /* 0: no limit */
+	bool paced;
+	uint64_t t0, t_end;
+	uint64_t pk, bytes;        /* sent before the current burst */
+	uint64_t last_pk, last_bytes; /* of the last burst */
+	uint64_t prev_due, prev_at, last_at;
+	uint64_t gaps, err_max;
+	uint64_t hist[SEND_PACE_BUCKETS + 1]; /* the last: 1 ms and more */
+};
+
+struct send_pace_result {
+	bool paced;
+	double seconds, pps, bps; /* over the whole run */
+	double sched_pps, sched_bps; /* paced: achieved over the schedule */
+	double rate_error_pct;    /* paced: achieved vs asked, over the schedule */
+	double gap_err_p50_ns, gap_err_p99_ns, gap_err_max_ns;
+	uint64_t gaps;
+};
+
+void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint64_t now);
+/* Wait for the turn of a burst of n packets, bytes bytes (returns at once
+ * when not paced, or when *stop is set). */
+void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
+		    volatile sig_atomic_t *stop);
+void send_pace_end(struct send_pace *p, uint64_t now);
+void send_pace_result(const struct send_pace *p, struct send_pace_result *r);
+
+#endif
