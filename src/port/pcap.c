@@ -8,6 +8,7 @@
  * k x span, checksums updated incrementally) or keep them. */
 #include <errno.h>
 #include <pcap/pcap.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,12 +54,19 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 static int pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out)
 {
 	char err[PCAP_ERRBUF_SIZE] = "";
-	pcap_t *p = pcap_open_offline_with_tstamp_precision(pp->file,
-							    PCAP_TSTAMP_PRECISION_NANO, err);
+	FILE *f = fopen(pp->file, "rb");
+	pcap_t *p;
 
+	if (!f)
+		return vfgx_set_error(port->ctx, -errno, "%s: pcap file %s: %s", port->name,
+				      pp->file, strerror(errno));
+	/* p owns f from here; a failed open leaves it to us */
+	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err);
 	if (!p)
-		return vfgx_set_error(port->ctx, errno == ENOENT || errno == EACCES ? -errno : -EINVAL,
-				      "%s: pcap file %s: %s", port->name, pp->file, err);
+		fclose(f);
+	if (!p)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: pcap file %s: %s", port->name,
+				      pp->file, err);
 	*out = p;
 	return 0;
 }
