@@ -101,15 +101,16 @@ static int open_source(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send
 		.argsz = sizeof(pc), .name = "source", .nb_rx_queues = nq,
 		.burst = (uint16_t)s->c.burst,
 	};
+	const struct vfgx_cfg_node *so = &cfg->send_opts;
 	struct vfgx_cfg_node sub;
 
 	if (s->c.source == SRC_PCAP) {
 		pc.backend = "pcap";
 		pc.nb_rx_queues = 1;
-		vfgx_cfg_child(&cfg->send_opts, "pcap", &sub);
+		vfgx_cfg_child(so, "pcap", &sub);
 	} else {
 		pc.backend = "loopback";
-		vfgx_cfg_child(&cfg->send_opts, "generator", &sub);
+		vfgx_cfg_child(so, "generator", &sub);
 	}
 	pc.opts = &sub;
 	return vfgx_port_open(ctx, &pc, &s->src);

@@ -193,6 +193,22 @@ with tempfile.TemporaryDirectory() as tmp:
         check(r7.returncode == (1 if name == "missing.pcap" else 2) and len(lines) == 1 and p in lines[0] and what in lines[0],
               "%s: exit %d, one line naming the file: %s" % (name, r7.returncode, lines))
 
+    # --- timestamps going backwards: counted, said once, still read ------
+    half = os.path.join(tmp, "early.pcap"), os.path.join(tmp, "late.pcap")
+    subprocess.run(["editcap", "-r", cap, half[0], "1-1000"], check=True)
+    subprocess.run(["editcap", "-r", cap, half[1], "1001-2000"], check=True)
+    back = os.path.join(tmp, "back.pcap")
+    subprocess.run(["mergecap", "-a", "-w", back, half[1], half[0]], check=True)
+    r10, j10 = jrun("run", "-q", cfg(tmp, "back.yaml", PCAP_IN % back +
+                                     "\npipeline: {reorder: {window: 2048}}\nexpect: {min_packets: 1}\n"))
+    warn = [l for l in r10.stderr.splitlines() if "older than the one before" in l]
+    deltas = subprocess.run(["tshark", "-r", back, "-T", "fields", "-e", "frame.time_delta"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    older = sum(1 for d in deltas if d.startswith("-"))
+    check(j10 is not None and j10["pipeline"]["packets"] == 2000 and len(warn) == 1 and
+          back in warn[0] and (": %d records" % older) in warn[0] and older >= 1,
+          "timestamps going backwards: the 2000 records read, one warning: %s" % warn)
+
     # --- capture paths that cannot be written ------------------------------
     nodir = os.path.join(tmp, "no", "such", "dir.pcap")
     r8 = run("run", "-q", "--capture", nodir, gen)

@@ -118,6 +118,33 @@ case_run tcp "  - { name: out, backend: socket, address: tcp://$IPB:5000,
       rx: { queues: [ { id: 0, memory_region: rx } ] },
       socket: { role: server, max_record: 2048 } }"
 
+# a TCP peer that goes away mid-send: the sender ends with one line, its
+# counts kept, exit 1
+send_cfg "  - { name: out, backend: socket, address: tcp://$IPB:5001,
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      socket: { role: client } }" | sed 's/rate_pps: 40000/rate_pps: 5000/' >"$tmp/gone-send.yaml"
+recv_cfg "  - { name: in, backend: socket, address: tcp://$IPB:5001,
+      rx: { queues: [ { id: 0, memory_region: rx } ] },
+      socket: { role: server, max_record: 2048 } }" >"$tmp/gone-recv.yaml"
+ip netns exec "$B" "$vfgx" run -q --duration 1 "$tmp/gone-recv.yaml" >"$tmp/gone-recv.log" 2>&1 &
+bgpid=$!
+sleep 0.5
+ip netns exec "$A" "$vfgx" send --json "$tmp/gone-send.yaml" >"$tmp/gone.json" 2>"$tmp/gone.log"
+grc=$?
+wait $bgpid; bgpid=
+err=$(sed -n 's/^ *"error":"\(.*\)",$/\1/p' "$tmp/gone.json")
+sent=$(sed -n 's/^ *"packets":\([0-9]*\),$/\1/p' "$tmp/gone.json")
+lost=$(sed -n 's/^ *"tx_error":\([0-9]*\),\{0,1\}$/\1/p' "$tmp/gone.json")
+if ((grc == 1)) && [ -n "$err" ] && ((${sent:-0} > 0 && ${lost:-0} > 0)) &&
+	[ "$(grep -c '^vfgx: ' "$tmp/gone.log")" -le 2 ]; then
+	echo "ok   - tcp peer gone mid-send: exit 1, '$err', $sent sent before, $lost counted tx_error"
+	passes=$((passes + 1))
+else
+	echo "FAIL - tcp peer gone mid-send: exit $grc, error '$err', sent ${sent:-?}, tx_error ${lost:-?}"
+	sed 's/^/  /' "$tmp/gone.log" "$tmp/gone.json"
+	fails=$((fails + 1))
+fi
+
 xdp_rx="  - { name: in, backend: afxdp, address: ${B}0,
       rx: { queues: [ { id: 0, memory_region: rx } ] },
       afxdp: { queues: [0], rx_ring: 4096, fill_ring: 4096 } }"
