@@ -83,7 +83,7 @@ case_run() { # NAME SEND-IFACE RECV-IFACE
 	local n=$1
 	send_cfg "$2" >"$tmp/$n-send.yaml"
 	recv_cfg "$3" >"$tmp/$n-recv.yaml"
-	ip netns exec "$B" "$vfgx" run -q ${RECV_ARGS:-} --expect-sent "$tmp/$n-sent.json" "$tmp/$n-recv.yaml" \
+	ip netns exec "$B" "$vfgx" run -q --expect-sent "$tmp/$n-sent.json" "$tmp/$n-recv.yaml" \
 		>"$tmp/$n-recv.log" 2>&1 &
 	bgpid=$!
 	sleep 1 # the receiver's socket or XDP program is up
