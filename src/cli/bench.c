@@ -31,6 +31,7 @@ static const struct cli_cmd bench_e2e_cli = {
 const struct cli_cmd *const vfgx_bench_clis[] = {
 	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli, &bench_e2e_cli,
 	&vfgx_bench_cli_afxdp, &vfgx_bench_cli_chunks, &vfgx_bench_cli_python,
+	&vfgx_bench_cli_send,
 #if VFGX_HAVE_DPDK
 	&vfgx_bench_cli_dpdk,
 #endif
@@ -52,6 +53,7 @@ static const struct {
 	{ "afxdp", vfgx_bench_afxdp },
 	{ "chunks", vfgx_bench_chunks },
 	{ "python", vfgx_bench_python },
+	{ "send", vfgx_bench_send },
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },
 #endif

@@ -10,6 +10,7 @@
 #include <pcap/pcap.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,9 @@
 #include "backend.h"
 #include "capture_tap.h"
 #include "pcap_opts.h"
+
+#define CAP_IOBUF (4u << 20)      /* stdio buffer of the file */
+#define CAP_FLUSH_NS 50000000ull  /* flush at least this often while records come */
 
 /* A record in a ring: this header, then caplen bytes, padded to 8.  total
  * 0 marks the unused end of the ring (the next record starts at 0). */
@@ -58,6 +62,8 @@ struct vfgx_capture {
 	pcap_t *dead;
 	pcap_dumper_t *d;
 	int64_t good;        /* file offset after the last flushed record */
+	char *iobuf;         /* CAP_IOBUF bytes, the file's stdio buffer */
+	uint64_t flushed_ns; /* last flush */
 	uint32_t file_idx;
 	/* writer's counters */
 	uint64_t written, failed, bytes, bytes_closed;
@@ -87,12 +93,19 @@ static int file_open(struct vfgx_capture *c)
 	char name[4096];
 	int err;
 
+	FILE *f;
+
 	file_name(c, c->file_idx, name, sizeof(name));
-	c->d = pcap_dump_open(c->dead, name);
-	if (!c->d) {
+	/* our FILE with a large buffer: records go to the kernel in
+	 * CAP_IOBUF pieces, not stdio's default few kilobytes */
+	f = fopen(name, "wb");
+	if (!f)
+		return vfgx_set_error(c->ctx, -errno, "capture: %s: %s", name, strerror(errno));
+	if (setvbuf(f, c->iobuf, _IOFBF, CAP_IOBUF) || !(c->d = pcap_dump_fopen(c->dead, f))) {
 		err = errno ? errno : EIO;
-		return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name,
-				      pcap_geterr(c->dead));
+		fclose(f);
+		unlink(name);
+		return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, pcap_geterr(c->dead));
 	}
 	if (pcap_dump_flush(c->d)) {
 		err = errno ? errno : EIO;
@@ -103,6 +116,7 @@ static int file_open(struct vfgx_capture *c)
 				      name, strerror(err));
 	}
 	c->good = pcap_dump_ftell64(c->d);
+	c->flushed_ns = vfgx_now_ns();
 	__atomic_fetch_add(&c->files, 1, __ATOMIC_RELAXED);
 	if (c->conf.rotate_files && c->file_idx >= c->conf.rotate_files) {
 		file_name(c, c->file_idx - c->conf.rotate_files, name, sizeof(name));
@@ -121,12 +135,14 @@ static void file_flush(struct vfgx_capture *c)
 	if (!c->d)
 		return;
 	f = pcap_dump_file(c->d);
+	c->flushed_ns = vfgx_now_ns();
 	if (pcap_dump_flush(c->d) == 0 && !ferror(f)) {
 		c->good = pcap_dump_ftell64(c->d);
 		c->written_flushed = c->written;
 		return;
 	}
 	err = errno ? errno : EIO;
+	__fpurge(f); /* what stdio still holds must not follow the cut */
 	if (ftruncate(fileno(f), c->good))
 		vfgx_warn(c->ctx, "capture: truncating after a write error: %s", strerror(errno));
 	c->bytes = c->bytes_closed + (uint64_t)c->good;
@@ -203,7 +219,9 @@ static void *writer_main(void *arg)
 		for (uint32_t i = 0; i < c->nb_taps; i++)
 			n += drain(c, c->taps[i]);
 		pthread_mutex_unlock(&c->lock);
-		if (n)
+		/* the buffer goes out when full; a flush makes what was written
+		 * visible (and a write error known) at least every 50 ms */
+		if ((n || stop) && (stop || vfgx_now_ns() - c->flushed_ns >= CAP_FLUSH_NS))
 			file_flush(c);
 		if (stop) /* the rings were drained after stop was seen */
 			break;
@@ -242,6 +260,7 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 				      conf->ring_bytes);
 	}
 	c->path = strdup(c->conf.path);
+	c->iobuf = malloc(CAP_IOBUF);
 	c->conf.path = c->path;
 	pthread_mutex_init(&c->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -250,7 +269,7 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 			 ((int64_t)rt.tv_nsec - mt.tv_nsec);
 	c->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)c->conf.snaplen,
 						       PCAP_TSTAMP_PRECISION_NANO);
-	ret = !c->path ? -ENOMEM : !c->dead ? vfgx_set_error(ctx, -ENOMEM, "capture: pcap_open_dead failed") :
+	ret = !c->path || !c->iobuf ? -ENOMEM : !c->dead ? vfgx_set_error(ctx, -ENOMEM, "capture: pcap_open_dead failed") :
 		file_open(c);
 	if (!ret && (ret = -pthread_create(&c->writer, NULL, writer_main, c)))
 		vfgx_set_error(ctx, ret, "capture: writer thread: %s", strerror(-ret));
@@ -262,6 +281,7 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		if (c->dead)
 			pcap_close(c->dead);
 		pthread_mutex_destroy(&c->lock);
+		free(c->iobuf);
 		free(c->path);
 		free(c);
 		return ret;
@@ -426,6 +446,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	free(c->taps);
 	pcap_close(c->dead);
 	pthread_mutex_destroy(&c->lock);
+	free(c->iobuf);
 	free(c->path);
 	free(c);
 	return err;

@@ -784,9 +784,11 @@ static void *rp_prep_main(void *arg)
 
 		rp_seg(rp, s, &a, &b);
 		if (__atomic_load_n(&rp->released, __ATOMIC_ACQUIRE) < (lap - 1) * rp->nb + b) {
-			/* spin while frames come back; yield, and sleep once
-			 * nothing has come back for a long while (a stopped run) */
-			if (++idle % 1000 == 0)
+			/* spin while frames come back; yield often (the feeding
+			 * thread may share this CPU: `taskset -c 0 vfgx send`),
+			 * and sleep once nothing has come back for a long while
+			 * (a stopped run) */
+			if (++idle % 64 == 0)
 				sched_yield();
 			if (idle > 1000000) {
 				struct timespec ts = { 0, 50000 };
@@ -878,8 +880,12 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		/* j may sit on an eighth's last frames when nb % 8 != 0 */
 		while (rp_seg(rp, s, &a, &b), j >= b)
 			s++;
-		if (__atomic_load_n(&rp->seg_ready[s], __ATOMIC_ACQUIRE) != lap)
-			return 0; /* its frames are being rewritten for this lap */
+		if (__atomic_load_n(&rp->seg_ready[s], __ATOMIC_ACQUIRE) != lap) {
+			/* its frames are being rewritten for this lap: let the
+			 * rewriting thread run if it shares this CPU */
+			sched_yield();
+			return 0;
+		}
 		if (b - j < n)
 			n = b - j;
 	}

@@ -10,7 +10,7 @@ set -uo pipefail
 vfgx=$1 have_afxdp=${2:-0} have_dpdk=${3:-0}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 name=snd
-export VETH_NET=73
+export VETH_NET=76
 A=$name-a B=$name-b
 IPB=198.18.$VETH_NET.2
 "$root/scripts/netns-probe.sh" || exit $?

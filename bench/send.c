@@ -1,0 +1,489 @@
+/* send.c - `vfgx bench send`: the sending side and capture files as a user
+ * runs them (the `vfgx send` and `vfgx run` binaries, pinned with taskset),
+ * each against its reference in the same run, rounds interleaved:
+ * - `vfgx send` on DPDK net_null vs dpdk-testpmd --forward-mode=txonly,
+ *   64 B, burst 32, the same lcore, steady-state windows;
+ * - `vfgx send` over a UDP socket vs `sockperf tp`, 64-byte payloads, the
+ *   same CPU, into the same `sockperf sr` on the other CPU;
+ * - pacing at 1 Mpps and 100 kpps (the UDP path): rate achieved and the
+ *   p99 burst gap error from vfgx send's own report;
+ * - capture of 1500 B packets to a tmpfs against a plain sequential write
+ *   of the same bytes to the same tmpfs, and the pipeline's rate with the
+ *   capture against without. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vfgx/vfgx.h>
+
+#include "cliopt.h"
+#include "commands.h"
+#include "results.h"
+#include "core/numparse.h"
+#include "vfgx_build.h"
+#if VFGX_HAVE_DPDK
+#include "testpmd.h"
+#endif
+
+#define MAX_ROUNDS 15
+#define SP_PORT 23100
+
+struct opts {
+	double seconds;
+	int rounds;
+	int core, other; /* the measured CPU, and the sink's */
+	const char *out;
+	char vfgx[PATH_MAX];
+	char tmp[64];
+};
+
+static const struct cli_opt send_opts[] = {
+	{ "out", 'o', "DIR", "results directory (default bench/results)" },
+	{ "seconds", 's', "S", "seconds per round and side (default 2)" },
+	{ "rounds", 'n', "N", "rounds of each comparison, 3..15 (default 5)" },
+	{ "core", 'c', "CPU", "the CPU the measured sender runs on (default 0; the sink gets the next)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_send = {
+	.name = "bench send",
+	.summary = "vfgx send vs testpmd txonly and sockperf, pacing error, capture vs a tmpfs write",
+	.opts = send_opts,
+};
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL);
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) ? -errno : 0;
+}
+
+/* Run a shell command, its stdout into buf; the exit status. */
+static int run_cmd(const char *cmd, char *buf, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0, r;
+
+	if (!p)
+		return -1;
+	while (n + 1 < len && (r = fread(buf + n, 1, len - 1 - n, p)) > 0)
+		n += r;
+	buf[n] = '\0';
+	return pclose(p);
+}
+
+/* A `--json` document's number at "a.b" (one level of nesting). */
+static double jnum(const char *doc, const char *obj, const char *key)
+{
+	json_object *root = json_tokener_parse(doc), *o = root, *v;
+	double d = -1;
+
+	if (root && obj && !json_object_object_get_ex(root, obj, &o))
+		o = NULL;
+	if (o && json_object_object_get_ex(o, key, &v))
+		d = json_object_get_double(v);
+	json_object_put(root);
+	return d;
+}
+
+/* vfgx send CONFIG --json pinned to o->core; its JSON in buf. */
+static int vfgx_send(const struct opts *o, const char *cfg, char *buf, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 128];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "taskset -c %d '%s' send --json '%s' 2>%s/send.err",
+		 o->core, o->vfgx, cfg, o->tmp);
+	st = run_cmd(cmd, buf, len);
+	if (st != 0 || jnum(buf, NULL, "packets") <= 0) {
+		fprintf(stderr, "vfgx bench send: vfgx send %s failed (status %d); its stderr: %s/send.err\n",
+			cfg, st, o->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* --- sockperf sr as the sink of both UDP senders --------------------------- */
+
+static pid_t sink_start(const struct opts *o)
+{
+	char port[16], cpu[16];
+	pid_t pid;
+
+	snprintf(port, sizeof(port), "%d", SP_PORT);
+	snprintf(cpu, sizeof(cpu), "%d", o->other);
+	pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execlp("taskset", "taskset", "-c", cpu, "sockperf", "sr", "-i", "127.0.0.1", "-p",
+		       port, (char *)NULL);
+		_exit(127);
+	}
+	sleep_s(0.5);
+	return pid;
+}
+
+static void sink_stop(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGINT);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* sockperf tp with 64-byte messages on o->core: messages per second. */
+static double sockperf_tp(const struct opts *o)
+{
+	char cmd[256], buf[16384];
+	const char *p;
+
+	snprintf(cmd, sizeof(cmd), "taskset -c %d sockperf tp -i 127.0.0.1 -p %d -m 64 -t %d 2>&1",
+		 o->core, SP_PORT, (int)o->seconds);
+	run_cmd(cmd, buf, sizeof(buf));
+	p = strstr(buf, "Message Rate is ");
+	if (!p) {
+		fprintf(stderr, "vfgx bench send: sockperf tp output not understood:\n%s\n", buf);
+		return -1;
+	}
+	return atof(p + strlen("Message Rate is "));
+}
+
+#define UDP_IFACE "  - { name: out, backend: socket, address: udp://127.0.0.1:%d,\n" \
+	"      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },\n" \
+	"      socket: { role: client, sndbuf: 8388608 } }\n"
+#define NULL_IFACE "  - { name: null0, backend: dpdk, address: net_null0,\n" \
+	"      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },\n" \
+	"      dpdk: { memory: { num_mbufs: 32767, fallback: host } } }\n"
+
+/* A sender's config: on DPDK net_null (dpdk) or a UDP socket to the sink,
+ * frame_size-byte generated frames in replay, paced at rate (0: not). */
+static int send_cfg(const struct opts *o, const char *path, bool dpdk, double rate,
+		    uint32_t frame_size, double seconds)
+{
+	char text[1024], iface[512];
+
+	snprintf(iface, sizeof(iface), dpdk ? NULL_IFACE : UDP_IFACE, SP_PORT);
+	snprintf(text, sizeof(text),
+		 "log_level: warn\ninterfaces:\n%s"
+		 "send:\n  rate_pps: %.0f\n  burst: 32\n  duration_s: %g\n"
+		 "  generator: { packets: 0, packet_size: %u, flows: 4, replay: true }\n",
+		 iface, rate, seconds, frame_size);
+	(void)o;
+	return write_file(path, text);
+}
+
+struct series {
+	double m[MAX_ROUNDS], r[MAX_ROUNDS];
+	int n;
+};
+
+/* UDP, 64-byte payloads (106-byte frames): vfgx send vs sockperf tp. */
+static void udp_rounds(const struct opts *o, FILE *f, struct series *udp)
+{
+	char cfg[128], buf[16384];
+	pid_t sink = sink_start(o);
+
+	snprintf(cfg, sizeof(cfg), "%s/udp.yaml", o->tmp);
+	send_cfg(o, cfg, false, 0, 106, o->seconds);
+	for (int r = 0; r < o->rounds; r++) {
+		double v, ref;
+
+		if (vfgx_send(o, cfg, buf, sizeof(buf)))
+			break;
+		v = jnum(buf, NULL, "pps");
+		ref = sockperf_tp(o);
+		if (ref <= 0)
+			break;
+		udp->m[udp->n] = v / 1e6;
+		udp->r[udp->n++] = ref / 1e6;
+		fprintf(f, "| %d | UDP 64 B payload | vfgx send %.3f Mpps | sockperf tp %.3f Mpps | %.3f |\n",
+			r + 1, v / 1e6, ref / 1e6, v / ref);
+	}
+	sink_stop(sink);
+}
+
+/* Pacing at 1 Mpps and 100 kpps, burst 32: on DPDK net_null when built
+ * (a port that never pushes back), else the UDP socket into the sink. */
+static void pace_rounds(const struct opts *o, FILE *f, struct series pace[2],
+			struct series gap[2])
+{
+	static const double rates[2] = { 1e6, 1e5 };
+	char cfg[128], buf[16384];
+	bool dpdk = VFGX_HAVE_DPDK;
+	pid_t sink = dpdk ? 0 : sink_start(o);
+
+	snprintf(cfg, sizeof(cfg), "%s/pace.yaml", o->tmp);
+	for (int r = 0; r < o->rounds; r++) {
+		for (int k = 0; k < 2; k++) {
+			send_cfg(o, cfg, dpdk, rates[k], 64, o->seconds);
+			if (vfgx_send(o, cfg, buf, sizeof(buf)))
+				goto out;
+			double err = jnum(buf, "pacing", "rate_error_pct");
+			double p99 = jnum(buf, "pacing", "gap_error_p99_ns") / 1e3;
+
+			pace[k].m[pace[k].n++] = err < 0 ? -err : err;
+			gap[k].m[gap[k].n++] = p99;
+			fprintf(f, "| %d | paced %.0f pps, burst 32, 64 B on %s | achieved %.1f pps (error %+.4f%%) | gap error p50 %.1f us, p99 %.1f us, max %.1f us | |\n",
+				r + 1, rates[k], dpdk ? "DPDK net_null" : "UDP",
+				jnum(buf, "pacing", "achieved_pps"), err,
+				jnum(buf, "pacing", "gap_error_p50_ns") / 1e3, p99,
+				jnum(buf, "pacing", "gap_error_max_ns") / 1e3);
+		}
+	}
+out:
+	sink_stop(sink);
+}
+
+#if VFGX_HAVE_DPDK
+static void dpdk_rounds(const struct opts *o, FILE *f, struct series *s)
+{
+	char cfg[128], buf[16384];
+	struct testpmd_run t = {
+		.main_core = o->other, .core = o->core, .mem_args = "--no-huge -m 512",
+		.seconds = o->seconds, .vdev = "net_null0", .skip = 1, .fwd = "txonly",
+		.sample = "Tx-pps", .burst = 32, .nb_mbufs = 32768, .extra = "--txpkts=64",
+		.who = "vfgx bench send",
+	};
+
+	snprintf(cfg, sizeof(cfg), "%s/null.yaml", o->tmp);
+	send_cfg(o, cfg, true, 0, 64, o->seconds + 1);
+	for (int r = 0; r < o->rounds; r++) {
+		struct testpmd_rate tr;
+
+		if (vfgx_send(o, cfg, buf, sizeof(buf)) || testpmd_measure(&t, &tr))
+			break;
+		s->m[s->n] = jnum(buf, NULL, "pps") / 1e6;
+		s->r[s->n] = tr.wall;
+		fprintf(f, "| %d | DPDK net_null 64 B, burst 32 | vfgx send %.2f Mpps | testpmd txonly %.2f Mpps | %.3f |\n",
+			r + 1, s->m[s->n], tr.wall, s->m[s->n] / tr.wall);
+		s->n++;
+	}
+}
+#endif
+
+/* --- capture to a tmpfs vs a plain write ------------------------------------ */
+
+/* Write bytes in 1 MiB blocks to path, fsync'd: GB/s. */
+static double plain_write(const char *path, uint64_t bytes)
+{
+	static char block[1 << 20];
+	uint64_t t0, done = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return -1;
+	memset(block, 0x5a, sizeof(block));
+	t0 = vfgx_now_ns();
+	while (done < bytes) {
+		ssize_t w = write(fd, block, sizeof(block));
+
+		if (w <= 0)
+			break;
+		done += (uint64_t)w;
+	}
+	fsync(fd);
+	close(fd);
+	unlink(path);
+	return (double)done / (double)(vfgx_now_ns() - t0);
+}
+
+static int run_cfg(const struct opts *o, const char *path, bool capture)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "log_level: warn\n"
+		 "memory_regions:\n  - { name: rx, kind: host, buf_size: 2048, num_bufs: 8192 }\n"
+		 "interfaces:\n"
+		 "  - { name: lo0, backend: loopback, rx: { queues: [ { id: 0, memory_region: rx } ] },\n"
+		 "      loopback: { packets: 0, packet_size: 1500, flows: 4, replay: true } }\n"
+		 "pipeline:\n  device: cpu\n  workers: 1\n  duration_s: %g\n"
+		 "  reorder: { enabled: true, window: 1024 }\n%s"
+		 "expect: { min_packets: 1 }\n",
+		 o->seconds,
+		 capture ? "  capture: { path: /tmp/vfgx-bench-captmp/c.pcap }\n" : "");
+	return write_file(path, text);
+}
+
+static int vfgx_run(const struct opts *o, const char *cfg, char *buf, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 128];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "taskset -c %d,%d '%s' run -q --json '%s' 2>%s/run.err",
+		 o->core, o->other, o->vfgx, cfg, o->tmp);
+	st = run_cmd(cmd, buf, len);
+	if (jnum(buf, "pipeline", "packets") <= 0) {
+		fprintf(stderr, "vfgx bench send: vfgx run %s failed (status %d); its stderr: %s/run.err\n",
+			cfg, st, o->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static void capture_rounds(const struct opts *o, FILE *f, struct series *gb, struct series *rate)
+{
+	const char *dir = "/tmp/vfgx-bench-captmp";
+	char with[128], without[128], buf[1 << 16];
+
+	mkdir(dir, 0755);
+	if (mount("none", dir, "tmpfs", 0, "size=8g")) {
+		fprintf(stderr, "vfgx bench send: mount tmpfs on %s: %s (capture rows skipped)\n",
+			dir, strerror(errno));
+		return;
+	}
+	snprintf(with, sizeof(with), "%s/cap.yaml", o->tmp);
+	snprintf(without, sizeof(without), "%s/nocap.yaml", o->tmp);
+	run_cfg(o, with, true);
+	run_cfg(o, without, false);
+	for (int r = 0; r < o->rounds; r++) {
+		double secs, cap_gbs, plain, pps_cap, pps_none, ring_full, written;
+
+		if (vfgx_run(o, without, buf, sizeof(buf)))
+			break;
+		pps_none = jnum(buf, "pipeline", "mpps");
+		if (vfgx_run(o, with, buf, sizeof(buf)))
+			break;
+		secs = jnum(buf, NULL, "seconds");
+		pps_cap = jnum(buf, "pipeline", "mpps");
+		cap_gbs = jnum(buf, "capture", "bytes") / secs / 1e9;
+		ring_full = jnum(buf, "capture", "ring_full");
+		written = jnum(buf, "capture", "written");
+		unlink("/tmp/vfgx-bench-captmp/c.pcap");
+		plain = plain_write("/tmp/vfgx-bench-captmp/plain", (uint64_t)(jnum(buf, "capture", "bytes")));
+		gb->m[gb->n] = cap_gbs;
+		gb->r[gb->n++] = plain;
+		rate->m[rate->n] = pps_cap;
+		rate->r[rate->n++] = pps_none;
+		fprintf(f, "| %d | capture 1500 B to tmpfs | %.2f GB/s (%.0f written, %.0f ring_full), pipeline %.3f Mpps | plain write %.2f GB/s; pipeline without capture %.3f Mpps | %.3f / %.3f |\n",
+			r + 1, cap_gbs, written, ring_full, pps_cap, plain, pps_none,
+			cap_gbs / plain, pps_cap / pps_none);
+	}
+	umount(dir);
+	rmdir(dir);
+}
+
+int vfgx_bench_send(int argc, char **argv)
+{
+	struct opts o = { .seconds = 2, .rounds = 5, .core = 0, .out = NULL };
+	struct series udp = { 0 }, pace[2] = { 0 }, gap[2] = { 0 }, dk = { 0 }, cgb = { 0 },
+		      crate = { 0 };
+	char path[PATH_MAX], *slash;
+	ssize_t n;
+	FILE *f;
+	int c;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_send)) != -1) {
+		switch (c) {
+		case 'o':
+			o.out = optarg;
+			break;
+		case 's':
+			if (vfgx_flag_double("bench send", "--seconds", optarg, 1, 60, &o.seconds))
+				return 2;
+			break;
+		case 'n':
+			if (vfgx_flag_int("bench send", "--rounds", optarg, 3, MAX_ROUNDS, &o.rounds))
+				return 2;
+			break;
+		case 'c':
+			if (vfgx_flag_int("bench send", "--core", optarg, 0, 1023, &o.core))
+				return 2;
+			break;
+		case 'h':
+			cli_usage(stdout, &vfgx_bench_cli_send);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	o.other = (o.core + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN);
+	n = readlink("/proc/self/exe", o.vfgx, sizeof(o.vfgx) - 8);
+	if (n <= 0 || !(slash = strrchr((o.vfgx[n] = '\0', o.vfgx), '/'))) {
+		fprintf(stderr, "vfgx bench send: cannot find its own directory\n");
+		return 1;
+	}
+	strcpy(slash + 1, "vfgx");
+	if (access(o.vfgx, X_OK)) {
+		fprintf(stderr, "vfgx bench send: %s: %s (vfgx-bench runs the vfgx beside it)\n",
+			o.vfgx, strerror(errno));
+		return 1;
+	}
+	snprintf(o.tmp, sizeof(o.tmp), "/tmp/vfgx-bench-send-XXXXXX");
+	if (!mkdtemp(o.tmp)) {
+		perror("vfgx bench send: mkdtemp");
+		return 1;
+	}
+	f = bench_results_open(o.out, "send", "vfgx send and capture files", path, sizeof(path));
+	if (!f)
+		return 1;
+	fprintf(f, "- load (1 min) at start: %.2f\n- rounds: %d per comparison, %g s per side, interleaved; measured sender on CPU %d, sinks and testpmd's main lcore on CPU %d\n\n",
+		bench_loadavg1(), o.rounds, o.seconds, o.core, o.other);
+	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n");
+	fprintf(f, "| round | case | vfgx | reference | ratio |\n| --- | --- | --- | --- | --- |\n");
+#if VFGX_HAVE_DPDK
+	dpdk_rounds(&o, f, &dk);
+#endif
+	udp_rounds(&o, f, &udp);
+	pace_rounds(&o, f, pace, gap);
+	capture_rounds(&o, f, &cgb, &crate);
+	fprintf(f, "\n%s\n\n", bench_ci_rule);
+	{
+		struct bench_target_rounds t[] = {
+			{ "send_dpdk_null_vs_testpmd_txonly", dk.m, dk.r, 0, dk.n, 0.95, true, true },
+			{ "send_udp_vs_sockperf_64B", udp.m, udp.r, 0, udp.n, 0.9, true, true },
+			{ "send_pacing_error_pct_1Mpps", pace[0].m, NULL, 0, pace[0].n, 1, false, false },
+			{ "send_pacing_error_pct_100kpps", pace[1].m, NULL, 0, pace[1].n, 1, false, false },
+			{ "send_pacing_gap_p99_us_1Mpps", gap[0].m, NULL, 0, gap[0].n, 10, false, false },
+			{ "send_pacing_gap_p99_us_100kpps", gap[1].m, NULL, 0, gap[1].n, 10, false, false },
+			{ "capture_gbps_vs_tmpfs_write", cgb.m, cgb.r, 0, cgb.n, 0.8, true, true },
+			{ "capture_pipeline_rate_vs_none", crate.m, crate.r, 0, crate.n, 0.95, true, true },
+		};
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			if (t[i].n == 0) {
+				fprintf(f, "target: %s measured=0 reference=0 ratio=0 goal=%g met=no (not measured in this run: see the lines above)\n",
+					t[i].name, t[i].goal);
+				continue;
+			}
+			bench_target_rounds(f, &t[i]);
+		}
+	}
+	fclose(f);
+	printf("vfgx bench send: wrote %s\n", path);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", o.tmp);
+		if (system(cmd))
+			fprintf(stderr, "vfgx bench send: could not remove %s\n", o.tmp);
+	}
+	return 0;
+}
