@@ -182,7 +182,9 @@ static double sockperf_tp(const struct opts *o)
 	"      dpdk: { memory: { num_mbufs: 32767, fallback: host } } }\n"
 
 /* A sender's config: on DPDK net_null (dpdk) or a UDP socket to the sink,
- * frame_size-byte generated frames in replay, paced at rate (0: not). */
+ * frame_size-byte generated frames, paced at rate (0: not).  Unpaced, the
+ * generator replays frames built once (its fast mode); paced, it builds
+ * each frame (no rewriting thread on the sender's CPU). */
 static int send_cfg(const struct opts *o, const char *path, bool dpdk, double rate,
 		    uint32_t frame_size, double seconds)
 {
@@ -192,8 +194,8 @@ static int send_cfg(const struct opts *o, const char *path, bool dpdk, double ra
 	snprintf(text, sizeof(text),
 		 "log_level: warn\ninterfaces:\n%s"
 		 "send:\n  rate_pps: %.0f\n  burst: 32\n  duration_s: %g\n"
-		 "  generator: { packets: 0, packet_size: %u, flows: 4, replay: true }\n",
-		 iface, rate, seconds, frame_size);
+		 "  generator: { packets: 0, packet_size: %u, flows: 4, replay: %s }\n",
+		 iface, rate, seconds, frame_size, rate > 0 ? "false" : "true");
 	(void)o;
 	return write_file(path, text);
 }
@@ -391,7 +393,7 @@ static void capture_rounds(const struct opts *o, FILE *f, struct series *gb, str
 
 int vfgx_bench_send(int argc, char **argv)
 {
-	struct opts o = { .seconds = 2, .rounds = 5, .core = 0, .out = NULL };
+	struct opts o = { .seconds = 2, .rounds = 5, .core = 0, .out = "bench/results" };
 	struct series udp = { 0 }, pace[2] = { 0 }, gap[2] = { 0 }, dk = { 0 }, cgb = { 0 },
 		      crate = { 0 };
 	char path[PATH_MAX], *slash;
@@ -446,7 +448,11 @@ int vfgx_bench_send(int argc, char **argv)
 		return 1;
 	fprintf(f, "- load (1 min) at start: %.2f\n- rounds: %d per comparison, %g s per side, interleaved; measured sender on CPU %d, sinks and testpmd's main lcore on CPU %d\n\n",
 		bench_loadavg1(), o.rounds, o.seconds, o.core, o.other);
-	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n");
+	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n"
+		   "- DPDK: `vfgx send` (generator in replay mode: frames built once, sequences advanced per lap by a rewriting thread on the same CPU) copies each frame into an mbuf of its tx pool and calls rte_eth_tx_burst; testpmd txonly builds its 64-byte frames from a template into mbufs it allocates. Same lcore, burst 32, net_null, steady-state windows (testpmd: its Tx-pps lines; vfgx: its report, the send loop only).\n"
+		   "- UDP: both senders on the same CPU into the same `sockperf sr` on the other. They do not do equal work per syscall: `vfgx send` hands the socket port bursts of 32 (sendmmsg, with UDP GSO when the kernel has it); `sockperf tp` makes one sendto per message. The ratio compares the tools as a user runs them, not the per-datagram cost. The reference's rate also depends on its receiver keeping up on the shared machine (see its spread).\n"
+		   "- Pacing: `vfgx send` reports the rate achieved over its schedule and the error of each gap between bursts against the schedule's (100 ns resolution); paced runs build each frame (no rewriting thread). On this 2-core virtual machine the p99 gap error is set by when the vCPU runs: the spread between rounds shows it.\n"
+		   "- Capture: `vfgx run` with a 1500 B loopback replay source, one worker, `pipeline.capture` to a tmpfs mounted for the bench (8 MiB rings, the default), against `write(2)` of the same bytes in 1 MiB blocks to the same tmpfs; the capture rate is the bytes the writer wrote over the run, the ring_full column what it could not keep up with.\n\n");
 	fprintf(f, "| round | case | vfgx | reference | ratio |\n| --- | --- | --- | --- | --- |\n");
 #if VFGX_HAVE_DPDK
 	dpdk_rounds(&o, f, &dk);

@@ -1,4 +1,5 @@
 /* send_pace.c - the token bucket of `vfgx send` and its error measure. */
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <vfgx/core.h>
@@ -13,6 +14,10 @@ void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint
 {
 	*p = (struct send_pace){ .rate_pps = rate_pps, .rate_bps = rate_bps,
 				 .paced = rate_pps > 0 || rate_bps > 0, .t0 = now };
+	/* the thread's sleeps end on time, not up to 50 us late (the
+	 * default timer slack) */
+	if (p->paced)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 }
 
 static uint64_t due(const struct send_pace *p)
