@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "core/numparse.h"
 #include "core/opts.h"
+#include "run_output.h"
 #include "send_pace.h"
 
 enum send_source { SRC_GENERATOR = 0, SRC_PCAP = 1 };
@@ -64,6 +65,7 @@ struct sender {
 	uint64_t packets, bytes, drops[SD_MAX];
 	uint64_t full_waits; /* tx_burst took nothing: retried */
 	struct send_pace pace;
+	vfgx_metrics *metrics; /* --metrics, or NULL */
 	int error;
 	char error_msg[256];
 };
@@ -80,6 +82,7 @@ static const struct cli_opt send_opts[] = {
 	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides send.duration_s)" },
 	{ "rate", 'r', "PPS", "packets per second, all queues together (overrides send.rate_pps)" },
 	{ "quiet", 'q', NULL, "no live line" },
+	{ "metrics", 'm', "ADDR:PORT", "serve the tx queues' counters at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
@@ -184,6 +187,26 @@ static void live_line(const struct sender *s, uint64_t prev_pk, uint64_t prev_b,
 	fflush(stdout);
 }
 
+/* The out port's tx queues to the metrics endpoint, from the sending
+ * thread (the one that calls tx_burst). */
+static void publish(struct sender *s, bool finished)
+{
+	struct vfgx_metrics_queue qs[VFGX_MAX_QUEUES];
+	struct vfgx_metrics_snapshot snap = { .argsz = sizeof(snap), .program = "send",
+					      .finished = finished, .queues = qs };
+
+	if (!s->metrics)
+		return;
+	for (uint16_t q = 0; q < vfgx_port_nb_tx_queues(s->out); q++) {
+		qs[q] = (struct vfgx_metrics_queue){ .port = vfgx_port_name(s->out),
+						     .backend = vfgx_port_backend(s->out),
+						     .queue = q };
+		vfgx_port_stats(s->out, q, &qs[q].st);
+		snap.nb_queues++;
+	}
+	vfgx_metrics_publish(s->metrics, &snap);
+}
+
 /* The sending loop; every queue of the source in turn. */
 static void send_loop(struct sender *s, bool live)
 {
@@ -192,7 +215,7 @@ static void send_loop(struct sender *s, bool live)
 	struct vfgx_pkt pk[1024], tx[1024];
 	bool done[VFGX_MAX_QUEUES] = { false };
 	uint16_t left = nq;
-	uint64_t t0 = vfgx_now_ns(), tlast = t0, plast = 0, blast = 0;
+	uint64_t t0 = vfgx_now_ns(), tlast = t0, plast = 0, blast = 0, tpub = t0;
 	uint64_t end = s->c.duration_s > 0 ? t0 + (uint64_t)(s->c.duration_s * 1e9) : 0;
 
 	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, t0);
@@ -233,6 +256,10 @@ static void send_loop(struct sender *s, bool live)
 
 		if (end && now >= end)
 			break;
+		if (s->metrics && now - tpub >= 1000000000ull) {
+			publish(s, false);
+			tpub = now;
+		}
 		if (live && now - tlast >= 1000000000ull) {
 			live_line(s, plast, blast, (double)(now - tlast) / 1e9);
 			plast = s->packets;
@@ -241,6 +268,7 @@ static void send_loop(struct sender *s, bool live)
 		}
 	}
 	send_pace_end(&s->pace, vfgx_now_ns());
+	publish(s, true);
 	if (s->error)
 		snprintf(s->error_msg, sizeof(s->error_msg), "%s", vfgx_last_error(s->ctx));
 }
@@ -380,6 +408,8 @@ int vfgx_cmd_send(int argc, char **argv)
 	double duration = -1, rate = -1;
 	bool quiet = false, json = false;
 	const struct vfgx_iface_config *ifc = NULL;
+	const char *listen = NULL;
+	struct run_output ro = { 0 };
 	vfgx_ctx *ctx;
 	int c, ret, rc = 1;
 
@@ -397,6 +427,9 @@ int vfgx_cmd_send(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'm':
+			listen = optarg;
 			break;
 		case 'j':
 			json = true;
@@ -451,12 +484,20 @@ int vfgx_cmd_send(int argc, char **argv)
 		goto out;
 	}
 	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
+	/* --metrics, else the config's metrics.listen, as vfgx run */
+	ro.listen = listen;
+	if (run_output_open(ctx, cfg, &ro)) {
+		rc = ro.rc;
+		goto out;
+	}
+	s.metrics = ro.metrics;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN); /* a TCP peer that goes: an error line, not a death */
 	send_loop(&s, !quiet && !json && isatty(STDOUT_FILENO));
 	rc = report(cfg, &s, json, interrupted);
 out:
+	run_output_close(&ro);
 	vfgx_port_close(s.src);
 	vfgx_port_close(s.out);
 	vfgx_config_destroy(cfg);

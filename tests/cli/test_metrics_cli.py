@@ -3,7 +3,9 @@
 config's metrics.listen (port 0: the bound port is printed), the final
 snapshot served during --metrics-hold, and one-line errors with exit 2 for
 a malformed address or metrics key, exit 1 for a port already taken."""
+import json
 import os
+import shutil
 import re
 import socket
 import subprocess
@@ -82,6 +84,45 @@ busy.bind(("127.0.0.1", 0))
 busy.listen(1)
 one_line(["--metrics", "127.0.0.1:%d" % busy.getsockname()[1]], 1, r"cannot serve", "port in use")
 busy.close()
+
+# 3. vfgx send --metrics: the tx queue's counters while it sends, then the
+# final ones equal to its report (a UDP sink takes the datagrams)
+sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sink.bind(("127.0.0.1", 0))
+sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+scfg = os.path.join(tmp, "send.yaml")
+with open(scfg, "w") as f:
+    f.write("""interfaces:
+  - { name: out, backend: socket, address: "udp://127.0.0.1:%d",
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] }, socket: { role: client } }
+send: { rate_pps: 4000, burst: 8, generator: { packets: 12000, packet_size: 128, flows: 2 } }
+""" % sink.getsockname()[1])
+p = subprocess.Popen([VFGX, "send", "--json", "--metrics", "127.0.0.1:0", scfg],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+sport = None
+for line in p.stderr:
+    m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
+    if m:
+        sport = int(m.group(1))
+        break
+check(sport, "vfgx send: no 'metrics at' line")
+live = ""
+if sport:
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        live = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % sport, timeout=5).read().decode()
+        if re.search(r'vfgx_port_tx_packets_total\{[^}]*port="out"[^}]*\} [1-9]', live):
+            break
+        time.sleep(0.2)
+sent_doc = json.loads(p.communicate(timeout=60)[0])
+sink.close()
+m = re.search(r'vfgx_port_tx_packets_total\{[^}]*port="out"[^}]*\} (\d+)', live)
+check(m and 0 < int(m.group(1)) <= sent_doc["packets"] and 'program="send"' in live,
+      "vfgx send: a scrape during the send shows tx packets (%s) of %d sent"
+      % (m and m.group(1), sent_doc["packets"]))
+if shutil.which("promtool"):
+    r = subprocess.run(["promtool", "check", "metrics"], input=live, capture_output=True, text=True)
+    check(r.returncode == 0, "vfgx send page: promtool check metrics: %s" % r.stdout + r.stderr)
 
 if failures:
     sys.exit(1)
