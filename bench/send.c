@@ -50,10 +50,11 @@ struct opts {
 };
 
 static const struct cli_opt send_opts[] = {
-	{ "out", 'o', "DIR", "results directory (default bench/results)" },
+	{ "out", 'o', "DIR", "write send.md and send.svg into DIR (default bench/results)" },
 	{ "seconds", 's', "S", "seconds per round and side (default 2)" },
 	{ "rounds", 'n', "N", "rounds of each comparison, 3..15 (default 5)" },
 	{ "core", 'c', "CPU", "the CPU the measured sender runs on (default 0; the sink gets the next)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
 };
