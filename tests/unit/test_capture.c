@@ -1,0 +1,307 @@
+/* test_capture.c - capture files and the pcap port, through the library:
+ * two rx queues of a loopback port polled by two threads while the writer
+ * drains their rings (the threads share the capture: this test runs under
+ * ThreadSanitizer too), the file read back with libpcap (every record,
+ * nanosecond precision, bytes as received), snap length, the pcap port
+ * reading the file back, and the errors of conf, attach and open. */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <vfgx/vfgx.h>
+
+#define PKTS 20000
+
+static vfgx_ctx *ctx;
+static char dir[] = "/tmp/vfgx-test-capture-XXXXXX";
+
+static vfgx_port *loopback(uint16_t nq, uint32_t size, uint64_t packets)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
+				     .nb_rx_queues = nq, .burst = 64, .backend_opts = &lo };
+	vfgx_port *p = NULL;
+
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = packets;
+	lo.packet_size = size;
+	lo.flows = 4;
+	lo.corrupt = 0.01;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), 0);
+	return p;
+}
+
+struct poller {
+	vfgx_port *port;
+	uint16_t q;
+	uint64_t packets, bytes;
+	/* the first frame this queue received, to compare with the file */
+	uint8_t first[512];
+	uint32_t first_len;
+};
+
+static void *poll_main(void *arg)
+{
+	struct poller *pl = arg;
+	struct vfgx_pkt pk[64];
+
+	while (!vfgx_port_rx_done(pl->port, pl->q)) {
+		int n = vfgx_port_rx_burst(pl->port, pl->q, pk, 64);
+
+		for (int i = 0; i < n; i++) {
+			if (!pl->packets && !i) {
+				pl->first_len = pk[i].len < 512 ? pk[i].len : 512;
+				memcpy(pl->first, pk[i].data, pl->first_len);
+			}
+			pl->bytes += pk[i].len;
+		}
+		pl->packets += (uint64_t)(n > 0 ? n : 0);
+		if (n > 0)
+			vfgx_port_release(pl->port, pl->q, pk, (uint16_t)n);
+	}
+	return NULL;
+}
+
+static void path_of(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* Records of a file: count, bytes, whether one matches frame. */
+static uint64_t read_back(const char *path, uint64_t *bytes, uint32_t *max_caplen,
+			  const uint8_t *frame, uint32_t frame_len, bool *found)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	uint64_t n = 0;
+
+	assert_non_null(p);
+	assert_int_equal(pcap_datalink(p), DLT_EN10MB);
+	assert_int_equal(pcap_get_tstamp_precision(p), PCAP_TSTAMP_PRECISION_NANO);
+	*bytes = 0;
+	*max_caplen = 0;
+	*found = false;
+	while (pcap_next_ex(p, &h, &d) == 1) {
+		n++;
+		*bytes += h->len;
+		if (h->caplen > *max_caplen)
+			*max_caplen = h->caplen;
+		if (frame && h->caplen >= frame_len && !memcmp(d, frame, frame_len))
+			*found = true;
+	}
+	pcap_close(p);
+	return n;
+}
+
+static void capture_two_threads(void **state)
+{
+	struct vfgx_capture_conf cc;
+	struct vfgx_capture_stats st;
+	struct poller pl[2];
+	pthread_t th[2];
+	vfgx_capture *c;
+	vfgx_port *port = loopback(2, 512, PKTS);
+	char path[256];
+	uint64_t bytes;
+	uint32_t maxcl;
+	bool found;
+
+	(void)state;
+	path_of(path, sizeof(path), "two.pcap");
+	vfgx_capture_conf_default(&cc);
+	cc.path = path;
+	cc.ring_bytes = 1u << 24;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, port), 0);
+	assert_int_equal(vfgx_capture_attach(c, port), -EBUSY);
+	for (int i = 0; i < 2; i++) {
+		pl[i] = (struct poller){ .port = port, .q = (uint16_t)i };
+		assert_int_equal(pthread_create(&th[i], NULL, poll_main, &pl[i]), 0);
+	}
+	/* counters read while the queues run and the writer writes */
+	vfgx_capture_stats(c, &st);
+	assert_true(st.written <= st.selected && st.selected <= st.seen);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.seen, pl[0].packets + pl[1].packets);
+	assert_int_equal(st.selected, st.seen);
+	assert_int_equal(st.written + st.ring_full, st.selected);
+	assert_int_equal(st.ring_full, 0); /* 16 MiB rings hold every record */
+	assert_int_equal(st.files, 1);
+	assert_int_equal(st.error, 0);
+	assert_int_equal(read_back(path, &bytes, &maxcl, pl[1].first, pl[1].first_len, &found),
+			 st.written);
+	assert_int_equal(bytes, pl[0].bytes + pl[1].bytes);
+	assert_int_equal(maxcl, 512);
+	assert_true(found); /* queue 1's first frame, byte for byte */
+	vfgx_port_close(port);
+
+	/* the file through the pcap port: every record, same bytes */
+	struct vfgx_pcap_opts po;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "rd", .backend = "pcap",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po };
+	struct poller rd = { 0 };
+	struct vfgx_pcap_info info;
+
+	vfgx_pcap_opts_default(&po);
+	po.file = path;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &rd.port), 0);
+	poll_main(&rd);
+	assert_int_equal(rd.packets, st.written);
+	assert_int_equal(rd.bytes, bytes);
+	assert_int_equal(vfgx_pcap_info(rd.port, &info), 0);
+	assert_int_equal(info.records, st.written);
+	assert_int_equal(info.laps, 1);
+	assert_int_equal(vfgx_pcap_info(NULL, &info), -EINVAL);
+	vfgx_port_close(rd.port);
+}
+
+static void capture_snaplen_and_sample(void **state)
+{
+	struct vfgx_capture_conf cc;
+	struct vfgx_capture_stats st;
+	struct poller pl = { 0 };
+	vfgx_capture *c;
+	char path[256];
+	uint64_t bytes;
+	uint32_t maxcl;
+	bool found;
+
+	(void)state;
+	pl.port = loopback(1, 512, 1000);
+	path_of(path, sizeof(path), "snap.pcap");
+	vfgx_capture_conf_default(&cc);
+	cc.path = path;
+	cc.snaplen = 64;
+	cc.mode = VFGX_CAPTURE_SAMPLE;
+	cc.sample_every = 10;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
+	poll_main(&pl);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.seen, 1000);
+	assert_int_equal(st.written, 100);
+	assert_int_equal(read_back(path, &bytes, &maxcl, NULL, 0, &found), 100);
+	assert_int_equal(maxcl, 64);     /* snapped */
+	assert_int_equal(bytes, 100 * 512); /* the packets' own lengths kept */
+	vfgx_port_close(pl.port);
+}
+
+static void capture_errors(void **state)
+{
+	struct vfgx_capture_conf cc;
+	vfgx_capture *c = (vfgx_capture *)&cc;
+	char path[256];
+
+	(void)state;
+	vfgx_capture_conf_default(&cc);
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -EINVAL); /* no path */
+	assert_null(c);
+	path_of(path, sizeof(path), "e.pcap");
+	cc.path = path;
+	cc.snaplen = 10;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "snaplen"));
+	cc.snaplen = 65535;
+	cc.ring_bytes = 100000;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "power of two"));
+	cc.ring_bytes = 1u << 20;
+	path_of(path, sizeof(path), "no/such/dir.pcap");
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -ENOENT);
+	assert_int_equal(access(path, F_OK), -1);
+	cc.argsz = 3;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -EINVAL);
+
+	/* a socket port hands payloads: refused with one line */
+	struct vfgx_socket_opts so;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "sk", .backend = "socket",
+				     .address = "udp://127.0.0.1:0", .nb_rx_queues = 1,
+				     .burst = 32, .backend_opts = &so };
+	vfgx_port *sk;
+
+	vfgx_socket_opts_default(&so);
+	assert_int_equal(vfgx_port_open(ctx, &pc, &sk), 0);
+	vfgx_capture_conf_default(&cc);
+	path_of(path, sizeof(path), "sk.pcap");
+	cc.path = path;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, sk), -ENOTSUP);
+	assert_non_null(strstr(vfgx_last_error(ctx), "payloads"));
+	assert_int_equal(vfgx_capture_close(c, NULL), 0);
+	vfgx_port_close(sk);
+}
+
+static void pcap_port_errors(void **state)
+{
+	struct vfgx_pcap_opts po;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "rd", .backend = "pcap",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po };
+	vfgx_port *p;
+	char path[256];
+	FILE *f;
+
+	(void)state;
+	vfgx_pcap_opts_default(&po);
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL); /* no file */
+	path_of(path, sizeof(path), "missing.pcap");
+	po.file = path;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -ENOENT);
+	assert_non_null(strstr(vfgx_last_error(ctx), path));
+	path_of(path, sizeof(path), "junk.pcap");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("this is not a capture file at all\n", f);
+	fclose(f);
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), path));
+	po.timing = VFGX_PCAP_RATE; /* rate timing without a rate */
+	path_of(path, sizeof(path), "two.pcap");
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "rate_pps"));
+	po.timing = VFGX_PCAP_FAST;
+	pc.nb_rx_queues = 2;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	return vfgx_ctx_create(&ctx);
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	vfgx_ctx_destroy(ctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(capture_two_threads),
+		cmocka_unit_test(capture_snaplen_and_sample),
+		cmocka_unit_test(capture_errors),
+		cmocka_unit_test(pcap_port_errors),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
