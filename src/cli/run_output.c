@@ -148,6 +148,21 @@ static json_object *jpipeline(const struct vfgx_pipeline_stats *st,
 	return o;
 }
 
+json_object *run_output_source_json(const struct vfgx_source_report *src)
+{
+	json_object *s;
+
+	if (!src->known)
+		return NULL;
+	s = json_object_new_object();
+	json_object_object_add(s, "generated", json_object_new_uint64(src->generated));
+	json_object_object_add(s, "lost", json_object_new_uint64(src->lost));
+	json_object_object_add(s, "duplicated", json_object_new_uint64(src->duplicated));
+	json_object_object_add(s, "corrupted", json_object_new_uint64(src->corrupted));
+	json_object_object_add(s, "reordered", json_object_new_uint64(src->reordered));
+	return s;
+}
+
 void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 		     vfgx_port *const *ports, uint16_t nb_ports,
 		     const struct vfgx_pipeline_stats *st, vfgx_pipeline *pl,
@@ -172,18 +187,7 @@ void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 	json_object_object_foreach(extra, key, val)
 		json_object_object_add(root, key, json_object_get(val));
 	json_object_put(extra);
-	if (src.known) {
-		json_object *s = json_object_new_object();
-
-		json_object_object_add(s, "generated", json_object_new_uint64(src.generated));
-		json_object_object_add(s, "lost", json_object_new_uint64(src.lost));
-		json_object_object_add(s, "duplicated", json_object_new_uint64(src.duplicated));
-		json_object_object_add(s, "corrupted", json_object_new_uint64(src.corrupted));
-		json_object_object_add(s, "reordered", json_object_new_uint64(src.reordered));
-		json_object_object_add(root, "source", s);
-	} else {
-		json_object_object_add(root, "source", NULL);
-	}
+	json_object_object_add(root, "source", run_output_source_json(&src));
 	for (int i = 0; i < nb_expectations; i++) {
 		json_object *e = json_object_new_object();
 

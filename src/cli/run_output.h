@@ -36,6 +36,9 @@ void run_output_json(struct run_output *ro, const struct vfgx_config *cfg,
 		     const struct vfgx_pipeline_stats *st, vfgx_pipeline *pl,
 		     double secs, bool interrupted, int rc, json_object *extra);
 /* extra: an object whose members join the document's top level (taken) */
+/* A source report as the documents' "source" object; NULL (JSON null)
+ * when the source is not known. */
+json_object *run_output_source_json(const struct vfgx_source_report *src);
 /* --metrics-hold: keep serving the final snapshot (until a signal). */
 void run_output_hold(struct run_output *ro, volatile sig_atomic_t *interrupted);
 void run_output_close(struct run_output *ro);

@@ -369,18 +369,7 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 		for (int i = 0; i < SD_MAX; i++)
 			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
 		json_object_object_add(root, "drops", dr);
-		if (src.known) {
-			json_object *so = json_object_new_object();
-
-			json_object_object_add(so, "generated", json_object_new_uint64(src.generated));
-			json_object_object_add(so, "lost", json_object_new_uint64(src.lost));
-			json_object_object_add(so, "duplicated", json_object_new_uint64(src.duplicated));
-			json_object_object_add(so, "corrupted", json_object_new_uint64(src.corrupted));
-			json_object_object_add(so, "reordered", json_object_new_uint64(src.reordered));
-			json_object_object_add(root, "source", so);
-		} else {
-			json_object_object_add(root, "source", NULL);
-		}
+		json_object_object_add(root, "source", run_output_source_json(&src));
 		json_object_object_add(root, "error", s->error ? json_object_new_string(s->error_msg) : NULL);
 		json_object_object_add(root, "interrupted", json_object_new_boolean(was_interrupted));
 		json_object_object_add(root, "result", json_object_new_string(ok ? "PASSED" : "FAILED"));
