@@ -36,6 +36,7 @@ struct send_conf {
 	uint32_t burst;
 	double duration_s;
 	uint32_t stall_ms;     /* no progress this long: the burst's rest is dropped */
+	const char *memory_region; /* the generator's frames: a memory_regions[] name */
 };
 
 #define SD_OPT(T, F, ...) VFGX_OPT(T, struct send_conf, F, __VA_ARGS__)
@@ -48,6 +49,7 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(U32, burst, 32, 1, 1024),
 	SD_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
 	SD_OPT(U32, stall_ms, 1000, 1, 600000),
+	SD_OPT(STR, memory_region, 0),
 	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
@@ -96,27 +98,41 @@ const struct cli_cmd vfgx_cli_send = {
 };
 
 /* The source port: the generator (loopback) with one queue per tx queue,
- * or the pcap file. */
+ * its frames in send.memory_region when named, or the pcap file.  A
+ * region in GPU memory: no backend here sends from it, so one line says so
+ * and the frames go in host memory. */
 static int open_source(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct sender *s,
 		       uint16_t nq)
 {
-	struct vfgx_port_conf pc = {
-		.argsz = sizeof(pc), .name = "source", .nb_rx_queues = nq,
-		.burst = (uint16_t)s->c.burst,
+	struct vfgx_queue_config qs[VFGX_MAX_QUEUES];
+	struct vfgx_iface_config ifc = {
+		.name = "send.generator", .backend = "loopback", .address = "",
+		.nb_rx_queues = nq, .rx_queues = qs, .tx_queues = qs,
 	};
+	const char *region = s->c.memory_region ? s->c.memory_region : "";
+	const struct vfgx_region_config *rc = region[0] ? vfgx_config_find_region(cfg, region) : NULL;
 	const struct vfgx_cfg_node *so = &cfg->send_opts;
-	struct vfgx_cfg_node sub;
 
-	if (s->c.source == SRC_PCAP) {
-		pc.backend = "pcap";
-		pc.nb_rx_queues = 1;
-		vfgx_cfg_child(so, "pcap", &sub);
-	} else {
-		pc.backend = "loopback";
-		vfgx_cfg_child(so, "generator", &sub);
+	if (region[0] && !rc)
+		return vfgx_set_error(ctx, -EINVAL, "send.memory_region: '%s' is not one of memory_regions[]",
+				      region);
+	if (rc && rc->kind == VFGX_MEM_GPU) {
+		vfgx_warn(ctx, "send.memory_region %s is GPU memory: the %s port sends from host memory (it copies each frame, or the kernel does); the frames are built in host memory instead",
+			  region, vfgx_port_backend(s->out));
+		region = "";
 	}
-	pc.opts = &sub;
-	return vfgx_port_open(ctx, &pc, &s->src);
+	if (s->c.source == SRC_PCAP) {
+		ifc.name = "send.pcap";
+		ifc.backend = "pcap";
+		ifc.nb_rx_queues = 1;
+		vfgx_cfg_child(so, "pcap", &ifc.opts);
+	} else {
+		vfgx_cfg_child(so, "generator", &ifc.opts);
+	}
+	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++)
+		qs[q] = (struct vfgx_queue_config){ .id = q, .batch_size = (uint16_t)s->c.burst,
+						    .region = region };
+	return vfgx_port_open_config(ctx, cfg, &ifc, &s->src);
 }
 
 /* Frames to what the out port sends: socket ports take the UDP payload. */
@@ -468,7 +484,7 @@ int vfgx_cmd_send(int argc, char **argv)
 		goto out;
 	}
 	if ((ret = open_source(ctx, cfg, &s, ifc->nb_tx_queues))) {
-		fprintf(stderr, "vfgx: %s: send source: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
+		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		rc = ret == -EINVAL ? 2 : 1;
 		goto out;
 	}
