@@ -46,7 +46,8 @@ struct vfgx_capture_stats {
 	uint64_t selected;    /* of which the mode chose */
 	uint64_t written;     /* records written to files */
 	uint64_t ring_full;   /* selected but dropped: the writer was behind */
-	uint64_t skipped_gpu; /* selected but in GPU memory: not copied */
+	uint64_t skipped_gpu; /* in GPU memory and not copied (a build
+			       * without CUDA, or a copy that failed) */
 	uint64_t failed;      /* selected after a write error: not written */
 	uint64_t bytes;       /* file bytes written (headers included) */
 	uint32_t files;       /* files opened */

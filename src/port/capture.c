@@ -21,6 +21,10 @@
 
 #include "backend.h"
 #include "capture_tap.h"
+#include "vfgx_build.h"
+#if VFGX_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include "pcap_opts.h"
 
 #define CAP_IOBUF (4u << 20)      /* stdio buffer of the file */
@@ -45,6 +49,10 @@ struct vfgx_capture_tap {
 	uint64_t head; /* producer; release-stored */
 	uint64_t tail; /* writer; release-stored */
 	uint64_t nth;  /* sample counter */
+#if VFGX_HAVE_CUDA
+	cudaStream_t stream; /* copies out of GPU memory */
+	bool gpu_err;
+#endif
 	/* producer's counters, read by any thread */
 	uint64_t seen, selected, ring_full, skipped_gpu;
 };
@@ -328,6 +336,46 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 	return 0;
 }
 
+#if VFGX_HAVE_CUDA
+/* Queue the copy of one packet out of GPU memory on the tap's stream
+ * (made on the queue's thread at its first GPU packet); 1 when queued. */
+static int gpu_copy(struct vfgx_capture_tap *t, void *dst, const void *src, uint32_t len)
+{
+	if (!t->stream && cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking) != cudaSuccess) {
+		t->stream = NULL;
+		t->gpu_err = true;
+		return 1;
+	}
+	if (cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToHost, t->stream) != cudaSuccess)
+		t->gpu_err = true;
+	return 1;
+}
+
+/* Wait for the burst's copies; non-zero when one failed. */
+static int gpu_wait(struct vfgx_capture_tap *t)
+{
+	bool err = t->gpu_err || !t->stream || cudaStreamSynchronize(t->stream) != cudaSuccess;
+
+	t->gpu_err = false;
+	return err;
+}
+#else
+static int gpu_copy(struct vfgx_capture_tap *t, void *dst, const void *src, uint32_t len)
+{
+	(void)t;
+	(void)dst;
+	(void)src;
+	(void)len;
+	return 0;
+}
+
+static int gpu_wait(struct vfgx_capture_tap *t)
+{
+	(void)t;
+	return 0;
+}
+#endif
+
 static bool select_pkt(struct vfgx_capture_tap *t, const struct vfgx_pkt *p)
 {
 	struct vfgx_parsed ps;
@@ -346,9 +394,9 @@ static bool select_pkt(struct vfgx_capture_tap *t, const struct vfgx_pkt *p)
 void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *pkts,
 			    uint16_t n)
 {
-	uint64_t head = t->head, size = t->mask + 1;
+	uint64_t head = t->head, head0 = head, size = t->mask + 1;
 	uint64_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-	uint64_t sel = 0, full = 0, gpu = 0;
+	uint64_t sel = 0, full = 0, gpu = 0, gpu_copies = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct vfgx_pkt *p = &pkts[i];
@@ -357,11 +405,18 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *p
 		struct cap_rec *r;
 
 		if (p->flags & VFGX_PKT_GPU) {
-			if (t->cap->conf.mode != VFGX_CAPTURE_DROPS)
-				gpu++;
+			/* drops mode parses on the CPU: not from GPU memory */
+			if (t->cap->conf.mode == VFGX_CAPTURE_DROPS)
+				continue;
+#if !VFGX_HAVE_CUDA
+			gpu++;
 			continue;
+#endif
 		}
-		if (!select_pkt(t, p))
+		if (!(p->flags & VFGX_PKT_GPU) && !select_pkt(t, p))
+			continue;
+		if ((p->flags & VFGX_PKT_GPU) && t->cap->conf.mode == VFGX_CAPTURE_SAMPLE &&
+		    t->nth++ % t->cap->conf.sample_every)
 			continue;
 		sel++;
 		cl = p->len < t->cap->conf.snaplen ? p->len : t->cap->conf.snaplen;
@@ -391,8 +446,18 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *p
 		r->caplen = cl;
 		r->len = p->len;
 		r->ts_ns = p->ts_ns ? p->ts_ns : vfgx_now_ns();
-		memcpy(r + 1, p->data, cl);
+		if (p->flags & VFGX_PKT_GPU)
+			gpu_copies += gpu_copy(t, r + 1, p->data, cl);
+		else
+			memcpy(r + 1, p->data, cl);
 		head += need;
+	}
+	/* GPU packets: their copies were queued on the tap's stream; the burst
+	 * is published once they are all in (or dropped whole if one failed) */
+	if (gpu_copies && gpu_wait(t)) {
+		head = head0;
+		sel -= gpu_copies;
+		gpu += gpu_copies;
 	}
 	__atomic_store_n(&t->head, head, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->seen, t->seen + n, __ATOMIC_RELAXED);
@@ -440,6 +505,10 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	err = c->error;
 	for (uint32_t i = 0; i < c->nb_taps; i++) {
 		c->taps[i]->port->tap[c->taps[i]->q] = NULL;
+#if VFGX_HAVE_CUDA
+		if (c->taps[i]->stream)
+			cudaStreamDestroy(c->taps[i]->stream);
+#endif
 		free(c->taps[i]->ring);
 		free(c->taps[i]);
 	}

@@ -28,6 +28,11 @@ step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
+if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
+	step "capture from GPU memory" tests/gpu/test-gpu-capture.sh "$build"
+else
+	echo "SKIP capture from GPU memory: this build has no libpcap (libpcap-dev)"
+fi
 # the Python package with CuPy and PyTorch: the interpreter that has them
 pyg=${VFGX_PYTHON:-python3}
 if ls "$build"/python/vfgx/_vfgx*.so >/dev/null 2>&1; then
