@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "core/numparse.h"
 #include "run_chunks.h"
+#include "run_mpi.h"
 #include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
@@ -249,6 +250,7 @@ int vfgx_cmd_run(int argc, char **argv)
 {
 	struct run_output ro = { 0 };
 	struct run_chunks chunks = { 0 };
+	struct run_mpi mpi = { 0 };
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -312,6 +314,9 @@ int vfgx_cmd_run(int argc, char **argv)
 	rc = 1;
 	if (duration >= 0)
 		cfg->pipeline.duration_s = duration;
+	if ((rc = run_mpi_begin(&mpi, cfg, ro.json)))
+		goto out; /* MPI launch: this rank's ranks: entry applied */
+	rc = 1;
 	if (cfg->nb_ifaces == 0) {
 		fprintf(stderr, "vfgx: %s: no interfaces configured (add one under interfaces:)\n",
 			cli_esc(cfg->source));
@@ -386,7 +391,8 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	rc = report(cfg, &chunks, ports, nb_ports, &st, secs);
+	rc = mpi.on ? run_mpi_report(&mpi, cfg, ports, nb_ports, &st, ret, secs) :
+		      report(cfg, &chunks, ports, nb_ports, &st, secs);
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",
@@ -407,5 +413,6 @@ out:
 		vfgx_port_close(ports[i]);
 	vfgx_config_destroy(cfg);
 	vfgx_ctx_destroy(ctx);
+	run_mpi_end(&mpi, rc); /* a rank failing before the report ends the job */
 	return rc;
 }
