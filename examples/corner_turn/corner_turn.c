@@ -7,7 +7,12 @@
  * peer's chunks came in order.  Rank 0 prints the result; exit 0 only
  * when every rank saw everything right.
  *
- *     mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--flip]
+ *     mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--ring-bytes B]
+ *                              [--alltoall-first] [--flip]
+ *
+ * --alltoall-first: time MPI_Alltoall before the rings (benches alternate).
+ *
+ * --ring-bytes: data bytes of each ring (a power of two, default 1 MiB).
  *
  * --flip: every rank damages one byte of the first slice it sends, after
  * the split and before the write (the test shows the check catches it).
@@ -17,6 +22,7 @@
  * nanoseconds when the launcher started) adds bootstrap_ms: launch to
  * every ring connected. */
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,7 @@
 #define SLICE_MAGIC 0x54434656u /* "VFCT" */
 #define SLOTS_PER_RANK 64
 #define SLOT_BYTES 1024
-#define RING_BYTES (1u << 20)
+#define RING_BYTES_DEFAULT (1u << 20)
 
 struct slice_hdr {
 	uint32_t magic;
@@ -43,6 +49,8 @@ struct slice_hdr {
 };
 
 static int rank, size;
+static uint64_t ring_bytes = RING_BYTES_DEFAULT;
+static bool a2a_first;
 static bool flip;
 
 static uint64_t realtime_ns(void)
@@ -112,9 +120,13 @@ struct state {
 	uint32_t packets;
 };
 
-/* Take what arrived in our rings; the ring's error, or 0. */
+/* Take what arrived in our rings: how many records, or the ring's error.
+ * With none, give the CPU away: with more ranks than cores, a busy poll
+ * holds the core the writer needs (Open MPI yields the same way). */
 static int drain(struct state *s)
 {
+	int n = 0;
+
 	for (int p = 0; p < size; p++) {
 		const void *rec;
 		uint32_t len;
@@ -134,11 +146,14 @@ static int drain(struct state *s)
 				s->slices++;
 			}
 			vfgx_mpi_rings_release(s->rings, p);
+			n++;
 		}
 		if (ret < 0)
 			return ret;
 	}
-	return 0;
+	if (!n)
+		sched_yield();
+	return n;
 }
 
 static bool all_ended(const struct state *s)
@@ -156,7 +171,7 @@ static int send_slice(struct state *s, int d, const void *rec, uint32_t len)
 	int ret;
 
 	while ((ret = vfgx_mpi_rings_send(s->rings, d, rec, len)) == -EAGAIN)
-		if ((ret = drain(s)))
+		if ((ret = drain(s)) < 0)
 			return ret;
 	return ret;
 }
@@ -169,7 +184,7 @@ static int corner_turn(struct state *s, vfgx_pipeline *pl, uint8_t *buf,
 
 	while ((ret = vfgx_chunk_get(pl, 0, &c)) != -ENODATA) {
 		if (ret == -EAGAIN || ret == -ETIMEDOUT) {
-			if ((ret = drain(s)))
+			if ((ret = drain(s)) < 0)
 				return ret;
 			continue;
 		}
@@ -211,13 +226,61 @@ static int corner_turn(struct state *s, vfgx_pipeline *pl, uint8_t *buf,
 				return ret;
 	}
 	while (!all_ended(s))
-		if ((ret = drain(s)))
+		if ((ret = drain(s)) < 0)
 			return ret;
 	return 0;
 }
 
-/* ROUNDS corner turns of one block through the rings, then through
- * MPI_Alltoall; the slowest rank's seconds of each. */
+/* Bench: take every record that arrived (checked, read in place); how many, or
+ * the ring's error.  Yields when none (see drain). */
+static int bench_drain(struct state *s, uint8_t *out, uint64_t *got)
+{
+	int n = 0;
+
+	for (int p = 0; p < size; p++) {
+		const void *rec;
+		uint32_t len;
+		int ret;
+
+		while (p != rank && (ret = vfgx_mpi_rings_peek(s->rings, p, &rec, &len)) == 1) {
+			/* the record is in this rank's memory, checked: used in
+			 * place, as a consumer of the ring would */
+			out[p] ^= ((const uint8_t *)rec)[len - 1];
+			vfgx_mpi_rings_release(s->rings, p);
+			got[p]++;
+			n++;
+		}
+		if (p != rank && ret < 0)
+			return ret;
+	}
+	if (!n)
+		sched_yield();
+	return n;
+}
+
+static bool bench_done(const uint64_t *got, uint32_t rounds)
+{
+	for (int p = 0; p < size; p++)
+		if (p != rank && got[p] < rounds)
+			return false;
+	return true;
+}
+
+static double time_alltoall(const uint8_t *block, uint8_t *out, uint32_t slice,
+			    uint32_t rounds)
+{
+	double t;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	t = MPI_Wtime();
+	for (uint32_t r = 0; r < rounds; r++)
+		MPI_Alltoall(block, (int)slice, MPI_BYTE, out, (int)slice, MPI_BYTE,
+			     MPI_COMM_WORLD);
+	return MPI_Wtime() - t;
+}
+
+/* ROUNDS corner turns of one block through the rings and through
+ * MPI_Alltoall (first with a2a_first); the slowest rank's seconds of each. */
 static int bench(struct state *s, uint32_t rounds, double *ring_s, double *a2a_s,
 		 uint64_t *bytes)
 {
@@ -233,52 +296,24 @@ static int bench(struct state *s, uint32_t rounds, double *ring_s, double *a2a_s
 	}
 	for (size_t i = 0; i < (size_t)size * slice; i++)
 		block[i] = (uint8_t)(i * 7 + (size_t)rank);
+	if (a2a_first)
+		mine[1] = time_alltoall(block, out, slice, rounds);
 	MPI_Barrier(MPI_COMM_WORLD);
 	t = MPI_Wtime();
-	for (uint32_t r = 0; r < rounds && !ret; r++) {
-		for (int k = 1; k < size && !ret; k++) {
+	for (uint32_t r = 0; r < rounds && ret >= 0; r++)
+		for (int k = 1; k < size && ret >= 0; k++) {
 			int d = (rank + k) % size;
 
 			while ((ret = vfgx_mpi_rings_send(s->rings, d, block + (size_t)d * slice,
-							  slice)) == -EAGAIN) {
-				for (int p = 0; p < size; p++) {
-					const void *rec;
-					uint32_t len;
-
-					while (p != rank &&
-					       vfgx_mpi_rings_peek(s->rings, p, &rec, &len) == 1) {
-						memcpy(out + (size_t)p * slice, rec, len);
-						vfgx_mpi_rings_release(s->rings, p);
-						got[p]++;
-					}
-				}
-			}
+							  slice)) == -EAGAIN)
+				if ((ret = bench_drain(s, out, got)) < 0)
+					break;
 		}
-	}
-	for (int p = 0; p < size && !ret; p++) {
-		while (p != rank && got[p] < rounds) {
-			const void *rec;
-			uint32_t len;
-			int pr = vfgx_mpi_rings_peek(s->rings, p, &rec, &len);
-
-			if (pr < 0) {
-				ret = pr;
-				break;
-			}
-			if (pr == 1) {
-				memcpy(out + (size_t)p * slice, rec, len);
-				vfgx_mpi_rings_release(s->rings, p);
-				got[p]++;
-			}
-		}
-	}
+	while (ret >= 0 && !bench_done(got, rounds))
+		ret = bench_drain(s, out, got);
 	mine[0] = MPI_Wtime() - t;
-	MPI_Barrier(MPI_COMM_WORLD);
-	t = MPI_Wtime();
-	for (uint32_t r = 0; r < rounds; r++)
-		MPI_Alltoall(block, (int)slice, MPI_BYTE, out, (int)slice, MPI_BYTE,
-			     MPI_COMM_WORLD);
-	mine[1] = MPI_Wtime() - t;
+	if (!a2a_first)
+		mine[1] = time_alltoall(block, out, slice, rounds);
 	MPI_Reduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	*ring_s = all[0];
 	*a2a_s = all[1];
@@ -286,7 +321,7 @@ static int bench(struct state *s, uint32_t rounds, double *ring_s, double *a2a_s
 	free(block);
 	free(out);
 	free(got);
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 static const char yaml_fmt[] =
@@ -304,7 +339,7 @@ int main(int argc, char **argv)
 	vfgx_pipeline *pl = NULL;
 	vfgx_port *port = NULL;
 	vfgx_ctx *ctx = NULL;
-	uint64_t chunks = 0, nchunks = 64, boot_t0 = 0, t_open = 0, errs[2], tot[2];
+	uint64_t chunks = 0, nchunks = 64, boot_t0 = 0, t_init, t_open, errs[2], tot[2];
 	uint32_t rounds = 0;
 	char yaml[512];
 	uint8_t *buf;
@@ -318,11 +353,15 @@ int main(int argc, char **argv)
 			nchunks = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--bench") && i + 1 < argc)
 			rounds = (uint32_t)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--ring-bytes") && i + 1 < argc)
+			ring_bytes = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--alltoall-first"))
+			a2a_first = true;
 		else if (!strcmp(argv[i], "--flip"))
 			flip = true;
 		else {
 			if (rank == 0)
-				fprintf(stderr, "usage: mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--flip]\n");
+				fprintf(stderr, "usage: mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--ring-bytes B] [--alltoall-first] [--flip]\n");
 			MPI_Finalize();
 			return 2;
 		}
@@ -339,7 +378,9 @@ int main(int argc, char **argv)
 	}
 	for (int p = 0; p < size; p++)
 		s.end[p] = -1;
-	ret = vfgx_mpi_rings_open(ctx, MPI_COMM_WORLD, RING_BYTES, &s.rings);
+	MPI_Barrier(MPI_COMM_WORLD); /* every rank is past MPI_Init */
+	t_init = realtime_ns();
+	ret = vfgx_mpi_rings_open(ctx, MPI_COMM_WORLD, ring_bytes, &s.rings);
 	if (ret) {
 		fprintf(stderr, "corner_turn: rank %d: %s\n", rank, vfgx_last_error(ctx));
 		MPI_Finalize();
@@ -380,7 +421,9 @@ int main(int argc, char **argv)
 		       nchunks * (uint64_t)size * (uint64_t)size, tot[0],
 		       tot[0] || tot[1] != nchunks * (uint64_t)size * (uint64_t)size ? "FAILED" : "ok");
 		if (boot_t0)
-			printf("bootstrap_ms=%.3f\n", (double)(t_open - boot_t0) / 1e6);
+			printf("bootstrap_ms=%.3f init_ms=%.3f rings_ms=%.3f\n",
+			       (double)(t_open - boot_t0) / 1e6, (double)(t_init - boot_t0) / 1e6,
+			       (double)(t_open - t_init) / 1e6);
 	}
 	ret = tot[0] || tot[1] != nchunks * (uint64_t)size * (uint64_t)size;
 	MPI_Bcast(&ret, 1, MPI_INT, 0, MPI_COMM_WORLD);

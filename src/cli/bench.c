@@ -38,6 +38,9 @@ const struct cli_cmd *const vfgx_bench_clis[] = {
 #if VFGX_HAVE_RDMA
 	&vfgx_bench_cli_rdma,
 #endif
+#ifdef VFGX_HAVE_MPI
+	&vfgx_bench_cli_scaleout,
+#endif
 	NULL,
 };
 
@@ -58,6 +61,9 @@ static const struct {
 	{ "eba", vfgx_bench_eba },
 #if VFGX_HAVE_RDMA
 	{ "rdma", vfgx_bench_rdma },
+#endif
+#ifdef VFGX_HAVE_MPI
+	{ "scaleout", vfgx_bench_scaleout },
 #endif
 };
 #define NB_BENCHES (sizeof(benches) / sizeof(benches[0]))
