@@ -20,7 +20,9 @@ for np in 4 2; do
 done
 out=$(timeout 60 "$mpirun_sh" 4 "$ct" --chunks 8 --flip 2>&1)
 rc=$?
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || die "damaged slices: exit $rc"
+if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
+	die "damaged slices: exit $rc"
+fi
 grep -q "^corner_turn: 4 ranks, .* 4 errors: FAILED$" <<<"$out" || die "damaged slices not caught: $out"
 [ $fail = 0 ] && echo "ok: corner turn over rings between 2 and 4 ranks, every byte checked; damage caught"
 exit $fail

@@ -47,8 +47,8 @@ rc=$?
 [ "$(grep -c '^== vfgx run report' "$tmp/out")" = 1 ] || die "not exactly one report"
 grep -q '^== vfgx run report (.*, 4 MPI ranks) ==$' "$tmp/out" || die "report header"
 for want in '0 20000' '1 30000' '2 30000' '3 20000'; do
-	set -- $want
-	grep -Eq "^$1 +$1 +[^ ]+ +$2 +$2 " "$tmp/out" || die "rank $1 row: $2 packets delivered"
+	read -r r n <<<"$want"
+	grep -Eq "^$r +$r +[^ ]+ +$n +$n " "$tmp/out" || die "rank $r row: $n packets delivered"
 done
 grep -q '^job: 100000 packets in .* delivered 100000 ' "$tmp/out" || die "job totals"
 grep -q '^  all_received  ok  delivered 100000 of 100000 expected' "$tmp/out" || die "all_received over the job"
@@ -95,17 +95,20 @@ grep -q 'MPI_ABORT was invoked on rank 2' "$tmp/err" || die "rank 2 did not end 
 printf 'interfaces:\n  - { name: lo_a, backend: loopback }\nranks:\n  - { rank: 1, interfaces: [lo_x] }\n' >"$tmp/bad1.yaml"
 "$vfgx" run "$tmp/bad1.yaml" >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q "^vfgx: $tmp/bad1.yaml:4:29: ranks\[0\].interfaces\[0\]: 'lo_x' is not the name of one of interfaces:" "$tmp/err" ||
+if [ $rc -ne 2 ] || ! grep -q "^vfgx: $tmp/bad1.yaml:4:29: ranks\[0\].interfaces\[0\]: 'lo_x' is not the name of one of interfaces:" "$tmp/err"; then
 	die "unknown interface: rc $rc: $(cat "$tmp/err")"
+fi
 printf 'interfaces:\n  - { name: lo_a, backend: loopback }\nranks:\n  - { rank: 1, local_rank: 0 }\n' >"$tmp/bad2.yaml"
 "$vfgx" run "$tmp/bad2.yaml" >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q "^vfgx: $tmp/bad2.yaml:4:5: ranks\[0\]: give exactly one of rank or local_rank" "$tmp/err" ||
+if [ $rc -ne 2 ] || ! grep -q "^vfgx: $tmp/bad2.yaml:4:5: ranks\[0\]: give exactly one of rank or local_rank" "$tmp/err"; then
 	die "rank and local_rank: rc $rc: $(cat "$tmp/err")"
+fi
 printf 'interfaces:\n  - { name: lo_a, backend: loopback }\nranks:\n  - { rank: 1 }\n  - { rank: 1, gpu: 64 }\n' >"$tmp/bad3.yaml"
 "$vfgx" run "$tmp/bad3.yaml" >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q "^vfgx: $tmp/bad3.yaml:5:.*gpu" "$tmp/err" ||
+if [ $rc -ne 2 ] || ! grep -q "^vfgx: $tmp/bad3.yaml:5:.*gpu" "$tmp/err"; then
 	die "gpu range: rc $rc: $(cat "$tmp/err")"
+fi
 [ $fail = 0 ] && echo "ok: mpirun -np 4 vfgx run: per-rank rows, job totals and expect, one failing rank, ranks: errors"
 exit $fail

@@ -11,6 +11,8 @@ np=${2:-2}
 if [[ ${VFGX_IN_VM:-0} != 1 ]]; then
 	exec "$here/../vm/vm-run.sh" -t 900 -- bash "$here/vm_corner_turn.sh" "$ct" "$np"
 fi
+# the guest boots without a host name, which Open MPI's launcher refuses
+echo vfgx-guest >/proc/sys/kernel/hostname
 ip link add ct0 type veth peer name ct1 || exit 125
 ip addr add 198.18.75.1/24 dev ct0
 ip link set ct0 up
