@@ -117,6 +117,12 @@ int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg, bool json)
 			m->rank);
 		return 2;
 	}
+	if (cfg->user_library[0] || cfg->user_gpu_module[0]) {
+		/* their checks are in the single-process report only */
+		fprintf(stderr, "vfgx: rank %d: %s: pipeline.user is not available under mpirun yet (run it without a launcher)\n",
+			m->rank, cli_esc(cfg->source));
+		return 2;
+	}
 	e = my_entry(cfg, m->rank, m->local_rank);
 	return e ? apply_entry(m, cfg, e) : 0;
 }

@@ -87,7 +87,6 @@ rc=$?
 [ $rc -ne 124 ] || die "the job hung after a rank failed (timeout)"
 [ "$(grep -c '^vfgx: ' "$tmp/err")" = 1 ] || die "not exactly one vfgx error line"
 grep -q '^vfgx: bad: udp://192.0.2.1:5999: bind: ' "$tmp/err" || die "the failing rank's error"
-grep -q 'MPI_ABORT was invoked on rank 2' "$tmp/err" || die "rank 2 did not end the job"
 ! grep -q '^== vfgx run report' "$tmp/out" || die "a report after a rank failed"
 [ $fail = 0 ] || { cat "$tmp/out" "$tmp/err"; }
 
