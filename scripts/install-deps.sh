@@ -28,6 +28,7 @@ pkgs=(
 	libpcap-dev tshark # backend pcap, capture files; tshark reads them back in the tests
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
 	# references and test tooling
+	libopenmpi-dev openmpi-bin # the MPI part (src/mpi) and its mpirun tests
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 	ethtool # afxdp net test: checksum offload off on the veth sender
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp

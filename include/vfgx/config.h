@@ -164,6 +164,20 @@ struct vfgx_expect_config {
 	uint64_t min_packets;
 };
 
+/* ranks[i]: what one MPI rank of `mpirun -np N vfgx run` uses (the entry
+ * of its rank, else of its local rank; none: the whole config). */
+struct vfgx_rank_config {
+	int32_t rank;          /* MPI_COMM_WORLD rank, -1: matched by local_rank */
+	int32_t local_rank;    /* rank on its node, -1: matched by rank */
+	uint16_t nb_ifaces;    /* 0: every interface */
+	const char **ifaces;   /* interfaces[].name this rank opens */
+	uint16_t rx_queues;    /* 0: as configured; else each of its
+				* interfaces keeps its first rx_queues */
+	int32_t gpu;           /* -1: unchanged; CUDA device the rank sees */
+	uint16_t nb_cores;     /* 0: unchanged */
+	const uint16_t *cores; /* CPU cores the rank's threads run on */
+};
+
 struct vfgx_config {
 	const char *source; /* file name, or "<embedded>" */
 	enum vfgx_log_level log_level;
@@ -192,6 +206,9 @@ struct vfgx_config {
 	const struct vfgx_capture_conf *capture;
 	/* send: the options of `vfgx send` (docs/send.md); absent: defaults */
 	struct vfgx_cfg_node send_opts;
+	/* ranks: per-rank overrides for MPI launches (docs/scale-out.md) */
+	uint16_t nb_ranks;
+	struct vfgx_rank_config *ranks;
 };
 
 /* Load and validate.  On error, vfgx_last_error(ctx) has the detail and

@@ -39,6 +39,9 @@ const struct cli_cmd *const vfgx_bench_clis[] = {
 #if VFGX_HAVE_RDMA
 	&vfgx_bench_cli_rdma,
 #endif
+#ifdef VFGX_HAVE_MPI
+	&vfgx_bench_cli_scaleout,
+#endif
 	NULL,
 };
 
@@ -60,6 +63,9 @@ static const struct {
 	{ "eba", vfgx_bench_eba },
 #if VFGX_HAVE_RDMA
 	{ "rdma", vfgx_bench_rdma },
+#endif
+#ifdef VFGX_HAVE_MPI
+	{ "scaleout", vfgx_bench_scaleout },
 #endif
 };
 #define NB_BENCHES (sizeof(benches) / sizeof(benches[0]))

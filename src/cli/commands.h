@@ -13,7 +13,7 @@ extern const struct cli_cmd *const vfgx_bench_clis[];
 extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
 	vfgx_bench_cli_chunks, vfgx_bench_cli_python, vfgx_bench_cli_send,
 	vfgx_bench_cli_afxdp, vfgx_bench_cli_dpdk, vfgx_bench_cli_eba,
-	vfgx_bench_cli_rdma;
+	vfgx_bench_cli_rdma, vfgx_bench_cli_scaleout;
 
 int vfgx_cmd_run(int argc, char **argv);
 int vfgx_cmd_send(int argc, char **argv);
@@ -41,5 +41,6 @@ int vfgx_bench_afxdp(int argc, char **argv);
 int vfgx_bench_dpdk(int argc, char **argv);
 int vfgx_bench_eba(int argc, char **argv);
 int vfgx_bench_rdma(int argc, char **argv);
+int vfgx_bench_scaleout(int argc, char **argv);
 
 #endif

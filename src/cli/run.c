@@ -20,6 +20,7 @@
 #include "core/numparse.h"
 #include "run_capture.h"
 #include "run_chunks.h"
+#include "run_mpi.h"
 #include "run_output.h"
 
 static volatile sig_atomic_t interrupted;
@@ -287,6 +288,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	struct vfgx_source_report sent;
 	const char *capture_flag = NULL, *sent_file = NULL;
 	vfgx_capture *cap = NULL;
+	struct run_mpi mpi = { 0 };
 	struct vfgx_config *cfg = NULL;
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
@@ -356,6 +358,9 @@ int vfgx_cmd_run(int argc, char **argv)
 	rc = 1;
 	if (duration >= 0)
 		cfg->pipeline.duration_s = duration;
+	if ((rc = run_mpi_begin(&mpi, cfg, ro.json)))
+		goto out; /* MPI launch: this rank's ranks: entry applied */
+	rc = 1;
 	if (cfg->nb_ifaces == 0) {
 		fprintf(stderr, "vfgx: %s: no interfaces configured (add one under interfaces:)\n",
 			cli_esc(cfg->source));
@@ -439,7 +444,8 @@ int vfgx_cmd_run(int argc, char **argv)
 	ret = vfgx_pipeline_error(pl);
 	if (sent_file && run_sent_load(sent_file, &sent) == 0)
 		ex.sent = &sent;
-	rc = report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
+	rc = mpi.on ? run_mpi_report(&mpi, cfg, ports, nb_ports, &st, ret, secs) :
+		      report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
 	if (sent_file && !ex.sent)
 		rc = 1; /* its line said why */
 	run_output_text_end(&ro);
@@ -467,5 +473,6 @@ out:
 		vfgx_port_close(ports[i]);
 	vfgx_config_destroy(cfg);
 	vfgx_ctx_destroy(ctx);
+	run_mpi_end(&mpi, rc); /* a rank failing before the report ends the job */
 	return rc;
 }

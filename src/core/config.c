@@ -10,6 +10,7 @@
 #include <vfgx/chunk.h>
 
 #include "cfgdoc.h"
+#include "config_ranks.h"
 #include "numparse.h"
 #include "opts.h"
 #include "pipeline/chunk_opts.h"
@@ -19,7 +20,7 @@ extern const unsigned long vfgx_default_config_yaml_len;
 
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
-					"metrics", "name", "send", NULL };
+					"metrics", "name", "send", "ranks", NULL };
 
 /* vfgx_cfg_str into memory of the document: the config's strings live as
  * long as it does (at most max-1 bytes, as before). */
@@ -400,7 +401,7 @@ static int parse_all(struct vfgx_config *cfg)
 	cfg->log_level = (enum vfgx_log_level)lvl;
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
 	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)) ||
-	    (ret = parse_metrics(cfg, &root)))
+	    (ret = parse_metrics(cfg, &root)) || (ret = vfgx_config_parse_ranks(cfg, &root)))
 		return ret;
 	return 0;
 }

@@ -1,0 +1,190 @@
+/* scaleout.c - `vfgx bench scaleout`: what an MPI job of VectorFlow-GX
+ * pays and moves on this host: the time from mpirun starting to every rank's
+ * rings connected (examples/corner_turn, 4 ranks, and how it grows with the
+ * rank count), and the corner turn through exposed-buffer rings against
+ * MPI_Alltoall moving the same bytes between the same ranks in the same
+ * run. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "core/numparse.h"
+#include "results.h"
+
+#define MAX_ROUNDS 50
+#define MAX_NP 16
+
+static const struct cli_opt scaleout_opts[] = {
+	{ "out", 'o', "DIR", "write scaleout.md into DIR (default bench/results)" },
+	{ "rounds", 'r', "N", "mpirun runs at 4 ranks, each one round of both targets (default 7)" },
+	{ "bench-rounds", 'b', "R", "corner turns of one chunk per rate measurement (default 400)" },
+	{ "max-np", 'n', "N", "largest rank count of the bootstrap growth rows (default 8, at most 16)" },
+	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "help", 'h', NULL, "this help" },
+	{ 0 },
+};
+
+const struct cli_cmd vfgx_bench_cli_scaleout = {
+	.name = "bench scaleout",
+	.summary = "mpirun to all rings connected; corner turn over rings vs MPI_Alltoall",
+	.opts = scaleout_opts,
+};
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *corner_turn_path(void)
+{
+	const char *p = getenv("VFGX_CORNER_TURN");
+
+	return p ? p : VFGX_CORNER_TURN;
+}
+
+/* The launcher's options: Debian's Open MPI on one host, more ranks than
+ * cores, shared memory without cross-memory attach (containers). */
+static const char mpirun_opts[] =
+	"--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none --bind-to none";
+
+/* One mpirun of the corner turn: bootstrap ms, and with bench_rounds the
+ * ring and MPI_Alltoall rates (Gbit/s).  0 or -1 after a message. */
+static int run_once(int np, int bench_rounds, bool a2a_first, double *boot_ms,
+		    double *init_ms, double *ring, double *a2a)
+{
+	char cmd[1024], line[512];
+	int got = 0, ret = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "VFGX_BOOT_T0_NS=%" PRIu64 " mpirun %s %s -np %d '%s' --chunks 8%s%.0d%s 2>&1",
+		 realtime_ns(), geteuid() == 0 ? "--allow-run-as-root" : "", mpirun_opts, np,
+		 corner_turn_path(), bench_rounds ? " --bench " : "", bench_rounds,
+		 a2a_first ? " --alltoall-first" : "");
+	f = popen(cmd, "r");
+	if (!f) {
+		fprintf(stderr, "vfgx bench scaleout: cannot run mpirun: %s\n", strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "bootstrap_ms=%lf init_ms=%lf", boot_ms, init_ms) == 2)
+			got |= 1;
+		else if (sscanf(line, "bench: rounds=%*u bytes=%*u ring_s=%*f alltoall_s=%*f ring_gbps=%lf alltoall_gbps=%lf",
+				ring, a2a) == 2)
+			got |= 2;
+		else if (strstr(line, "errors: FAILED") || strstr(line, "corner_turn: rank"))
+			fprintf(stderr, "vfgx bench scaleout: %s", line);
+	}
+	if (pclose(f) == 0 && got == (bench_rounds ? 3 : 1))
+		ret = 0;
+	else
+		fprintf(stderr, "vfgx bench scaleout: mpirun -np %d %s failed (is openmpi-bin installed and the example built?)\n",
+			np, corner_turn_path());
+	return ret;
+}
+
+int vfgx_bench_scaleout(int argc, char **argv)
+{
+	double boot[MAX_ROUNDS], init[MAX_ROUNDS], ring[MAX_ROUNDS], a2a[MAX_ROUNDS];
+	double grow[MAX_NP + 1][3], grow_init[MAX_NP + 1][3];
+	const char *out = "bench/results";
+	int rounds = 7, bench_rounds = 400, max_np = 8, c, nps[MAX_NP], n_nps = 0;
+	double load0, load1, d1, d2;
+	char path[512], a[64], b[64], e[64];
+	FILE *f;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, &vfgx_bench_cli_scaleout)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			if (vfgx_flag_int("bench scaleout", "--rounds", optarg, 1, MAX_ROUNDS, &rounds))
+				return 2;
+			break;
+		case 'b':
+			if (vfgx_flag_int("bench scaleout", "--bench-rounds", optarg, 1, 100000,
+					  &bench_rounds))
+				return 2;
+			break;
+		case 'n':
+			if (vfgx_flag_int("bench scaleout", "--max-np", optarg, 2, MAX_NP, &max_np))
+				return 2;
+			break;
+		case 'h':
+			cli_usage(stdout, &vfgx_bench_cli_scaleout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc)
+		return cli_bad_operands(&vfgx_bench_cli_scaleout, "unexpected operand");
+	load0 = bench_loadavg1();
+	for (int i = 0; i < rounds; i++) {
+		if (run_once(4, bench_rounds, i % 2, &boot[i], &init[i], &ring[i], &a2a[i]))
+			return 1;
+		printf("round %d: bootstrap %.1f ms (MPI_Init %.1f), rings %.3f Gbit/s, MPI_Alltoall %.3f Gbit/s (ratio %.3f)\n",
+		       i + 1, boot[i], init[i], ring[i], a2a[i], ring[i] / a2a[i]);
+	}
+	/* 2, 3, 4, then doubling, and max_np itself */
+	for (int np = 2; np <= max_np; np = np < 4 ? np + 1 : np * 2 <= max_np ? np * 2 :
+					       np < max_np ? max_np : max_np + 1) {
+		for (int k = 0; k < 3; k++)
+			if (run_once(np, 0, false, &grow[n_nps][k], &grow_init[n_nps][k], &d1, &d2))
+				return 1;
+		printf("bootstrap at %d ranks: %.1f %.1f %.1f ms\n", np, grow[n_nps][0],
+		       grow[n_nps][1], grow[n_nps][2]);
+		nps[n_nps++] = np;
+	}
+	load1 = bench_loadavg1();
+	f = bench_results_open(out, "scaleout", "Scale-out: MPI bootstrap and corner turn", path,
+			       sizeof(path));
+	if (!f)
+		return 1;
+	fprintf(f, "- command: vfgx bench scaleout --rounds %d --bench-rounds %d --max-np %d\n",
+		rounds, bench_rounds, max_np);
+	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n", load0,
+		load1, sysconf(_SC_NPROCESSORS_ONLN));
+	fprintf(f, "- launcher: Debian's Open MPI, `mpirun %s -np N %s --chunks 8 [--bench R]`, all ranks on this host\n",
+		mpirun_opts, "examples/corner_turn/corner_turn");
+	fprintf(f, "- transport: host only. The rings are vfgx_mpi_rings: MPI_Put/MPI_Rget into each peer's MPI window, which Open MPI carries with its osc sm component (shared memory between the ranks of one host); MPI_Alltoall goes through the vader (shared memory) BTL. No RDMA device and no soft-RoCE guest took part: the issue's guest target (soft-RoCE, UCX or TCP over the rxe link) is not measured here.\n");
+	fprintf(f, "- bootstrap_ms: CLOCK_REALTIME just before mpirun is started (VFGX_BOOT_T0_NS) to rank 0 passing the barrier after every rank opened its rings (MPI_Win_allocate of one 1 MiB ring per peer, descriptors through vfgx_eba_exchange_mpi, every producer and consumer set up): launcher start, MPI_Init, the exchange and the window included. The MPI_Init column is the same clock to a barrier right after MPI_Init (the launcher's and Open MPI's share); rings open = the rest.\n");
+	fprintf(f, "- corner turn vs MPI_Alltoall: in each round's run, after the checked corner turn of 8 chunks, %d corner turns of one block (one 64 KiB slice from every rank to every other rank) through the rings, and %d MPI_Alltoall calls with the same 64 KiB per pair, each between barriers (rings first in odd rounds, MPI_Alltoall first in even ones); time = slowest rank; rate = bytes between distinct ranks x 8 / time (Gbit/s). The ring side's consumer finds each record in its own memory, checked (the ring's 64-bit check over the payload), reads it in place and releases it; MPI_Alltoall delivers into a receive buffer. Ranks poll with sched_yield when nothing arrived (4 ranks on the host's cores).\n\n",
+		bench_rounds, bench_rounds);
+	fprintf(f, "| round | bootstrap ms (4 ranks) | of it: mpirun to MPI_Init done ms | rings open ms | rings Gbit/s | MPI_Alltoall Gbit/s | ratio |\n|---|---|---|---|---|---|---|\n");
+	for (int i = 0; i < rounds; i++)
+		fprintf(f, "| %d | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f |\n", i + 1, boot[i], init[i],
+			boot[i] - init[i], ring[i], a2a[i], ring[i] / a2a[i]);
+	fprintf(f, "\nBootstrap growth with the rank count (3 runs each, without --bench; ranks beyond %ld cores are oversubscribed; in brackets: of it, mpirun start to every rank past MPI_Init):\n\n| ranks | run 1 ms | run 2 ms | run 3 ms | median ms | median MPI_Init part ms |\n|---|---|---|---|---|---|\n",
+		sysconf(_SC_NPROCESSORS_ONLN));
+	for (int k = 0; k < n_nps; k++)
+		fprintf(f, "| %d | %.1f (%.1f) | %.1f (%.1f) | %.1f (%.1f) | %.1f | %.1f |\n", nps[k],
+			grow[k][0], grow_init[k][0], grow[k][1], grow_init[k][1], grow[k][2],
+			grow_init[k][2], bench_median(grow[k], 3), bench_median(grow_init[k], 3));
+	fprintf(f, "\n- bootstrap ms median (min..max): %s; rings Gbit/s: %s; MPI_Alltoall Gbit/s: %s\n",
+		bench_fmt_spread(a, sizeof(a), "%.1f", boot, rounds),
+		bench_fmt_spread(b, sizeof(b), "%.3f", ring, rounds),
+		bench_fmt_spread(e, sizeof(e), "%.3f", a2a, rounds));
+	fprintf(f, "- rule: %s\n\n", bench_ci_rule);
+	bench_target_rounds(f, &(struct bench_target_rounds){
+		.name = "bootstrap_ms_np4", .measured = boot, .n = rounds, .goal = 500,
+		.higher_better = false });
+	bench_target_rounds(f, &(struct bench_target_rounds){
+		.name = "corner_turn_vs_mpi_alltoall", .measured = ring, .reference = a2a,
+		.n = rounds, .goal = 1.0, .goal_on_ratio = true, .higher_better = true });
+	fclose(f);
+	printf("wrote %s\n", path);
+	return 0;
+}
