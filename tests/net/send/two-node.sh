@@ -70,7 +70,7 @@ pipeline:
   filter: { udp_dst_ports: [5000] }
   reorder: { enabled: true, window: 1024 }
   verify_payload: true
-  duration_s: 3
+  duration_s: 60
 expect:
   all_received: true
   in_order: true
@@ -86,9 +86,18 @@ case_run() { # NAME SEND-IFACE RECV-IFACE
 	ip netns exec "$B" "$vfgx" run -q --expect-sent "$tmp/$n-sent.json" "$tmp/$n-recv.yaml" \
 		>"$tmp/$n-recv.log" 2>&1 &
 	bgpid=$!
-	sleep 1 # the receiver's socket or XDP program is up
+	# the receiver's port is open (its info line: socket bound or listening,
+	# XDP program attached) before anything is sent
+	for _ in $(seq 100); do
+		grep -q "^vfgx: info: in: " "$tmp/$n-recv.log" && break
+		sleep 0.1
+	done
+	sleep 0.2
 	ip netns exec "$A" "$vfgx" send --json "$tmp/$n-send.yaml" >"$tmp/$n-sent.json" 2>"$tmp/$n-send.log"
 	local src=$?
+	# the receiver runs until told: what is in flight lands first
+	sleep 1
+	kill -INT $bgpid
 	wait $bgpid; local rrc=$?; bgpid=
 	if ((src == 0 && rrc == 0)) && grep -q "result: PASSED" "$tmp/$n-recv.log" &&
 		grep -q '"lost":[1-9]' "$tmp/$n-sent.json" && grep -q '"corrupted":[1-9]' "$tmp/$n-sent.json"; then
@@ -126,9 +135,12 @@ send_cfg "  - { name: out, backend: socket, address: tcp://$IPB:5001,
 recv_cfg "  - { name: in, backend: socket, address: tcp://$IPB:5001,
       rx: { queues: [ { id: 0, memory_region: rx } ] },
       socket: { role: server, max_record: 2048 } }" >"$tmp/gone-recv.yaml"
-ip netns exec "$B" "$vfgx" run -q --duration 1 "$tmp/gone-recv.yaml" >"$tmp/gone-recv.log" 2>&1 &
+ip netns exec "$B" "$vfgx" run -q --duration 1.5 "$tmp/gone-recv.yaml" >"$tmp/gone-recv.log" 2>&1 &
 bgpid=$!
-sleep 0.5
+for _ in $(seq 100); do
+	grep -q "^vfgx: info: in: " "$tmp/gone-recv.log" && break
+	sleep 0.1
+done
 ip netns exec "$A" "$vfgx" send --json "$tmp/gone-send.yaml" >"$tmp/gone.json" 2>"$tmp/gone.log"
 grc=$?
 wait $bgpid; bgpid=
