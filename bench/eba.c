@@ -215,7 +215,8 @@ static int run_ring(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 
 		close(p[0]);
 		snprintf(arg, sizeof(arg), "%u:%u:%d", size, port, p[1]);
-		execl("/proc/self/exe", "vfgx", "bench", "eba", "--dev", o->dev, "--addr",
+		/* /proc/self/exe is vfgx-bench: NAME [OPTIONS] */
+		execl("/proc/self/exe", "vfgx-bench", "eba", "--dev", o->dev, "--addr",
 		      o->addr, "--consume", arg, (char *)NULL);
 		_exit(127);
 	}
