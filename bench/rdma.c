@@ -332,9 +332,10 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 			return ret;
 		if (ret) {
 			uint64_t now = ticks();
+			double per = (double)(now - last) / ret; /* per signaled WR */
 
-			if ((double)(now - last) < best)
-				best = (double)(now - last);
+			if (per < best)
+				best = per;
 			last = now;
 		}
 		if (spin_expired(++spin, &since))
