@@ -517,13 +517,19 @@ static void write_report(FILE *f, const struct opts *o, const struct eba_rounds 
 		int n = pairs(e, i, o->rounds, false, a, b), n2;
 		double mr[MAX_ROUNDS], ref2[MAX_ROUNDS];
 
+		double ok_mr[MAX_ROUNDS];
+		int nr = 0;
+
+		for (int k = 0; k < o->rounds; k++)
+			if (e->ring_mr[i][k] > 0)
+				ok_mr[nr++] = e->ring_mr[i][k];
 		for (int k = 0; k < n; k++)
 			q[k] = a[k] / b[k];
 		if (n)
 			bench_stat(q, n, &r1);
 		fprintf(f, "| %u | %s | %s | %s | %.3f [%.3f, %.3f] | ",
 			sizes[i], bench_fmt_spread(s1, sizeof(s1), "%.1f", a, n),
-			bench_fmt_spread(s2, sizeof(s2), "%.0f", e->ring_mr[i], o->rounds),
+			bench_fmt_spread(s2, sizeof(s2), "%.0f", ok_mr, nr),
 			bench_fmt_spread(s3, sizeof(s3), "%.1f", b, n), r1.median, r1.lo, r1.hi);
 		n2 = pairs(e, i, o->rounds, true, mr, ref2);
 		for (int k = 0; k < n2; k++)
