@@ -659,11 +659,13 @@ struct cell {
 	double m[MAX_ROUNDS], r[MAX_ROUNDS];
 };
 
-/* The rounds where both tools gave a value, appended to m[]/r[] from *n. */
+/* The rounds where both tools gave a finite value, appended to m[]/r[]
+ * from *n. */
 static void ok_pairs(const struct cell *c, int rounds, double *m, double *r, int *n)
 {
+	/* perftest prints "inf" when its clock failed: not a value */
 	for (int k = 0; k < rounds; k++)
-		if (c->m[k] > 0 && c->r[k] > 0) {
+		if (c->m[k] > 0 && c->r[k] > 0 && isfinite(c->m[k]) && isfinite(c->r[k])) {
 			m[*n] = c->m[k];
 			r[*n] = c->r[k];
 			(*n)++;
@@ -715,7 +717,7 @@ static void write_report(FILE *f, const char *devname, const char *ip,
 		gid);
 	fprintf(f, "- signalling (bandwidth tests): both tools get the same `-Q` (--cq-mod), the value perftest uses by default: one signaled WR in %d up to %d bytes, every WR above (perftest disables CQ moderation for messages over 8 KiB). vfgx honours -Q the same way (one signaled WR in Q, and the last). Latency tests keep their own defaults (vfgx signals one WR in %d, perftest its own); they wait for the peer's message, not for completions.\n",
 		CQ_MOD, CQ_MOD_LIMIT, LAT_SIGNAL);
-	fprintf(f, "- rounds: %d per size, perftest and vfgx alternating (perftest first in odd-numbered rounds, vfgx first in even-numbered ones); a round where either tool failed (e.g. perftest's \"Can't produce a report\" under load) is left out of that size's ratios (-1 in the rounds table); bandwidth runs move 32 MiB (20 .. 20000 messages), latency runs 1 MiB (20 .. 1000 round trips); the whole report took %.0f s\n",
+	fprintf(f, "- rounds: %d per size, perftest and vfgx alternating (perftest first in odd-numbered rounds, vfgx first in even-numbered ones); a round where either tool failed (e.g. perftest's \"Can't produce a report\" under load, or a latency of inf when its clock calibration failed) is left out of that size's ratios (-1 in the rounds table); bandwidth runs move 32 MiB (20 .. 20000 messages), latency runs 1 MiB (20 .. 1000 round trips); the whole report took %.0f s\n",
 		rounds, secs);
 	fprintf(f, "- targets: one per test and size class, small (<= %u B: ", SMALL_MAX);
 	for (int s = 0; s < NS && sizes[s] <= SMALL_MAX; s++)
