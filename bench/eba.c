@@ -35,8 +35,8 @@ static const struct cli_opt eba_opts[] = {
 	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
 	{ "addr", 'a', "IP", "the device's IPv4 address (default 198.18.74.1)" },
 	{ "out", 'o', "DIR", "write eba.md and eba.svg into DIR (default bench/results)" },
-	{ "seconds", 's', "S", "seconds per run, whole, 3..60 (default 4; the middle S-2 are measured, as ib_write_bw -D S -f 1)" },
-	{ "rounds", 'r', "N", "rounds (default 12)" },
+	{ "seconds", 's', "S", "seconds per run, whole, 3..60 (default 5; the middle S-2 are measured, as ib_write_bw -D S -f 1)" },
+	{ "rounds", 'r', "N", "rounds (default 10)" },
 	{ "consume", 'c', "SIZE:PORT:FD", "internal: the ring consumer process" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -57,6 +57,7 @@ const struct cli_cmd vfgx_bench_cli_eba = {
 #define MARGIN_S 1   /* warm-up and tail left out of the window (-f) */
 #define HDR_BYTES 16 /* the ring's header WRITE (VFGX_RING_HDR) */
 #define IB_CQ_MOD 32 /* the ring signals one WRITE in 32 (channel.c) */
+#define IB_TX_DEPTH 128 /* perftest's default -t */
 
 struct opts {
 	const char *dev, *addr, *out;
@@ -263,13 +264,30 @@ static int run_ring(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 	return ret;
 }
 
+/* ib_write_bw's send queue: no deeper than the messages the ring can hold
+ * in flight (its credit), at most perftest's default.  At 1 MiB a depth of
+ * 128 puts 2.5 s of WRITEs in flight on rxe under TCG, and perftest's
+ * duration mode then counts no completion inside its window. */
+static unsigned ib_tx_depth(uint32_t size)
+{
+	uint64_t d = ring_bytes(size) / size;
+
+	return d > IB_TX_DEPTH ? IB_TX_DEPTH : (unsigned)d;
+}
+
+/* one signaled WRITE in 32 as the ring, at most the queue depth */
+static unsigned ib_cq_mod(uint32_t size)
+{
+	return ib_tx_depth(size) < IB_CQ_MOD ? ib_tx_depth(size) : IB_CQ_MOD;
+}
+
 /* perftest ib_write_bw on the same device: server child, client parsed.
  * Both run under timeout(1): on rxe in an emulated guest a run sometimes
  * hangs, so it is retried; -ETIMEDOUT when every try failed. */
 static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
 			    struct meas *m)
 {
-	char cmd[512], line[512], sz[16], du[24], pt[16], q[16];
+	char cmd[512], line[512], sz[16], du[24], pt[16], q[16], td[16];
 	pid_t pid;
 	FILE *f;
 	int st, ret = -ETIMEDOUT;
@@ -277,7 +295,8 @@ static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
 	snprintf(sz, sizeof(sz), "%u", size);
 	snprintf(du, sizeof(du), "%d", o->seconds);
 	snprintf(pt, sizeof(pt), "%u", port);
-	snprintf(q, sizeof(q), "%d", IB_CQ_MOD);
+	snprintf(q, sizeof(q), "%u", ib_cq_mod(size));
+	snprintf(td, sizeof(td), "%u", ib_tx_depth(size));
 	pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -285,14 +304,14 @@ static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
 		dup2(null, 1);
 		dup2(null, 2);
 		execlp("timeout", "timeout", "45", "ib_write_bw", "-d", o->dev, "-R", "-s", sz,
-		       "-D", du, "-f", "1", "-Q", q, "-p", pt, (char *)NULL);
+		       "-D", du, "-f", "1", "-t", td, "-Q", q, "-p", pt, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0)
 		return -errno;
 	usleep(1500000); /* the server's listen */
-	snprintf(cmd, sizeof(cmd), "timeout 40 ib_write_bw -d %s -R -s %s -D %s -f 1 -Q %s -p %s %s 2>&1",
-		 o->dev, sz, du, q, pt, o->addr);
+	snprintf(cmd, sizeof(cmd), "timeout 40 ib_write_bw -d %s -R -s %s -D %s -f 1 -t %s -Q %s -p %s %s 2>&1",
+		 o->dev, sz, du, td, q, pt, o->addr);
 	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned long long b, n;
@@ -503,10 +522,14 @@ static void write_report(FILE *f, const struct opts *o, const struct eba_rounds 
 		o->dev, o->addr, o->seconds, o->rounds);
 	fprintf(f, "- load: guest 1-minute load average %.2f at the start, %.2f at the end; host (2 cores shared with other work) %s\n",
 		load0, load1, host ? host : "not given");
-	fprintf(f, "- method: %d rounds; in each, for every size, (1) the message ring for %d s and (2) perftest `ib_write_bw -R -s SIZE -D %d -f %d -Q %d` for the same %d s, on the same device; both count only the middle %d s (the first and last %d s left out: perftest's -f margin, and the ring's producer counts the records it sends inside the same window); plus once per round `ib_write_bw -s %d` with the same flags. The ring and ib_write_bw alternate (ring first in odd-numbered rounds, ib_write_bw first in even-numbered ones), the 16-byte run comes first in odd-numbered rounds and last in even-numbered ones. -Q %d: ib_write_bw signals one WRITE in %d, as the ring's producer does (channel.c). (3) once per size, TCP on 127.0.0.1 for %d s: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process (reported, no target). MB = 10^6 bytes.\n",
-		o->rounds, o->seconds, o->seconds, MARGIN_S, IB_CQ_MOD, o->seconds,
-		o->seconds - 2 * MARGIN_S, MARGIN_S, HDR_BYTES, IB_CQ_MOD, IB_CQ_MOD,
-		o->seconds);
+	fprintf(f, "- method: %d rounds; in each, for every size, (1) the message ring for %d s and (2) perftest `ib_write_bw -R -s SIZE -D %d -f %d -t T -Q Q` for the same %d s, on the same device; both count only the middle %d s (the first and last %d s left out: perftest's -f margin, and the ring's producer counts the records it sends inside the same window); plus once per round `ib_write_bw -s %d` with the same flags. The ring and ib_write_bw alternate (ring first in odd-numbered rounds, ib_write_bw first in even-numbered ones), the 16-byte run comes first in odd-numbered rounds and last in even-numbered ones. -t T: the send queue no deeper than the messages the ring's credit lets the producer have in flight (ring bytes / size, at most perftest's default %d: ",
+		o->rounds, o->seconds, o->seconds, MARGIN_S, o->seconds,
+		o->seconds - 2 * MARGIN_S, MARGIN_S, HDR_BYTES, IB_TX_DEPTH);
+	for (int i = 0; i < NB_SIZES; i++)
+		fprintf(f, "%s%u B -t %u -Q %u", i ? ", " : "", sizes[i], ib_tx_depth(sizes[i]),
+			ib_cq_mod(sizes[i]));
+	fprintf(f, "; at 1 MiB a depth of 128 put 2.5 s of WRITEs in flight and perftest counted no completion in its window); -Q: one signaled WRITE in %d, as the ring's producer does (channel.c), at most T. perftest counts whole signaled batches, so its count moves in steps of Q messages. (3) once per size, TCP on 127.0.0.1 for %d s: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process (reported, no target). MB = 10^6 bytes.\n",
+		IB_CQ_MOD, o->seconds);
 	fprintf(f, "- what each side does per message: ib_write_bw posts ONE RDMA WRITE of SIZE bytes into memory nobody reads (the receiver never looks at the data). The ring does, per message: the producer computes a check value over the payload (CPU, SIZE bytes read), posts a list of TWO WRITEs (the payload, then a %d-byte inline header with length, sequence number and the check value; one doorbell), signals one WRITE in %d, and once its credit falls below half the ring posts an RDMA READ of the consumer's head word (waited for only when a record does not fit); a consumer process polls the header, recomputes the check value over the payload it received (reads SIZE bytes), and releases the record (stores its head word). So the first comparison (ring/ib) sets the ring's full work against one WRITE: the cost of the ring as a messaging layer over the raw verb. The second (ring/2w) sets it against ib_write_bw doing the same two WRITEs per message: the reference's time per message is the time of one SIZE-byte WRITE plus one %d-byte WRITE, each measured by ib_write_bw in the same round (1 / (1/rate(SIZE) + 1/rate(%d))); what is left between the two is the check values, the consumer and the credit READs.\n",
 		HDR_BYTES, IB_CQ_MOD, HDR_BYTES, HDR_BYTES);
 	fprintf(f, "- targets: ring vs ib_write_bw (one WRITE) at 4 KiB, 64 KiB and 1 MiB, MB/s, goal >= 0.9, paired per round; 64 B and the two-WRITE comparison are reported rows.\n");
@@ -588,7 +611,7 @@ static void write_report(FILE *f, const struct opts *o, const struct eba_rounds 
 int vfgx_bench_eba(int argc, char **argv)
 {
 	struct opts o = { .dev = "rxe0", .addr = "198.18.74.1", .out = "bench/results",
-			  .seconds = 4, .port = 7480, .rounds = 12 };
+			  .seconds = 5, .port = 7480, .rounds = 10 };
 	static struct eba_rounds e;
 	double load0;
 	char path[512];
