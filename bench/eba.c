@@ -1,9 +1,11 @@
 /* eba.c - `vfgx bench eba`: exposed-buffer message ring throughput and
  * message rate for 64 B, 4 KiB, 64 KiB and 1 MiB messages between two
  * processes on one RDMA device, against perftest's ib_write_bw on the same
- * device and a TCP socket pair with length-prefixed framing, all measured
- * in the same run.  Run it where a (soft-)RoCE device exists:
- * tests/vm/eba/bench.sh does so in the QEMU guest. */
+ * device for the same duration (one WRITE per message, and a 16-byte WRITE
+ * beside it: the ring's two WRITEs per message), and a TCP socket pair with
+ * length-prefixed framing, all measured in the same run.  Run it where a
+ * (soft-)RoCE device exists: tests/vm/eba/bench.sh does so in the QEMU
+ * guest. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,8 +35,8 @@ static const struct cli_opt eba_opts[] = {
 	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },
 	{ "addr", 'a', "IP", "the device's IPv4 address (default 198.18.74.1)" },
 	{ "out", 'o', "DIR", "write eba.md and eba.svg into DIR (default bench/results)" },
-	{ "seconds", 's', "S", "seconds per round (default 1)" },
-	{ "rounds", 'r', "N", "rounds (default 5)" },
+	{ "seconds", 's', "S", "seconds per run, whole, 3..60 (default 5; the middle S-2 are measured, as ib_write_bw -D S -f 1)" },
+	{ "rounds", 'r', "N", "rounds (default 10)" },
 	{ "consume", 'c', "SIZE:PORT:FD", "internal: the ring consumer process" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -51,18 +53,23 @@ const struct cli_cmd vfgx_bench_cli_eba = {
 
 #define TMO 30000
 #define NB_SIZES 4
-#define MAX_ROUNDS 15
+#define MAX_ROUNDS 31
+#define MARGIN_S 1   /* warm-up and tail left out of the window (-f) */
+#define HDR_BYTES 16 /* the ring's header WRITE (VFGX_RING_HDR) */
+#define IB_CQ_MOD 32 /* the ring signals one WRITE in 32 (channel.c) */
+#define IB_TX_DEPTH 128 /* perftest's default -t */
 
 struct opts {
 	const char *dev, *addr, *out;
-	double seconds;
+	int seconds;
 	uint16_t port;
 	int rounds;
 };
 
 struct meas {
 	double bytes_s, msgs_s;
-	uint64_t msgs;
+	uint64_t msgs;  /* in the measured window */
+	uint64_t total; /* the ring: every message sent (the consumer's count) */
 };
 
 static int rd_all(int fd, void *b, size_t n)
@@ -167,19 +174,38 @@ static int ring_producer(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 	    vfgx_channel_open(qp, &theirs, mr, &ch) ||
 	    vfgx_channel_ring_init(ch, theirs.state_off))
 		goto out;
-	/* the source never changes, so it is sent again without fencing */
-	t0 = vfgx_now_ns();
-	do {
-		for (int i = 0; i < 16; i++, n++)
-			if (vfgx_channel_ring_send(ch, buf, size, false, TMO))
-				goto out;
-	} while (vfgx_now_ns() - t0 < (uint64_t)(o->seconds * 1e9));
+	/* the source never changes, so it is sent again without fencing.
+	 * As ib_write_bw -D S -f 1: send for S seconds, count what is sent
+	 * between 1 s after the start and 1 s before the end (the ring is
+	 * as full at both ends of that window, so sent = consumed there). */
+	{
+		uint64_t win0 = (uint64_t)MARGIN_S * 1000000000u;
+		uint64_t win1 = (uint64_t)(o->seconds - MARGIN_S) * 1000000000u;
+		uint64_t end = (uint64_t)o->seconds * 1000000000u, n0 = 0, now;
+		int every = size >= 4096 ? 1 : 16; /* clock reads cost ~2 us here */
+
+		t0 = vfgx_now_ns();
+		t1 = 0;
+		for (;;) {
+			for (int i = 0; i < every; i++, n++)
+				if (vfgx_channel_ring_send(ch, buf, size, false, TMO))
+					goto out;
+			now = vfgx_now_ns() - t0;
+			if (!n0 && now >= win0) {
+				n0 = n;
+				t1 = now;
+			} else if (n0 && now >= win1 && !m->msgs) {
+				m->msgs = n - n0;
+				m->msgs_s = (double)(n - n0) / ((double)(now - t1) / 1e9);
+			}
+			if (now >= end)
+				break;
+		}
+	}
 	if (vfgx_channel_ring_send(ch, buf, 0, false, TMO) ||
 	    vfgx_channel_ring_drain(ch, TMO))
 		goto out;
-	t1 = vfgx_now_ns();
-	m->msgs = n;
-	m->msgs_s = (double)n / ((double)(t1 - t0) / 1e9);
+	m->total = n;
 	m->bytes_s = m->msgs_s * size;
 	ret = 0;
 out:
@@ -215,7 +241,8 @@ static int run_ring(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 
 		close(p[0]);
 		snprintf(arg, sizeof(arg), "%u:%u:%d", size, port, p[1]);
-		execl("/proc/self/exe", "vfgx", "bench", "eba", "--dev", o->dev, "--addr",
+		/* /proc/self/exe is vfgx-bench: NAME [OPTIONS] */
+		execl("/proc/self/exe", "vfgx-bench", "eba", "--dev", o->dev, "--addr",
 		      o->addr, "--consume", arg, (char *)NULL);
 		_exit(127);
 	}
@@ -225,9 +252,9 @@ static int run_ring(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 		return -ECHILD;
 	}
 	ret = ring_producer(ctx, o, size, port, m);
-	if (!ret && (rd_all(p[0], &got, 8) || got != m->msgs)) {
-		fprintf(stderr, "vfgx bench eba: consumer counted %" PRIu64 " of %" PRIu64 " messages\n",
-			got, m->msgs);
+	if (!ret && (rd_all(p[0], &got, 8) || got != m->total || !m->msgs)) {
+		fprintf(stderr, "vfgx bench eba: consumer counted %" PRIu64 " of %" PRIu64 " messages (%" PRIu64 " in the window)\n",
+			got, m->total, m->msgs);
 		ret = -EIO;
 	}
 	close(p[0]);
@@ -237,20 +264,39 @@ static int run_ring(vfgx_ctx *ctx, const struct opts *o, uint32_t size,
 	return ret;
 }
 
+/* ib_write_bw's send queue: no deeper than the messages the ring can hold
+ * in flight (its credit), at most perftest's default.  At 1 MiB a depth of
+ * 128 puts 2.5 s of WRITEs in flight on rxe under TCG, and perftest's
+ * duration mode then counts no completion inside its window. */
+static unsigned ib_tx_depth(uint32_t size)
+{
+	uint64_t d = ring_bytes(size) / size;
+
+	return d > IB_TX_DEPTH ? IB_TX_DEPTH : (unsigned)d;
+}
+
+/* one signaled WRITE in 32 as the ring, at most the queue depth */
+static unsigned ib_cq_mod(uint32_t size)
+{
+	return ib_tx_depth(size) < IB_CQ_MOD ? ib_tx_depth(size) : IB_CQ_MOD;
+}
+
 /* perftest ib_write_bw on the same device: server child, client parsed.
  * Both run under timeout(1): on rxe in an emulated guest a run sometimes
  * hangs, so it is retried; -ETIMEDOUT when every try failed. */
 static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
-			    uint64_t iters, struct meas *m)
+			    struct meas *m)
 {
-	char cmd[512], line[512], sz[16], it[24], pt[16];
+	char cmd[512], line[512], sz[16], du[24], pt[16], q[16], td[16];
 	pid_t pid;
 	FILE *f;
 	int st, ret = -ETIMEDOUT;
 
 	snprintf(sz, sizeof(sz), "%u", size);
-	snprintf(it, sizeof(it), "%" PRIu64, iters);
+	snprintf(du, sizeof(du), "%d", o->seconds);
 	snprintf(pt, sizeof(pt), "%u", port);
+	snprintf(q, sizeof(q), "%u", ib_cq_mod(size));
+	snprintf(td, sizeof(td), "%u", ib_tx_depth(size));
 	pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -258,14 +304,14 @@ static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
 		dup2(null, 1);
 		dup2(null, 2);
 		execlp("timeout", "timeout", "45", "ib_write_bw", "-d", o->dev, "-R", "-s", sz,
-		       "-n", it, "-p", pt, (char *)NULL);
+		       "-D", du, "-f", "1", "-t", td, "-Q", q, "-p", pt, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0)
 		return -errno;
 	usleep(1500000); /* the server's listen */
-	snprintf(cmd, sizeof(cmd), "timeout 40 ib_write_bw -d %s -R -s %s -n %s -p %s %s 2>&1",
-		 o->dev, sz, it, pt, o->addr);
+	snprintf(cmd, sizeof(cmd), "timeout 40 ib_write_bw -d %s -R -s %s -D %s -f 1 -t %s -Q %s -p %s %s 2>&1",
+		 o->dev, sz, du, td, q, pt, o->addr);
 	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned long long b, n;
@@ -286,10 +332,10 @@ static int ib_write_bw_once(const struct opts *o, uint32_t size, uint16_t port,
 }
 
 static int run_ib_write_bw(const struct opts *o, uint32_t size, uint16_t port,
-			   uint64_t iters, struct meas *m, int *tries)
+			   struct meas *m, int *tries)
 {
 	for (*tries = 1; *tries <= 3; (*tries)++) {
-		if (!ib_write_bw_once(o, size, (uint16_t)(port + 20 * (*tries - 1)), iters, m))
+		if (!ib_write_bw_once(o, size, (uint16_t)(port + 20 * (*tries - 1)), m))
 			return 0;
 		fprintf(stderr, "vfgx bench eba: ib_write_bw %u B: no result (hung or failed), try %d of 3\n",
 			size, *tries);
@@ -374,46 +420,200 @@ static int run_tcp(const struct opts *o, uint32_t size, struct meas *m)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+/* the rounds of one run; 0: that run failed (left out of the pairs) */
+struct eba_rounds {
+	double ring_mb[NB_SIZES][MAX_ROUNDS], ring_mr[NB_SIZES][MAX_ROUNDS];
+	double ib_mb[NB_SIZES][MAX_ROUNDS], ib_mr[NB_SIZES][MAX_ROUNDS];
+	uint64_t ring_n[NB_SIZES][MAX_ROUNDS], ib_n[NB_SIZES][MAX_ROUNDS];
+	double hdr_mr[MAX_ROUNDS]; /* ib_write_bw -s 16: WRITEs/s */
+	struct meas tcp[NB_SIZES];
+	int ib_fail[NB_SIZES], ring_fail[NB_SIZES], hdr_fail;
+};
 
-	return x < y ? -1 : x > y;
+static const uint32_t sizes[NB_SIZES] = { 64, 4096, 65536, 1 << 20 };
+
+/* The rounds of size i where both ran: ring in a[], the reference in b[]
+ * (ib_write_bw MB/s, or with two the two-WRITE reference in msg/s). */
+static int pairs(const struct eba_rounds *e, int i, int rounds, bool two,
+		 double *a, double *b)
+{
+	int n = 0;
+
+	for (int k = 0; k < rounds; k++) {
+		if (e->ring_mb[i][k] <= 0 || e->ib_mb[i][k] <= 0 ||
+		    (two && e->hdr_mr[k] <= 0))
+			continue;
+		if (two) {
+			a[n] = e->ring_mr[i][k];
+			b[n] = 1 / (1 / e->ib_mr[i][k] + 1 / e->hdr_mr[k]);
+		} else {
+			a[n] = e->ring_mb[i][k];
+			b[n] = e->ib_mb[i][k];
+		}
+		n++;
+	}
+	return n;
 }
 
-/* Median of the n values v[i] > 0 (failed runs are 0); 0 when none. */
-static double median(const double *v, int n)
+static int run_rounds(vfgx_ctx *ctx, const struct opts *o, struct eba_rounds *e)
 {
-	double ok[MAX_ROUNDS];
-	int m = 0;
+	uint16_t port = o->port;
 
-	for (int i = 0; i < n; i++)
-		if (v[i] > 0)
-			ok[m++] = v[i];
-	if (!m)
-		return 0;
-	qsort(ok, (size_t)m, sizeof(*ok), cmp_double);
-	return m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
+	for (int k = 0; k < o->rounds; k++) {
+		/* ring first in even rounds, ib_write_bw first in odd ones;
+		 * the 16-byte ib_write_bw at the start or the end of the round */
+		for (int step = 0; step < 2 * NB_SIZES + 1; step++) {
+			int i = (step - (k % 2 ? 0 : 1)) / 2, tries;
+			bool hdr = k % 2 ? step == 2 * NB_SIZES : step == 0;
+			bool ring = step % 2 == 1; /* even k: steps 1..8, odd k: 0..7 */
+			struct meas m = { 0 };
+
+			if (hdr) {
+				if (run_ib_write_bw(o, HDR_BYTES, port, &m, &tries))
+					e->hdr_fail++;
+				port += 60;
+				e->hdr_mr[k] = m.msgs_s;
+				continue;
+			}
+			if (ring) {
+				/* a failed run is a 0 in its round (listed), not the
+				 * end of the benchmark */
+				if (run_ring(ctx, o, sizes[i], port++, &m)) {
+					fprintf(stderr, "vfgx bench eba: ring %u B round %d failed\n",
+						sizes[i], k + 1);
+					memset(&m, 0, sizeof(m));
+					e->ring_fail[i]++;
+				}
+				e->ring_mb[i][k] = m.bytes_s / 1e6;
+				e->ring_mr[i][k] = m.msgs_s;
+				e->ring_n[i][k] = m.msgs;
+			} else {
+				if (run_ib_write_bw(o, sizes[i], port, &m, &tries))
+					e->ib_fail[i]++;
+				port += 60;
+				e->ib_mb[i][k] = m.bytes_s / 1e6;
+				e->ib_mr[i][k] = m.msgs_s;
+				e->ib_n[i][k] = m.msgs;
+			}
+		}
+		printf("round %d:", k + 1);
+		for (int i = 0; i < NB_SIZES; i++)
+			printf(" %u B ring %.1f ib %.1f MB/s;", sizes[i], e->ring_mb[i][k],
+			       e->ib_mb[i][k]);
+		printf(" 16 B ib %.0f WRITE/s\n", e->hdr_mr[k]);
+		fflush(stdout);
+	}
+	for (int i = 0; i < NB_SIZES; i++)
+		if (run_tcp(o, sizes[i], &e->tcp[i])) {
+			fprintf(stderr, "vfgx bench eba: TCP %u B failed\n", sizes[i]);
+			return -1;
+		}
+	return 0;
 }
 
-static uint64_t ib_iters(uint64_t ring_msgs)
+static void write_report(FILE *f, const struct opts *o, const struct eba_rounds *e,
+			 double load0, double load1)
 {
-	return ring_msgs < 20 ? 20 : ring_msgs > 100000 ? 100000 : ring_msgs;
-}
+	const char *host = getenv("VFGX_BENCH_HOST_LOAD");
+	double a[MAX_ROUNDS], b[MAX_ROUNDS], q[MAX_ROUNDS];
+	char s1[96], s2[96], s3[96];
 
+	fprintf(f, "- command: vfgx bench eba --dev %s --addr %s --seconds %d --rounds %d (tests/vm/eba/bench.sh)\n",
+		o->dev, o->addr, o->seconds, o->rounds);
+	fprintf(f, "- load: guest 1-minute load average %.2f at the start, %.2f at the end; host (2 cores shared with other work) %s\n",
+		load0, load1, host ? host : "not given");
+	fprintf(f, "- method: %d rounds; in each, for every size, (1) the message ring for %d s and (2) perftest `ib_write_bw -R -s SIZE -D %d -f %d -t T -Q Q` for the same %d s, on the same device; both count only the middle %d s (the first and last %d s left out: perftest's -f margin, and the ring's producer counts the records it sends inside the same window); plus once per round `ib_write_bw -s %d` with the same flags. The ring and ib_write_bw alternate (ring first in odd-numbered rounds, ib_write_bw first in even-numbered ones), the 16-byte run comes first in odd-numbered rounds and last in even-numbered ones. -t T: the send queue no deeper than the messages the ring's credit lets the producer have in flight (ring bytes / size, at most perftest's default %d: ",
+		o->rounds, o->seconds, o->seconds, MARGIN_S, o->seconds,
+		o->seconds - 2 * MARGIN_S, MARGIN_S, HDR_BYTES, IB_TX_DEPTH);
+	for (int i = 0; i < NB_SIZES; i++)
+		fprintf(f, "%s%u B -t %u -Q %u", i ? ", " : "", sizes[i], ib_tx_depth(sizes[i]),
+			ib_cq_mod(sizes[i]));
+	fprintf(f, "; at 1 MiB a depth of 128 put 2.5 s of WRITEs in flight and perftest counted no completion in its window); -Q: one signaled WRITE in %d, as the ring's producer does (channel.c), at most T. perftest counts whole signaled batches, so its count moves in steps of Q messages. (3) once per size, TCP on 127.0.0.1 for %d s: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process (reported, no target). MB = 10^6 bytes.\n",
+		IB_CQ_MOD, o->seconds);
+	fprintf(f, "- what each side does per message: ib_write_bw posts ONE RDMA WRITE of SIZE bytes into memory nobody reads (the receiver never looks at the data). The ring does, per message: the producer computes a check value over the payload (CPU, SIZE bytes read), posts a list of TWO WRITEs (the payload, then a %d-byte inline header with length, sequence number and the check value; one doorbell), signals one WRITE in %d, and once its credit falls below half the ring posts an RDMA READ of the consumer's head word (waited for only when a record does not fit); a consumer process polls the header, recomputes the check value over the payload it received (reads SIZE bytes), and releases the record (stores its head word). So the first comparison (ring/ib) sets the ring's full work against one WRITE: the cost of the ring as a messaging layer over the raw verb. The second (ring/2w) sets it against ib_write_bw doing the same two WRITEs per message: the reference's time per message is the time of one SIZE-byte WRITE plus one %d-byte WRITE, each measured by ib_write_bw in the same round (1 / (1/rate(SIZE) + 1/rate(%d))); what is left between the two is the check values, the consumer and the credit READs.\n",
+		HDR_BYTES, IB_CQ_MOD, HDR_BYTES, HDR_BYTES);
+	fprintf(f, "- targets: ring vs ib_write_bw (one WRITE) at 4 KiB, 64 KiB and 1 MiB, MB/s, goal >= 0.9, paired per round; 64 B and the two-WRITE comparison are reported rows.\n");
+	fprintf(f, "- rule: %s\n\n", bench_ci_rule);
+	fprintf(f, "| size B | ring MB/s | ring msg/s | ib_write_bw MB/s | ring/ib ratio [interval] | ib_write_bw 2 WRITEs msg/s | ring/2w ratio [interval] | rounds | TCP MB/s | ring/TCP |\n|---|---|---|---|---|---|---|---|---|---|\n");
+	for (int i = 0; i < NB_SIZES; i++) {
+		struct bench_stat r1 = { 0 }, r2 = { 0 };
+		int n = pairs(e, i, o->rounds, false, a, b), n2;
+		double mr[MAX_ROUNDS], ref2[MAX_ROUNDS];
+
+		double ok_mr[MAX_ROUNDS];
+		int nr = 0;
+
+		for (int k = 0; k < o->rounds; k++)
+			if (e->ring_mr[i][k] > 0)
+				ok_mr[nr++] = e->ring_mr[i][k];
+		for (int k = 0; k < n; k++)
+			q[k] = a[k] / b[k];
+		if (n)
+			bench_stat(q, n, &r1);
+		fprintf(f, "| %u | %s | %s | %s | %.3f [%.3f, %.3f] | ",
+			sizes[i], bench_fmt_spread(s1, sizeof(s1), "%.1f", a, n),
+			bench_fmt_spread(s2, sizeof(s2), "%.0f", ok_mr, nr),
+			bench_fmt_spread(s3, sizeof(s3), "%.1f", b, n), r1.median, r1.lo, r1.hi);
+		n2 = pairs(e, i, o->rounds, true, mr, ref2);
+		for (int k = 0; k < n2; k++)
+			q[k] = mr[k] / ref2[k];
+		if (n2)
+			bench_stat(q, n2, &r2);
+		fprintf(f, "%s | %.3f [%.3f, %.3f] | %d | %.1f | %.3f |\n",
+			bench_fmt_spread(s1, sizeof(s1), "%.0f", ref2, n2), r2.median, r2.lo,
+			r2.hi, n, e->tcp[i].bytes_s / 1e6,
+			e->tcp[i].bytes_s > 0 ? bench_median(a, n) / (e->tcp[i].bytes_s / 1e6) : 0);
+	}
+	fprintf(f, "\nAll rounds: ring MB/s (messages in the window) / ib_write_bw MB/s (messages in the window); 0: that run failed (ib_write_bw: no result after 3 tries). Last row: ib_write_bw -s %d, WRITEs/s.\n\n| size B |",
+		HDR_BYTES);
+	for (int k = 0; k < o->rounds; k++)
+		fprintf(f, " round %d |", k + 1);
+	fprintf(f, "\n|---|");
+	for (int k = 0; k < o->rounds; k++)
+		fprintf(f, "---|");
+	fprintf(f, "\n");
+	for (int i = 0; i < NB_SIZES; i++) {
+		fprintf(f, "| %u |", sizes[i]);
+		for (int k = 0; k < o->rounds; k++)
+			fprintf(f, " %.1f (%" PRIu64 ") / %.1f (%" PRIu64 ") |", e->ring_mb[i][k],
+				e->ring_n[i][k], e->ib_mb[i][k], e->ib_n[i][k]);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "| %d (ib_write_bw) |", HDR_BYTES);
+	for (int k = 0; k < o->rounds; k++)
+		fprintf(f, " %.0f |", e->hdr_mr[k]);
+	fprintf(f, "\n\n");
+	for (int i = 0; i < NB_SIZES; i++)
+		if (e->ring_fail[i])
+			fprintf(f, "- ring %u B: failed in %d of %d rounds (that round left out; the error is on stderr)\n",
+				sizes[i], e->ring_fail[i], o->rounds);
+	for (int i = 0; i < NB_SIZES; i++)
+		if (e->ib_fail[i])
+			fprintf(f, "- ib_write_bw %u B: no result in %d of %d rounds (hung or failed 3 times; that round left out)\n",
+				sizes[i], e->ib_fail[i], o->rounds);
+	if (e->hdr_fail)
+		fprintf(f, "- ib_write_bw %d B: no result in %d of %d rounds\n", HDR_BYTES,
+			e->hdr_fail, o->rounds);
+	fprintf(f, "\n");
+	for (int i = 1; i < NB_SIZES; i++) {
+		static const char *const names[NB_SIZES] = {
+			NULL, "eba_ring_4KB_vs_ib_write_bw_MBps",
+			"eba_ring_64KB_vs_ib_write_bw_MBps", "eba_ring_1MB_vs_ib_write_bw_MBps" };
+		int n = pairs(e, i, o->rounds, false, a, b);
+
+		if (bench_target_rounds(f, &(struct bench_target_rounds){
+			    .name = names[i], .measured = a, .reference = b, .n = n,
+			    .goal = 0.9, .goal_on_ratio = true, .higher_better = true }) < 0)
+			bench_target(f, names[i], 0, 0, 1, true); /* no pair: not met */
+	}
+}
 
 int vfgx_bench_eba(int argc, char **argv)
 {
-	static const uint32_t sizes[NB_SIZES] = { 64, 4096, 65536, 1 << 20 };
 	struct opts o = { .dev = "rxe0", .addr = "198.18.74.1", .out = "bench/results",
-			  .seconds = 1, .port = 7480, .rounds = 5 };
-	/* per size and round: ring and ib_write_bw MB/s and msg/s (0: failed) */
-	double ring_mb[NB_SIZES][MAX_ROUNDS], ring_mr[NB_SIZES][MAX_ROUNDS];
-	double ib_mb[NB_SIZES][MAX_ROUNDS], ib_mr[NB_SIZES][MAX_ROUNDS];
-	uint64_t ib_n[NB_SIZES][MAX_ROUNDS];
-	struct meas tcp[NB_SIZES];
-	int ib_fail[NB_SIZES] = { 0 };
-	uint16_t port;
+			  .seconds = 5, .port = 7480, .rounds = 10 };
+	static struct eba_rounds e;
+	double load0;
 	char path[512];
 	vfgx_ctx *ctx;
 	FILE *f;
@@ -435,12 +635,10 @@ int vfgx_bench_eba(int argc, char **argv)
 		case 'a': o.addr = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 's':
-			if (vfgx_flag_double("bench eba", "--seconds", optarg, 0, 60, &o.seconds))
+			/* whole seconds: ib_write_bw -D takes an integer */
+			if (vfgx_flag_int("bench eba", "--seconds", optarg, 2 * MARGIN_S + 1, 60,
+					  &o.seconds))
 				return 2;
-			if (o.seconds <= 0) {
-				fprintf(stderr, "vfgx bench eba: --seconds must be 0..60\n");
-				return 2;
-			}
 			break;
 		case 'r':
 			if (vfgx_flag_int("bench eba", "--rounds", optarg, 1, MAX_ROUNDS, &o.rounds))
@@ -456,91 +654,17 @@ int vfgx_bench_eba(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (vfgx_ctx_create(&ctx))
 		return 1;
-	port = o.port;
-	for (int i = 0; i < NB_SIZES; i++) {
-		uint64_t n = 0;
-
-		fprintf(stderr, "vfgx bench eba: %u B ...\n", sizes[i]);
-		/* the two alternate, ring first in even rounds and last in odd
-		 * ones, so a load change on the host hits both alike; perftest
-		 * moves as many messages as the ring's last run did */
-		for (int k = 0; k < o.rounds; k++) {
-			struct meas r = { 0 }, b = { 0 };
-			int tries;
-
-			for (int step = 0; step < 2; step++) {
-				if ((step == 0) == (k % 2 == 0)) {
-					if (run_ring(ctx, &o, sizes[i], port++, &r)) {
-						fprintf(stderr, "vfgx bench eba: %u B failed\n", sizes[i]);
-						vfgx_ctx_destroy(ctx);
-						return 1;
-					}
-					n = r.msgs;
-				} else {
-					if (!n)
-						continue; /* odd round 0 cannot happen */
-					ib_n[i][k] = ib_iters(n);
-					if (run_ib_write_bw(&o, sizes[i], port, ib_n[i][k], &b, &tries))
-						ib_fail[i]++;
-					port += 60;
-				}
-			}
-			ring_mb[i][k] = r.bytes_s / 1e6;
-			ring_mr[i][k] = r.msgs_s;
-			ib_mb[i][k] = b.bytes_s / 1e6;
-			ib_mr[i][k] = b.msgs_s;
-			printf("%8u B round %d: ring %9.1f MB/s %9.0f msg/s | ib_write_bw %9.1f MB/s %9.0f msg/s\n",
-			       sizes[i], k + 1, ring_mb[i][k], ring_mr[i][k], ib_mb[i][k], ib_mr[i][k]);
-			fflush(stdout);
-		}
-		if (run_tcp(&o, sizes[i], &tcp[i])) {
-			fprintf(stderr, "vfgx bench eba: TCP %u B failed\n", sizes[i]);
-			vfgx_ctx_destroy(ctx);
-			return 1;
-		}
+	load0 = bench_loadavg1();
+	if (run_rounds(ctx, &o, &e)) {
+		vfgx_ctx_destroy(ctx);
+		return 1;
 	}
 	vfgx_ctx_destroy(ctx);
 	f = bench_results_open(o.out, "eba", "Exposed-buffer message ring vs ib_write_bw vs TCP framing",
 			       path, sizeof(path));
 	if (!f)
 		return 1;
-	fprintf(f, "- command: vfgx bench eba --dev %s --addr %s --seconds %g --rounds %d (tests/vm/eba/bench.sh)\n",
-		o.dev, o.addr, o.seconds, o.rounds);
-	fprintf(f, "- method: per size, %d rounds of (1) the message ring for %g s: a producer process sends records with vfgx_channel_ring_send (per record one post list of two RDMA WRITEs, payload then the 8-byte inline header, one doorbell; one write in 32 signaled; an RDMA READ of the head word posted without waiting once credit falls below half the ring, waited for only when a record does not fit) into a ring of max(4 MiB, 16 x size) exposed by a consumer process that peeks and releases every record (sched_yield when none is there); time from the first send until the head word shows everything consumed; and (2) perftest `ib_write_bw -R -n N` on the same device with N = the message count of the ring's run in that round (20..100000), bandwidth from its message rate x size. The two alternate (ring first in odd-numbered rounds, ib_write_bw first in even-numbered ones) so host load changes hit both; the table has the medians over the rounds, the ratio is median / median. (3) once per size, TCP on 127.0.0.1 for %g s: [u32 length | payload] frames written with writev, read back into one buffer by a receiver process, timed until the receiver acknowledges the count. MB = 10^6 bytes.\n\n",
-		o.rounds, o.seconds, o.seconds);
-	fprintf(f, "| size B | ring MB/s | ring msg/s | ib_write_bw MB/s | ib_write_bw msg/s | ring/ib | TCP MB/s | TCP msg/s | ring/TCP |\n|---|---|---|---|---|---|---|---|---|\n");
-	double rm[NB_SIZES], im[NB_SIZES];
-
-	for (int i = 0; i < NB_SIZES; i++) {
-		rm[i] = median(ring_mb[i], o.rounds);
-		im[i] = median(ib_mb[i], o.rounds);
-		fprintf(f, "| %u | %.1f | %.0f | %.1f | %.0f | %.3f | %.1f | %.0f | %.3f |\n",
-			sizes[i], rm[i], median(ring_mr[i], o.rounds), im[i],
-			median(ib_mr[i], o.rounds), im[i] > 0 ? rm[i] / im[i] : 0,
-			tcp[i].bytes_s / 1e6, tcp[i].msgs_s,
-			tcp[i].bytes_s > 0 ? rm[i] / (tcp[i].bytes_s / 1e6) : 0);
-	}
-	fprintf(f, "\nAll rounds, MB/s (ring / ib_write_bw, its -n; 0: ib_write_bw gave no result after 3 tries):\n\n| size B |");
-	for (int k = 0; k < o.rounds; k++)
-		fprintf(f, " round %d |", k + 1);
-	fprintf(f, "\n|---|");
-	for (int k = 0; k < o.rounds; k++)
-		fprintf(f, "---|");
-	fprintf(f, "\n");
-	for (int i = 0; i < NB_SIZES; i++) {
-		fprintf(f, "| %u |", sizes[i]);
-		for (int k = 0; k < o.rounds; k++)
-			fprintf(f, " %.1f / %.1f (-n %" PRIu64 ") |", ring_mb[i][k], ib_mb[i][k], ib_n[i][k]);
-		fprintf(f, "\n");
-	}
-	fprintf(f, "\n");
-	for (int i = 0; i < NB_SIZES; i++)
-		if (ib_fail[i])
-			fprintf(f, "- ib_write_bw %u B: no result in %d of %d rounds (hung or failed 3 times; left out of the median)\n",
-				sizes[i], ib_fail[i], o.rounds);
-	fprintf(f, "\n");
-	bench_target(f, "eba_ring_64KB_vs_ib_write_bw_MBps", rm[2], im[2], 0.9 * im[2], true);
-	bench_target(f, "eba_ring_1MB_vs_ib_write_bw_MBps", rm[3], im[3], 0.9 * im[3], true);
+	write_report(f, &o, &e, load0, bench_loadavg1());
 	fclose(f);
 	printf("wrote %s\n", path);
 	return 0;

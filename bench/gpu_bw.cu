@@ -108,6 +108,49 @@ extern "C" int gpubw_pinned_read(int gpu, size_t bytes, int reps, double *gbs,
 	return 0;
 }
 
+/* The read-only floor: the same 16-byte grid-stride read kernel over a
+ * device-memory buffer (the pipeline only reads the frames, so a copy's
+ * read+write is the wrong floor for it).  Grid: 4 blocks of 512 per SM,
+ * and the best of reps. */
+extern "C" int gpubw_dev_read(int gpu, size_t bytes, int reps, double *gbs,
+			      char *err, size_t len)
+{
+	void *d = NULL;
+	unsigned long long *sink = NULL;
+	cudaDeviceProp prop;
+	cudaEvent_t e0, e1;
+	cudaError_t e;
+	float best = 1e30f;
+
+	if ((e = cudaSetDevice(gpu)) || (e = cudaGetDeviceProperties(&prop, gpu)) ||
+	    (e = cudaMalloc(&d, bytes)) || (e = cudaMalloc((void **)&sink, sizeof(*sink))))
+		return fail(err, len, "device read alloc", e);
+	cudaMemset(d, 1, bytes);
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	for (int r = 0; r <= reps; r++) {
+		float ms;
+
+		cudaEventRecord(e0);
+		read_kernel<<<prop.multiProcessorCount * 4, 512>>>((const uint4 *)d,
+								bytes / 16, sink);
+		cudaEventRecord(e1);
+		cudaEventSynchronize(e1);
+		cudaEventElapsedTime(&ms, e0, e1);
+		if (r && ms < best) /* first one warms up */
+			best = ms;
+	}
+	e = cudaGetLastError();
+	cudaFree(d);
+	cudaFree(sink);
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	if (e != cudaSuccess)
+		return fail(err, len, "device read kernel", e);
+	*gbs = (double)bytes / (best * 1e-3) / 1e9;
+	return 0;
+}
+
 extern "C" int gpubw_copy_to_device(void *dst, const void *src, size_t bytes)
 {
 	return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -EIO;

@@ -1,6 +1,7 @@
 /* gpu_bw.h - the floors `vfgx bench gpu` compares against: device-memory
- * bandwidth (a large device-to-device copy) and the GPU's read bandwidth
- * of pinned host memory over PCIe (a kernel reading it in place). */
+ * bandwidth (a large device-to-device copy, and a kernel only reading) and
+ * the GPU's read bandwidth of pinned host memory over PCIe (a kernel
+ * reading it in place). */
 #ifndef VFGX_BENCH_GPU_BW_H
 #define VFGX_BENCH_GPU_BW_H
 
@@ -12,6 +13,9 @@ extern "C" {
 
 /* GB/s counting bytes read plus bytes written (best of reps). */
 int gpubw_d2d(int gpu, size_t bytes, int reps, double *gbs, char *err, size_t len);
+/* GB/s of a kernel on all SMs only reading a device-memory buffer, bytes
+ * read (best of reps): the floor of a read-only workload. */
+int gpubw_dev_read(int gpu, size_t bytes, int reps, double *gbs, char *err, size_t len);
 /* GB/s of a kernel on all SMs reading a pinned host buffer (best of reps). */
 int gpubw_pinned_read(int gpu, size_t bytes, int reps, double *gbs, char *err,
 		      size_t len);

@@ -12,8 +12,8 @@
 
 struct tput {
 	double mpps, gbps, gbytes_s;
-	uint64_t packets;
-	bool complete; /* every packet delivered */
+	uint64_t packets, delivered;
+	bool complete; /* every packet delivered (impaired input: accounted) */
 };
 
 /* Frames of 64 flows built once (UDP checksums on) in GPU memory (on_gpu)

@@ -28,7 +28,7 @@ SERIES = {
     "socket": ("test", "size B", "vfgx (median)", ["sockperf (median)"], "messages/s", r"^socket_"),
     "afxdp": (None, "frame B", "afxdp Mpps", ["reuseport recvmmsg Mpps", "recvmmsg Mpps"], "Mpps", r"^afxdp_"),
     "eba": (None, "size B", "ring MB/s", ["ib_write_bw MB/s", "TCP MB/s"], "MB/s", r"^eba_"),
-    "rdma": ("test", "bytes", "vfgx", ["perftest"], "MB/s or usec", r"^rdma_"),
+    "rdma": ("test", "bytes", "vfgx median (min..max)", ["perftest median (min..max)"], "MB/s or usec", r"^rdma_"),
     "dpdk": (None, "round", "vfgx Mpps/CPU-s", ["reference loop Mpps/CPU-s", "testpmd Mpps/CPU-s"], "Mpps per CPU-second", r"^dpdk_"),
 }
 TARGET = re.compile(r"^target: (\S+) measured=(\S+) reference=(\S+) ratio=\S+ goal=(\S+) met=(yes|no)")

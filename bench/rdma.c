@@ -37,7 +37,11 @@ static const char *const perftest_bin[] = { "ib_write_bw", "ib_write_lat",
 static bool is_bw(enum test t) { return t == WRITE_BW || t == SEND_BW; }
 
 #define TX_DEPTH 128
+/* Bandwidth loops signal one WR in cq_mod.  perftest's default: 100 up to
+ * 8 KiB, every WR above (perftest_parameters.c: MSG_SIZE_CQ_MOD_LIMIT,
+ * DISABLED_CQ_MOD_VALUE); --report passes that value as -Q to both tools. */
 #define CQ_MOD 100
+#define CQ_MOD_LIMIT 8192
 #define RX_DEPTH 512
 #define MAX_INLINE 220
 #define SPIN_TIMEOUT_NS (120ull * 1000000000u)
@@ -49,6 +53,7 @@ struct opts {
 	int gid;
 	uint32_t size, iters;
 	uint32_t inline_size; /* -I: send this short inline (perftest's -I) */
+	uint32_t cq_mod;      /* -Q: bandwidth loops signal one WR in cq_mod */
 	uint16_t port;
 	bool rdma_cm;
 };
@@ -295,7 +300,7 @@ static unsigned inl(const struct opts *o)
 }
 
 /* Client: stream iters WRITEs or SENDs, TX_DEPTH in flight, one signaled
- * per CQ_MOD.  Returns elapsed ns, peak ns per CQ_MOD batch in *peak. */
+ * per cq_mod.  Returns elapsed ns, peak ns per cq_mod batch in *peak. */
 static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 {
 	struct vfgx_rdma_wc wc[16];
@@ -310,7 +315,7 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 	while (posted < o->iters || vfgx_rdma_qp_outstanding(r->qp)) {
 		while (posted < o->iters &&
 		       vfgx_rdma_qp_outstanding(r->qp) < TX_DEPTH) {
-			fl = ((posted + 1) % CQ_MOD && posted + 1 != o->iters) ?
+			fl = ((posted + 1) % o->cq_mod && posted + 1 != o->iters) ?
 				     VFGX_RDMA_UNSIGNALED : 0;
 			fl |= inl(o);
 			ret = o->test == WRITE_BW ?
@@ -327,9 +332,10 @@ static int64_t bw_client(struct run *r, const struct opts *o, double *peak_ns)
 			return ret;
 		if (ret) {
 			uint64_t now = ticks();
+			double per = (double)(now - last) / ret; /* per signaled WR */
 
-			if ((double)(now - last) < best)
-				best = (double)(now - last);
+			if (per < best)
+				best = per;
 			last = now;
 		}
 		if (spin_expired(++spin, &since))
@@ -500,7 +506,7 @@ static int run_test(const struct opts *o)
 			printf(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
 			printf(" %-7u    %-10u       %-7.2f            %-7.2f\t\t   %-7.6f\n",
 			       o->size, o->iters,
-			       peak < 1e29 ? (double)o->size * CQ_MOD / 1048576.0 / (peak / 1e9) : 0,
+			       peak < 1e29 ? (double)o->size * o->cq_mod / 1048576.0 / (peak / 1e9) : 0,
 			       mb / ((double)ns / 1e9),
 			       o->iters * 1e3 / (double)ns);
 			if (o->test == WRITE_BW)
@@ -559,9 +565,10 @@ static pid_t spawn(char *const *argv)
  * column col (0-based).  Returns the value or -1. */
 static double run_parse(char *const *argv, int col)
 {
-	char cmd[1024] = "", line[1024];
+	char cmd[1024] = "", line[1024], last[2][256] = { "", "" };
 	bool header = false;
 	double v = -1;
+	int st;
 	FILE *p;
 
 	for (int i = 0; argv[i]; i++)
@@ -571,6 +578,8 @@ static double run_parse(char *const *argv, int col)
 	if (!p)
 		return -1;
 	while (fgets(line, sizeof(line), p)) {
+		snprintf(last[0], sizeof(last[0]), "%s", last[1]);
+		snprintf(last[1], sizeof(last[1]), "%s", line);
 		if (strstr(line, "#bytes")) {
 			header = true;
 			continue;
@@ -584,8 +593,13 @@ static double run_parse(char *const *argv, int col)
 				v = atof(tok);
 		}
 	}
-	if (pclose(p) != 0 && v >= 0)
+	st = pclose(p);
+	if (st != 0 || v < 0) {
+		/* say why: the results file counts it as a failed round */
+		fprintf(stderr, "vfgx bench rdma: no result from `%s` (status %d): %s%s", cmd, st,
+			last[0], last[1]);
 		v = -1;
+	}
 	return v;
 }
 
@@ -625,33 +639,168 @@ static uint32_t iters_for(enum test t, uint32_t size)
 	return (uint32_t)(n < 20 ? 20 : n > 1000 ? 1000 : n);
 }
 
-#define MAX_ROUNDS 9
+#define MAX_ROUNDS 15
+#define NS 4
+/* the size classes the targets are on: small <= 4 KiB, large >= 64 KiB,
+ * each by its two ends (10 rounds of 5 tests x 4 sizes x 2 tools take
+ * about 22 minutes in the TCG guest) */
+static const uint32_t sizes[NS] = { 64, 4096, 65536, 1048576 };
+#define SMALL_MAX 4096u
+#define LARGE_MIN 65536u
 
-/* Median of the successful runs (value >= 0), -1 when none succeeded. */
-static double median(double *v, int n)
+/* perftest's default signalling for bandwidth tests at this size */
+static uint32_t cq_mod_for(uint32_t size)
 {
-	double ok[MAX_ROUNDS];
-	int m = 0;
+	return size > CQ_MOD_LIMIT ? 1 : CQ_MOD;
+}
 
-	for (int i = 0; i < n; i++)
-		if (v[i] >= 0)
-			ok[m++] = v[i];
-	if (!m)
-		return -1;
-	qsort(ok, (size_t)m, sizeof(*ok), cmp_double);
-	return m % 2 ? ok[m / 2] : (ok[m / 2 - 1] + ok[m / 2]) / 2;
+/* one (test, size): per round the vfgx and the perftest value, -1 failed */
+struct cell {
+	double m[MAX_ROUNDS], r[MAX_ROUNDS];
+};
+
+/* The rounds where both tools gave a finite value, appended to m[]/r[]
+ * from *n. */
+static void ok_pairs(const struct cell *c, int rounds, double *m, double *r, int *n)
+{
+	/* perftest prints "inf" when its clock failed: not a value */
+	for (int k = 0; k < rounds; k++)
+		if (c->m[k] > 0 && c->r[k] > 0 && isfinite(c->m[k]) && isfinite(c->r[k])) {
+			m[*n] = c->m[k];
+			r[*n] = c->r[k];
+			(*n)++;
+		}
+}
+
+/* argv of one run: perftest's binary or `vfgx-bench rdma TEST`, the same
+ * flags for both; client when ip is given */
+static void build_argv(char **av, bool vfgx, const char *self, enum test t,
+		       const char *dev, const char *gid, const char *sz,
+		       const char *it, const char *q, const char *ps, const char *ip)
+{
+	int n = 0;
+
+	if (vfgx) {
+		av[n++] = (char *)self;
+		av[n++] = "rdma";
+		av[n++] = (char *)test_names[t];
+	} else {
+		av[n++] = (char *)perftest_bin[t];
+	}
+	av[n++] = "-d"; av[n++] = (char *)dev;
+	av[n++] = "-x"; av[n++] = (char *)gid;
+	av[n++] = "-s"; av[n++] = (char *)sz;
+	av[n++] = "-n"; av[n++] = (char *)it;
+	if (is_bw(t)) {
+		av[n++] = "-Q";
+		av[n++] = (char *)q;
+	}
+	av[n++] = "-p"; av[n++] = (char *)ps;
+	if (ip)
+		av[n++] = (char *)ip;
+	av[n] = NULL;
+}
+
+static void write_report(FILE *f, const char *devname, const char *ip,
+			 const char *gid, int rounds, struct cell (*cells)[NS],
+			 double secs, double load0, double load1)
+{
+	static const char *const cls[2] = { "small", "large" };
+	const char *host = getenv("VFGX_BENCH_HOST_LOAD");
+	char b1[96], b2[96];
+
+	fprintf(f, "- command: vfgx bench rdma --report -d %s --ip %s --rounds %d (inside the QEMU/TCG test guest: tests/vm/rdma-bench.sh)\n",
+		devname, ip, rounds);
+	fprintf(f, "- load: guest 1-minute load average %.2f at the start, %.2f at the end; host (2 cores shared with other work) %s\n",
+		load0, load1, host ? host : "not given");
+	fprintf(f, "- method: one rxe device (soft-RoCE on a veth end), server and client processes on it talking through loopback QPs, raw QP exchange over TCP (perftest's default), gid index %s. Each size runs perftest (ib_write_bw, ib_write_lat, ib_send_bw, ib_send_lat, ib_read_lat) and vfgx with the same -s/-n/-d/-x. Bandwidth: BW average [MB/s, 2^20]; latency: t_typical (median) [us], one way (round trip / 2) for write/send, the round trip for read, as perftest reports. TCG emulation: absolute numbers are far below hardware, compare ratios only.\n",
+		gid);
+	fprintf(f, "- signalling (bandwidth tests): both tools get the same `-Q` (--cq-mod), the value perftest uses by default: one signaled WR in %d up to %d bytes, every WR above (perftest disables CQ moderation for messages over 8 KiB). vfgx honours -Q the same way (one signaled WR in Q, and the last). Latency tests keep their own defaults (vfgx signals one WR in %d, perftest its own); they wait for the peer's message, not for completions.\n",
+		CQ_MOD, CQ_MOD_LIMIT, LAT_SIGNAL);
+	fprintf(f, "- rounds: %d per size, perftest and vfgx alternating (perftest first in odd-numbered rounds, vfgx first in even-numbered ones); a round where either tool failed (e.g. perftest's \"Can't produce a report\" under load, or a latency of inf when its clock calibration failed) is left out of that size's ratios (-1 in the rounds table); bandwidth runs move 32 MiB (20 .. 20000 messages), latency runs 1 MiB (20 .. 1000 round trips); the whole report took %.0f s\n",
+		rounds, secs);
+	fprintf(f, "- targets: one per test and size class, small (<= %u B: ", SMALL_MAX);
+	for (int s = 0; s < NS && sizes[s] <= SMALL_MAX; s++)
+		fprintf(f, "%s%u", s ? ", " : "", sizes[s]);
+	fprintf(f, ") and large (>= %u B: ", LARGE_MIN);
+	for (int s = 0, first = 1; s < NS; s++)
+		if (sizes[s] >= LARGE_MIN) {
+			fprintf(f, "%s%u", first ? "" : ", ", sizes[s]);
+			first = 0;
+		}
+	fprintf(f, "); the paired per-round ratios vfgx/perftest of every size in the class are pooled (the line's measured= and reference= are medians over sizes too, only ratio= and the interval mean something); goal: bandwidth >= 0.95 of perftest, latency <= 1.05. The table below lists every size's own ratio and interval, so a size that misses is visible even where its class line meets.\n");
+	fprintf(f, "- rule: %s\n\n", bench_ci_rule);
+	fprintf(f, "| test | bytes | iterations | -Q | vfgx median (min..max) | perftest median (min..max) | ratio median | ratio interval | rounds |\n|---|---|---|---|---|---|---|---|---|\n");
+	for (int t = 0; t < NB_TESTS; t++)
+		for (int s = 0; s < NS; s++) {
+			double m[MAX_ROUNDS], r[MAX_ROUNDS], q[MAX_ROUNDS];
+			struct bench_stat st;
+			int n = 0;
+
+			ok_pairs(&cells[t][s], rounds, m, r, &n);
+			for (int i = 0; i < n; i++)
+				q[i] = m[i] / r[i];
+			if (!n || bench_stat(q, n, &st)) {
+				fprintf(f, "| %s | %u | %u | %s | - | - | - | - | 0 |\n", test_names[t],
+					sizes[s], iters_for((enum test)t, sizes[s]),
+					is_bw((enum test)t) ? "" : "-");
+				continue;
+			}
+			fprintf(f, "| %s | %u | %u | ", test_names[t], sizes[s],
+				iters_for((enum test)t, sizes[s]));
+			if (is_bw((enum test)t))
+				fprintf(f, "%u", cq_mod_for(sizes[s]));
+			else
+				fprintf(f, "-");
+			fprintf(f, " | %s | %s | %.3f | [%.3f, %.3f] | %d |\n",
+				bench_fmt_spread(b1, sizeof(b1), "%.2f", m, n),
+				bench_fmt_spread(b2, sizeof(b2), "%.2f", r, n),
+				st.median, st.lo, st.hi, n);
+		}
+	fprintf(f, "\nAll rounds (vfgx / perftest; -1: failed run):\n\n| test | bytes |");
+	for (int k = 0; k < rounds; k++)
+		fprintf(f, " round %d |", k + 1);
+	fprintf(f, "\n|---|---|");
+	for (int k = 0; k < rounds; k++)
+		fprintf(f, "---|");
+	fprintf(f, "\n");
+	for (int t = 0; t < NB_TESTS; t++)
+		for (int s = 0; s < NS; s++) {
+			fprintf(f, "| %s | %u |", test_names[t], sizes[s]);
+			for (int k = 0; k < rounds; k++)
+				fprintf(f, " %.2f / %.2f |", cells[t][s].m[k], cells[t][s].r[k]);
+			fprintf(f, "\n");
+		}
+	fprintf(f, "\n");
+	for (int t = 0; t < NB_TESTS; t++)
+		for (int c = 0; c < 2; c++) {
+			double m[NS * MAX_ROUNDS], r[NS * MAX_ROUNDS];
+			bool bw = is_bw((enum test)t);
+			char name[64];
+			int n = 0;
+
+			for (int s = 0; s < NS; s++)
+				if (c == 0 ? sizes[s] <= SMALL_MAX : sizes[s] >= LARGE_MIN)
+					ok_pairs(&cells[t][s], rounds, m, r, &n);
+			snprintf(name, sizeof(name), "rdma_%s_%s_%s", test_names[t], cls[c],
+				 bw ? "mbps" : "usec");
+			if (bench_target_rounds(f, &(struct bench_target_rounds){
+				    .name = name, .measured = m, .reference = r, .n = n,
+				    .goal = bw ? 0.95 : 1.05, .goal_on_ratio = true,
+				    .higher_better = bw }) < 0)
+				/* no round where both ran: not met */
+				bench_target(f, name, 0, 0, 1, bw);
+		}
 }
 
 static int report(const struct opts *o, const char *ip, const char *out,
 		  const char *self, int rounds)
 {
-	static const uint32_t sizes[] = { 64, 1024, 16384, 262144, 1048576 };
-	enum { NS = 5 };
-	double mine[NB_TESTS][NS], ref[NB_TESTS][NS];
-	double raw_m[NB_TESTS][NS][MAX_ROUNDS], raw_r[NB_TESTS][NS][MAX_ROUNDS];
+	static struct cell cells[NB_TESTS][NS];
 	uint64_t t_start = vfgx_now_ns();
+	double load0 = bench_loadavg1();
 	uint16_t port = 19000;
-	char path[512], gid[8], sz[16], it[16], ps[16];
+	char path[512], gid[8], sz[16], it[16], q[16], ps[16], devname[64];
 	vfgx_rdma_dev *dev;
 	vfgx_ctx *ctx;
 	FILE *f;
@@ -664,46 +813,47 @@ static int report(const struct opts *o, const char *ip, const char *out,
 		return 1;
 	}
 	snprintf(gid, sizeof(gid), "%d", vfgx_rdma_dev_gid_index(dev));
-	char devname[64];
-
 	snprintf(devname, sizeof(devname), "%s", vfgx_rdma_dev_name(dev));
 	vfgx_rdma_dev_close(dev);
 	vfgx_ctx_destroy(ctx);
 	for (int t = 0; t < NB_TESTS; t++)
 		for (int s = 0; s < NS; s++) {
 			int col = is_bw((enum test)t) ? 3 : 4; /* BW average / t_typical */
+			char *psrv[20], *pcli[20], *vsrv[20], *vcli[20];
+			struct cell *c = &cells[t][s];
+			struct bench_stat st;
+			double qr[MAX_ROUNDS], mm[MAX_ROUNDS], rr[MAX_ROUNDS];
+			int n = 0;
 
 			snprintf(sz, sizeof(sz), "%u", sizes[s]);
 			snprintf(it, sizeof(it), "%u", iters_for((enum test)t, sizes[s]));
+			snprintf(q, sizeof(q), "%u", cq_mod_for(sizes[s]));
 			/* perftest and vfgx, same flags (ps rewritten per run) */
-			char *psrv[] = { (char *)perftest_bin[t], "-d", devname, "-x", gid,
-					 "-s", sz, "-n", it, "-p", ps, NULL };
-			char *pcli[] = { (char *)perftest_bin[t], "-d", devname, "-x", gid,
-					 "-s", sz, "-n", it, "-p", ps, (char *)ip, NULL };
-			char *vsrv[] = { (char *)self, "bench", "rdma", (char *)test_names[t],
-					 "-d", devname, "-x", gid, "-s", sz, "-n", it,
-					 "-p", ps, NULL };
-			char *vcli[] = { (char *)self, "bench", "rdma", (char *)test_names[t],
-					 "-d", devname, "-x", gid, "-s", sz, "-n", it,
-					 "-p", ps, (char *)ip, NULL };
-			double *rv = raw_r[t][s], *mv = raw_m[t][s];
-
-			/* alternate the two tools, rounds times, perftest first in
-			 * even rounds and vfgx first in odd ones; keep medians, so
-			 * load from other processes on the host hits both alike */
+			build_argv(psrv, false, self, (enum test)t, devname, gid, sz, it, q, ps, NULL);
+			build_argv(pcli, false, self, (enum test)t, devname, gid, sz, it, q, ps, ip);
+			build_argv(vsrv, true, self, (enum test)t, devname, gid, sz, it, q, ps, NULL);
+			build_argv(vcli, true, self, (enum test)t, devname, gid, sz, it, q, ps, ip);
+			/* alternate the two tools, perftest first in even rounds
+			 * and vfgx first in odd ones, so load from other processes
+			 * on the host hits both alike */
 			for (int k = 0; k < rounds; k++)
 				for (int step = 0; step < 2; step++) {
 					snprintf(ps, sizeof(ps), "%u", port++);
 					if ((step == 0) == (k % 2 == 0))
-						rv[k] = pair(psrv, pcli, col);
+						c->r[k] = pair(psrv, pcli, col);
 					else
-						mv[k] = pair(vsrv, vcli, col);
+						c->m[k] = pair(vsrv, vcli, col);
 				}
-			ref[t][s] = median(rv, rounds);
-			mine[t][s] = median(mv, rounds);
-			printf("%-9s %8u B  vfgx %10.2f  perftest %10.2f %s\n",
-			       test_names[t], sizes[s], mine[t][s], ref[t][s],
-			       is_bw((enum test)t) ? "MB/s" : "us");
+			ok_pairs(c, rounds, mm, rr, &n);
+			for (int i = 0; i < n; i++)
+				qr[i] = mm[i] / rr[i];
+			if (n && !bench_stat(qr, n, &st))
+				printf("%-9s %8u B  vfgx %10.2f  perftest %10.2f %s  ratio %.3f [%.3f, %.3f] (%d rounds)\n",
+				       test_names[t], sizes[s], bench_median(mm, n),
+				       bench_median(rr, n), is_bw((enum test)t) ? "MB/s" : "us",
+				       st.median, st.lo, st.hi, n);
+			else
+				printf("%-9s %8u B  every round failed\n", test_names[t], sizes[s]);
 			fflush(stdout);
 		}
 	f = bench_results_open(out, "rdma",
@@ -711,54 +861,8 @@ static int report(const struct opts *o, const char *ip, const char *out,
 			       path, sizeof(path));
 	if (!f)
 		return 1;
-	fprintf(f, "- command: vfgx bench rdma --report -d %s --ip %s (inside the QEMU/TCG test guest: tests/vm/vm-run.sh -w bench/results -- tests/vm/rxe-env.sh build/src/cli/vfgx bench rdma --report)\n",
-		devname, ip);
-	fprintf(f, "- method: one rxe device (soft-RoCE on a veth end), server and client processes on it talking through loopback QPs, raw QP exchange over TCP (perftest's default), gid index %s. Each size runs perftest (%s) then vfgx with the same -s/-n/-d/-x. Bandwidth: BW average [MB/s, 2^20]; latency: t_typical (median) [us], one way (round trip / 2) for write/send, the round trip for read, as perftest reports. TCG emulation: absolute numbers are far below hardware, compare ratios only.\n\n",
-		gid, "ib_write_bw, ib_write_lat, ib_send_bw, ib_send_lat, ib_read_lat");
-	fprintf(f, "- rounds: %d per size, alternating perftest and vfgx (perftest first in odd-numbered rounds, vfgx first in even-numbered ones); the table has the medians (failed runs, e.g. perftest's \"Can't produce a report\" under load, are left out of the median; -1: every round failed); all rounds are listed below the targets\n",
-		rounds);
-	fprintf(f, "- bandwidth runs move 32 MiB per run (20 .. 20000 messages), latency runs 1 MiB (20 .. 1000 round trips); the whole report took %.0f s\n\n",
-		(double)(vfgx_now_ns() - t_start) / 1e9);
-	fprintf(f, "| test | bytes | iterations | vfgx | perftest | ratio |\n|---|---|---|---|---|---|\n");
-	for (int t = 0; t < NB_TESTS; t++)
-		for (int s = 0; s < NS; s++)
-			fprintf(f, "| %s | %u | %u | %.2f | %.2f | %.3f |\n", test_names[t],
-				sizes[s], iters_for((enum test)t, sizes[s]), mine[t][s],
-				ref[t][s], ref[t][s] > 0 ? mine[t][s] / ref[t][s] : 0);
-	fprintf(f, "\nTargets use the geometric mean over the sizes of each test (bandwidth >= 95%% of perftest, latency <= 105%%).\n\n");
-	for (int t = 0; t < NB_TESTS; t++) {
-		double lm = 0, lr = 0;
-		bool ok = true;
-		char name[64];
-
-		for (int s = 0; s < NS; s++) {
-			ok = ok && mine[t][s] > 0 && ref[t][s] > 0;
-			lm += log(mine[t][s] > 0 ? mine[t][s] : 1e-9);
-			lr += log(ref[t][s] > 0 ? ref[t][s] : 1e-9);
-		}
-		lm = exp(lm / NS);
-		lr = exp(lr / NS);
-		if (!ok)
-			fprintf(f, "(%s: a run failed, see the table: value -1)\n", test_names[t]);
-		snprintf(name, sizeof(name), "rdma_%s_%s", test_names[t],
-			 is_bw((enum test)t) ? "mbps" : "usec");
-		bench_target(f, name, lm, lr, is_bw((enum test)t) ? 0.95 * lr : 1.05 * lr,
-			     is_bw((enum test)t));
-	}
-	fprintf(f, "\nAll rounds (vfgx / perftest; -1: failed run):\n\n| test | bytes |");
-	for (int k = 0; k < rounds; k++)
-		fprintf(f, " round %d |", k + 1);
-	fprintf(f, "\n|---|---|");
-	for (int k = 0; k < rounds; k++)
-		fprintf(f, "---|");
-	fprintf(f, "\n");
-	for (int t = 0; t < NB_TESTS; t++)
-		for (int s = 0; s < NS; s++) {
-			fprintf(f, "| %s | %u |", test_names[t], sizes[s]);
-			for (int k = 0; k < rounds; k++)
-				fprintf(f, " %.2f / %.2f |", raw_m[t][s][k], raw_r[t][s][k]);
-			fprintf(f, "\n");
-		}
+	write_report(f, devname, ip, gid, rounds, cells,
+		     (double)(vfgx_now_ns() - t_start) / 1e9, load0, bench_loadavg1());
 	fclose(f);
 	printf("wrote %s\n", path);
 	return 0;
@@ -766,7 +870,7 @@ static int report(const struct opts *o, const char *ip, const char *out,
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [-I inline_size] [--rdma_cm] [server_ip]\n"
+	fprintf(f, "usage: vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [-I inline_size] [-Q cq_mod] [--rdma_cm] [server_ip]\n"
 		   "       vfgx bench rdma --report [-d dev] [-x gid_index] --ip IP [--rounds N] [--out DIR]\n"
 		   "TEST: write_bw write_lat send_bw send_lat read_lat; without server_ip: server\n");
 }
@@ -778,6 +882,7 @@ static const struct cli_opt rdma_opts[] = {
 	{ "iters", 'n', "N", "iterations, 1..1e8" },
 	{ "port", 'p', "PORT", "TCP port of the out-of-band exchange" },
 	{ "inline", 'I', "BYTES", "inline size" },
+	{ "cq-mod", 'Q', "N", "bandwidth tests: one signaled WR in N (default perftest's: 100 up to 8 KiB, 1 above)" },
 	{ "rdma_cm", 'R', NULL, "connect through rdma_cm" },
 	{ "report", 'r', NULL, "run every test against perftest and write rdma.md" },
 	{ "ip", 'i', "IP", "with --report: the address of the device's netdev" },
@@ -800,7 +905,7 @@ int vfgx_bench_rdma(int argc, char **argv)
 			  .inline_size = UINT32_MAX };
 	const char *ip = NULL, *out = "bench/results";
 	bool rep = false;
-	int rounds = 3;
+	int rounds = 10;
 	char self[512];
 	int c;
 
@@ -830,6 +935,10 @@ int vfgx_bench_rdma(int argc, char **argv)
 		}
 		case 'I':
 			if (vfgx_flag_u32("bench rdma", "-I", optarg, 0, MAX_INLINE, &o.inline_size))
+				return 2;
+			break;
+		case 'Q':
+			if (vfgx_flag_u32("bench rdma", "-Q", optarg, 1, TX_DEPTH, &o.cq_mod))
 				return 2;
 			break;
 		case 'R': o.rdma_cm = true; break;
@@ -875,6 +984,8 @@ int vfgx_bench_rdma(int argc, char **argv)
 	/* perftest's defaults: inline for the latency tests only */
 	if (o.inline_size == UINT32_MAX)
 		o.inline_size = is_bw(o.test) || o.test == READ_LAT ? 0 : MAX_INLINE;
+	if (!o.cq_mod)
+		o.cq_mod = cq_mod_for(o.size);
 	if (o.test == WRITE_LAT && o.size < 2)
 		o.size = 2;
 	return run_test(&o);

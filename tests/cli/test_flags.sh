@@ -44,13 +44,15 @@ refused "^vfgx bench afxdp: --queues: '' is empty" bench afxdp --queues ''
 refused "^vfgx bench dpdk: --rounds: '010' has a leading zero" bench dpdk --rounds 010
 refused "^vfgx bench dpdk: --core: '-1' is not a whole number" bench dpdk --core -1
 refused "^vfgx bench dpdk: --seconds: 'inf' is not a decimal number" bench dpdk --seconds inf
-refused "^vfgx bench eba: --seconds: 1e300 is out of range" bench eba --seconds 1e300
+refused "^vfgx bench eba: --seconds: '1e300' is not a whole number" bench eba --seconds 1e300
+refused "^vfgx bench eba: --seconds: 2 is out of range" bench eba --seconds 2
 refused "^vfgx bench eba: --rounds: '' is empty" bench eba --rounds ''
 refused "^vfgx bench rdma: -s: 4294967297 is out of range" bench rdma -s 4294967297 write_bw
 refused "^vfgx bench rdma: -x: 256 is out of range" bench rdma -x 256 write_bw
 refused "^vfgx bench rdma: -p: 0 is out of range" bench rdma -p 0 write_bw
 refused "^vfgx bench rdma: -n: '0x10' is not a whole number" bench rdma -n 0x10 write_bw
 refused "^vfgx bench rdma: -I: '1e3' is not a whole number" bench rdma -I 1e3 write_bw
+refused "^vfgx bench rdma: -Q: 0 is out of range" bench rdma -Q 0 write_bw
 refused "^vfgx bench socket: --senders: 4294967297 is out of range" bench socket --senders 4294967297
 refused "^vfgx bench socket: --cpus takes" bench socket --cpus 0,010
 refused "^vfgx bench socket: --cpus takes" bench socket --cpus 0,4294967297
