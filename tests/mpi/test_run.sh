@@ -66,12 +66,14 @@ grep -q '^  min_packets   FAILED  100000 delivered by 4 ranks, at least 100001 w
 	die "min_packets failure over the job"
 
 # the socket data path: each rank a UDP server on its own port (high,
-# from the PID: worktrees share this host), 2000 datagrams to each
+# from the PID: worktrees share this host), 2000 datagrams to each; the
+# receive buffer holds them all, so a rank descheduled on the busy host
+# loses none
 base=$((20000 + $$ % 20000))
 {
 	echo 'interfaces:'
 	for r in 0 1 2 3; do
-		echo "  - { name: udp_$r, backend: socket, address: \"udp://127.0.0.1:$((base + r))\", socket: { role: server } }"
+		echo "  - { name: udp_$r, backend: socket, address: \"udp://127.0.0.1:$((base + r))\", socket: { role: server, rcvbuf: 8388608 } }"
 	done
 	echo 'pipeline: { device: cpu, workers: 1, reorder: { enabled: true, window: 1024 }, verify_payload: true, duration_s: 4 }'
 	echo 'ranks:'
