@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_run.sh VFGX MPIRUN_SH - `mpirun -np 4 vfgx run`: each rank runs the
 # interfaces its ranks: entry names, rank 0 prints one report with a row
-# per rank and the job's totals, expect: holds over the job; a rank that
+# per rank and the job's totals, expect: holds over the job (loopback
+# sources, and UDP socket ports fed by tests/mpi/udp_send.py); a rank that
 # fails ends the job at once with its error on one line; ranks: errors
 # name file:line:col.
 set -u
@@ -63,6 +64,38 @@ rc=$?
 [ $rc -eq 1 ] || die "job missing min_packets exited $rc, want 1"
 grep -q '^  min_packets   FAILED  100000 delivered by 4 ranks, at least 100001 wanted' "$tmp/out" ||
 	die "min_packets failure over the job"
+
+# the socket data path: each rank a UDP server on its own port (high,
+# from the PID: worktrees share this host), 2000 datagrams to each; the
+# receive buffer holds them all, so a rank descheduled on the busy host
+# loses none
+base=$((20000 + $$ % 20000))
+{
+	echo 'interfaces:'
+	for r in 0 1 2 3; do
+		echo "  - { name: udp_$r, backend: socket, address: \"udp://127.0.0.1:$((base + r))\", socket: { role: server, rcvbuf: 8388608 } }"
+	done
+	echo 'pipeline: { device: cpu, workers: 1, reorder: { enabled: true, window: 1024 }, verify_payload: true, duration_s: 4 }'
+	echo 'ranks:'
+	for r in 0 1 2 3; do echo "  - { rank: $r, interfaces: [udp_$r] }"; done
+	echo 'expect: { all_received: true, in_order: true, verified: true, min_packets: 8000 }'
+} >"$tmp/sock.yaml"
+timeout 60 "$mpirun_sh" 4 "$vfgx" run -q "$tmp/sock.yaml" >"$tmp/out" 2>"$tmp/err" &
+job=$!
+senders=()
+for r in 0 1 2 3; do
+	"$(dirname "$0")/udp_send.py" $((base + r)) 2000 & senders+=($!)
+done
+for p in "${senders[@]}"; do wait "$p" || die "a UDP sender failed"; done
+wait $job
+rc=$?
+[ $rc -eq 0 ] || die "socket job exited $rc"
+for r in 0 1 2 3; do
+	grep -Eq "^$r +$r +[^ ]+ +2000 +2000 " "$tmp/out" || die "socket rank $r row"
+done
+grep -q '^  all_received  ok  live source: received 8000, delivered 8000' "$tmp/out" ||
+	die "socket all_received over the job"
+[ $fail = 0 ] || { cat "$tmp/out" "$tmp/err"; }
 
 # rank 2 cannot bind its socket: the job ends with its one-line error
 cat >"$tmp/fail.yaml" <<'Y'

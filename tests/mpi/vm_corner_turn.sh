@@ -20,8 +20,11 @@ ip link set ct1 up
 ip link set lo up
 rdma link add rxe0 type rxe netdev ct0 || exit 125
 export OMPI_MCA_pml=ucx OMPI_MCA_osc=ucx OMPI_MCA_btl=^vader,tcp,openib,uct
-export UCX_NET_DEVICES=rxe0:1 UCX_TLS=rc_verbs,self UCX_WARN_UNUSED_ENV_VARS=n
+# rc for the data, ud for UCX's connection set-up (rc alone has no wire-up,
+# tcp cannot be the auxiliary); ud's timeout raised for the emulated guest
+export UCX_NET_DEVICES=rxe0:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_WARN_UNUSED_ENV_VARS=n
+export UCX_UD_TIMEOUT=600s UCX_RC_TIMEOUT=10s
 shift $#
 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
-	-x UCX_NET_DEVICES -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS \
+	-x UCX_NET_DEVICES -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS -x UCX_UD_TIMEOUT -x UCX_RC_TIMEOUT \
 	"$ct" --chunks 8 --bench 20 --ring-bytes 262144
