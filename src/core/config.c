@@ -11,6 +11,7 @@
 
 #include "cfgdoc.h"
 #include "config_ranks.h"
+#include "hostmem.h"
 #include "numparse.h"
 #include "opts.h"
 #include "pipeline/chunk_opts.h"
@@ -48,6 +49,7 @@ static int parse_regions(struct vfgx_config *cfg,
 					     "gpu", NULL };
 	static const char *const fallbacks[] = { "host", "fail", NULL };
 	struct vfgx_cfg_node seq, it;
+	uint64_t bytes;
 	int n, ret, v;
 
 	vfgx_cfg_child(root, "memory_regions", &seq);
@@ -84,6 +86,13 @@ static int parse_regions(struct vfgx_config *cfg,
 			return ret;
 		r->gpu_id = (int)gpu;
 		r->fallback = (enum vfgx_mem_fallback)v;
+		/* the pool's stride is buf_size rounded up to 64 B */
+		bytes = (uint64_t)((r->buf_size + 63u) & ~63u) * r->num_bufs;
+		if (r->kind != VFGX_MEM_GPU && bytes > vfgx_host_ram_bytes())
+			return vfgx_cfg_error(&it, "num_bufs %u x buf_size %u is %llu bytes, more than this machine's memory (%llu bytes)",
+					      r->num_bufs, r->buf_size,
+					      (unsigned long long)bytes,
+					      (unsigned long long)vfgx_host_ram_bytes());
 	}
 	cfg->nb_regions = (uint16_t)n;
 	return 0;

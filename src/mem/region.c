@@ -8,6 +8,7 @@
 
 #include <vfgx/mem.h>
 
+#include "core/hostmem.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -143,6 +144,13 @@ int vfgx_region_create(vfgx_ctx *ctx, enum vfgx_mem_kind kind, size_t size,
 	*out = NULL;
 	if (size == 0 || (unsigned)kind > VFGX_MEM_GPU)
 		return vfgx_set_error(ctx, -EINVAL, "region: size must be > 0 and kind valid");
+	/* mmap would succeed past RAM (overcommit) and the first pass over
+	 * the buffers would get the process killed: refuse it here instead */
+	if (kind != VFGX_MEM_GPU && size > vfgx_host_ram_bytes())
+		return vfgx_set_error(ctx, -ENOMEM,
+				      "%s region of %zu bytes is larger than this machine's memory (%llu bytes): lower num_bufs or buf_size",
+				      vfgx_mem_kind_name(kind), size,
+				      (unsigned long long)vfgx_host_ram_bytes());
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -10,6 +10,7 @@
 #include <vfgx/stages.h>
 
 #include "chunkset.h"
+#include "core/hostmem.h"
 #include "proc_steer.h"
 
 struct reorder_stream {
@@ -57,9 +58,7 @@ int vfgx_pipeline_check(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf)
 {
 	uint64_t budget = conf->reorder_max_memory ? conf->reorder_max_memory :
 						     VFGX_REORDER_MAX_MEMORY;
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t host = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz :
-					       UINT64_MAX;
+	uint64_t host = vfgx_host_ram_bytes();
 	uint64_t all;
 
 	if (!conf->reorder)

@@ -90,6 +90,18 @@ grep -q '^result: FAILED$' "$tmp/out" || bad "no sender: no 'result: FAILED'"
 sed 's/^  verified: true$/  verified: true\n  min_packets: 0/' configs/socket-udp.yaml >"$tmp/empty-ok.yaml"
 expect_rc "min_packets: 0 accepts an empty run" 0 '^result: PASSED$' isolated "$vfgx" run "$tmp/empty-ok.yaml" --duration 0.5 -q
 
+# a memory region larger than the machine: one line before anything runs
+# (mmap would overcommit and the first pass over the buffers would kill it)
+cat >"$tmp/huge.yaml" <<'Y'
+memory_regions:
+  - {name: big, kind: host, buf_size: 1048576, num_bufs: 16000000}
+interfaces:
+  - backend: loopback
+    rx: {queues: [{id: 0, memory_region: big}]}
+Y
+expect_rc "region larger than RAM" 2 "^vfgx: $tmp/huge.yaml:2:5: memory_regions\\[0\\]: num_bufs 16000000 x buf_size 1048576 is 16777216000000 bytes, more than this machine.s memory \\([0-9]+ bytes\\)$" "$vfgx" run "$tmp/huge.yaml"
+one_line "region larger than RAM"
+
 # an endless source stops on SIGINT with a report
 cat >"$tmp/endless.yaml" <<'Y'
 interfaces:

@@ -1,5 +1,6 @@
 /* test_pool.c - pools: bulk alloc is all-or-nothing, exhaustion is
- * -ENOBUFS and counted, frees are checked, regions of each kind. */
+ * -ENOBUFS and counted, frees are checked, regions of each kind, none larger than the
+ * machine. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -76,6 +77,10 @@ static void test_region_kinds(void **state)
 	assert_non_null(strstr(vfgx_last_error(ctx), "cannot hold"));
 	vfgx_pool_destroy(NULL);
 	vfgx_region_destroy(r);
+	/* more than the machine has: refused, not overcommitted (1 PiB) */
+	assert_int_equal(vfgx_region_create(ctx, VFGX_MEM_HOST, (size_t)1 << 50, 0, false, &r), -ENOMEM);
+	assert_null(r);
+	assert_non_null(strstr(vfgx_last_error(ctx), "larger than this machine's memory"));
 	/* gpu memory without a GPU: an error, or host memory when allowed */
 	if (vfgx_region_create(ctx, VFGX_MEM_GPU, 1 << 20, 0, false, &r) == 0) {
 		assert_int_equal(vfgx_region_info(r)->kind, VFGX_MEM_GPU);
