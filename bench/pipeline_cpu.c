@@ -23,7 +23,7 @@
 #include "core/numparse.h"
 #include "pipeline_work.h"
 
-#define MAX_ROUNDS 50
+#define MAX_ROUNDS 100
 #define SCRAPE_MS 100
 #define PUBLISH_NS 100000000ull
 
