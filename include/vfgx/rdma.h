@@ -345,6 +345,9 @@ uint32_t vfgx_rdma_qp_outstanding(const vfgx_rdma_qp *qp);
  * (vfgx_port_conf.backend_opts; YAML: interfaces[].rdma).  Defaults in
  * brackets.  May grow at the end: argsz. */
 enum vfgx_rdma_role { VFGX_RDMA_CLIENT = 0, VFGX_RDMA_SERVER = 1 };
+/* send: SENDs into posted receives; ring: each side exposes a message
+ * ring (vfgx/eba.h) and the peer WRITEs records into it, one-sided (RC) */
+enum vfgx_rdma_port_mode { VFGX_RDMA_MODE_SEND = 0, VFGX_RDMA_MODE_RING = 1 };
 
 struct vfgx_rdma_opts {
 	uint32_t argsz;           /* sizeof(struct vfgx_rdma_opts) */
@@ -357,6 +360,9 @@ struct vfgx_rdma_opts {
 	uint32_t timeout_ms;      /* [5000] connection set-up, 1..3600000 */
 	uint32_t memory_fallback; /* [host] 0 host, 1 fail: when GPU memory cannot be registered */
 	uint32_t qp_type;         /* [rc] enum vfgx_rdma_qp_type */
+	uint32_t mode;            /* [send] enum vfgx_rdma_port_mode */
+	uint32_t ring_bytes;      /* [4 MiB] ring mode: the exposed ring, a
+				   * power of two, 4 KiB..1 GiB */
 };
 
 void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o);

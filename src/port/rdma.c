@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "core/numparse.h"
 #include "core/opts.h"
+#include "rdma_ring.h"
 
 #define RDMA_DEFAULT_BUF 4096
 #define RDMA_DEFAULT_NBUFS 512
@@ -33,11 +34,14 @@ struct rdma_priv {
 	uint32_t port_num, recv_depth, timeout_ms;
 	int gid_index, role, qp_type;
 	bool fallback_host;
+	uint32_t mode, ring_bytes;
+	struct rdma_ring *ring; /* ring mode */
 };
 
 static const char *const rd_qtypes[] = { "rc", "ud", NULL };
 static const char *const rd_roles[] = { "client", "server", NULL };
 static const char *const rd_fallbacks[] = { "host", "fail", NULL };
+static const char *const rd_modes[] = { "send", "ring", NULL };
 #define RD_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_rdma_opts, F, __VA_ARGS__)
 static const struct vfgx_opt rd_opts[] = {
 	RD_OPT(STR, device, 0),
@@ -49,6 +53,8 @@ static const struct vfgx_opt rd_opts[] = {
 	RD_OPT(U32, timeout_ms, 5000, 1, 3600000),
 	RD_OPT(ENUM, memory_fallback, 0, 0, 0, rd_fallbacks),
 	RD_OPT(ENUM, qp_type, 0, 0, 0, rd_qtypes),
+	RD_OPT(ENUM, mode, 0, 0, 0, rd_modes),
+	RD_OPT(U32, ring_bytes, 4u << 20, 4096, 1u << 30),
 };
 #define RD_NOPTS (sizeof(rd_opts) / sizeof(rd_opts[0]))
 
@@ -95,6 +101,16 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	rp->qp_type = (int)t.qp_type;
 	rp->gid_index = gid == 1000 ? -1 : (int)gid;
 	rp->fallback_host = fb == 0;
+	rp->mode = t.mode;
+	rp->ring_bytes = t.ring_bytes;
+	if (rp->mode == VFGX_RDMA_MODE_RING && (t.ring_bytes & (t.ring_bytes - 1)))
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma ring_bytes %u is not a power of two",
+				      port->name, t.ring_bytes);
+	if (rp->mode == VFGX_RDMA_MODE_RING && rp->qp_type)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: rdma mode: ring WRITEs into the peer's memory, which needs qp_type: rc",
+				      port->name);
 	if (!*rp->peer)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: rdma needs peer: \"host:port\" (the server's address for a client, the listen address for a server)",
@@ -118,6 +134,7 @@ static void rdma_close(struct vfgx_port *port)
 {
 	struct rdma_priv *rp = port->priv;
 
+	vfgx_rdma_ring_close(rp->ring, (int)rp->timeout_ms);
 	vfgx_rdma_qp_destroy(rp->qp);
 	vfgx_rdma_listener_close(rp->listener);
 	vfgx_rdma_dereg(rp->rx_mr);
@@ -246,6 +263,20 @@ static int rdma_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 			  port->name, mtu);
 	}
 	pool = port->rx_pools[0];
+	if (rp->mode == VFGX_RDMA_MODE_RING) {
+		if (vfgx_region_info(vfgx_pool_region(pool))->kind == VFGX_MEM_GPU) {
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: rdma mode: ring copies each record out of the ring on the CPU: give rx queue 0 a host or pinned region (mode: send receives into GPU memory)",
+					     port->name);
+			goto err;
+		}
+		ret = vfgx_rdma_ring_open(port, rp->dev, rp->qp, rp->ring_bytes,
+					  rp->role == VFGX_RDMA_SERVER,
+					  (int)rp->timeout_ms, &rp->ring);
+		if (ret)
+			goto err;
+		return 0;
+	}
 	for (uint32_t i = 0; i < rp->recv_depth; i++) {
 		void *b;
 
@@ -273,6 +304,9 @@ static int rdma_rx_burst(struct vfgx_port *port, uint16_t q,
 	int n, out = 0;
 
 	(void)q;
+	if (rp->ring)
+		return vfgx_rdma_ring_rx(port, rp->ring, port->rx_pools[0], pkts, max,
+					 &rp->st);
 	n = vfgx_rdma_poll(rp->qp, true, wc, max < 64 ? max : 64);
 	if (n < 0)
 		return n;
@@ -308,7 +342,7 @@ static void rdma_release(struct vfgx_port *port, uint16_t q,
 
 	(void)q;
 	for (uint16_t i = 0; i < n; i++)
-		if (rdma_post_rx(rp, pkts[i].handle))
+		if (rp->ring || rdma_post_rx(rp, pkts[i].handle))
 			vfgx_pool_free_bulk(port->rx_pools[0], &pkts[i].handle, 1);
 }
 
@@ -332,6 +366,8 @@ static int rdma_tx_burst(struct vfgx_port *port, uint16_t q,
 	uint16_t done = 0;
 
 	(void)q;
+	if (rp->ring)
+		return vfgx_rdma_ring_tx(port, rp->ring, pkts, n, &rp->st);
 	rdma_reap_tx(rp);
 	for (; done < n; done++) {
 		void *b;
