@@ -83,7 +83,7 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 						      conf->name ? conf->name : "port",
 						      conf->backend);
 		return vfgx_set_error(ctx, -EINVAL,
-				      "%s: unknown backend '%s' (use loopback, socket, afxdp, dpdk or rdma)",
+				      "%s: unknown backend '%s' (use loopback, socket, afxdp, dpdk, rdma or pcap)",
 				      conf->name ? conf->name : "port",
 				      conf->backend);
 	}

@@ -66,7 +66,16 @@ void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o)
 int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
 			     struct vfgx_rdma_opts *o)
 {
-	return vfgx_opts_from_yaml(map, rd_opts, RD_NOPTS, o, sizeof(*o));
+	int ret = vfgx_opts_from_yaml(map, rd_opts, RD_NOPTS, o, sizeof(*o));
+
+	if (ret || o->mode != VFGX_RDMA_MODE_RING)
+		return ret;
+	if (o->ring_bytes & (o->ring_bytes - 1))
+		return vfgx_cfg_error(map, "ring_bytes: %u is not a power of two",
+				      o->ring_bytes);
+	if (o->qp_type == VFGX_RDMA_UD)
+		return vfgx_cfg_error(map, "mode: ring WRITEs into the peer's memory, which needs qp_type: rc");
+	return 0;
 }
 
 static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,

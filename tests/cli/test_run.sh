@@ -63,6 +63,16 @@ expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nop
 printf 'interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:5000\n    socket: {role: sideways}\n' >"$tmp/role.yaml"
 expect_rc "backend config error" 2 "^vfgx: $tmp/role.yaml:4:20: interfaces\\[0\\].socket.role: 'sideways' is not allowed" "$vfgx" run "$tmp/role.yaml"
 one_line "backend config error"
+# rdma ring mode's own checks (the port refuses before it opens a device)
+printf 'interfaces:\n  - backend: rdma\n    rdma: { peer: "10.0.0.1:7471", mode: ring, ring_bytes: 5000 }\n' >"$tmp/ring.yaml"
+if "$vfgx" run "$tmp/ring.yaml" 2>&1 | grep -q "backend 'rdma'.*not"; then
+	echo "skip rdma ring options: this build has no RDMA backend"
+else
+	expect_rc "rdma ring_bytes not a power of two" 2 "^vfgx: $tmp/ring.yaml:3:11: interfaces\\[0\\].rdma: ring_bytes: 5000 is not a power of two$" "$vfgx" run "$tmp/ring.yaml"
+	one_line "rdma ring_bytes not a power of two"
+	sed -i 's/ring_bytes: 5000/qp_type: ud/' "$tmp/ring.yaml"
+	expect_rc "rdma ring mode over UD" 2 "^vfgx: $tmp/ring.yaml:3:11: interfaces\\[0\\].rdma: mode: ring WRITEs into the peer's memory, which needs qp_type: rc$" "$vfgx" run "$tmp/ring.yaml"
+fi
 expect_rc "bad option" 2 "^vfgx run: unknown option '--frobnicate'" "$vfgx" run --frobnicate
 expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 
