@@ -22,6 +22,11 @@ struct gpuk_conf {
 	uint32_t user, log_records, gpu_id, queues;
 	uint32_t reorder, window, slot, max_streams, verify, nb_ranges;
 	uint16_t lo[GPUK_MAX_RANGES], hi[GPUK_MAX_RANGES];
+	/* test seam (VFGX_GPU_TEST_WEDGE=N, persistent mode): the block that
+	 * takes item N stops answering, neither finishing it nor reading the
+	 * quit flag, as a kernel wedged in user code would; 0: never, else
+	 * N + 1 */
+	uint64_t test_wedge;
 };
 
 /* Counter indexes (reduced on the GPU, one u64 each). */

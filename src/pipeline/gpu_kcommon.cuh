@@ -81,6 +81,7 @@ struct kparams {
 	struct gpuk_delivery *log;
 	ull *log_n;
 	uint64_t log_cap;
+	uint64_t test_wedge;        /* gpuk_conf.test_wedge */
 };
 
 /* ---- memory-ordering helpers (see commlist.h) ---------------------------- */

@@ -173,6 +173,10 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 					st_release_dev(k.dquit, 1);
 				}
 			}
+			/* the test seam: spin here for good (the block's other
+			 * threads wait at the barrier below) */
+			while (!quit && k.test_wedge && item + 1 == k.test_wedge)
+				__nanosleep(1000000);
 			if (!quit) {
 				/* weak posted writes; ordered before DONE */
 				k.seen_ns[4 * slot] = t_obs;
@@ -401,6 +405,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	k.user.nb_flows = k.nb_streams;
 	k.user.enabled = c->user == 1;
 	k.log_cap = c->log_records;
+	k.test_wedge = c->test_wedge;
 	g->grid_a = (c->burst + WARPS - 1) / WARPS;
 	g->grid_b = GPUK_GROUPS / WARPS;
 	g->blocks = c->blocks ? c->blocks : (uint32_t)prop.multiProcessorCount;

@@ -161,6 +161,11 @@ int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	c.max_streams = conf->max_streams ? conf->max_streams : 1;
 	c.verify = conf->verify_payload;
 	c.nb_ranges = conf->nb_port_ranges;
+	if (getenv("VFGX_GPU_TEST_WEDGE") && opts->mode == VFGX_GPU_PERSISTENT) {
+		c.test_wedge = strtoull(getenv("VFGX_GPU_TEST_WEDGE"), NULL, 10) + 1;
+		vfgx_warn(ctx, "GPU: VFGX_GPU_TEST_WEDGE: the kernel will stop answering at item %llu (a test)",
+			  (unsigned long long)(c.test_wedge - 1));
+	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges && i < GPUK_MAX_RANGES; i++) {
 		c.lo[i] = conf->port_ranges[i].lo;
 		c.hi[i] = conf->port_ranges[i].hi;

@@ -25,6 +25,8 @@ step() {
 step parity "$bin"
 step "fault persistent" env VFGX_FAULT_MODE=persistent "$bin" --fault
 step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
+# a kernel that stops answering (item 3 of the run): a timeout line, no hang
+step "wedged kernel" timeout 60 env VFGX_GPU_TEST_WEDGE=3 "$bin" --wedge
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"

@@ -5,9 +5,12 @@
  * order per stream, with its payload hash) and identical user-stage
  * per-flow sums, for every launch mode and both packet placements.
  * Exits 77 with the reason when no GPU is present.
- *   test_gpu_parity [--quick] [--fault]
+ *   test_gpu_parity [--quick] [--fault] [--wedge]
  * --quick: less traffic (for compute-sanitizer); --fault: a packet at an
- * invalid device address must end the run with the CUDA error text. */
+ * invalid device address must end the run with the CUDA error text;
+ * --wedge (with VFGX_GPU_TEST_WEDGE=N): a persistent kernel that stops
+ * answering must end the run with a timeout line, and tearing the
+ * processor down must return, not hang. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -370,11 +373,68 @@ static int fault_test(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc)
 	return 0;
 }
 
+/* The kernel wedges at item VFGX_GPU_TEST_WEDGE (the test seam in
+ * gpu_proc_host.c): the flush must fail with -ETIMEDOUT after timeout_ms
+ * with one line, and destroy must come back within about timeout_ms more
+ * (it leaves the kernel to process exit). */
+static int wedge_test(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc)
+{
+	struct traffic t = { 0 };
+	struct vfgx_gpu_opts o;
+	struct vfgx_pkt *pk;
+	vfgx_region *reg;
+	vfgx_gpu_proc *gp;
+	uint64_t t0, t1;
+	uint32_t at = 0;
+	int ret = 0;
+
+	if (!getenv("VFGX_GPU_TEST_WEDGE")) {
+		printf("FAIL wedge: set VFGX_GPU_TEST_WEDGE=N\n");
+		return 1;
+	}
+	if (gen_traffic(&t, 300, pc->reorder_window) ||
+	    vfgx_region_create(ctx, VFGX_MEM_PINNED, (size_t)t.n * SLOT, 0, false, &reg))
+		return 1;
+	memcpy(vfgx_region_info(reg)->addr, t.frames, (size_t)t.n * SLOT);
+	pk = calloc(t.n, sizeof(*pk));
+	for (uint32_t i = 0; i < t.n; i++) {
+		pk[i] = t.pkts[i];
+		pk[i].data = (uint8_t *)vfgx_region_info(reg)->addr + (t.pkts[i].data - t.frames);
+	}
+	vfgx_gpu_opts_default(&o);
+	o.mode = VFGX_GPU_PERSISTENT;
+	o.items = 8;
+	o.burst = MAX_BURST;
+	o.timeout_ms = 1000;
+	if (vfgx_gpu_proc_create(ctx, pc, &o, &gp)) {
+		printf("FAIL wedge: %s\n", vfgx_last_error(ctx));
+		return 1;
+	}
+	t0 = vfgx_now_ns();
+	for (uint32_t b = 0; b < t.nb_bursts && !ret; at += t.bursts[b++])
+		ret = vfgx_gpu_proc_submit(gp, pk + at, t.bursts[b]) < 0;
+	ret = vfgx_gpu_proc_flush(gp);
+	t1 = vfgx_now_ns();
+	printf("wedge: flush returned %d after %.0f ms: %s\n", ret, (double)(t1 - t0) / 1e6,
+	       vfgx_last_error(ctx));
+	if (ret != -ETIMEDOUT || !strstr(vfgx_last_error(ctx), "not finished after 1000 ms") ||
+	    strchr(vfgx_last_error(ctx), '\n')) {
+		printf("FAIL wedge: expected one timeout line from the flush\n");
+		return 1;
+	}
+	vfgx_gpu_proc_destroy(gp);
+	printf("wedge: destroy returned after %.0f ms\n", (double)(vfgx_now_ns() - t1) / 1e6);
+	/* the kernel still runs: the region's pinned memory goes with the
+	 * process, like the processor's */
+	printf("ok   wedge: timed out in one line, torn down without hanging\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const enum vfgx_gpu_mode modes[] = { VFGX_GPU_PERSISTENT, VFGX_GPU_PER_BURST,
 						    VFGX_GPU_GRAPH };
-	bool quick = false, fault = false;
+	bool quick = false, fault = false, wedge = false;
 	vfgx_ctx *ctx;
 	char desc[256];
 	int cases = 0;
@@ -382,6 +442,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		quick |= !strcmp(argv[i], "--quick");
 		fault |= !strcmp(argv[i], "--fault");
+		wedge |= !strcmp(argv[i], "--wedge");
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (vfgx_ctx_create(&ctx))
@@ -398,8 +459,8 @@ int main(int argc, char **argv)
 		.reorder = true, .reorder_window = 64, .reorder_slot = 1024,
 		.max_streams = STREAMS, .verify_payload = true,
 	};
-	if (fault) {
-		int r = fault_test(ctx, &pc);
+	if (fault || wedge) {
+		int r = fault ? fault_test(ctx, &pc) : wedge_test(ctx, &pc);
 
 		vfgx_ctx_destroy(ctx);
 		return r;
