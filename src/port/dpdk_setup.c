@@ -420,7 +420,7 @@ static int dk_pools(struct vfgx_port *port, const struct dk_opts *o,
 	}
 	if (port->nb_tx_queues)
 		return dk_host_pool(port, "tx", 2047u * port->nb_tx_queues,
-				    o->mbuf_size, 64, socket, &dp->tx_mp);
+				    o->mbuf_size, 256, socket, &dp->tx_mp);
 	return 0;
 }
 
