@@ -77,7 +77,7 @@ ucx)
 	desc="UCX over the rxe device: pml ucx + osc ucx, UCX_TLS=rc_verbs,ud_verbs,self on rxe0:1 (soft-RoCE on veth ct0), UCX_IB_GID_INDEX=0; MPI_Put/MPI_Rget of the rings and MPI_Alltoall are RC RDMA over rxe0" ;;
 tcp)
 	mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ct0 --mca osc pt2pt)
-	desc="TCP over veth ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), osc pt2pt; the rxe device is up but unused" ;;
+	desc="TCP over veth ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), osc pt2pt; both ranks in the one guest connect to ct0's address 198.18.75.1, which the guest kernel delivers locally (as rxe0 does its own traffic); the rxe device is up but Open MPI does not use it" ;;
 *) echo "vm_corner_turn: VFGX_CT_TRANSPORT=$transport: want ucx or tcp"; exit 2 ;;
 esac
 
