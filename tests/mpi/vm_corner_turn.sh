@@ -24,10 +24,10 @@
 #     on rc_verbs/rxe0:1 will not be handled since no error callback is
 #     installed" (plain `ibv_ud_pingpong -g 1` on rxe0 fails too, `-g 0`
 #     works).  With UCX_IB_GID_INDEX=0 (set here) it connects and some runs
-#     pass, but 5 of 9 runs (2 and 4 ranks) hung until their time limit:
-#     a producer waits for ever in MPI_Wait on the MPI_Rget of its peer's
-#     head word (osc ucx: the RDMA READ on rxe0 never completes) while the
-#     peer polls its rings.
+#     pass, but 5 of 9 runs (2 and 4 ranks) hung until their time limit.
+#     In the hang whose stacks were taken (gdb), a producer waited for ever
+#     in MPI_Wait on the MPI_Rget of its peer's head word (osc ucx: the RDMA
+#     READ on rxe0 never completed) while the peer polled its rings.
 #   openib (Open MPI's own verbs path: pml ob1, btl openib,self, osc rdma):
 #     does not start.  Debian's build has no rdmacm CPC ("btl_openib_cpc_
 #     include value: rdmacm ... All possible valid names: udcm"), and udcm
