@@ -54,7 +54,7 @@ ct=$(realpath "$1")
 transport=${VFGX_CT_TRANSPORT:-tcp}
 if [[ ${VFGX_IN_VM:-0} != 1 ]]; then
 	# the emulated guest: about 1 min to boot and start MPI, 30-60 s a run
-	exec "$here/../vm/vm-run.sh" -t $((400 + (rounds + 3) * 240)) \
+	exec "$here/../vm/vm-run.sh" -t $((300 + (rounds + 2) * 180)) \
 		-e "VFGX_CT_TRANSPORT=$transport" -- \
 		bash "$here/vm_corner_turn.sh" -n "$np" -b "$rounds" -r "$bench_r" "$ct"
 fi
