@@ -63,27 +63,37 @@ void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o)
 	vfgx_opts_default(rd_opts, RD_NOPTS, o, sizeof(*o));
 }
 
+/* What ring mode cannot take, or NULL (the caller says where). */
+static const char *rd_ring_refusal(const struct vfgx_rdma_opts *o, char *buf,
+				   size_t len)
+{
+	if (o->mode != VFGX_RDMA_MODE_RING)
+		return NULL;
+	if (o->ring_bytes & (o->ring_bytes - 1)) {
+		snprintf(buf, len, "ring_bytes: %u is not a power of two", o->ring_bytes);
+		return buf;
+	}
+	if (o->qp_type == VFGX_RDMA_UD)
+		return "mode: ring WRITEs into the peer's memory, which needs qp_type: rc";
+	return NULL;
+}
+
 int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
 			     struct vfgx_rdma_opts *o)
 {
 	int ret = vfgx_opts_from_yaml(map, rd_opts, RD_NOPTS, o, sizeof(*o));
+	char buf[96];
+	const char *why = ret ? NULL : rd_ring_refusal(o, buf, sizeof(buf));
 
-	if (ret || o->mode != VFGX_RDMA_MODE_RING)
-		return ret;
-	if (o->ring_bytes & (o->ring_bytes - 1))
-		return vfgx_cfg_error(map, "ring_bytes: %u is not a power of two",
-				      o->ring_bytes);
-	if (o->qp_type == VFGX_RDMA_UD)
-		return vfgx_cfg_error(map, "mode: ring WRITEs into the peer's memory, which needs qp_type: rc");
-	return 0;
+	return why ? vfgx_cfg_error(map, "%s", why) : ret;
 }
 
 static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 		      const struct vfgx_port_conf *conf)
 {
 	struct vfgx_rdma_opts t;
-	const char *dev, *peer;
-	char err[VFGX_NUM_ERR_MAX];
+	const char *dev, *peer, *why;
+	char err[VFGX_NUM_ERR_MAX], buf[96];
 	uint32_t gid;
 	uint64_t pn;
 	int fb, ret;
@@ -112,14 +122,8 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	rp->fallback_host = fb == 0;
 	rp->mode = t.mode;
 	rp->ring_bytes = t.ring_bytes;
-	if (rp->mode == VFGX_RDMA_MODE_RING && (t.ring_bytes & (t.ring_bytes - 1)))
-		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: rdma ring_bytes %u is not a power of two",
-				      port->name, t.ring_bytes);
-	if (rp->mode == VFGX_RDMA_MODE_RING && rp->qp_type)
-		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: rdma mode: ring WRITEs into the peer's memory, which needs qp_type: rc",
-				      port->name);
+	if ((why = rd_ring_refusal(&t, buf, sizeof(buf))))
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: rdma options: %s", port->name, why);
 	if (!*rp->peer)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: rdma needs peer: \"host:port\" (the server's address for a client, the listen address for a server)",

@@ -308,6 +308,16 @@ static void test_typed_options(void **state)
 		conf.backend_opts = &ro;
 		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: qp_type: 2 is not one of the 2 values"));
+		/* ring mode's own rules, the same words as the YAML path's */
+		ro.qp_type = VFGX_RDMA_RC;
+		ro.mode = VFGX_RDMA_MODE_RING;
+		ro.ring_bytes = 5000;
+		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: ring_bytes: 5000 is not a power of two"));
+		ro.ring_bytes = 8192;
+		ro.qp_type = VFGX_RDMA_UD;
+		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
+		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: mode: ring WRITEs into the peer's memory, which needs qp_type: rc"));
 		conf.backend_opts = &lo;
 	}
 #endif
