@@ -12,6 +12,7 @@
 #include "cfgdoc.h"
 #include "config_ranks.h"
 #include "hostmem.h"
+#include "mem/pool_bytes.h"
 #include "numparse.h"
 #include "opts.h"
 #include "pipeline/chunk_opts.h"
@@ -86,8 +87,7 @@ static int parse_regions(struct vfgx_config *cfg,
 			return ret;
 		r->gpu_id = (int)gpu;
 		r->fallback = (enum vfgx_mem_fallback)v;
-		/* the pool's stride is buf_size rounded up to 64 B */
-		bytes = (uint64_t)((r->buf_size + 63u) & ~63u) * r->num_bufs;
+		bytes = vfgx_pool_bytes(r->buf_size, r->num_bufs);
 		if (r->kind != VFGX_MEM_GPU && bytes > vfgx_host_ram_bytes())
 			return vfgx_cfg_error(&it, "num_bufs %u x buf_size %u is %llu bytes, more than this machine's memory (%llu bytes)",
 					      r->num_bufs, r->buf_size,

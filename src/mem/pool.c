@@ -7,6 +7,8 @@
 
 #include <vfgx/mem.h>
 
+#include "pool_bytes.h"
+
 struct vfgx_pool {
 	vfgx_ctx *ctx;
 	vfgx_region *region;
@@ -32,8 +34,8 @@ int vfgx_pool_create(vfgx_ctx *ctx, vfgx_region *region, uint32_t buf_size,
 	if (buf_size == 0 || num_bufs == 0 || buf_size > (1u << 24))
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pool: buf_size (1..16M) and num_bufs (>0) required");
-	buf_size = (buf_size + 63u) & ~63u;
-	need = (size_t)buf_size * num_bufs;
+	need = (size_t)vfgx_pool_bytes(buf_size, num_bufs);
+	buf_size = vfgx_pool_stride(buf_size);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "capture_tap.h"
 #include "core/argsz.h"
+#include "mem/pool_bytes.h"
 #include "vfgx_build.h"
 
 /* One line per backend (optional ones under their VFGX_HAVE_* guard). */
@@ -187,8 +188,7 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 					      "%s: rx queue %u: memory region '%s' not defined",
 					      ifc->name, q, ifc->rx_queues[q].region);
 		ret = vfgx_region_create(ctx, rc->kind,
-					 (size_t)((rc->buf_size + 63u) & ~63u) *
-						 rc->num_bufs,
+					 (size_t)vfgx_pool_bytes(rc->buf_size, rc->num_bufs),
 					 rc->gpu_id,
 					 rc->fallback == VFGX_FALLBACK_HOST,
 					 &tmp.rx_regions[q]);

@@ -147,7 +147,7 @@ static void rdma_close(struct vfgx_port *port)
 {
 	struct rdma_priv *rp = port->priv;
 
-	vfgx_rdma_ring_close(rp->ring, (int)rp->timeout_ms);
+	vfgx_rdma_ring_close(rp->ring);
 	vfgx_rdma_qp_destroy(rp->qp);
 	vfgx_rdma_listener_close(rp->listener);
 	vfgx_rdma_dereg(rp->rx_mr);

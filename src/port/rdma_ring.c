@@ -27,16 +27,17 @@ struct rdma_ring {
 	vfgx_rdma_mr *stage_mr;
 	size_t cur;                   /* next free staging byte */
 	uint32_t peer_max;            /* the largest record the peer's ring takes */
+	int timeout_ms;               /* the port's: fences wait at most this */
 	vfgx_channel *ch;
 };
 
-void vfgx_rdma_ring_close(struct rdma_ring *r, int timeout_ms)
+void vfgx_rdma_ring_close(struct rdma_ring *r)
 {
 	if (!r)
 		return;
 	if (r->ch) {
 		/* the last records' WRITEs land before the queue pair goes */
-		vfgx_channel_fence(r->ch, timeout_ms);
+		vfgx_channel_fence(r->ch, r->timeout_ms);
 		vfgx_channel_close(r->ch);
 	}
 	vfgx_rdma_dereg(r->mr);
@@ -58,6 +59,7 @@ int vfgx_rdma_ring_open(struct vfgx_port *port, vfgx_rdma_dev *dev,
 	if (!r)
 		return -ENOMEM;
 	r->size = ring_bytes;
+	r->timeout_ms = timeout_ms;
 	r->mem = aligned_alloc(4096, (size_t)ring_bytes + 4096);
 	r->stage = aligned_alloc(4096, RING_STAGE_BYTES);
 	if (!r->mem || !r->stage) {
@@ -97,7 +99,8 @@ int vfgx_rdma_ring_open(struct vfgx_port *port, vfgx_rdma_dev *dev,
 	*out = r;
 	return 0;
 err:
-	vfgx_rdma_ring_close(r, 0);
+	r->timeout_ms = 0; /* nothing was sent */
+	vfgx_rdma_ring_close(r);
 	return ret;
 }
 
@@ -164,7 +167,7 @@ int vfgx_rdma_ring_tx(struct vfgx_port *port, struct rdma_ring *r,
 		if (r->cur + len > RING_STAGE_BYTES) {
 			/* staged sources stay unchanged until their WRITEs
 			 * completed */
-			if ((ret = vfgx_channel_fence(r->ch, 5000)))
+			if ((ret = vfgx_channel_fence(r->ch, r->timeout_ms)))
 				return done ? done :
 					      vfgx_set_error(port->ctx, ret, "%s: rdma ring mode: %s",
 							     port->name, vfgx_last_error(port->ctx));

@@ -14,7 +14,8 @@ struct rdma_ring;
 
 /* After the connection: the local ring registered and exposed, the
  * descriptors exchanged (the peer must be in ring mode too), a channel to
- * the peer's ring.  0 or -errno with one line on the port's context. */
+ * the peer's ring; timeout_ms bounds the exchange and, later, each wait
+ * for posted WRITEs.  0 or -errno with one line on the port's context. */
 int vfgx_rdma_ring_open(struct vfgx_port *port, vfgx_rdma_dev *dev,
 			vfgx_rdma_qp *qp, uint32_t ring_bytes, bool server,
 			int timeout_ms, struct rdma_ring **out);
@@ -27,8 +28,8 @@ int vfgx_rdma_ring_rx(struct vfgx_port *port, struct rdma_ring *r,
 int vfgx_rdma_ring_tx(struct vfgx_port *port, struct rdma_ring *r,
 		      const struct vfgx_pkt *pkts, uint16_t n,
 		      struct vfgx_queue_stats *st);
-/* Waits (up to timeout_ms) for the WRITEs posted to complete, then frees
- * everything; before the queue pair goes.  NULL is a no-op. */
-void vfgx_rdma_ring_close(struct rdma_ring *r, int timeout_ms);
+/* Waits (up to open's timeout_ms) for the WRITEs posted to complete, then
+ * frees everything; before the queue pair goes.  NULL is a no-op. */
+void vfgx_rdma_ring_close(struct rdma_ring *r);
 
 #endif

@@ -8,6 +8,8 @@
 
 #include <vfgx/vfgx.h>
 
+#include "mem/pool_bytes.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The memory an interface's rx queues would map: a config may ask for
@@ -24,7 +26,7 @@ static size_t iface_bytes(const struct vfgx_config *cfg,
 
 		if (ifc->rx_queues[q].region && ifc->rx_queues[q].region[0])
 			rc = vfgx_config_find_region(cfg, ifc->rx_queues[q].region);
-		sum += rc ? (size_t)rc->buf_size * rc->num_bufs : (size_t)8 << 20;
+		sum += rc ? vfgx_pool_bytes(rc->buf_size, rc->num_bufs) : (size_t)8 << 20;
 	}
 	return sum;
 }
