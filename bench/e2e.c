@@ -110,7 +110,7 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	gpu = cfg->pipeline.device == VFGX_DEVICE_GPU;
 	if ((ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
 		goto out;
-	ret = gpu ? vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, &port, 1, &gpl) :
+	ret = gpu ? vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, &port, 1, NULL, &gpl) :
 		    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
 	if (ret)
 		goto out;

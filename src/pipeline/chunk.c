@@ -13,10 +13,13 @@
 
 #include "chunk_opts.h"
 #include "chunkset.h"
+#include "gpu_iface.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 /* Placers waiting for a held slot re-check this often (and on every put). */
 #define BACKPRESSURE_WAIT_NS 200000
+/* A consumer waiting for chunks the GPU places looks this often. */
+#define GPU_PULL_NS 20000
 
 static void bump(_Atomic uint64_t *c, uint64_t n)
 {
@@ -182,6 +185,7 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 		free(cs->streams[s].desc);
 		free(cs->streams[s].first_ns);
 	}
+	vfgx_chunkset_gpu_detach(cs);
 	free(cs->streams);
 	free(cs->queue);
 	vfgx_chunk_cuda_stream_destroy(cs->copy_stream);
@@ -222,13 +226,18 @@ static void count_gaps(struct vfgx_chunkset *cs, struct chunk_stream *st,
 		st->pending_gaps += P - 1 - hi;
 }
 
-static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
+void vfgx_chunkset_enqueue_locked(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 {
-	pthread_mutex_lock(&cs->lock);
 	cs->queue[(cs->q_head + cs->q_len) % cs->q_cap] = d;
 	cs->q_len++;
 	atomic_store_explicit(&cs->q_ready, cs->q_len, memory_order_release);
 	pthread_cond_signal(&cs->ready_cv);
+}
+
+static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
+{
+	pthread_mutex_lock(&cs->lock);
+	vfgx_chunkset_enqueue_locked(cs, d);
 	pthread_mutex_unlock(&cs->lock);
 }
 
@@ -534,6 +543,8 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 		atomic_store(&st->backpressure_drops, 0);
 		atomic_store(&st->gaps, 0);
 	}
+	if (cs->gpu)
+		vfgx_chunkset_gpu_reset(cs);
 	pthread_mutex_lock(&cs->lock);
 	cs->q_head = cs->q_len = 0;
 	atomic_store(&cs->q_ready, 0);
@@ -555,17 +566,45 @@ void vfgx_chunkset_finish(struct vfgx_chunkset *cs)
 void vfgx_chunkset_stop(struct vfgx_chunkset *cs)
 {
 	atomic_store(&cs->stopping, true);
+	if (cs->gpu)
+		vfgx_chunkset_gpu_stop(cs);
 	pthread_mutex_lock(&cs->lock);
 	pthread_cond_broadcast(&cs->free_cv);
 	pthread_mutex_unlock(&cs->lock);
 }
 
+/* Stream s's counters in GPUK_K_* order: the placers' atomics, or what
+ * the GPU published. */
+static void stream_counters(const struct vfgx_chunkset *cs, uint32_t s,
+			    uint64_t *v)
+{
+	struct chunk_stream *c = &cs->streams[s];
+
+	if (cs->gpu) {
+		vfgx_chunkset_gpu_counters(cs, s, v);
+		return;
+	}
+	v[GPUK_K_COMPLETE] = rd(&c->complete);
+	v[GPUK_K_CLOSED] = rd(&c->closed);
+	v[GPUK_K_SKIPPED] = rd(&c->skipped);
+	v[GPUK_K_PLACED] = rd(&c->placed);
+	v[GPUK_K_MISSING] = rd(&c->missing);
+	v[GPUK_K_LATE] = rd(&c->late);
+	v[GPUK_K_DUPLICATES] = rd(&c->duplicates);
+	v[GPUK_K_OUT_OF_RANGE] = rd(&c->out_of_range);
+	v[GPUK_K_BACKPRESSURE] = rd(&c->backpressure);
+	v[GPUK_K_BP_DROPS] = rd(&c->backpressure_drops);
+	v[GPUK_K_GAPS] = rd(&c->gaps);
+}
+
 uint64_t vfgx_chunkset_gaps(struct vfgx_chunkset *cs)
 {
-	uint64_t g = 0;
+	uint64_t g = 0, v[GPUK_K_NCNT];
 
-	for (uint32_t s = 0; s < cs->conf.streams; s++)
-		g += rd(&cs->streams[s].gaps);
+	for (uint32_t s = 0; s < cs->conf.streams; s++) {
+		stream_counters(cs, s, v);
+		g += v[GPUK_K_GAPS];
+	}
 	return g;
 }
 
@@ -589,14 +628,15 @@ static struct vfgx_chunkset *chunkset_of(vfgx_pipeline *pl)
 int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 		      struct vfgx_chunk **out)
 {
-	struct timespec until;
+	struct timespec until = { 0, 0 };
 	int ret = 0;
 
 	*out = NULL;
 	if (!cs)
 		return -ENOTSUP;
 	/* a polling consumer must not contend with the placers' lock */
-	if (timeout_ms == 0 && !atomic_load_explicit(&cs->q_ready, memory_order_acquire) &&
+	if (timeout_ms == 0 && !cs->gpu &&
+	    !atomic_load_explicit(&cs->q_ready, memory_order_acquire) &&
 	    !atomic_load_explicit(&cs->finished_flag, memory_order_acquire))
 		return -EAGAIN;
 	if (timeout_ms > 0) {
@@ -609,14 +649,40 @@ int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 		}
 	}
 	pthread_mutex_lock(&cs->lock);
+	if (cs->gpu)
+		vfgx_chunkset_gpu_pull(cs);
 	while (!cs->q_len) {
 		if (cs->finished) {
+			/* the engine is done: what it made ready is all there */
+			if (cs->gpu && (vfgx_chunkset_gpu_pull(cs), cs->q_len))
+				break;
 			ret = -ENODATA;
 			break;
 		}
 		if (timeout_ms == 0) {
 			ret = -EAGAIN;
 			break;
+		}
+		if (cs->gpu) {
+			/* the GPU rings no bell: look again shortly */
+			struct timespec nap, now;
+
+			clock_gettime(CLOCK_REALTIME, &now);
+			if (timeout_ms > 0 && (now.tv_sec > until.tv_sec ||
+					       (now.tv_sec == until.tv_sec &&
+						now.tv_nsec >= until.tv_nsec))) {
+				ret = -ETIMEDOUT;
+				break;
+			}
+			nap = now;
+			nap.tv_nsec += GPU_PULL_NS;
+			if (nap.tv_nsec >= 1000000000L) {
+				nap.tv_sec++;
+				nap.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&cs->ready_cv, &cs->lock, &nap);
+			vfgx_chunkset_gpu_pull(cs);
+			continue;
 		}
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&cs->ready_cv, &cs->lock);
@@ -659,6 +725,9 @@ void vfgx_chunkset_put(struct vfgx_chunkset *cs, struct vfgx_chunk *c)
 	if (atomic_load_explicit(&st->state[c->ring_slot], memory_order_relaxed) ==
 	    CHUNK_HELD) {
 		cs->returned++;
+		/* for a GPU placer: the slot may be written again */
+		atomic_store_explicit(&cs->returned_word[slot_index(cs, c->stream, c->ring_slot)],
+				      c->index + 1, memory_order_release);
 		/* release: the consumer's reads finish before the slot is
 		 * written again */
 		atomic_store_explicit(&st->state[c->ring_slot], CHUNK_FREE,
@@ -688,18 +757,19 @@ int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)
 	if (!cs)
 		return -ENOTSUP;
 	for (uint32_t s = 0; s < cs->conf.streams; s++) {
-		struct chunk_stream *c = &cs->streams[s];
+		uint64_t v[GPUK_K_NCNT];
 
-		st.complete += rd(&c->complete);
-		st.closed += rd(&c->closed);
-		st.skipped += rd(&c->skipped);
-		st.placed += rd(&c->placed);
-		st.missing += rd(&c->missing);
-		st.late += rd(&c->late);
-		st.duplicates += rd(&c->duplicates);
-		st.out_of_range += rd(&c->out_of_range);
-		st.backpressure += rd(&c->backpressure);
-		st.backpressure_drops += rd(&c->backpressure_drops);
+		stream_counters(cs, s, v);
+		st.complete += v[GPUK_K_COMPLETE];
+		st.closed += v[GPUK_K_CLOSED];
+		st.skipped += v[GPUK_K_SKIPPED];
+		st.placed += v[GPUK_K_PLACED];
+		st.missing += v[GPUK_K_MISSING];
+		st.late += v[GPUK_K_LATE];
+		st.duplicates += v[GPUK_K_DUPLICATES];
+		st.out_of_range += v[GPUK_K_OUT_OF_RANGE];
+		st.backpressure += v[GPUK_K_BACKPRESSURE];
+		st.backpressure_drops += v[GPUK_K_BP_DROPS];
 	}
 	pthread_mutex_lock(&cs->lock);
 	st.handed_out = cs->handed_out;

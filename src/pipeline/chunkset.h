@@ -76,7 +76,12 @@ struct vfgx_chunkset {
 	atomic_bool finished_flag; /* the same, readable without the lock */
 	atomic_bool stopping;    /* waiting placers give up */
 	uint64_t handed_out, returned, order_errors; /* under lock */
+	/* placed by the gpu engine (chunk_gpu.c), else NULL: its counters
+	 * are the GPU's, and get pulls what the GPU made ready */
+	struct chunk_gpu *gpu;
 };
+
+struct gpuk_chunks;
 
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
@@ -112,6 +117,25 @@ void vfgx_chunkset_stop(struct vfgx_chunkset *cs);
  * (what the pipeline reports as gaps), and hand-out order errors. */
 uint64_t vfgx_chunkset_gaps(struct vfgx_chunkset *cs);
 uint64_t vfgx_chunkset_order_errors(struct vfgx_chunkset *cs);
+
+/* Queue a ready descriptor for get (cs->lock held). */
+void vfgx_chunkset_enqueue_locked(struct vfgx_chunkset *cs, struct vfgx_chunk *d);
+
+/* The gpu engine places (chunk_gpu.c): refuse host memory (one line),
+ * make the pinned words the kernels publish through and fill *ch for
+ * them; before the kernels start.  detach: at destroy. */
+int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch);
+void vfgx_chunkset_gpu_detach(struct vfgx_chunkset *cs);
+/* Queue what the GPU made ready since the last pull, in index order per
+ * stream (cs->lock held). */
+void vfgx_chunkset_gpu_pull(struct vfgx_chunkset *cs);
+/* Stream s's counters, GPUK_K_NCNT of them, as the GPU last published. */
+void vfgx_chunkset_gpu_counters(const struct vfgx_chunkset *cs, uint32_t s,
+				uint64_t *out);
+void vfgx_chunkset_gpu_stop(struct vfgx_chunkset *cs);
+/* Did a kernel wait for the consumer since the last call? */
+bool vfgx_chunkset_gpu_waiting(struct vfgx_chunkset *cs);
+void vfgx_chunkset_gpu_reset(struct vfgx_chunkset *cs);
 
 /* The pipeline's chunk set, or NULL (pipeline.c). */
 struct vfgx_chunkset *vfgx_pipeline_chunkset(vfgx_pipeline *pl);

@@ -52,6 +52,7 @@ enum vfgx_comm_cmd {
 	VFGX_COMM_CMD_BURST = 0, /* process nb_pkts packets */
 	VFGX_COMM_CMD_FLUSH = 1, /* end of input: drain the reorder windows */
 	VFGX_COMM_CMD_RESET = 2, /* forget all stream state (windows emptied) */
+	VFGX_COMM_CMD_TICK = 3,  /* chunks: release those past timeout_ms */
 };
 #define VFGX_COMM_CMD_MASK 0xffffu
 /* cmd bit: pkts points at struct vfgx_pkt records (40 bytes: data at 0,

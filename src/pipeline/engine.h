@@ -10,8 +10,11 @@ struct vfgx_chunkset;
 
 struct vfgx_engine_ops {
 	const char *name; /* "cpu", "gpu" */
+	/* chunks: place records into these chunk rings instead of reorder
+	 * windows (chunkset.h), or NULL */
 	int (*create)(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-		      vfgx_port *const *ports, uint16_t nb_ports, void **out);
+		      vfgx_port *const *ports, uint16_t nb_ports,
+		      struct vfgx_chunkset *chunks, void **out);
 	/* -ENOTSUP (with a detail) where the engine has no host user stage */
 	int (*set_user_stage)(void *e, vfgx_user_stage_fn fn, void *user);
 	/* observers are attached: take queue snapshots from now on */
@@ -24,9 +27,6 @@ struct vfgx_engine_ops {
 	/* -ENOTSUP where the engine takes none */
 	int (*queue_snap)(void *e, uint32_t index, struct vfgx_queue_snap *s);
 	const char *(*describe)(void *e);
-	/* Before start: place records into chunk rings instead of reorder
-	 * windows (chunkset.h).  NULL: the engine has no chunks. */
-	int (*set_chunks)(void *e, struct vfgx_chunkset *cs);
 	void (*destroy)(void *e);
 };
 

@@ -100,8 +100,11 @@ static int order_stage(void *user, uint32_t stream, uint64_t seq,
 	return wk->user_fn ? wk->user_fn(wk->user, stream, seq, payload, len) : 0;
 }
 
+static int cpu_set_chunks(struct cpu_engine *pl, struct vfgx_chunkset *cs);
+
 static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-		      vfgx_port *const *ports, uint16_t nb_ports, void **out)
+		      vfgx_port *const *ports, uint16_t nb_ports,
+		      struct vfgx_chunkset *chunks, void **out)
 {
 	struct cpu_engine *pl;
 	uint32_t total = 0;
@@ -165,6 +168,10 @@ static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		}
 	}
 	pl->nb_queues = total;
+	if (chunks && (ret = cpu_set_chunks(pl, chunks))) {
+		cpu_destroy(pl);
+		return ret;
+	}
 	snprintf(pl->desc, sizeof(pl->desc), "cpu: %u worker(s) over %u rx queue(s)",
 		 pl->nb_workers, total);
 	*out = pl;
@@ -469,9 +476,8 @@ static int cpu_error(void *e)
 	return 0;
 }
 
-static int cpu_set_chunks(void *e, struct vfgx_chunkset *cs)
+static int cpu_set_chunks(struct cpu_engine *pl, struct vfgx_chunkset *cs)
 {
-	struct cpu_engine *pl = e;
 	int ret;
 
 	for (uint16_t w = 0; w < pl->nb_workers; w++)
@@ -519,6 +525,5 @@ const struct vfgx_engine_ops vfgx_engine_cpu = {
 	.error = cpu_error,
 	.queue_snap = cpu_queue_snap,
 	.describe = cpu_describe,
-	.set_chunks = cpu_set_chunks,
 	.destroy = cpu_destroy,
 };

@@ -23,7 +23,8 @@ static void gpu_destroy(void *e)
 }
 
 static int gpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-		      vfgx_port *const *ports, uint16_t nb_ports, void **out)
+		      vfgx_port *const *ports, uint16_t nb_ports,
+		      struct vfgx_chunkset *chunks, void **out)
 {
 	struct gpu_engine *ge = calloc(1, sizeof(*ge));
 	int ret;
@@ -31,7 +32,7 @@ static int gpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	if (!ge)
 		return -ENOMEM;
 	ge->ctx = ctx;
-	ret = vfgx_gpu_pipeline_create(ctx, conf, ports, nb_ports, &ge->gpl);
+	ret = vfgx_gpu_pipeline_create(ctx, conf, ports, nb_ports, chunks, &ge->gpl);
 	if (ret) {
 		free(ge);
 		return ret;

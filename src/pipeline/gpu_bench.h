@@ -17,6 +17,16 @@
 int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
 				     uint32_t n, uint64_t ts_min);
 
+struct vfgx_chunkset;
+
+/* vfgx_gpu_proc_create whose kernels place records into chunks (NULL:
+ * none; gpu_chunks.cuh); refuses chunks in host memory. */
+int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+				const struct vfgx_gpu_opts *opts,
+				struct vfgx_chunkset *chunks, vfgx_gpu_proc **out);
+/* Chunks: an item that releases those past timeout_ms (GPU clock). */
+int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp);
+
 /* rx -> processed latency: per item, the time from the oldest packet's
  * receive stamp to the CPU reaping the item DONE, counted for each of its
  * packets, in 64 buckets per power of two (1.6% resolution).  Returns the

@@ -17,6 +17,46 @@ extern "C" {
 #define GPUK_GROUPS 64       /* stream groups: stream % GROUPS, one ticket each */
 #define GPUK_STAGE_MAX 9216  /* stage_copy: largest packet copied */
 
+/* pipeline.chunks placed by the GPU (chunk_gpu.c fills it; the kernels
+ * of gpu_chunks.cuh read it).  Pointers are the GPU's views.  Counters of
+ * one stream (gpuk_chunk_pub.cnt): */
+enum {
+	GPUK_K_COMPLETE, GPUK_K_CLOSED, GPUK_K_SKIPPED, GPUK_K_PLACED,
+	GPUK_K_MISSING, GPUK_K_LATE, GPUK_K_DUPLICATES, GPUK_K_OUT_OF_RANGE,
+	GPUK_K_BACKPRESSURE, GPUK_K_BP_DROPS, GPUK_K_GAPS, GPUK_K_NCNT
+};
+
+/* What the GPU says of a chunk it made ready, per ring slot (pinned):
+ * written before the slot's ready word, read by the CPU after it. */
+struct gpuk_chunk_desc {
+	uint64_t index, present_count, missing, flags, stream_late, last_gt,
+		ready_gt, pad;
+};
+
+/* Per stream (pinned, written by the GPU once per item that touched the
+ * stream, and before any wait for the consumer): rel_head, every chunk
+ * below it was made ready or skipped; the stream's counters. */
+struct gpuk_chunk_pub {
+	uint64_t rel_head;
+	uint64_t cnt[GPUK_K_NCNT];
+	uint64_t pad[4];
+};
+
+struct gpuk_chunks {
+	uint32_t on, payload_bytes, packets, streams, place, field_offset;
+	uint32_t field_size, in_flight, close_distance, timeout_ms, present_words;
+	uint32_t pad;
+	uint64_t field_step, slot_stride, present_off, lens_off;
+	uint8_t *data;               /* slot (stream * in_flight + r) at r * slot_stride */
+	uint64_t *ready_word;        /* per slot: index + 1 of the chunk made ready */
+	const uint64_t *returned_word; /* per slot: index + 1 of the chunk given back */
+	struct gpuk_chunk_desc *desc; /* per slot */
+	struct gpuk_chunk_pub *pub;  /* per stream */
+	const uint32_t *stop;        /* the pipeline is stopping: waits give up */
+	uint32_t *bp_wait;           /* set to 1 at least every ms while a warp
+				      * waits for the consumer (the host clears it) */
+};
+
 struct gpuk_conf {
 	uint32_t mode, stage_copy, items, burst, graph_items, blocks, timeout_ms;
 	uint32_t user, log_records, gpu_id, queues;
@@ -27,6 +67,7 @@ struct gpuk_conf {
 	 * quit flag, as a kernel wedged in user code would; 0: never, else
 	 * N + 1 */
 	uint64_t test_wedge;
+	struct gpuk_chunks ch;       /* ch.on: records go into chunks */
 };
 
 /* Counter indexes (reduced on the GPU, one u64 each). */

@@ -54,6 +54,10 @@ struct res {
 	uint32_t flags;
 };
 
+/* GPU chunk placement state (gpu_chunks.cuh), GPU memory. */
+struct kc_stream;
+struct kc_slot;
+
 /* Everything a kernel needs, passed by value. */
 struct kparams {
 	struct vfgx_comm_item *items;
@@ -82,6 +86,11 @@ struct kparams {
 	ull *log_n;
 	uint64_t log_cap;
 	uint64_t test_wedge;        /* gpuk_conf.test_wedge */
+	/* chunks (ch.on): records go to phase B for placement, not reorder */
+	struct gpuk_chunks ch;
+	struct kc_stream *kcs;      /* ch.streams */
+	struct kc_slot *kcsl;       /* ch.streams * ch.in_flight */
+	uint32_t to_b;              /* reorder or chunks: phase B has records */
 };
 
 /* ---- memory-ordering helpers (see commlist.h) ---------------------------- */
@@ -107,6 +116,18 @@ __device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
 {
 	cuda::atomic_ref<uint32_t, cuda::thread_scope_system> a(*p);
 	a.store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ void st_release_sys64(uint64_t *p, uint64_t v)
+{
+	cuda::atomic_ref<uint64_t, cuda::thread_scope_system> a(*p);
+	a.store(v, cuda::memory_order_release);
+}
+
+__device__ __forceinline__ uint64_t ld_acquire_sys64(const uint64_t *p)
+{
+	cuda::atomic_ref<const uint64_t, cuda::thread_scope_system> a(*p);
+	return a.load(cuda::memory_order_acquire);
 }
 
 __device__ __forceinline__ uint64_t ld_acquire_dev(const uint64_t *p)

@@ -270,7 +270,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 				  pat_base(h.stream, h.seq), &bad);
 		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (bad ? RF_BAD : 0);
 	}
-	if (!k.reorder) {
+	if (!k.to_b) {
 		if (r == VFGX_STAGE_PASS)
 			deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
 				pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
@@ -293,7 +293,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 		out->seq = h.seq;
 		out->body = pay + VFGX_APP_HLEN;
 		out->len = ps.payload_len - VFGX_APP_HLEN;
-		out->stream = q * k.max_streams + h.stream;
+		out->stream = k.ch.on ? h.stream : q * k.max_streams + h.stream;
 		out->flags = h.flags;
 		out->kind = RES_INSERT;
 		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
@@ -434,7 +434,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			if (passed)
 				count(cnt, GPUK_C_PASSED, __popc(passed));
 		}
-		if (!k.reorder) {
+		if (!k.to_b) {
 			/* deliver is warp-wide: one packet after another */
 			for (uint32_t j = 0; j < m; j++) {
 				const uint8_t *pay;
@@ -474,7 +474,10 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				if (ar != VFGX_STAGE_PASS) {
 					count(cnt, GPUK_C_DROP0 + ar, 1);
 				} else {
-					uint32_t st = q * k.max_streams + h.stream;
+					/* chunks: the app header's stream, as
+					 * the cpu engine places it */
+					uint32_t st = k.ch.on ? h.stream :
+						      q * k.max_streams + h.stream;
 
 					out->seq = h.seq;
 					out->body = f + ps.payload_off + VFGX_APP_HLEN;

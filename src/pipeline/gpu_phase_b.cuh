@@ -4,6 +4,7 @@
 #ifndef VFGX_GPU_PHASE_B_CUH
 #define VFGX_GPU_PHASE_B_CUH
 
+#include "gpu_chunks.cuh"
 #include "gpu_phase_a.cuh"
 
 /* ---- phase B: reorder, one warp per stream group --------------------------
@@ -276,6 +277,55 @@ __device__ __forceinline__ void cache_get(const kparams &k, uint32_t s,
 	cheld = __ldcg(&k.held[cs]);
 }
 
+/* Chunks: group g's records of the item, in arrival order, placed one
+ * after another (kc_place) and delivered from their slots; each stream
+ * placed into is published when the next record is of another stream,
+ * and at the end. */
+__device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
+			    const uint8_t *grp, uint32_t n, uint32_t g,
+			    uint32_t (&bal)[32], uint32_t tot, struct res mine0,
+			    uint32_t lane)
+{
+	uint32_t last = UINT32_MAX;
+
+	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+		if (b0)
+			group_ballots(grp, b0, n, g, lane, bal, tot);
+#pragma unroll 1
+		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
+			uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
+			struct res mine = b0 == 0 && r0 == 0 ? mine0 :
+				batch_record(rs, bal, b0, r0, lane);
+
+#pragma unroll 1
+			for (uint32_t j = 0; j < batch; j++) {
+				struct res r;
+				const uint8_t *dst = NULL;
+				ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+				int v;
+
+				r.seq = __shfl_sync(FULL, mine.seq, j);
+				r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+				r.len = __shfl_sync(FULL, mine.len, j);
+				r.stream = __shfl_sync(FULL, mine.stream, j);
+				r.flags = __shfl_sync(FULL, mine.flags, j);
+				r.kind = RES_INSERT;
+				if (last != r.stream && last < k.ch.streams)
+					kc_publish(k, last, lane);
+				last = r.stream;
+				v = kc_place(k, r, now, &dst, lane);
+				if (v == VFGX_STAGE_PASS)
+					deliver(k, cnt, r.stream, r.seq, dst, r.len, r.flags,
+						false, lane);
+				else if (lane == 0)
+					count(cnt, GPUK_C_DROP0 + v, 1);
+			}
+		}
+	}
+	if (last < k.ch.streams)
+		kc_publish(k, last, lane);
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
@@ -291,7 +341,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * first 1024 and the first 32 records) does not depend on earlier
 	 * items: read it before waiting for the group's turn, so the turn
 	 * itself only covers the window state. */
-	if (k.reorder && cmd == VFGX_COMM_CMD_BURST && n) {
+	if (k.to_b && cmd == VFGX_COMM_CMD_BURST && n) {
 		group_ballots(grp, 0, n, g, lane, bal, tot);
 		mine0 = batch_record(rs, bal, 0, 0, lane);
 	}
@@ -310,6 +360,21 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				k.next[s] = 0;
 			}
 		}
+		for (uint32_t s = g; k.ch.on && s < k.ch.streams; s += GPUK_GROUPS)
+			kc_reset(k, s, lane);
+	} else if (k.ch.on && cmd != VFGX_COMM_CMD_BURST) {
+		/* end of input, or a tick of the clock for timeout_ms */
+		ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+
+		for (uint32_t s = g; s < k.ch.streams; s += GPUK_GROUPS) {
+			if (cmd == VFGX_COMM_CMD_FLUSH)
+				kc_flush(k, s, lane);
+			else
+				kc_tick(k, s, now, lane);
+			kc_publish(k, s, lane);
+		}
+	} else if (k.ch.on) {
+		chunk_group(k, cnt, rs, grp, n, g, bal, tot, mine0, lane);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);

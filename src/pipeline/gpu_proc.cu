@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		{
 			/* this warp's groups with nothing to do pass their
 			 * tickets on at once; the others run in turn */
-			ull full = cmd_sh == VFGX_COMM_CMD_BURST ? (k.reorder ? gmask : 0) : ~0ull;
+			ull full = cmd_sh == VFGX_COMM_CMD_BURST ? (k.to_b ? gmask : 0) : ~0ull;
 			uint32_t busy8 = 0;
 			bool ok;
 
@@ -345,7 +345,9 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	k.max_streams = c->max_streams;
 	k.window = c->reorder ? c->window : 1;
 	k.slot = c->slot;
-	k.reorder = c->reorder;
+	k.reorder = c->reorder && !c->ch.on;
+	k.ch = c->ch;
+	k.to_b = k.reorder || c->ch.on;
 	k.verify = c->verify;
 	k.nb_ranges = c->nb_ranges;
 	memcpy(k.lo, c->lo, sizeof(k.lo));
@@ -397,6 +399,11 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	    (ret = dalloc(g, (void **)&k.user.flow_sum, sizeof(ull) * k.nb_streams, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.log_n, sizeof(ull), err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.log, sizeof(struct gpuk_delivery) * c->log_records, err, errlen)))
+		goto fail;
+	if (c->ch.on &&
+	    ((ret = dalloc(g, (void **)&k.kcs, sizeof(struct kc_stream) * c->ch.streams, err, errlen)) ||
+	     (ret = dalloc(g, (void **)&k.kcsl, sizeof(struct kc_slot) * c->ch.streams *
+						 (size_t)c->ch.in_flight, err, errlen))))
 		goto fail;
 	if (c->stage_copy &&
 	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->burst * GPUK_STAGE_MAX, err, errlen)))

@@ -12,6 +12,7 @@
 #include <vfgx/gpu.h>
 #include <vfgx/stages.h>
 
+#include "chunkset.h"
 #include "commlist_host.h"
 #include "core/argsz.h"
 #include "gpu_bench.h"
@@ -105,6 +106,7 @@ struct vfgx_gpu_proc {
 	uint64_t lat_fine[LAT_FINE];
 	uint64_t cnt[GPUK_NCNT];
 	uint64_t last_health;
+	struct vfgx_chunkset *chunks; /* placed by the kernels, or NULL */
 	int error;
 	char desc[384];
 };
@@ -121,6 +123,13 @@ static int gp_fail(vfgx_gpu_proc *gp, int ret, const char *what, const char *err
 
 int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			 const struct vfgx_gpu_opts *user_opts, vfgx_gpu_proc **out)
+{
+	return vfgx_gpu_proc_create_chunks(ctx, conf, user_opts, NULL, out);
+}
+
+int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+				const struct vfgx_gpu_opts *user_opts,
+				struct vfgx_chunkset *chunks, vfgx_gpu_proc **out)
 {
 	struct vfgx_gpu_opts o, *opts = &o;
 	struct gpuk_conf c = { 0 };
@@ -142,6 +151,7 @@ int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		return -ENOMEM;
 	gp->ctx = ctx;
 	gp->o = *opts;
+	gp->chunks = chunks;
 	if (!gp->o.queues)
 		gp->o.queues = 1;
 	c.mode = opts->mode;
@@ -165,6 +175,10 @@ int vfgx_gpu_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		c.test_wedge = strtoull(getenv("VFGX_GPU_TEST_WEDGE"), NULL, 10) + 1;
 		vfgx_warn(ctx, "GPU: VFGX_GPU_TEST_WEDGE: the kernel will stop answering at item %llu (a test)",
 			  (unsigned long long)(c.test_wedge - 1));
+	}
+	if (chunks && (ret = vfgx_chunkset_gpu_attach(chunks, &c.ch))) {
+		free(gp);
+		return ret;
 	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges && i < GPUK_MAX_RANGES; i++) {
 		c.lo[i] = conf->port_ranges[i].lo;
@@ -305,6 +319,12 @@ static int wait_nokick(vfgx_gpu_proc *gp, uint64_t item)
 				gp->last_health = now;
 				if ((ret = health(gp)))
 					return ret;
+			}
+			/* a kernel waiting for the chunk consumer is not stuck */
+			if (el > (uint64_t)gp->o.timeout_ms * 1000000ull && gp->chunks &&
+			    vfgx_chunkset_gpu_waiting(gp->chunks)) {
+				t0 = now;
+				el = 0;
 			}
 			if (el > (uint64_t)gp->o.timeout_ms * 1000000ull) {
 				snprintf(err, sizeof(err),
@@ -487,6 +507,13 @@ int vfgx_gpu_proc_flush(vfgx_gpu_proc *gp)
 	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_FLUSH);
 
 	return r < 0 ? (int)r : vfgx_gpu_proc_sync(gp);
+}
+
+int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp)
+{
+	int64_t r = submit_item(gp, NULL, 0, VFGX_COMM_CMD_TICK);
+
+	return r < 0 ? (int)r : 0;
 }
 
 int vfgx_gpu_proc_reset(vfgx_gpu_proc *gp)

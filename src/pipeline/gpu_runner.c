@@ -15,6 +15,7 @@
 
 #include <vfgx/gpu.h>
 
+#include "chunkset.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
 #include "gpu_runner.h"
@@ -62,6 +63,7 @@ struct vfgx_gpu_pipeline {
 	uint8_t *bounce_mem;
 	vfgx_region *recs;   /* the held packet records, pinned */
 	struct vfgx_gpu_feeder fd;
+	struct vfgx_chunkset *chunks; /* placed by the kernels, or NULL */
 	pthread_t thread;
 	bool started, stopped;
 	atomic_bool stop, done;
@@ -94,7 +96,7 @@ static bool all_in_place(vfgx_port *const *ports, uint16_t nb_ports)
 
 int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			     vfgx_port *const *ports, uint16_t nb_ports,
-			     vfgx_gpu_pipeline **out)
+			     struct vfgx_chunkset *chunks, vfgx_gpu_pipeline **out)
 {
 	struct vfgx_gpu_pipeline *gpl;
 	uint32_t k = 0;
@@ -106,6 +108,7 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 		return -ENOMEM;
 	gpl->ctx = ctx;
 	gpl->conf = *conf;
+	gpl->chunks = chunks;
 	pthread_mutex_init(&gpl->lock, NULL);
 	ret = conf->gpu ? (gpl->opts = *conf->gpu, 0) :
 			  vfgx_gpu_opts_parse(&conf->gpu_opts, &gpl->opts);
@@ -148,7 +151,7 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 				 (int)gpl->opts.gpu_id, false, &gpl->recs);
 	if (ret)
 		goto fail;
-	ret = vfgx_gpu_proc_create(ctx, conf, &gpl->opts, &gpl->gp);
+	ret = vfgx_gpu_proc_create_chunks(ctx, conf, &gpl->opts, chunks, &gpl->gp);
 	if (ret)
 		goto fail;
 	gpl->held = calloc(gpl->nb_slots, sizeof(*gpl->held));
@@ -387,7 +390,10 @@ static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 static void *gpu_main(void *arg)
 {
 	vfgx_gpu_pipeline *gpl = arg;
-	uint64_t start = vfgx_now_ns(), last_pub = start;
+	uint64_t start = vfgx_now_ns(), last_pub = start, last_tick = start;
+	/* chunks.timeout_ms runs on the GPU's clock, looked at by a tick
+	 * item once a millisecond, as the cpu engine's workers do */
+	bool ticks = gpl->chunks && gpl->chunks->conf.timeout_ms;
 	uint64_t end = gpl->conf.duration_s > 0 ?
 			       start + (uint64_t)(gpl->conf.duration_s * 1e9) :
 			       UINT64_MAX;
@@ -414,6 +420,11 @@ static void *gpu_main(void *arg)
 		now = vfgx_now_ns();
 		if (now >= end)
 			break;
+		if (ticks && now - last_tick >= 1000000) {
+			last_tick = now;
+			if ((ret = vfgx_gpu_proc_tick(gpl->gp)))
+				break;
+		}
 		if (now - last_pub >= 1000000000ull) {
 			publish(gpl);
 			last_pub = now;
@@ -433,6 +444,9 @@ static void *gpu_main(void *arg)
 	}
 	gpl->end_ns = vfgx_now_ns();
 	publish(gpl);
+	/* no chunk comes after this (the flush item released the open ones) */
+	if (gpl->chunks)
+		vfgx_chunkset_finish(gpl->chunks);
 	atomic_store(&gpl->done, true);
 	return NULL;
 }

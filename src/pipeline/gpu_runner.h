@@ -8,9 +8,12 @@
 
 typedef struct vfgx_gpu_pipeline vfgx_gpu_pipeline;
 
+struct vfgx_chunkset;
+
+/* chunks: the GPU places records into them (gpu_chunks.cuh), or NULL. */
 int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			     vfgx_port *const *ports, uint16_t nb_ports,
-			     vfgx_gpu_pipeline **out);
+			     struct vfgx_chunkset *chunks, vfgx_gpu_pipeline **out);
 int vfgx_gpu_pipeline_start(vfgx_gpu_pipeline *gpl);
 bool vfgx_gpu_pipeline_done(vfgx_gpu_pipeline *gpl);
 void vfgx_gpu_pipeline_stop(vfgx_gpu_pipeline *gpl);

@@ -146,16 +146,10 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	}
 	memcpy(pl->ports, ports, nb_ports * sizeof(*pl->ports));
 	pl->nb_ports = nb_ports;
-	if (c.chunks && !pl->ops->set_chunks)
-		ret = vfgx_set_error(ctx, -ENOTSUP,
-				     "pipeline.chunks: the %s engine has no chunks (use device: cpu)",
-				     pl->ops->name);
-	else if (c.chunks && !(ret = vfgx_chunkset_create(ctx, c.chunks, &pl->chunks)))
+	if (c.chunks && !(ret = vfgx_chunkset_create(ctx, c.chunks, &pl->chunks)))
 		c.chunks = &pl->chunks->conf;
 	if (!ret)
-		ret = pl->ops->create(ctx, conf, ports, nb_ports, &pl->engine);
-	if (!ret && pl->chunks && (ret = pl->ops->set_chunks(pl->engine, pl->chunks)))
-		pl->ops->destroy(pl->engine);
+		ret = pl->ops->create(ctx, conf, ports, nb_ports, pl->chunks, &pl->engine);
 	if (ret) {
 		vfgx_chunkset_destroy(pl->chunks);
 		free(pl->ports);

@@ -1,0 +1,485 @@
+/* gpu_chunks.cuh - pipeline.chunks on the GPU: phase B places each record
+ * of a stream, in item order (its group's ticket), straight into its
+ * chunk slot, by the rules of chunk.c (vfgx/chunk.h's contract, the same
+ * counters and drop reasons), so the two engines agree (tests/gpu/
+ * test_chunks_gpu.c).  A chunk made ready is told to the CPU by its slot's
+ * descriptor and ready word and the stream's rel_head, all pinned
+ * (chunk_gpu.c hands it out); a slot is reused once its returned word
+ * says the consumer gave it back (vfgx_chunk_put or a CUDA stream).
+ *
+ * Every lane of the warp runs the same control flow on state read after a
+ * __syncwarp(); lane 0 alone writes the state, then __syncwarp()s.  The
+ * state is GPU memory touched only by the group's warp, handed from item
+ * to item by the ticket (acquire / release), read with volatile loads.
+ * Device code, included by gpu_proc.cu. */
+#ifndef VFGX_GPU_CHUNKS_CUH
+#define VFGX_GPU_CHUNKS_CUH
+
+#include <vfgx/chunk.h>
+
+#include "gpu_kcommon.cuh"
+
+#define KC_FREE 0
+#define KC_FILLING 1
+#define KC_READY 2
+#define KC_DROP_NOBUFS 0 /* VFGX_DROP_NOBUFS (vfgx/port.h; chunk_gpu.c checks) */
+
+struct kc_stream {
+	ull head, top, first_index, pending_gaps, open, pad;
+	ull c[GPUK_K_NCNT];
+};
+
+struct kc_slot {
+	ull index, state, present_count, first_gt, last_gt;
+};
+
+#define KV(x) (*(volatile ull *)&(x))
+
+__device__ __forceinline__ void kc_set(ull &x, ull v, uint32_t lane)
+{
+	if (lane == 0)
+		KV(x) = v;
+}
+
+__device__ __forceinline__ void kc_bump(struct kc_stream *st, int i, ull n,
+					uint32_t lane)
+{
+	if (lane == 0 && n)
+		KV(st->c[i]) = KV(st->c[i]) + n;
+}
+
+__device__ __forceinline__ size_t kc_si(const kparams &k, uint32_t s, uint64_t n)
+{
+	return (size_t)s * k.ch.in_flight + (size_t)(n % k.ch.in_flight);
+}
+
+__device__ __forceinline__ uint8_t *kc_base(const kparams &k, size_t si)
+{
+	return k.ch.data + si * k.ch.slot_stride;
+}
+
+__device__ __forceinline__ volatile ull *kc_present(const kparams &k, size_t si)
+{
+	return (volatile ull *)(kc_base(k, si) + k.ch.present_off);
+}
+
+__device__ __forceinline__ volatile uint32_t *kc_lens(const kparams &k, size_t si)
+{
+	return (volatile uint32_t *)(kc_base(k, si) + k.ch.lens_off);
+}
+
+/* Bits [a, b) of a 64-bit word (b - a <= 64). */
+__device__ __forceinline__ ull kc_bits(uint32_t a, uint32_t b)
+{
+	return b - a >= 64 ? ~0ull : ((1ull << (b - a)) - 1) << a;
+}
+
+/* Slots of the chunk at first below its highest present one that are
+ * missing, not counting those before the stream's first packet; after
+ * the highest, gaps only if the stream goes on (chunk.c's count_gaps). */
+__device__ void kc_count_gaps(const kparams &k, struct kc_stream *st, size_t si,
+			      ull first, bool later_known, uint32_t lane)
+{
+	volatile ull *present = kc_present(k, si);
+	uint32_t W = k.ch.present_words, P = k.ch.packets, hi = 0, from = 0;
+	ull fi = KV(st->first_index), gaps = 0;
+
+	for (uint32_t w = lane; w < W; w += 32) {
+		ull v = present[w];
+
+		if (v)
+			hi = max(hi, w * 64 + 63 - (uint32_t)__clzll((long long)v));
+	}
+	hi = __reduce_max_sync(FULL, hi);
+	if (first < fi)
+		from = (uint32_t)(fi - first);
+	for (uint32_t w = lane; w < W; w += 32) {
+		uint32_t a = max(w * 64, from), b = min(w * 64 + 64, hi);
+
+		if (a < b)
+			gaps += (ull)__popcll(~present[w] & kc_bits(a - w * 64, b - w * 64));
+	}
+	gaps = warp_sum(gaps);
+	kc_bump(st, GPUK_K_GAPS, gaps, lane);
+	if (later_known)
+		kc_bump(st, GPUK_K_GAPS, P - 1 - hi, lane);
+	else
+		kc_set(st->pending_gaps, KV(st->pending_gaps) + P - 1 - hi, lane);
+	__syncwarp();
+}
+
+/* Hand the head chunk out (or skip it when it got no packet) and advance. */
+__device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
+				bool later_known, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull head = KV(st->head), P = k.ch.packets;
+	size_t si = kc_si(k, s, head);
+	struct kc_slot *sl = &k.kcsl[si];
+
+	if (KV(sl->state) != KC_FILLING || KV(sl->index) != head) {
+		if (later_known)
+			kc_bump(st, GPUK_K_GAPS, P, lane);
+		else
+			kc_set(st->pending_gaps, KV(st->pending_gaps) + P, lane);
+		kc_bump(st, GPUK_K_SKIPPED, 1, lane);
+		kc_set(st->head, head + 1, lane);
+		__syncwarp();
+		return;
+	}
+	ull pc = KV(sl->present_count), missing = P - pc;
+
+	if (missing) {
+		kc_bump(st, GPUK_K_CLOSED, 1, lane);
+		kc_bump(st, GPUK_K_MISSING, missing, lane);
+		__syncwarp();
+		kc_count_gaps(k, st, si, head * P, later_known, lane);
+	} else {
+		kc_bump(st, GPUK_K_COMPLETE, 1, lane);
+	}
+	if (lane == 0) {
+		volatile struct gpuk_chunk_desc *d = &k.ch.desc[si];
+
+		d->index = head;
+		d->present_count = pc;
+		d->missing = missing;
+		d->flags = missing ? reason : VFGX_CHUNK_COMPLETE;
+		d->stream_late = KV(st->c[GPUK_K_LATE]);
+		d->last_gt = KV(sl->last_gt);
+		d->ready_gt = gtimer();
+		KV(sl->state) = KC_READY;
+		/* the slot's data and the descriptor before the word */
+		st_release_sys64(&k.ch.ready_word[si], head + 1);
+		KV(st->head) = head + 1;
+	}
+	__syncwarp();
+}
+
+/* Release chunks until head reaches target; a far jump releases what is
+ * open and skips the rest at once. */
+__device__ void kc_advance_to(const kparams &k, uint32_t s, ull target,
+			      uint32_t reason, bool later_known, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull F = k.ch.in_flight;
+
+	if (target - KV(st->head) > F) {
+		for (ull i = 0; i < F; i++)
+			kc_release_head(k, s, reason, later_known, lane);
+		ull head = KV(st->head);
+
+		kc_bump(st, GPUK_K_SKIPPED, target - head, lane);
+		if (later_known)
+			kc_bump(st, GPUK_K_GAPS, (target - head) * k.ch.packets, lane);
+		kc_set(st->head, target, lane);
+		__syncwarp();
+		return;
+	}
+	while (KV(st->head) < target)
+		kc_release_head(k, s, reason, later_known, lane);
+}
+
+/* The stream's counters and rel_head, for the CPU (pinned). */
+__device__ void kc_publish(const kparams &k, uint32_t s, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	volatile struct gpuk_chunk_pub *p = &k.ch.pub[s];
+
+	if (lane < GPUK_K_NCNT)
+		p->cnt[lane] = KV(st->c[lane]);
+	__syncwarp();
+	if (lane == 0)
+		st_release_sys64(&k.ch.pub[s].rel_head, KV(st->head));
+	__syncwarp();
+}
+
+/* Is slot si free (never used, or its chunk given back)? */
+__device__ bool kc_slot_free(const kparams &k, size_t si, uint32_t lane)
+{
+	struct kc_slot *sl = &k.kcsl[si];
+	int free = 0;
+
+	if (lane == 0) {
+		ull state = KV(sl->state);
+
+		free = state == KC_FREE ||
+		       (state == KC_READY &&
+			ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1);
+		if (free)
+			KV(sl->state) = KC_FREE;
+	}
+	free = __shfl_sync(FULL, free, 0);
+	__syncwarp();
+	return free;
+}
+
+/* Make slot si hold chunk n: wait while the consumer holds it; false when
+ * the pipeline stopped meanwhile. */
+__device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
+			     ull now, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	struct kc_slot *sl = &k.kcsl[si];
+
+	if (KV(sl->state) == KC_FILLING)
+		return true; /* holds n: every chunk in [head, head + in_flight) */
+	if (!kc_slot_free(k, si, lane)) {
+		int free = 0;
+
+		kc_bump(st, GPUK_K_BACKPRESSURE, 1, lane);
+		__syncwarp();
+		/* what is ready must reach the consumer that frees the slot */
+		kc_publish(k, s, lane);
+		if (lane == 0) {
+			uint64_t beat = 0;
+
+			for (;;) {
+				ull state = KV(sl->state);
+
+				if (state == KC_READY &&
+				    ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1) {
+					KV(sl->state) = KC_FREE;
+					free = 1;
+					break;
+				}
+				if (ld_quit(k.ch.stop) || ld_quit(k.quit) ||
+				    (k.dquit && ld_relaxed_dev(k.dquit)))
+					break;
+				if (gtimer() - beat > 1000000) {
+					beat = gtimer();
+					*(volatile uint32_t *)k.ch.bp_wait = 1;
+				}
+				__nanosleep(2000);
+			}
+		}
+		free = __shfl_sync(FULL, free, 0);
+		__syncwarp();
+		if (!free) {
+			kc_bump(st, GPUK_K_BP_DROPS, 1, lane);
+			__syncwarp();
+			return false;
+		}
+	}
+	volatile ull *present = kc_present(k, si);
+	volatile uint32_t *lens = kc_lens(k, si);
+
+	for (uint32_t w = lane; w < k.ch.present_words; w += 32)
+		present[w] = 0;
+	for (uint32_t i = lane; i < k.ch.packets; i += 32)
+		lens[i] = 0;
+	if (lane == 0) {
+		KV(sl->index) = n;
+		KV(sl->present_count) = 0;
+		KV(sl->first_gt) = now;
+		KV(sl->state) = KC_FILLING;
+	}
+	__syncwarp();
+	return true;
+}
+
+/* len bytes src -> dst across the warp: 4-byte stores where dst is
+ * aligned (src's misalignment taken up by funnel shifts of aligned loads,
+ * each of which holds a byte of src), 8 loads per lane in flight. */
+__device__ void kc_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
+			uint32_t lane)
+{
+	uint32_t nw = 0;
+
+	if (((uintptr_t)dst & 3) == 0) {
+		uint32_t o = (uint32_t)((uintptr_t)src & 3);
+		const uint32_t *ws = (const uint32_t *)((uintptr_t)src & ~(uintptr_t)3);
+		uint32_t *wd = (uint32_t *)dst;
+
+		nw = len / 4;
+		for (uint32_t j0 = 0; j0 < nw; j0 += 32 * 8) {
+			uint32_t v[8];
+
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t j = j0 + 32 * u + lane;
+
+				v[u] = 0;
+				if (j < nw)
+					v[u] = o ? __funnelshift_r(ws[j], ws[j + 1], 8 * o) : ws[j];
+			}
+#pragma unroll
+			for (uint32_t u = 0; u < 8; u++) {
+				uint32_t j = j0 + 32 * u + lane;
+
+				if (j < nw)
+					wd[j] = v[u];
+			}
+		}
+	}
+	for (uint32_t b = nw * 4 + lane; b < len; b += 32)
+		dst[b] = src[b];
+	__syncwarp();
+}
+
+/* The packet index of a record, or a drop reason (chunk.c's packet_index). */
+__device__ int kc_index(const kparams &k, const struct res &r, ull *p)
+{
+	ull v = 0;
+
+	if (k.ch.place == VFGX_CHUNK_BY_SEQ) {
+		*p = r.seq;
+		return r.seq < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
+	}
+	if ((ull)k.ch.field_offset + k.ch.field_size > r.len)
+		return VFGX_R_BAD_APP_HDR;
+	for (uint32_t i = 0; i < k.ch.field_size; i++)
+		v = v << 8 | r.body[k.ch.field_offset + i];
+	if (v % k.ch.field_step)
+		return VFGX_R_BAD_APP_HDR;
+	*p = v / k.ch.field_step;
+	return *p < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
+}
+
+/* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS with *dst the
+ * bytes written, else the drop reason. */
+__device__ int kc_place(const kparams &k, const struct res &r, ull now,
+			const uint8_t **dst, uint32_t lane)
+{
+	uint32_t s = r.stream, P = k.ch.packets;
+	struct kc_stream *st;
+	ull p, n, head, top, pw, bit;
+	uint32_t kk;
+	size_t si;
+	int ret;
+
+	if (s >= k.ch.streams)
+		return VFGX_R_BAD_STREAM;
+	st = &k.kcs[s];
+	if (r.len > k.ch.payload_bytes) {
+		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
+		__syncwarp();
+		return VFGX_R_TOO_BIG;
+	}
+	ret = kc_index(k, r, &p);
+	if (ret != VFGX_STAGE_PASS) {
+		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
+		__syncwarp();
+		return ret;
+	}
+	n = p / P;
+	kk = (uint32_t)(p % P);
+	if (!KV(st->open)) {
+		if (lane == 0) {
+			KV(st->open) = 1;
+			KV(st->head) = n;
+			KV(st->top) = n;
+			KV(st->first_index) = p;
+		}
+		__syncwarp();
+	}
+	head = KV(st->head);
+	if (n < head) {
+		kc_bump(st, GPUK_K_LATE, 1, lane);
+		__syncwarp();
+		return VFGX_R_LATE;
+	}
+	if (n - head >= k.ch.in_flight)
+		kc_advance_to(k, s, n - k.ch.in_flight + 1, VFGX_CHUNK_BY_RING, true, lane);
+	si = kc_si(k, s, n);
+	if (!kc_slot_open(k, s, si, n, now, lane))
+		return KC_DROP_NOBUFS;
+	pw = kc_present(k, si)[kk / 64];
+	bit = 1ull << (kk % 64);
+	if (pw & bit) {
+		kc_bump(st, GPUK_K_DUPLICATES, 1, lane);
+		__syncwarp();
+		return VFGX_R_DUPLICATE;
+	}
+	if (KV(st->pending_gaps)) {
+		kc_bump(st, GPUK_K_GAPS, KV(st->pending_gaps), lane);
+		kc_set(st->pending_gaps, 0, lane);
+	}
+	*dst = kc_base(k, si) + (size_t)kk * k.ch.payload_bytes;
+	kc_copy((uint8_t *)*dst, r.body, r.len, lane);
+	if (lane == 0) {
+		struct kc_slot *sl = &k.kcsl[si];
+
+		kc_lens(k, si)[kk] = r.len;
+		kc_present(k, si)[kk / 64] = pw | bit;
+		KV(sl->present_count) = KV(sl->present_count) + 1;
+		KV(sl->last_gt) = now;
+		if (n > KV(st->top))
+			KV(st->top) = n;
+	}
+	kc_bump(st, GPUK_K_PLACED, 1, lane);
+	__syncwarp();
+	for (;;) {
+		head = KV(st->head);
+		top = KV(st->top);
+		if (head > top)
+			break;
+		struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
+
+		if (KV(h->state) != KC_FILLING || KV(h->index) != head ||
+		    KV(h->present_count) != P)
+			break;
+		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane);
+	}
+	head = KV(st->head);
+	top = KV(st->top);
+	if (k.ch.close_distance && top >= head && top - head >= k.ch.close_distance)
+		kc_advance_to(k, s, top - k.ch.close_distance + 1, VFGX_CHUNK_BY_DISTANCE,
+			      true, lane);
+	return VFGX_STAGE_PASS;
+}
+
+__device__ bool kc_filling(const kparams &k, uint32_t s, ull n)
+{
+	struct kc_slot *sl = &k.kcsl[kc_si(k, s, n)];
+
+	return KV(sl->state) == KC_FILLING && KV(sl->index) == n;
+}
+
+/* The oldest chunk with packets timed out: release it with the empty ones
+ * before it (chunk.c's vfgx_chunkset_tick, on the GPU's clock). */
+__device__ void kc_tick(const kparams &k, uint32_t s, ull now, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull limit = (ull)k.ch.timeout_ms * 1000000ull;
+
+	if (!limit || !KV(st->open))
+		return;
+	while (KV(st->head) <= KV(st->top)) {
+		ull m = KV(st->head), top = KV(st->top);
+
+		while (m <= top && !kc_filling(k, s, m))
+			m++;
+		if (m > top || now - KV(k.kcsl[kc_si(k, s, m)].first_gt) < limit)
+			break;
+		while (KV(st->head) <= m)
+			kc_release_head(k, s, VFGX_CHUNK_BY_TIMEOUT,
+					KV(st->head) < KV(st->top), lane);
+	}
+}
+
+/* End of input: release every open chunk (BY_END). */
+__device__ void kc_flush(const kparams &k, uint32_t s, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+
+	if (!KV(st->open))
+		return;
+	for (uint32_t i = 0; i < k.ch.in_flight && KV(st->head) <= KV(st->top); i++)
+		kc_release_head(k, s, VFGX_CHUNK_BY_END, KV(st->head) < KV(st->top), lane);
+	kc_set(st->top, KV(st->head), lane);
+	__syncwarp();
+}
+
+/* Forget stream s (the RESET command): no packet seen, counters zero. */
+__device__ void kc_reset(const kparams &k, uint32_t s, uint32_t lane)
+{
+	volatile ull *w = (volatile ull *)&k.kcs[s];
+
+	for (uint32_t i = lane; i < sizeof(struct kc_stream) / 8; i += 32)
+		w[i] = 0;
+	for (uint32_t r = lane; r < k.ch.in_flight; r += 32)
+		KV(k.kcsl[(size_t)s * k.ch.in_flight + r].state) = KC_FREE;
+	__syncwarp();
+}
+
+#endif
