@@ -5,11 +5,15 @@
  * their device view; and a CUDA stream consumes chunks with no CPU in its
  * loop: vfgx_chunk_stream_wait, an async copy of the chunk's slot,
  * vfgx_chunk_stream_put, for every chunk of the run, enqueued before the
- * pipeline starts. */
+ * pipeline starts.  The gpu engine, whose kernels place the records
+ * themselves, gives the same chunks (every chunk's counts, mask and bytes)
+ * and counters as the cpu engine on the same faulty traffic, in each
+ * launch mode; CUDA streams consume its chunks the same way. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <vfgx/vfgx.h>
@@ -126,9 +130,236 @@ static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 	free(data);
 }
 
-/* Every chunk of stream 0 (20 complete ones) taken by a CUDA stream. */
-static void stream_consumer(vfgx_ctx *ctx)
+/* ---- gpu engine vs cpu engine: the same traffic, the same chunks ------- */
+
+/* What a run made of its chunks: per stream, in hand-out order, each
+ * chunk's index, flags, counts, present words and a hash of its present
+ * slots (lengths and bytes). */
+struct seen {
+	uint64_t n, sum[4];
+	struct vfgx_chunk_stats cs;
+	struct vfgx_pipeline_stats st;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int collect(vfgx_ctx *ctx, const char *y, uint32_t packets,
+		   uint32_t payload, struct seen *out)
+{
+	size_t bytes = (size_t)packets * payload, words = (packets + 63) / 64;
+	uint8_t *data = malloc(bytes);
+	uint64_t *present = calloc(words, 8);
+	uint32_t *lens = calloc(packets, 4);
+	struct vfgx_chunk *c;
+	struct run r;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->cs.argsz = sizeof(out->cs);
+	for (int i = 0; i < 4; i++)
+		out->sum[i] = 0xcbf29ce484222325ull;
+	if (!data || !present || !lens || open_run(ctx, &r, y)) {
+		free(data);
+		free(present);
+		free(lens);
+		return -1;
+	}
+	CHECK(vfgx_pipeline_start(r.pl) == 0, "start");
+	while ((ret = vfgx_chunk_get(r.pl, 2000, &c)) != -ENODATA) {
+		uint64_t h;
+
+		if (ret) {
+			/* nothing for 2 s: say where it stands and stop */
+			vfgx_chunk_stats(r.pl, &out->cs);
+			vfgx_pipeline_stats(r.pl, &out->st);
+			CHECK(0, "get: %d after %llu chunks; packets %llu delivered %llu, chunks "
+			      "complete %llu closed %llu placed %llu backpressure %llu, done %d",
+			      ret, (unsigned long long)out->n, (unsigned long long)out->st.packets,
+			      (unsigned long long)out->st.delivered,
+			      (unsigned long long)out->cs.complete, (unsigned long long)out->cs.closed,
+			      (unsigned long long)out->cs.placed, (unsigned long long)out->cs.backpressure,
+			      vfgx_pipeline_done(r.pl));
+			break;
+		}
+		if (c->mem == VFGX_MEM_GPU) {
+			CHECK(cudaMemcpy(data, c->data, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+			      cudaMemcpy(present, c->present, words * 8, cudaMemcpyDeviceToHost) == cudaSuccess &&
+			      cudaMemcpy(lens, c->lens, (size_t)packets * 4, cudaMemcpyDeviceToHost) == cudaSuccess,
+			      "copy back");
+		} else {
+			memcpy(data, c->data, bytes);
+			memcpy(present, c->present, words * 8);
+			memcpy(lens, c->lens, (size_t)packets * 4);
+		}
+		h = fnv(out->sum[c->stream % 4], &c->index, 8);
+		h = fnv(h, &c->flags, 4);
+		h = fnv(h, &c->present_count, 4);
+		h = fnv(h, &c->missing, 4);
+		h = fnv(h, present, words * 8);
+		for (uint32_t i = 0; i < packets; i++) {
+			if (!(present[i / 64] >> (i % 64) & 1))
+				continue;
+			h = fnv(h, &lens[i], 4);
+			h = fnv(h, data + (size_t)i * payload, lens[i]);
+		}
+		out->sum[c->stream % 4] = h;
+		out->n++;
+		vfgx_chunk_put(r.pl, c);
+	}
+	vfgx_pipeline_stop(r.pl);
+	CHECK(vfgx_chunk_stats(r.pl, &out->cs) == 0, "chunk stats");
+	vfgx_pipeline_stats(r.pl, &out->st);
+	close_run(&r);
+	free(data);
+	free(present);
+	free(lens);
+	return 0;
+}
+
+#define SAME(f) CHECK(a.f == b.f, "%s: " #f " cpu %llu gpu %llu", what, \
+		      (unsigned long long)a.f, (unsigned long long)b.f)
+
+/* Replay: the traffic (faults included) is built once, so both runs see
+ * the same packets in the same order whatever the engines' bursts. */
+static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
+		   const char *traffic, const char *chunks, const char *gpu_mode,
+		   uint32_t packets, uint32_t payload, bool some_chunks)
+{
+	static const char *const fmt =
+		"memory_regions: [{name: r, kind: %s, buf_size: 1024, num_bufs: 65536}]\n"
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0, memory_region: r, batch_size: 64}]}\n"
+		"    loopback: { replay: true, %s }\n"
+		"pipeline:\n"
+		"  device: %s\n"
+		"  workers: 1\n"
+		"  verify_payload: true\n"
+		"  gpu: { mode: %s, items: 16, graph_items: 4 }\n"
+		"  chunks: { mem: %s, %s }\n";
+	char y[2048];
+	struct seen a, b;
+
+	snprintf(y, sizeof(y), fmt, "host", traffic, "cpu", gpu_mode, mem, chunks);
+	if (collect(ctx, y, packets, payload, &a))
+		return;
+	fprintf(stderr, "     %s: cpu engine %llu chunks\n", what, (unsigned long long)a.n);
+	snprintf(y, sizeof(y), fmt, "pinned", traffic, "gpu", gpu_mode, mem, chunks);
+	if (collect(ctx, y, packets, payload, &b))
+		return;
+	SAME(n);
+	for (int i = 0; i < 4; i++)
+		SAME(sum[i]);
+	SAME(cs.complete);
+	SAME(cs.closed);
+	SAME(cs.skipped);
+	SAME(cs.placed);
+	SAME(cs.missing);
+	SAME(cs.late);
+	SAME(cs.duplicates);
+	SAME(cs.out_of_range);
+	SAME(cs.handed_out);
+	SAME(st.packets);
+	SAME(st.delivered);
+	SAME(st.delivered_bytes);
+	SAME(st.gaps);
+	SAME(st.verify_errors);
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		SAME(st.drops[i]);
+	CHECK(a.n > 0 || !some_chunks, "%s: no chunk", what);
+	CHECK(a.st.packets > 0 && a.st.drops[VFGX_DROP_NOBUFS] == 0, "%s: %llu packets, %llu nobufs",
+	      what, (unsigned long long)a.st.packets,
+	      (unsigned long long)a.st.drops[VFGX_DROP_NOBUFS]);
+	printf("ok   parity %s (%s, %s): %llu chunks (%llu complete, %llu closed, %llu skipped), "
+	       "%llu placed, %llu late, %llu duplicates, %llu out of range: the same on both engines\n",
+	       what, mem, gpu_mode, (unsigned long long)b.n, (unsigned long long)b.cs.complete,
+	       (unsigned long long)b.cs.closed, (unsigned long long)b.cs.skipped,
+	       (unsigned long long)b.cs.placed, (unsigned long long)b.cs.late,
+	       (unsigned long long)b.cs.duplicates, (unsigned long long)b.cs.out_of_range);
+}
+
+/* The gpu engine with chunks in host memory: refused in one line. */
+static void gpu_host_refused(vfgx_ctx *ctx)
+{
+	const char *y = "interfaces:\n  - backend: loopback\n    loopback: { packets: 100 }\n"
+			"pipeline:\n  device: gpu\n  chunks: { mem: host }\n";
+	struct vfgx_config *cfg = NULL;
+	vfgx_port *port = NULL;
+	vfgx_pipeline *pl = NULL;
+
+	CHECK(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg) == 0 &&
+	      vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) == 0, "open");
+	CHECK(port && vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl) == -EINVAL &&
+	      strstr(vfgx_last_error(ctx), "mem host with device gpu") &&
+	      !strchr(vfgx_last_error(ctx), '\n'),
+	      "gpu engine, host chunks: %s", vfgx_last_error(ctx));
+	printf("ok   gpu engine refuses host chunks: %s\n", vfgx_last_error(ctx));
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
+/* The gpu engine's clock and its waits: a paced lossy stream whose
+ * chunks close by timeout_ms (the feeder's tick items), and a consumer
+ * that holds its first chunks while the GPU needs their slots (the
+ * kernel waits, counted, and loses nothing). */
+static void gpu_timeout_backpressure(vfgx_ctx *ctx)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	uint64_t bad = 0, timed_out = 0, chunks = 0;
+	struct vfgx_chunk *c;
+	struct run r;
+	int ret;
+
+	if (open_run(ctx, &r,
+		     "memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 8192}]\n"
+		     "interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		     "    loopback: { packets: 4000, flows: 1, rate_pps: 20000, loss: 0.05, seed: 5 }\n"
+		     "pipeline:\n  device: gpu\n"
+		     "  chunks: { payload_bytes: 512, packets: 64, in_flight: 2, close_distance: 2,"
+		     " timeout_ms: 5, mem: pinned }\n"))
+		return;
+	CHECK(vfgx_pipeline_start(r.pl) == 0, "start");
+	while ((ret = vfgx_chunk_get(r.pl, 2000, &c)) != -ENODATA) {
+		CHECK(ret == 0, "get: %d", ret);
+		if (ret)
+			break;
+		bad += check_host(c, c->data, c->present, c->lens);
+		timed_out += (c->flags & VFGX_CHUNK_BY_TIMEOUT) != 0;
+		if (chunks++ < 3) {
+			struct timespec hold = { 0, 30000000 };
+
+			nanosleep(&hold, NULL);
+		}
+		vfgx_chunk_put(r.pl, c);
+	}
+	vfgx_pipeline_stop(r.pl);
+	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
+	CHECK(bad == 0, "timeout/backpressure: %llu bad bytes", (unsigned long long)bad);
+	CHECK(timed_out > 0, "no chunk closed by timeout_ms (%llu chunks)", (unsigned long long)chunks);
+	CHECK(cs.backpressure > 0 && cs.backpressure_drops == 0,
+	      "backpressure %llu, drops %llu", (unsigned long long)cs.backpressure,
+	      (unsigned long long)cs.backpressure_drops);
+	CHECK(cs.handed_out == chunks && cs.returned == chunks, "handed out %llu returned %llu of %llu",
+	      (unsigned long long)cs.handed_out, (unsigned long long)cs.returned,
+	      (unsigned long long)chunks);
+	printf("ok   gpu engine: %llu chunks, %llu closed by timeout_ms, %llu backpressure waits, "
+	       "no drop, every byte\n", (unsigned long long)chunks,
+	       (unsigned long long)timed_out, (unsigned long long)cs.backpressure);
+	close_run(&r);
+}
+
+/* Every chunk of stream 0 (20 complete ones) taken by a CUDA stream. */
+static void stream_consumer(vfgx_ctx *ctx, const char *device)
+{
+	char y[512];
 	enum { N = 20 };
 	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
 	size_t bytes = 64 * 512;
@@ -138,8 +369,13 @@ static void stream_consumer(vfgx_ctx *ctx)
 	uint64_t bad = 0;
 
 	/* one flow: stream 0 gets every packet, 20 chunks of 64 */
-	if (open_run(ctx, &r, "interfaces:\n  - backend: loopback\n    loopback: { packets: 1280, flows: 1 }\n"
-			      "pipeline:\n  device: cpu\n  chunks: { payload_bytes: 512, packets: 64, in_flight: 4, mem: gpu }\n"))
+	snprintf(y, sizeof(y),
+		 "memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 4096}]\n"
+		 "interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		 "    loopback: { packets: 1280, flows: 1 }\n"
+		 "pipeline:\n  device: %s\n  chunks: { payload_bytes: 512, packets: 64, in_flight: 4, mem: gpu }\n",
+		 device);
+	if (open_run(ctx, &r, y))
 		return;
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
 	CHECK(cudaMallocHost((void **)&host, bytes * N) == cudaSuccess, "host buffer");
@@ -164,10 +400,13 @@ static void stream_consumer(vfgx_ctx *ctx)
 	      "stream consumer: %llu complete, %llu handed out", (unsigned long long)cs.complete,
 	      (unsigned long long)cs.handed_out);
 	CHECK(bad == 0, "stream consumer: %llu bad bytes", (unsigned long long)bad);
-	printf("ok   CUDA stream consumer: %d chunks waited for and returned on the GPU, every byte\n", N);
+	printf("ok   CUDA stream consumer (%s engine): %d chunks waited for and returned on the GPU, every byte\n",
+	       device, N);
+	/* the pipeline (and a persistent kernel) first: cudaFreeHost waits
+	 * for all work on the device */
+	close_run(&r);
 	cudaFreeHost(host);
 	cudaStreamDestroy(s);
-	close_run(&r);
 }
 
 int main(void)
@@ -184,7 +423,33 @@ int main(void)
 	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
 	consume_and_check(ctx, "gpu");
 	consume_and_check(ctx, "pinned");
-	stream_consumer(ctx);
+	stream_consumer(ctx, "cpu");
+	stream_consumer(ctx, "gpu");
+	gpu_host_refused(ctx);
+	gpu_timeout_backpressure(ctx);
+	/* faults: loss, reorder, duplicates, corruption; chunks closed by
+	 * distance and by the ring; 3 streams, one without a ring */
+	parity(ctx, "faults", "gpu",
+	       "packets: 60000, flows: 3, packet_size: 600, loss: 0.01, reorder: 0.05, "
+	       "reorder_distance: 40, duplicate: 0.02, corrupt: 0.01, seed: 7",
+	       "payload_bytes: 600, packets: 64, streams: 2, in_flight: 4, close_distance: 2",
+	       "persistent", 64, 600, true);
+	parity(ctx, "faults", "pinned",
+	       "packets: 30000, flows: 2, packet_size: 300, loss: 0.02, reorder: 0.05, "
+	       "reorder_distance: 300, duplicate: 0.02, seed: 9",
+	       "payload_bytes: 256, packets: 100, streams: 2, in_flight: 3",
+	       "per_burst", 100, 256, true);
+	/* hostile placement: a 4-byte field of the payload, far jumps */
+	parity(ctx, "field", "gpu",
+	       "packets: 20000, flows: 2, packet_size: 200, seed: 11",
+	       "payload_bytes: 256, packets: 32, streams: 2, in_flight: 4, place: field, "
+	       "field_offset: 2, field_size: 4, field_step: 3",
+	       "graph", 32, 256, true);
+	/* a payload larger than the slot: out of range on both */
+	parity(ctx, "too big", "gpu",
+	       "packets: 5000, flows: 1, packet_size: 700, seed: 3",
+	       "payload_bytes: 512, packets: 64, in_flight: 2",
+	       "persistent", 64, 512, false);
 	vfgx_ctx_destroy(ctx);
 	printf("%s\n", failures ? "test_chunks_gpu: FAILED" : "test_chunks_gpu: all passed");
 	return failures ? 1 : 0;
