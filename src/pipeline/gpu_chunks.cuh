@@ -279,7 +279,9 @@ __device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
 
 /* len bytes src -> dst across the warp: 4-byte stores where dst is
  * aligned (src's misalignment taken up by funnel shifts of aligned loads,
- * each of which holds a byte of src), 8 loads per lane in flight. */
+ * each of which holds a byte of src), KC_DEPTH words per lane in flight
+ * (a 4 KiB piece per round trip: the copy is latency bound, one warp). */
+#define KC_DEPTH 32
 __device__ void kc_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
 			uint32_t lane)
 {
@@ -291,23 +293,30 @@ __device__ void kc_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
 		uint32_t *wd = (uint32_t *)dst;
 
 		nw = len / 4;
-		for (uint32_t j0 = 0; j0 < nw; j0 += 32 * 8) {
-			uint32_t v[8];
+		for (uint32_t j0 = 0; j0 < nw; j0 += 32 * KC_DEPTH) {
+			uint32_t w[KC_DEPTH];
 
+			/* every load of the round issued before any is used; with
+			 * o, word nw holds a byte of src too */
 #pragma unroll
-			for (uint32_t u = 0; u < 8; u++) {
+			for (uint32_t u = 0; u < KC_DEPTH; u++) {
 				uint32_t j = j0 + 32 * u + lane;
 
-				v[u] = 0;
-				if (j < nw)
-					v[u] = o ? __funnelshift_r(ws[j], ws[j + 1], 8 * o) : ws[j];
+				w[u] = j < nw + (o != 0) ? ws[j] : 0;
 			}
 #pragma unroll
-			for (uint32_t u = 0; u < 8; u++) {
+			for (uint32_t u = 0; u < KC_DEPTH; u++) {
 				uint32_t j = j0 + 32 * u + lane;
+				/* the next word: the next lane's, or for lane 31
+				 * the next row's first */
+				uint32_t nx = __shfl_down_sync(FULL, w[u], 1);
 
+				if (lane == 31)
+					nx = j + 1 < nw + (o != 0) ? ws[j + 1] : 0;
+				if (o)
+					w[u] = __funnelshift_r(w[u], nx, 8 * o);
 				if (j < nw)
-					wd[j] = v[u];
+					wd[j] = w[u];
 			}
 		}
 	}
