@@ -193,7 +193,13 @@ with tempfile.TemporaryDirectory() as tmp:
     if "no libwiretap" in rn.stderr:
         print("skip - pcapng: this build has no libwiretap (libwiretap-dev): %s" % rn.stderr.strip())
         check(rn.returncode == 2 and len(rn.stderr.strip().splitlines()) == 1 and
-              not os.path.exists(capng), "pcapng refused with one line, no file left")
+              not os.path.exists(capng), "pcapng by the name: refused with one line, no file left")
+        kng = cfg(tmp, "kng.yaml", SOURCE + PIPE % ", format: pcapng")
+        rk = run("run", "-q", "--capture", os.path.join(tmp, "k.cap"), kng)
+        lines = rk.stderr.strip().splitlines()
+        check(rk.returncode == 2 and len(lines) == 1 and (kng + ":") in lines[0] and
+              "libwiretap" in lines[0] and not os.path.exists(os.path.join(tmp, "k.cap")),
+              "format: pcapng refused at config load, file:line:col: %s" % lines)
         has_pcapng = False
     else:
         has_pcapng = True
