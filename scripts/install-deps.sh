@@ -26,6 +26,7 @@ pkgs=(
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	libpcap-dev tshark # backend pcap, capture files; tshark reads them back in the tests
+	libwiretap-dev libwsutil-dev libglib2.0-dev # pcapng capture files (libwiretap writes them; its headers need wsutil's and glib's)
 	rdma-core libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
 	# references and test tooling
 	libopenmpi-dev openmpi-bin # the MPI part (src/mpi) and its mpirun tests

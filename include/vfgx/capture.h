@@ -1,10 +1,10 @@
 /* vfgx/capture.h - record received packets to capture files off the hot
  * path: each tapped rx queue copies (up to the snap length of) the packets
  * it receives into its own ring; one writer thread drains the rings into
- * nanosecond pcap files (libpcap), rotating them by size.  When the writer
- * falls behind, a full ring drops capture records and counts them: the
- * pipeline never waits for the disk.  docs/capture.md says why pcap and
- * not pcapng (libpcap writes only pcap). */
+ * nanosecond pcap files (libpcap) or pcapng files (libwiretap, where the
+ * build has it), rotating them by size.  When the writer falls behind, a
+ * full ring drops capture records and counts them: the pipeline never
+ * waits for the disk.  docs/send.md, "Capture files". */
 #ifndef VFGX_CAPTURE_H
 #define VFGX_CAPTURE_H
 
@@ -27,6 +27,15 @@ enum vfgx_capture_mode {
 	VFGX_CAPTURE_SAMPLE = 2, /* one packet in sample_every per queue */
 };
 
+enum vfgx_capture_format {
+	VFGX_CAPTURE_FORMAT_AUTO = 0,   /* pcapng when the path ends in
+					 * ".pcapng", pcap otherwise */
+	VFGX_CAPTURE_FORMAT_PCAP = 1,   /* libpcap's nanosecond pcap */
+	VFGX_CAPTURE_FORMAT_PCAPNG = 2, /* pcapng, one Ethernet interface
+					 * with nanosecond resolution
+					 * (libwiretap; -ENOTSUP without it) */
+};
+
 /* Defaults (vfgx_capture_conf_default) in brackets.  The struct may grow
  * at the end: argsz says which version. */
 struct vfgx_capture_conf {
@@ -39,6 +48,8 @@ struct vfgx_capture_conf {
 	uint64_t rotate_bytes; /* [0: never] start a new file past this size */
 	uint32_t rotate_files; /* [0: keep all] files kept; the oldest goes */
 	uint32_t ring_bytes;   /* [8 MiB] ring per tapped queue, 64 KiB..1 GiB */
+	/* -- version 2 (a version-1 struct, argsz 48, gets the default) -- */
+	uint32_t format;       /* [auto] enum vfgx_capture_format */
 };
 
 struct vfgx_capture_stats {
@@ -62,7 +73,8 @@ void vfgx_capture_conf_default(struct vfgx_capture_conf *c);
 int vfgx_capture_conf_from_yaml(const struct vfgx_cfg_node *map,
 				struct vfgx_capture_conf *c);
 /* Open the first file (its header written) and start the writer.  One
- * line on ctx and -errno when the path cannot be written. */
+ * line on ctx and -errno when the path cannot be written; -ENOTSUP for
+ * pcapng in a build without libwiretap. */
 int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		      vfgx_capture **out);
 /* Tap every rx queue of port (before its queues are polled, e.g. before

@@ -266,7 +266,7 @@ static const struct cli_opt run_opts[] = {
 	{ "quiet", 'q', NULL, "no live line" },
 	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
-	{ "capture", 'c', "FILE", "write received packets to the pcap file FILE (overrides pipeline.capture.path)" },
+	{ "capture", 'c', "FILE", "write received packets to FILE: pcap, or pcapng for a name ending in .pcapng (overrides pipeline.capture.path)" },
 	{ "expect-sent", 'e', "FILE", "after the run, check expectations against FILE, a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },

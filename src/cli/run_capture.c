@@ -26,7 +26,7 @@ int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *p
 		cc.path = path;
 	if ((ret = vfgx_capture_open(ctx, &cc, out))) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		return ret == -EINVAL ? 2 : 1;
+		return ret == -EINVAL || ret == -ENOTSUP ? 2 : 1;
 	}
 	for (uint16_t i = 0; i < nb_ports; i++) {
 		if ((ret = vfgx_capture_attach(*out, ports[i]))) {

@@ -1,16 +1,14 @@
-/* capture.c - received packets to pcap files, off the hot path.  Each
+/* capture.c - received packets to capture files, off the hot path.  Each
  * tapped rx queue has its own single-producer byte ring: the queue's
  * thread copies the packets the mode selects (up to snaplen) into it, or
  * counts them as ring_full when the writer is behind; one writer thread
- * drains the rings into nanosecond pcap files with libpcap, rotating them
- * by size.  A write error (a full disk) truncates the file back to its
- * last whole record, so no file is left half-written, and counts what
- * follows as failed. */
+ * drains the rings into files of the chosen format (capture_file.h: pcap
+ * with libpcap, pcapng with libwiretap), rotating them by size.  A write
+ * error (a full disk) cuts the file back to its last whole record, so no
+ * file is left half-written, and counts what follows as failed. */
 #include <errno.h>
-#include <pcap/pcap.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +18,7 @@
 #include <vfgx/stages.h>
 
 #include "backend.h"
+#include "capture_file.h"
 #include "capture_tap.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
@@ -27,7 +26,6 @@
 #endif
 #include "pcap_opts.h"
 
-#define CAP_IOBUF (4u << 20)      /* stdio buffer of the file */
 #define CAP_FLUSH_NS 50000000ull  /* flush at least this often while records come */
 #define CAP_RELEASE_BYTES (256u << 10) /* ring space handed back this often */
 #define CAP_IDLE_NS 100000        /* the writer's nap when every ring is empty */
@@ -69,10 +67,9 @@ struct vfgx_capture {
 	pthread_t writer;
 	bool stop;
 	int64_t wall_off_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
-	pcap_t *dead;
-	pcap_dumper_t *d;
+	const struct cap_format *fmt;
+	struct cap_file *f;  /* the file being written; NULL after an error */
 	int64_t good;        /* file offset after the last flushed record */
-	char *iobuf;         /* CAP_IOBUF bytes, the file's stdio buffer */
 	uint64_t flushed_ns; /* last flush */
 	uint32_t file_idx;
 	/* writer's counters */
@@ -101,31 +98,12 @@ static void file_name(const struct vfgx_capture *c, uint32_t n, char *out, size_
 static int file_open(struct vfgx_capture *c)
 {
 	char name[4096];
-	int err;
-
-	FILE *f;
+	int ret;
 
 	file_name(c, c->file_idx, name, sizeof(name));
-	/* our FILE with a large buffer: records go to the kernel in
-	 * CAP_IOBUF pieces, not stdio's default few kilobytes */
-	f = fopen(name, "wb");
-	if (!f)
-		return vfgx_set_error(c->ctx, -errno, "capture: %s: %s", name, strerror(errno));
-	if (setvbuf(f, c->iobuf, _IOFBF, CAP_IOBUF) || !(c->d = pcap_dump_fopen(c->dead, f))) {
-		err = errno ? errno : EIO;
-		fclose(f);
-		unlink(name);
-		return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, pcap_geterr(c->dead));
-	}
-	if (pcap_dump_flush(c->d)) {
-		err = errno ? errno : EIO;
-		pcap_dump_close(c->d);
-		c->d = NULL;
-		unlink(name);
-		return vfgx_set_error(c->ctx, -err, "capture: %s: writing the file header: %s",
-				      name, strerror(err));
-	}
-	c->good = pcap_dump_ftell64(c->d);
+	if ((ret = c->fmt->open(c->ctx, name, c->conf.snaplen, &c->f)))
+		return ret;
+	c->good = c->fmt->size(c->f);
 	c->flushed_ns = vfgx_now_ns();
 	__atomic_fetch_add(&c->files, 1, __ATOMIC_RELAXED);
 	if (c->conf.rotate_files && c->file_idx >= c->conf.rotate_files) {
@@ -135,32 +113,28 @@ static int file_open(struct vfgx_capture *c)
 	return 0;
 }
 
-/* Flush what was dumped; on a write error cut the file back to its last
+/* Flush what was written; on a write error cut the file back to its last
  * whole record and stop writing. */
 static void file_flush(struct vfgx_capture *c)
 {
-	FILE *f;
 	int err;
 
-	if (!c->d)
+	if (!c->f)
 		return;
-	f = pcap_dump_file(c->d);
 	c->flushed_ns = vfgx_now_ns();
-	if (pcap_dump_flush(c->d) == 0 && !ferror(f)) {
-		c->good = pcap_dump_ftell64(c->d);
+	if ((err = c->fmt->flush(c->f)) == 0) {
+		c->good = c->fmt->size(c->f);
 		c->written_flushed = c->written;
 		return;
 	}
-	err = errno ? errno : EIO;
-	__fpurge(f); /* what stdio still holds must not follow the cut */
-	if (ftruncate(fileno(f), c->good))
-		vfgx_warn(c->ctx, "capture: truncating after a write error: %s", strerror(errno));
+	if (c->fmt->close(c->f, c->good) < 0)
+		vfgx_warn(c->ctx, "capture: %s: cutting the file back after a write error failed: it may end in a partial record",
+			  c->path);
+	c->f = NULL;
 	c->bytes = c->bytes_closed + (uint64_t)c->good;
 	/* the records after c->good were counted written: they are not */
 	__atomic_fetch_add(&c->failed, c->written - c->written_flushed, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->written, c->written_flushed, __ATOMIC_RELAXED);
-	pcap_dump_close(c->d);
-	c->d = NULL;
 	__atomic_store_n(&c->error, -err, __ATOMIC_RELEASE);
 	vfgx_warn(c->ctx, "capture: %s: write failed (%s): capture stopped, the file ends at its last whole record",
 		  c->path, strerror(err));
@@ -168,26 +142,22 @@ static void file_flush(struct vfgx_capture *c)
 
 static void write_rec(struct vfgx_capture *c, const struct cap_rec *r)
 {
-	struct pcap_pkthdr h;
-	int64_t t = (int64_t)r->ts_ns + c->wall_off_ns;
-
-	if (!c->d) {
+	if (!c->f) {
 		__atomic_fetch_add(&c->failed, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	h.ts.tv_sec = (time_t)(t / 1000000000);
-	h.ts.tv_usec = (suseconds_t)(t % 1000000000); /* nanoseconds: the file says so */
-	h.caplen = r->caplen;
-	h.len = r->len;
-	pcap_dump((u_char *)c->d, &h, (const u_char *)(r + 1));
 	__atomic_fetch_add(&c->written, 1, __ATOMIC_RELAXED);
-	if (c->conf.rotate_bytes && (uint64_t)pcap_dump_ftell64(c->d) >= c->conf.rotate_bytes) {
+	if (c->fmt->write(c->f, (int64_t)r->ts_ns + c->wall_off_ns, r->caplen, r->len, r + 1)) {
+		file_flush(c); /* says the error, cuts the file */
+		return;
+	}
+	if (c->conf.rotate_bytes && (uint64_t)c->fmt->size(c->f) >= c->conf.rotate_bytes) {
 		file_flush(c);
-		if (!c->d)
+		if (!c->f)
 			return;
 		__atomic_fetch_add(&c->bytes_closed, (uint64_t)c->good, __ATOMIC_RELAXED);
-		pcap_dump_close(c->d);
-		c->d = NULL;
+		c->fmt->close(c->f, -1);
+		c->f = NULL;
 		c->file_idx++;
 		if (file_open(c)) {
 			__atomic_store_n(&c->error, -EIO, __ATOMIC_RELEASE);
@@ -254,6 +224,28 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* The writer of the format conf asks for (auto: the path's extension
+ * says); NULL after a one-line error. */
+static const struct cap_format *choose_format(vfgx_ctx *ctx, const struct vfgx_capture_conf *cc)
+{
+	size_t n = strlen(cc->path);
+	uint32_t format = cc->format;
+
+	if (format == VFGX_CAPTURE_FORMAT_AUTO)
+		format = n >= 7 && !strcmp(cc->path + n - 7, ".pcapng") ? VFGX_CAPTURE_FORMAT_PCAPNG :
+									VFGX_CAPTURE_FORMAT_PCAP;
+	if (format == VFGX_CAPTURE_FORMAT_PCAP)
+		return &vfgx_cap_pcap;
+#if VFGX_HAVE_PCAPNG
+	(void)ctx;
+	return &vfgx_cap_pcapng;
+#else
+	vfgx_set_error(ctx, -ENOTSUP, "capture: %s: pcapng%s: this build has no libwiretap (install libwiretap-dev and rebuild, or set pipeline.capture.format: pcap)",
+		       cc->path, cc->format ? "" : " (the file name ends in .pcapng)");
+	return NULL;
+#endif
+}
+
 int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		      vfgx_capture **out)
 {
@@ -279,29 +271,26 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		return vfgx_set_error(ctx, -EINVAL, "capture: ring_bytes %u is not a power of two",
 				      conf->ring_bytes);
 	}
+	if (!(c->fmt = choose_format(ctx, &c->conf))) {
+		free(c);
+		return -ENOTSUP;
+	}
 	c->path = strdup(c->conf.path);
-	c->iobuf = malloc(CAP_IOBUF);
 	c->conf.path = c->path;
 	pthread_mutex_init(&c->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((int64_t)rt.tv_sec - mt.tv_sec) * 1000000000 +
 			 ((int64_t)rt.tv_nsec - mt.tv_nsec);
-	c->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)c->conf.snaplen,
-						       PCAP_TSTAMP_PRECISION_NANO);
-	ret = !c->path || !c->iobuf ? -ENOMEM : !c->dead ? vfgx_set_error(ctx, -ENOMEM, "capture: pcap_open_dead failed") :
-		file_open(c);
+	ret = !c->path ? -ENOMEM : file_open(c);
 	if (!ret && (ret = -pthread_create(&c->writer, NULL, writer_main, c)))
 		vfgx_set_error(ctx, ret, "capture: writer thread: %s", strerror(-ret));
 	if (ret) {
-		if (c->d) {
-			pcap_dump_close(c->d);
+		if (c->f) {
+			c->fmt->close(c->f, -1);
 			unlink(c->path);
 		}
-		if (c->dead)
-			pcap_close(c->dead);
 		pthread_mutex_destroy(&c->lock);
-		free(c->iobuf);
 		free(c->path);
 		free(c);
 		return ret;
@@ -506,9 +495,10 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 		return 0;
 	__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
 	pthread_join(c->writer, NULL);
-	if (c->d) {
-		c->bytes = c->bytes_closed + (uint64_t)pcap_dump_ftell64(c->d);
-		pcap_dump_close(c->d);
+	if (c->f) {
+		int64_t size = c->fmt->close(c->f, -1);
+
+		c->bytes = c->bytes_closed + (uint64_t)(size >= 0 ? size : c->good);
 	}
 	if (st) {
 		vfgx_capture_stats(c, st);
@@ -525,9 +515,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 		free(c->taps[i]);
 	}
 	free(c->taps);
-	pcap_close(c->dead);
 	pthread_mutex_destroy(&c->lock);
-	free(c->iobuf);
 	free(c->path);
 	free(c);
 	return err;

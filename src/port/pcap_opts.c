@@ -1,11 +1,17 @@
 /* pcap_opts.c - the options of the pcap port and of capture files, typed
  * or from YAML, checked the same way (built with or without libpcap). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+
 #include <vfgx/capture.h>
 #include <vfgx/pcap.h>
 
 #include "backend.h"
+#include "core/argsz.h"
 #include "core/opts.h"
 #include "pcap_opts.h"
+#include "vfgx_build.h"
 
 #define PC_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_pcap_opts, F, __VA_ARGS__)
 static const char *const pc_seq_names[] = { "rewrite", "keep", NULL };
@@ -44,6 +50,7 @@ int vfgx_pcap_opts_get(vfgx_ctx *ctx, const char *name,
 
 #define CAP_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_capture_conf, F, __VA_ARGS__)
 static const char *const cap_mode_names[] = { "all", "drops", "sample", NULL };
+static const char *const cap_format_names[] = { "auto", "pcap", "pcapng", NULL };
 static const struct vfgx_opt cap_opts[] = {
 	CAP_OPT(STR, path, 0),
 	CAP_OPT(ENUM, mode, VFGX_CAPTURE_ALL, 0, 0, cap_mode_names),
@@ -52,6 +59,7 @@ static const struct vfgx_opt cap_opts[] = {
 	CAP_OPT(U64, rotate_bytes, 0, 0, (double)(1ull << 50)),
 	CAP_OPT(U32, rotate_files, 0, 0, 1u << 20),
 	CAP_OPT(U32, ring_bytes, 8u << 20, 64u << 10, 1u << 30),
+	CAP_OPT(ENUM, format, VFGX_CAPTURE_FORMAT_AUTO, 0, 0, cap_format_names),
 };
 #define CAP_NOPTS (sizeof(cap_opts) / sizeof(cap_opts[0]))
 
@@ -63,12 +71,27 @@ void vfgx_capture_conf_default(struct vfgx_capture_conf *c)
 int vfgx_capture_conf_from_yaml(const struct vfgx_cfg_node *map,
 				struct vfgx_capture_conf *c)
 {
-	return vfgx_opts_from_yaml(map, cap_opts, CAP_NOPTS, c, sizeof(*c));
+	int ret = vfgx_opts_from_yaml(map, cap_opts, CAP_NOPTS, c, sizeof(*c));
+
+	if (!ret && !VFGX_HAVE_PCAPNG && c->format == VFGX_CAPTURE_FORMAT_PCAPNG) {
+		struct vfgx_cfg_node n;
+
+		vfgx_cfg_child(map, "format", &n);
+		return vfgx_cfg_error(&n, "pcapng: this build has no libwiretap (install libwiretap-dev and rebuild, or use pcap)");
+	}
+	return ret;
 }
+
+/* The size of the first struct vfgx_capture_conf (up to ring_bytes): a
+ * program built against it still opens captures. */
+#define CAP_CONF_V1 (offsetof(struct vfgx_capture_conf, ring_bytes) + sizeof(uint32_t))
 
 int vfgx_capture_conf_check(vfgx_ctx *ctx, const struct vfgx_capture_conf *user,
 			    struct vfgx_capture_conf *out)
 {
-	return vfgx_opts_from_user(ctx, "capture", "capture", cap_opts, CAP_NOPTS, user,
-				   out, sizeof(*out));
+	if (vfgx_argsz_copy(out, sizeof(*out), user, CAP_CONF_V1))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "capture: struct vfgx_capture_conf argsz %" PRIu32 " not understood by libvfgx %s (use vfgx_capture_conf_default)",
+				      user->argsz, VFGX_VERSION_STRING);
+	return vfgx_opts_check(ctx, "capture", "capture", cap_opts, CAP_NOPTS, out);
 }

@@ -7,7 +7,10 @@ captured again, the same bytes; sample and drops modes write what they
 say; rotation keeps the files it should; bad capture files (truncated,
 garbage, a link type that is not Ethernet, missing) and capture paths that
 cannot be written (a missing directory, a full disk) give one line naming
-the file, and leave no file half-written."""
+the file, and leave no file half-written.  The same for pcapng (libwiretap:
+capture.format, or a name ending in .pcapng): tshark reads the run's
+frames and bytes with nanosecond resolution, backend: pcap replays it to
+the same counts and payloads, rotation, a bad format value, a full disk."""
 import json
 import os
 import shutil
@@ -39,6 +42,13 @@ def tshark_frames(path):
                        capture_output=True, text=True, timeout=120, check=True)
     lens = [int(line.split()[0]) for line in r.stdout.splitlines() if line.strip()]
     return len(lens), sum(lens)
+
+
+def file_type(path):
+    """capinfos' short name of the file type: "nsecpcap", "pcapng"..."""
+    r = subprocess.run(["capinfos", "-t", "-T", "-r", path], capture_output=True, text=True,
+                       check=True)
+    return r.stdout.strip().split("\t")[-1]
 
 
 def raw_frames(path):
@@ -177,6 +187,89 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all(tshark_frames(os.path.join(tmp, "rot", f))[0] > 0 for f in files),
           "every kept file opens in tshark")
 
+    # --- pcapng (libwiretap) -------------------------------------------------
+    capng = os.path.join(tmp, "run.pcapng")
+    rn, jn = jrun("run", "-q", "--capture", capng, gen)
+    if "no libwiretap" in rn.stderr:
+        print("skip - pcapng: this build has no libwiretap (libwiretap-dev): %s" % rn.stderr.strip())
+        check(rn.returncode == 2 and len(rn.stderr.strip().splitlines()) == 1 and
+              not os.path.exists(capng), "pcapng by the name: refused with one line, no file left")
+        kng = cfg(tmp, "kng.yaml", SOURCE + PIPE % ", format: pcapng")
+        rk = run("run", "-q", "--capture", os.path.join(tmp, "k.cap"), kng)
+        lines = rk.stderr.strip().splitlines()
+        check(rk.returncode == 2 and len(lines) == 1 and (kng + ":") in lines[0] and
+              "libwiretap" in lines[0] and not os.path.exists(os.path.join(tmp, "k.cap")),
+              "format: pcapng refused at config load, file:line:col: %s" % lines)
+        has_pcapng = False
+    else:
+        has_pcapng = True
+        check(rn.returncode == 0 and jn and jn["capture"]["error"] is None,
+              "pcapng: captured run passes (exit %d)" % rn.returncode)
+        rxn = sum(q["rx_packets"] for q in jn["queues"])
+        rxbn = sum(q["rx_bytes"] for q in jn["queues"])
+        cn = jn["capture"]
+        check(file_type(capng) == "pcapng", "pcapng: capinfos says %s" % file_type(capng))
+        check(cn["written"] == rxn == rx and cn["ring_full"] == 0 and
+              cn["bytes"] == os.path.getsize(capng),
+              "pcapng: every received packet written (%d of %d), %d bytes = the file's size"
+              % (cn["written"], rxn, cn["bytes"]))
+        check(tshark_frames(capng) == (rxn, rxbn),
+              "pcapng: tshark reads %d frames / %d bytes, the run received %d / %d"
+              % (tshark_frames(capng) + (rxn, rxbn)))
+        iface = subprocess.run(["capinfos", "-I", capng], capture_output=True, text=True).stdout
+        stamps = subprocess.run(["tshark", "-r", capng, "-T", "fields", "-e", "frame.time_epoch"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        sub_us = sum(1 for t in stamps if len(t.split(".")[1]) == 9 and not t.endswith("000"))
+        check("Time precision = nanoseconds (9)" in iface and sub_us > len(stamps) // 2,
+              "pcapng: nanosecond resolution (interface: %s; %d of %d stamps below 1 us)"
+              % ("nanoseconds" if "nanoseconds (9)" in iface else iface.strip()[-200:], sub_us,
+                 len(stamps)))
+        # the same source as the pcap run: the same frames (the two queues
+        # interleave in their own order in each file)
+        check(sorted(raw_frames(capng).splitlines()) == sorted(f1.splitlines()),
+              "pcapng: the same %d frames, payloads and checksums as the pcap run's" % rxn)
+        # through backend: pcap, captured again as pcapng
+        capng2 = os.path.join(tmp, "replay.pcapng")
+        rep = cfg(tmp, "repng.yaml", PCAP_IN % capng + PIPE % "")
+        r2n, j2n = jrun("run", "-q", "--capture", capng2, rep)
+        check(r2n.returncode == 0 and j2n is not None and
+              all(jn["pipeline"][k] == j2n["pipeline"][k] for k in same) and
+              jn["pipeline"]["drops"] == j2n["pipeline"]["drops"] and
+              all(p1[k] == j2n["pipeline"][k] for k in same),
+              "pcapng through backend: pcap: every pipeline count equals the run's (exit %d)"
+              % r2n.returncode)
+        check(raw_frames(capng) == raw_frames(capng2) and file_type(capng2) == "pcapng",
+              "pcapng replay, captured again, has the same frames in the same order")
+        # format by the key: a name without .pcapng; pcap wins over the name
+        ra, ja = jrun("run", "-q", "--capture", os.path.join(tmp, "k.cap"),
+                      cfg(tmp, "k.yaml", SOURCE + PIPE % ", format: pcapng"))
+        rb, jb = jrun("run", "-q", "--capture", os.path.join(tmp, "k.pcapng"),
+                      cfg(tmp, "kp.yaml", SOURCE + PIPE % ", format: pcap"))
+        check(ra.returncode == 0 and file_type(os.path.join(tmp, "k.cap")) == "pcapng" and
+              rb.returncode == 0 and file_type(os.path.join(tmp, "k.pcapng")) == "nsecpcap",
+              "format: pcapng writes pcapng to k.cap, format: pcap writes pcap to k.pcapng")
+        # rotation: STEM.N.EXT, every kept file pcapng and whole
+        rotn = os.path.join(tmp, "rotng", "r.pcapng")
+        os.mkdir(os.path.dirname(rotn))
+        r6n, j6n = jrun("run", "-q", "--capture", rotn,
+                        cfg(tmp, "rotng.yaml", SOURCE + PIPE % ", rotate_bytes: 1000000, rotate_files: 2"))
+        files = sorted(os.listdir(os.path.dirname(rotn)))
+        nf = j6n["capture"]["files"]
+        check(r6n.returncode == 0 and nf >= 5 and
+              files == sorted(["r.%d.pcapng" % (nf - 2), "r.%d.pcapng" % (nf - 1)]),
+              "pcapng rotation: %d files written, %s kept" % (nf, files))
+        kept = [os.path.join(tmp, "rotng", f) for f in files]
+        check(all(file_type(f) == "pcapng" and tshark_frames(f)[0] > 0 for f in kept),
+              "every kept pcapng file opens in tshark")
+
+    # --- a bad capture.format ------------------------------------------------
+    badf = cfg(tmp, "badf.yaml", SOURCE + PIPE % ", format: pcapngx")
+    r11 = run("run", "-q", badf)
+    lines = r11.stderr.strip().splitlines()
+    check(r11.returncode == 2 and len(lines) == 1 and (badf + ":") in lines[0] and
+          "capture.format" in lines[0] and "auto, pcap, pcapng" in lines[0],
+          "format: pcapngx: exit %d, one line file:line:col: %s" % (r11.returncode, lines))
+
     # --- bad capture files ---------------------------------------------------
     with open(cap, "rb") as f:
         whole = f.read()
@@ -210,34 +303,61 @@ with tempfile.TemporaryDirectory() as tmp:
           "timestamps going backwards: the 2000 records read, one warning: %s" % warn)
 
     # --- capture paths that cannot be written ------------------------------
-    nodir = os.path.join(tmp, "no", "such", "dir.pcap")
-    r8 = run("run", "-q", "--capture", nodir, gen)
-    lines = r8.stderr.strip().splitlines()
-    check(r8.returncode != 0 and len(lines) == 1 and nodir in lines[0] and
-          not os.path.exists(nodir), "missing directory: exit %d, one line: %s"
-          % (r8.returncode, lines))
-    if os.geteuid() == 0 and shutil.which("unshare"):
+    for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+        nodir = os.path.join(tmp, "no", "such", "dir." + ext)
+        r8 = run("run", "-q", "--capture", nodir, gen)
+        lines = r8.stderr.strip().splitlines()
+        check(r8.returncode != 0 and len(lines) == 1 and nodir in lines[0] and
+              not os.path.exists(nodir), "%s, missing directory: exit %d, one line: %s"
+              % (ext, r8.returncode, lines))
+    for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+        if not (os.geteuid() == 0 and shutil.which("unshare")):
+            print("skip - full disk: needs root and unshare for a private tmpfs")
+            break
         # a 256 KiB tmpfs in a private mount namespace fills up mid-run
         full = os.path.join(tmp, "full")
-        os.mkdir(full)
-        sh = ("mount -t tmpfs -o size=256k none %s && %s run --json -q --capture %s/c.pcap %s"
-              " > %s/out.json; cp %s/c.pcap %s/kept.pcap; ls %s > %s/ls.txt"
-              % (full, VFGX, full, gen, tmp, full, tmp, full, tmp))
+        os.makedirs(full, exist_ok=True)
+        sh = ("mount -t tmpfs -o size=256k none %s && %s run --json -q --capture %s/c.%s %s"
+              " > %s/out.json; cp %s/c.%s %s/kept.%s; ls %s > %s/ls.txt"
+              % (full, VFGX, full, ext, gen, tmp, full, ext, tmp, ext, full, tmp))
         r9 = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True,
                             timeout=120)
         try:
             j9 = json.load(open(os.path.join(tmp, "out.json")))
             c9 = j9["capture"]
-            n9 = tshark_frames(os.path.join(tmp, "kept.pcap"))[0]
+            kept = os.path.join(tmp, "kept." + ext)
+            n9 = tshark_frames(kept)[0]
             check(j9["exit_code"] == 1 and c9["error"] and "space" in c9["error"] and
                   c9["written"] == n9 and c9["failed"] + c9["written"] + c9["ring_full"] ==
-                  c9["selected"],
-                  "full disk: exit %d, '%s', %d written = %d frames tshark reads whole, %d failed"
-                  % (j9["exit_code"], c9["error"], c9["written"], n9, c9["failed"]))
+                  c9["selected"] and c9["bytes"] == os.path.getsize(kept) and
+                  file_type(kept) == ("nsecpcap" if ext == "pcap" else "pcapng"),
+                  "%s, full disk: exit %d, '%s', %d written = %d frames tshark reads whole"
+                  " (%d bytes), %d failed"
+                  % (ext, j9["exit_code"], c9["error"], c9["written"], n9,
+                     os.path.getsize(kept), c9["failed"]))
         except (OSError, ValueError, subprocess.CalledProcessError) as e:
-            check(False, "full disk: %s; %s" % (e, r9.stderr.strip()[-300:]))
-    else:
-        print("skip - full disk: needs root and unshare for a private tmpfs")
+            check(False, "%s, full disk: %s; %s" % (ext, e, r9.stderr.strip()[-300:]))
+        # rotating by 100 kB: the disk fills in the third file; the first
+        # two stay whole, the third ends at its last flushed record
+        rotcfg = cfg(tmp, "fullrot.yaml", SOURCE + PIPE % ", rotate_bytes: 100000")
+        keep = os.path.join(tmp, "kept-" + ext)
+        shutil.rmtree(keep, ignore_errors=True)
+        sh = ("mount -t tmpfs -o size=256k none %s && %s run --json -q --capture %s/r.%s %s"
+              " > %s/out.json; cp -r %s %s" % (full, VFGX, full, ext, rotcfg, tmp, full, keep))
+        r12 = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True,
+                             timeout=120)
+        try:
+            c12 = json.load(open(os.path.join(tmp, "out.json")))["capture"]
+            kept = sorted(os.listdir(keep))
+            frames = sum(tshark_frames(os.path.join(keep, f))[0] for f in kept)
+            size = sum(os.path.getsize(os.path.join(keep, f)) for f in kept)
+            check(c12["error"] and "space" in c12["error"] and c12["files"] == len(kept) >= 3 and
+                  c12["written"] == frames > 0 and c12["bytes"] == size,
+                  "%s, full disk while rotating: %d files kept, each opens; %d written = %d frames,"
+                  " %d bytes = %d on disk" % (ext, len(kept), c12["written"], frames,
+                                               c12["bytes"], size))
+        except (OSError, ValueError, subprocess.CalledProcessError) as e:
+            check(False, "%s, full disk while rotating: %s; %s" % (ext, e, r12.stderr.strip()[-300:]))
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

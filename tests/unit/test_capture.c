@@ -3,7 +3,9 @@
  * drains their rings (the threads share the capture: this test runs under
  * ThreadSanitizer too), the file read back with libpcap (every record,
  * nanosecond precision, bytes as received), snap length, the pcap port
- * reading the file back, and the errors of conf, attach and open. */
+ * reading the file back, pcapng (libwiretap) chosen by the key or the
+ * name and read back with libpcap, a version-1 conf (argsz 48), and the
+ * errors of conf, attach and open. */
 #include <errno.h>
 #include <pcap/pcap.h>
 #include <pthread.h>
@@ -18,6 +20,8 @@
 #include <cmocka.h>
 
 #include <vfgx/vfgx.h>
+
+#include "vfgx_build.h"
 
 #define PKTS 20000
 
@@ -199,6 +203,89 @@ static void capture_snaplen_and_sample(void **state)
 	vfgx_port_close(pl.port);
 }
 
+/* The first four bytes of path as a number (pcapng: 0x0a0d0d0a). */
+static uint32_t magic_of(const char *path)
+{
+	uint32_t m = 0;
+	FILE *f = fopen(path, "rb");
+
+	assert_non_null(f);
+	assert_int_equal(fread(&m, sizeof(m), 1, f), 1);
+	fclose(f);
+	return m;
+}
+
+static void capture_pcapng(void **state)
+{
+	struct vfgx_capture_conf cc;
+	struct vfgx_capture_stats st;
+	struct poller pl = { 0 };
+	vfgx_capture *c;
+	char path[256];
+	uint64_t bytes;
+	uint32_t maxcl;
+	bool found;
+
+	(void)state;
+	path_of(path, sizeof(path), "ng.cap"); /* the key says pcapng, not the name */
+	vfgx_capture_conf_default(&cc);
+	assert_int_equal(cc.format, VFGX_CAPTURE_FORMAT_AUTO);
+	cc.path = path;
+	cc.snaplen = 128;
+	cc.format = VFGX_CAPTURE_FORMAT_PCAPNG;
+#if VFGX_HAVE_PCAPNG
+	pl.port = loopback(1, 512, 1000);
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
+	poll_main(&pl);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.written, 1000);
+	assert_int_equal(magic_of(path), 0x0a0d0d0a);
+	/* libpcap reads pcapng too: every record, nanoseconds, snapped */
+	assert_int_equal(read_back(path, &bytes, &maxcl, pl.first, 128, &found), 1000);
+	assert_int_equal(bytes, pl.bytes);
+	assert_int_equal(maxcl, 128);
+	assert_true(found);
+	vfgx_port_close(pl.port);
+
+	/* a version-1 conf (no format: auto) and a name ending in .pcapng */
+	pl = (struct poller){ .port = loopback(1, 256, 100) };
+	path_of(path, sizeof(path), "v1.pcapng");
+	cc.format = 0;
+	cc.argsz = 48;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
+	poll_main(&pl);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.written, 100);
+	assert_int_equal(magic_of(path), 0x0a0d0d0a);
+	vfgx_port_close(pl.port);
+#else
+	/* refused with one line, by the key and by the name; no file */
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -ENOTSUP);
+	assert_non_null(strstr(vfgx_last_error(ctx), "libwiretap"));
+	assert_int_equal(access(path, F_OK), -1);
+	path_of(path, sizeof(path), "v1.pcapng");
+	cc.format = VFGX_CAPTURE_FORMAT_AUTO;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -ENOTSUP);
+	assert_int_equal(access(path, F_OK), -1);
+	(void)pl;
+	(void)bytes;
+	(void)maxcl;
+	(void)found;
+#endif
+	/* an explicit pcap wins over the name */
+	cc.argsz = sizeof(cc);
+	cc.format = VFGX_CAPTURE_FORMAT_PCAP;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(magic_of(path), 0xa1b23c4d); /* nanosecond pcap */
+	/* a format that is not one */
+	cc.format = 7;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "format"));
+}
+
 static void capture_errors(void **state)
 {
 	struct vfgx_capture_conf cc;
@@ -299,6 +386,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(capture_two_threads),
 		cmocka_unit_test(capture_snaplen_and_sample),
+		cmocka_unit_test(capture_pcapng),
 		cmocka_unit_test(capture_errors),
 		cmocka_unit_test(pcap_port_errors),
 	};
