@@ -34,6 +34,18 @@ static uint64_t ld_acq(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+static void gpu_free(struct chunk_gpu *g)
+{
+	if (!g)
+		return;
+	vfgx_region_destroy(g->region);
+	free(g->seen);
+	free(g->rel_seen);
+	free(g->order);
+	free(g->word);
+	free(g);
+}
+
 int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 {
 	const struct vfgx_chunk_config *c = &cs->conf;
@@ -117,28 +129,13 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	cs->gpu = g;
 	return 0;
 fail:
-	if (g->region)
-		vfgx_region_destroy(g->region);
-	free(g->seen);
-	free(g->rel_seen);
-	free(g->order);
-	free(g->word);
-	free(g);
+	gpu_free(g);
 	return ret;
 }
 
 void vfgx_chunkset_gpu_detach(struct vfgx_chunkset *cs)
 {
-	struct chunk_gpu *g = cs->gpu;
-
-	if (!g)
-		return;
-	vfgx_region_destroy(g->region);
-	free(g->seen);
-	free(g->rel_seen);
-	free(g->order);
-	free(g->word);
-	free(g);
+	gpu_free(cs->gpu);
 	cs->gpu = NULL;
 }
 

@@ -277,6 +277,46 @@ __device__ __forceinline__ void cache_get(const kparams &k, uint32_t s,
 	cheld = __ldcg(&k.held[cs]);
 }
 
+/* Record j of a batch (lane j's), in every lane. */
+__device__ __forceinline__ struct res shfl_res(const struct res &mine, uint32_t j)
+{
+	struct res r;
+
+	r.seq = __shfl_sync(FULL, mine.seq, j);
+	r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+	r.len = __shfl_sync(FULL, mine.len, j);
+	r.stream = __shfl_sync(FULL, mine.stream, j);
+	r.flags = __shfl_sync(FULL, mine.flags, j);
+	r.kind = RES_INSERT;
+	return r;
+}
+
+/* Group g's records of the item in arrival order, in batches of up to 32
+ * (lane j holding the j-th): 1024 entries at a time, 32 independent byte
+ * loads per lane, then one ballot per 32 entries; lane j then finds the
+ * j-th match and loads its record, so the records of a batch arrive in
+ * one L2 round trip instead of one per chunk.  fn(mine, batch) walks a
+ * batch (through shfl_res).  bal, tot and mine0: what was read before the
+ * group's turn (the first 1024 entries, the first batch). */
+template <typename F>
+__device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *grp,
+					   uint32_t n, uint32_t g, uint32_t (&bal)[32],
+					   uint32_t tot, struct res mine0, uint32_t lane,
+					   F &&fn)
+{
+	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+		if (b0)
+			group_ballots(grp, b0, n, g, lane, bal, tot);
+#pragma unroll 1
+		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
+			uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
+
+			fn(b0 == 0 && r0 == 0 ? mine0 : batch_record(rs, bal, b0, r0, lane),
+			   batch);
+		}
+	}
+}
+
 /* Chunks: group g's records of the item, in arrival order, placed one
  * after another (kc_place) and delivered from their slots; each stream
  * placed into is published when the next record is of another stream,
@@ -288,40 +328,26 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 {
 	uint32_t last = UINT32_MAX;
 
-	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
-		if (b0)
-			group_ballots(grp, b0, n, g, lane, bal, tot);
+	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
+		   [&](const struct res &mine, uint32_t batch) {
 #pragma unroll 1
-		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
-			uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
-			struct res mine = b0 == 0 && r0 == 0 ? mine0 :
-				batch_record(rs, bal, b0, r0, lane);
+		for (uint32_t j = 0; j < batch; j++) {
+			struct res r = shfl_res(mine, j);
+			const uint8_t *dst = NULL;
+			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+			int v;
 
-#pragma unroll 1
-			for (uint32_t j = 0; j < batch; j++) {
-				struct res r;
-				const uint8_t *dst = NULL;
-				ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
-				int v;
-
-				r.seq = __shfl_sync(FULL, mine.seq, j);
-				r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
-				r.len = __shfl_sync(FULL, mine.len, j);
-				r.stream = __shfl_sync(FULL, mine.stream, j);
-				r.flags = __shfl_sync(FULL, mine.flags, j);
-				r.kind = RES_INSERT;
-				if (last != r.stream && last < k.ch.streams)
-					kc_publish(k, last, lane);
-				last = r.stream;
-				v = kc_place(k, r, now, &dst, lane);
-				if (v == VFGX_STAGE_PASS)
-					deliver(k, cnt, r.stream, r.seq, dst, r.len, r.flags,
-						false, lane);
-				else if (lane == 0)
-					count(cnt, GPUK_C_DROP0 + v, 1);
-			}
+			if (last != r.stream && last < k.ch.streams)
+				kc_publish(k, last, lane);
+			last = r.stream;
+			v = kc_place(k, r, now, &dst, lane);
+			if (v == VFGX_STAGE_PASS)
+				deliver(k, cnt, r.stream, r.seq, dst, r.len, r.flags, false,
+					lane);
+			else if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + v, 1);
 		}
-	}
+	});
 	if (last < k.ch.streams)
 		kc_publish(k, last, lane);
 }
@@ -388,20 +414,8 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		uint32_t cs = UINT32_MAX, cheld = 0;
 		uint64_t cbase = 0, cnext = 0;
 
-		/* 1024 entries at a time: 32 independent byte loads per lane,
-		 * then one ballot per 32 entries.  The group's matches (in
-		 * arrival order) are then taken 32 at a time: lane j finds the
-		 * j-th match and loads its record, so the records of a batch
-		 * arrive in one L2 round trip instead of one per chunk; the
-		 * warp then walks them in order through shuffles. */
-		for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
-			if (b0)
-				group_ballots(grp, b0, n, g, lane, bal, tot);
-#pragma unroll 1
-			for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
-				uint32_t batch = tot - r0 < 32 ? tot - r0 : 32;
-				struct res mine = b0 == 0 && r0 == 0 ? mine0 :
-					batch_record(rs, bal, b0, r0, lane);
+		group_walk(rs, grp, n, g, bal, tot, mine0, lane,
+			   [&](const struct res &mine, uint32_t batch) {
 
 				/* A batch that is one stream's next records in
 				 * sequence, nothing held, and nothing to do per record
@@ -435,21 +449,15 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 									count(cnt, GPUK_C_ORDER, 1);
 							}
 							cbase = cnext = s0 + batch;
-							continue;
+							return;
 						}
 					}
 				}
 
 #pragma unroll 1
 				for (uint32_t j = 0; j < batch; j++) {
-					struct res r;
+					struct res r = shfl_res(mine, j);
 
-					r.seq = __shfl_sync(FULL, mine.seq, j);
-					r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
-					r.len = __shfl_sync(FULL, mine.len, j);
-					r.stream = __shfl_sync(FULL, mine.stream, j);
-					r.flags = __shfl_sync(FULL, mine.flags, j);
-					r.kind = RES_INSERT;
 					cache_get(k, r.stream, cs, cbase, cnext, cheld, lane);
 					if (r.seq == cbase && cheld == 0) {
 						if (deliver(k, cnt, cs, r.seq, r.body, r.len,
@@ -465,8 +473,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					cs = UINT32_MAX;
 					reorder_insert(k, cnt, &r, lane);
 				}
-			}
-		}
+		});
 		cache_put(k, cs, cbase, cnext, lane);
 	}
 	__syncwarp();
