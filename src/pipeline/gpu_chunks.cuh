@@ -294,29 +294,33 @@ __device__ void kc_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
 
 		nw = len / 4;
 		for (uint32_t j0 = 0; j0 < nw; j0 += 32 * KC_DEPTH) {
-			uint32_t w[KC_DEPTH];
+			uint32_t w[KC_DEPTH], jx = j0 + 32 * KC_DEPTH, extra = 0;
 
-			/* every load of the round issued before any is used; with
-			 * o, word nw holds a byte of src too */
+			/* every load of the round issued before any store (the
+			 * stores may alias for all the compiler knows); with o,
+			 * word nw holds a byte of src too; lane 31 also loads the
+			 * word after the round */
 #pragma unroll
 			for (uint32_t u = 0; u < KC_DEPTH; u++) {
 				uint32_t j = j0 + 32 * u + lane;
 
 				w[u] = j < nw + (o != 0) ? ws[j] : 0;
 			}
+			if (lane == 31 && o && jx < nw + 1)
+				extra = ws[jx];
 #pragma unroll
 			for (uint32_t u = 0; u < KC_DEPTH; u++) {
 				uint32_t j = j0 + 32 * u + lane;
 				/* the next word: the next lane's, or for lane 31
-				 * the next row's first */
+				 * the next row's first (the extra one after the
+				 * last row) */
 				uint32_t nx = __shfl_down_sync(FULL, w[u], 1);
+				uint32_t row = __shfl_sync(FULL, u + 1 < KC_DEPTH ? w[u + 1 < KC_DEPTH ? u + 1 : u] : 0, 0);
 
 				if (lane == 31)
-					nx = j + 1 < nw + (o != 0) ? ws[j + 1] : 0;
-				if (o)
-					w[u] = __funnelshift_r(w[u], nx, 8 * o);
+					nx = u + 1 < KC_DEPTH ? row : extra;
 				if (j < nw)
-					wd[j] = w[u];
+					wd[j] = o ? __funnelshift_r(w[u], nx, 8 * o) : w[u];
 			}
 		}
 	}
@@ -344,6 +348,32 @@ __device__ int kc_index(const kparams &k, const struct res &r, ull *p)
 	return *p < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
 }
 
+/* After a record was placed: release the head chunks that are complete,
+ * and close those close_distance behind the top. */
+__device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull head, top;
+
+	for (;;) {
+		head = KV(st->head);
+		top = KV(st->top);
+		if (head > top)
+			break;
+		struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
+
+		if (KV(h->state) != KC_FILLING || KV(h->index) != head ||
+		    KV(h->present_count) != k.ch.packets)
+			break;
+		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane);
+	}
+	head = KV(st->head);
+	top = KV(st->top);
+	if (k.ch.close_distance && top >= head && top - head >= k.ch.close_distance)
+		kc_advance_to(k, s, top - k.ch.close_distance + 1, VFGX_CHUNK_BY_DISTANCE,
+			      true, lane);
+}
+
 /* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS with *dst the
  * bytes written, else the drop reason. */
 __device__ int kc_place(const kparams &k, const struct res &r, ull now,
@@ -351,7 +381,7 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 {
 	uint32_t s = r.stream, P = k.ch.packets;
 	struct kc_stream *st;
-	ull p, n, head, top, pw, bit;
+	ull p, n, head, pw, bit;
 	uint32_t kk;
 	size_t si;
 	int ret;
@@ -417,24 +447,110 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
-	for (;;) {
-		head = KV(st->head);
-		top = KV(st->top);
-		if (head > top)
-			break;
-		struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
-
-		if (KV(h->state) != KC_FILLING || KV(h->index) != head ||
-		    KV(h->present_count) != P)
-			break;
-		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane);
-	}
-	head = KV(st->head);
-	top = KV(st->top);
-	if (k.ch.close_distance && top >= head && top - head >= k.ch.close_distance)
-		kc_advance_to(k, s, top - k.ch.close_distance + 1, VFGX_CHUNK_BY_DISTANCE,
-			      true, lane);
+	kc_settle(k, s, lane);
 	return VFGX_STAGE_PASS;
+}
+
+/* A stream's state and its chunk n's slot held in registers (the same in
+ * every lane) while records of that chunk come one after another: such a
+ * record is placed with one read (its present word) instead of kc_place's
+ * chain of reads.  Valid only while slot si is FILLING with chunk n (then
+ * head <= n < head + in_flight: kc_place's late, ring and open steps have
+ * nothing to do), nothing is pending and the head chunk is not complete
+ * (kc_settle would release it); the slot's count, the stream's
+ * top and PLACED are written back (kc_cache_put) before anything else
+ * reads them. */
+struct kc_cache {
+	uint32_t s;       /* UINT32_MAX: nothing held */
+	ull n, head, top, pc, last, placed;
+	size_t si;
+};
+
+__device__ void kc_cache_put(const kparams &k, struct kc_cache &c, uint32_t lane)
+{
+	if (c.s == UINT32_MAX)
+		return;
+	if (lane == 0) {
+		struct kc_slot *sl = &k.kcsl[c.si];
+
+		KV(sl->present_count) = c.pc;
+		KV(sl->last_gt) = c.last;
+		KV(k.kcs[c.s].top) = c.top;
+	}
+	kc_bump(&k.kcs[c.s], GPUK_K_PLACED, c.placed, lane);
+	__syncwarp();
+	c.s = UINT32_MAX;
+}
+
+/* Hold stream s's chunk n if its slot is filling with it. */
+__device__ void kc_cache_get(const kparams &k, struct kc_cache &c, uint32_t s,
+			     ull n, uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	size_t si = kc_si(k, s, n);
+	struct kc_slot *sl = &k.kcsl[si];
+
+	if (KV(sl->state) != KC_FILLING || KV(sl->index) != n || KV(st->pending_gaps))
+		return;
+	/* a complete head chunk left by a close by distance is released by
+	 * the stream's next placement (kc_settle), as the cpu engine does:
+	 * kc_place's path until then */
+	ull head = KV(st->head);
+	struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
+
+	if (KV(h->state) == KC_FILLING && KV(h->index) == head &&
+	    KV(h->present_count) == k.ch.packets)
+		return;
+	c.s = s;
+	c.n = n;
+	c.si = si;
+	c.head = head;
+	c.top = KV(st->top);
+	c.pc = KV(sl->present_count);
+	c.last = KV(sl->last_gt);
+	c.placed = 0;
+}
+
+/* One record through the held chunk, if it can be: 1 and *dst set when
+ * placed; 0 when kc_place must take it (the cache written back first). */
+__device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
+			     const struct res &r, ull now, const uint8_t **dst,
+			     uint32_t lane)
+{
+	uint32_t P = k.ch.packets, kk;
+	ull p, n, pw, bit;
+	volatile ull *present;
+
+	if (c.s == UINT32_MAX || r.stream != c.s || r.len > k.ch.payload_bytes ||
+	    kc_index(k, r, &p) != VFGX_STAGE_PASS || p / P != c.n) {
+		kc_cache_put(k, c, lane);
+		return 0;
+	}
+	n = c.n;
+	kk = (uint32_t)(p % P);
+	present = kc_present(k, c.si) + kk / 64;
+	pw = *present;
+	bit = 1ull << (kk % 64);
+	/* a duplicate, the chunk's last packet (a release), or top moving
+	 * to close_distance: kc_place's full path */
+	if ((pw & bit) || c.pc + 1 == P ||
+	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance)) {
+		kc_cache_put(k, c, lane);
+		return 0;
+	}
+	*dst = kc_base(k, c.si) + (size_t)kk * k.ch.payload_bytes;
+	kc_copy((uint8_t *)*dst, r.body, r.len, lane);
+	if (lane == 0) {
+		kc_lens(k, c.si)[kk] = r.len;
+		*present = pw | bit;
+	}
+	__syncwarp();
+	c.pc++;
+	c.placed++;
+	c.last = now;
+	if (n > c.top)
+		c.top = n;
+	return 1;
 }
 
 __device__ bool kc_filling(const kparams &k, uint32_t s, ull n)

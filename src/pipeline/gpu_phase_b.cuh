@@ -327,7 +327,9 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			    uint32_t lane)
 {
 	uint32_t last = UINT32_MAX;
+	struct kc_cache c;
 
+	c.s = UINT32_MAX;
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
 #pragma unroll 1
@@ -335,12 +337,20 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			struct res r = shfl_res(mine, j);
 			const uint8_t *dst = NULL;
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
-			int v;
+			int v = VFGX_STAGE_PASS;
 
-			if (last != r.stream && last < k.ch.streams)
-				kc_publish(k, last, lane);
-			last = r.stream;
-			v = kc_place(k, r, now, &dst, lane);
+			if (!kc_place_fast(k, c, r, now, &dst, lane)) {
+				if (last != r.stream && last < k.ch.streams)
+					kc_publish(k, last, lane);
+				last = r.stream;
+				v = kc_place(k, r, now, &dst, lane);
+				ull p;
+
+				/* hold its chunk for the records that follow */
+				if (v == VFGX_STAGE_PASS &&
+				    kc_index(k, r, &p) == VFGX_STAGE_PASS)
+					kc_cache_get(k, c, r.stream, p / k.ch.packets, lane);
+			}
 			if (v == VFGX_STAGE_PASS)
 				deliver(k, cnt, r.stream, r.seq, dst, r.len, r.flags, false,
 					lane);
@@ -348,6 +358,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 				count(cnt, GPUK_C_DROP0 + v, 1);
 		}
 	});
+	kc_cache_put(k, c, lane);
 	if (last < k.ch.streams)
 		kc_publish(k, last, lane);
 }
