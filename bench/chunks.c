@@ -274,8 +274,9 @@ static void *gpu_consumer(void *arg)
  * in GPU memory, a consumer thread) or with reorder windows (e2e's
  * pipeline).  -1 when the run failed or lost a packet. */
 static int gpu_run(vfgx_ctx *ctx, bool chunks, double seconds, double *mpps,
-		   uint64_t *nchunks)
+		   uint64_t *nchunks, uint64_t *waits)
 {
+	struct vfgx_chunk_stats cst = { .argsz = sizeof(cst) };
 	char y[2048];
 	struct vfgx_config *cfg = NULL;
 	struct vfgx_pipeline_stats st;
@@ -320,6 +321,7 @@ static int gpu_run(vfgx_ctx *ctx, bool chunks, double seconds, double *mpps,
 	t1 = vfgx_now_ns();
 	vfgx_pipeline_stop(g.pl);
 	vfgx_pipeline_stats(g.pl, &st);
+	*waits = chunks && !vfgx_chunk_stats(g.pl, &cst) ? cst.backpressure : 0;
 	ret = vfgx_pipeline_error(g.pl);
 	if (!ret && (st.packets == 0 || st.delivered != st.packets))
 		ret = -EPROTO;
@@ -368,7 +370,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 {
 	double fft[MAX_ROUNDS], nofft[MAX_ROUNDS];
 	double gwith[MAX_ROUNDS], gwithout[MAX_ROUNDS];
-	uint64_t gchunks[MAX_ROUNDS];
+	uint64_t gchunks[MAX_ROUNDS], gwaits[MAX_ROUNDS];
 	int n_gpu = 0;
 	const char *spectrometer = VFGX_SPECTROMETER;
 	int n_fft = 0;
@@ -453,19 +455,19 @@ int vfgx_bench_chunks(int argc, char **argv)
 
 	if (vfgx_gpu_probe(ctx, 0, gpu_desc, sizeof(gpu_desc)) == 0) {
 		double m;
-		uint64_t nc;
+		uint64_t nc, nw;
 
-		if (gpu_run(ctx, true, 0.3, &m, &nc) == 0) /* warm up */
+		if (gpu_run(ctx, true, 0.3, &m, &nc, &nw) == 0) /* warm up */
 			for (int i = 0; i < rounds; i++, n_gpu++) {
 				bool first = i % 2 == 0;
 
-				if ((first && gpu_run(ctx, true, seconds * 2, &gwith[i], &gchunks[i])) ||
-				    gpu_run(ctx, false, seconds * 2, &gwithout[i], &nc) ||
-				    (!first && gpu_run(ctx, true, seconds * 2, &gwith[i], &gchunks[i])))
+				if ((first && gpu_run(ctx, true, seconds * 2, &gwith[i], &gchunks[i], &gwaits[i])) ||
+				    gpu_run(ctx, false, seconds * 2, &gwithout[i], &nc, &nw) ||
+				    (!first && gpu_run(ctx, true, seconds * 2, &gwith[i], &gchunks[i], &gwaits[i])))
 					break;
-				printf("round %d: gpu engine 8192 B, chunks %.2f Mpps (%llu chunks), reorder %.2f Mpps (ratio %.3f)\n",
-				       i + 1, gwith[i], (unsigned long long)gchunks[i], gwithout[i],
-				       gwith[i] / gwithout[i]);
+				printf("round %d: gpu engine 8192 B, chunks %.2f Mpps (%llu chunks, %llu backpressure waits), reorder %.2f Mpps (ratio %.3f)\n",
+				       i + 1, gwith[i], (unsigned long long)gchunks[i],
+				       (unsigned long long)gwaits[i], gwithout[i], gwith[i] / gwithout[i]);
 			}
 	}
 	/* the cuFFT consumer on every chunk against none, same stream */
@@ -516,10 +518,11 @@ int vfgx_bench_chunks(int argc, char **argv)
 	if (n_gpu) {
 		fprintf(f, "- gpu engine (%s): `vfgx run`'s path (vfgx_pipeline, device gpu, persistent), loopback replay of %d B frames in GPU memory, %d flows on 2 queues, verify off, %.1f s per side: with chunks (the kernels write each payload into its slot; 64 streams x 8 in flight x 256 packets of 8192 B in GPU memory; a consumer thread takes and returns every chunk with vfgx_chunk_get/put) against the same run with reorder windows (1024 x 8192 B, as `vfgx bench e2e`). Every run checked: every packet received was delivered. Mpps = packets / wall time; the two alternate (order flipped every round).\n\n",
 			gpu_desc, GPU_SIZE, GPU_FLOWS, seconds * 2);
-		fprintf(f, "| round | with chunks Mpps | chunks handed out | without Mpps | ratio |\n|---|---|---|---|---|\n");
+		fprintf(f, "| round | with chunks Mpps | chunks handed out | backpressure waits | without Mpps | ratio |\n|---|---|---|---|---|---|\n");
 		for (int i = 0; i < n_gpu; i++)
-			fprintf(f, "| %d | %.2f | %llu | %.2f | %.3f |\n", i + 1, gwith[i],
-				(unsigned long long)gchunks[i], gwithout[i], gwith[i] / gwithout[i]);
+			fprintf(f, "| %d | %.2f | %llu | %llu | %.2f | %.3f |\n", i + 1, gwith[i],
+				(unsigned long long)gchunks[i], (unsigned long long)gwaits[i],
+				gwithout[i], gwith[i] / gwithout[i]);
 		fprintf(f, "\n");
 	} else {
 		fprintf(f, "- gpu engine rows: not measured here (no GPU).\n");

@@ -649,7 +649,9 @@ int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 		}
 	}
 	pthread_mutex_lock(&cs->lock);
-	if (cs->gpu)
+	/* a pull reads a pinned word per stream the GPU writes (a cache miss
+	 * each): only when nothing is queued */
+	if (cs->gpu && !cs->q_len)
 		vfgx_chunkset_gpu_pull(cs);
 	while (!cs->q_len) {
 		if (cs->finished) {
