@@ -183,7 +183,7 @@ int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
 				      port->name, sp->txtime_dev, strerror(-ret));
 	if (ret == 0)
 		return vfgx_set_error(port->ctx, -ENOENT,
-				      "%s: txtime: no ETF qdisc on %s (the device %s leaves by), so launch times would be ignored (add one: tc qdisc replace dev %s root etf clockid CLOCK_TAI delta 200000)",
+				      "%s: txtime: no ETF qdisc on %s, the device traffic to %s leaves by, so launch times would be ignored (add one: tc qdisc replace dev %s root etf clockid CLOCK_TAI delta 200000)",
 				      port->name, sp->txtime_dev, sp->uri, sp->txtime_dev);
 	if (qopt.clockid != CLOCK_TAI)
 		return vfgx_set_error(port->ctx, -EINVAL,
