@@ -172,9 +172,11 @@ struct vfgx_txtime_info {
 /* Turn launch times on for every tx queue.  0: on (info filled, may be
  * NULL); -EOPNOTSUPP: this backend or configuration has none (UDP socket
  * ports with role client only; the detail says why: AF_XDP sends bypass
- * the qdisc layer); another negative errno: this host cannot now (no ETF
- * qdisc on the device, setsockopt(SO_TXTIME) refused), the detail says
- * which and the port sends as before.  Before the first tx_burst. */
+ * the qdisc layer), or SO_TXTIME was refused while an ETF qdisc at the
+ * device's root would drop every packet sent without one; another
+ * negative errno: this host cannot now (no ETF qdisc on the device,
+ * setsockopt(SO_TXTIME) refused), the detail says which and the port
+ * sends as before.  Before the first tx_burst. */
 int vfgx_port_txtime_enable(vfgx_port *port, struct vfgx_txtime_info *info);
 
 struct vfgx_txtime_stats {

@@ -72,7 +72,8 @@ static int sk_route_dev(struct sk_priv *sp, int fd, char *dev, size_t len)
 }
 
 /* The ETF qdisc's parameters from one RTM_NEWQDISC message of ifindex. */
-static bool sk_etf_parse(struct nlmsghdr *nh, int ifindex, struct tc_etf_qopt *qopt)
+static bool sk_etf_parse(struct nlmsghdr *nh, int ifindex, struct tc_etf_qopt *qopt,
+			 bool *root)
 {
 	struct tcmsg *tc = NLMSG_DATA(nh);
 	int alen = (int)nh->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*tc));
@@ -93,14 +94,15 @@ static bool sk_etf_parse(struct nlmsghdr *nh, int ifindex, struct tc_etf_qopt *q
 	for (struct rtattr *a = RTA_DATA(opts); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
 		if (a->rta_type == TCA_ETF_PARMS && RTA_PAYLOAD(a) >= sizeof(*qopt)) {
 			memcpy(qopt, RTA_DATA(a), sizeof(*qopt));
+			*root = tc->tcm_parent == TC_H_ROOT;
 			return true;
 		}
 	return false;
 }
 
 /* Is there an ETF qdisc (root, or under mqprio/taprio) on ifindex?  1 and
- * *qopt, 0 none, negative errno when rtnetlink could not be asked. */
-static int sk_etf_find(int ifindex, struct tc_etf_qopt *qopt)
+ * *qopt, *root, 0 none, negative errno when rtnetlink could not be asked. */
+static int sk_etf_find(int ifindex, struct tc_etf_qopt *qopt, bool *root)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -145,7 +147,7 @@ static int sk_etf_find(int ifindex, struct tc_etf_qopt *qopt)
 				goto out;
 			}
 			if (nh->nlmsg_type == RTM_NEWQDISC && !found &&
-			    sk_etf_parse(nh, ifindex, qopt))
+			    sk_etf_parse(nh, ifindex, qopt, root))
 				found = 1;
 		}
 	}
@@ -162,6 +164,7 @@ int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
 	struct sock_txtime st = { .clockid = CLOCK_TAI,
 				  .flags = SOF_TXTIME_REPORT_ERRORS };
 	int ret, ifindex;
+	bool root = false;
 
 	if (sp->proto != SK_UDP || sp->role != SK_CLIENT)
 		return vfgx_set_error(port->ctx, -EOPNOTSUPP,
@@ -177,7 +180,7 @@ int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
 		return vfgx_set_error(port->ctx, ret, "%s: txtime: cannot tell the device that %s leaves by (%s)",
 				      port->name, sp->uri, strerror(-ret));
 	ifindex = (int)if_nametoindex(sp->txtime_dev);
-	ret = ifindex ? sk_etf_find(ifindex, &qopt) : -ENODEV;
+	ret = ifindex ? sk_etf_find(ifindex, &qopt, &root) : -ENODEV;
 	if (ret < 0)
 		return vfgx_set_error(port->ctx, ret, "%s: txtime: cannot list the qdiscs of %s (%s)",
 				      port->name, sp->txtime_dev, strerror(-ret));
@@ -195,11 +198,22 @@ int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
 	for (uint16_t q = 0; q < port->nb_tx_queues; q++) {
 		struct sk_queue *sq = &sp->q[q];
 
-		if (setsockopt(sq->fd, SOL_SOCKET, SO_TXTIME, &st, sizeof(st)))
-			return vfgx_set_error(port->ctx, -errno,
-					      "%s: txtime: setsockopt(SO_TXTIME, CLOCK_TAI): %s%s",
-					      port->name, strerror(errno),
-					      errno == EPERM ? " (CLOCK_TAI launch times need CAP_NET_ADMIN)" : "");
+		if (setsockopt(sq->fd, SOL_SOCKET, SO_TXTIME, &st, sizeof(st))) {
+			int err = errno;
+			char why[160] = "";
+
+			/* sending without launch times through a root ETF
+			 * loses every packet, silently: no fallback then */
+			if (root)
+				snprintf(why, sizeof(why),
+					 "; the ETF qdisc at the root of %s drops every packet without a launch time, so nothing could be sent (or remove the qdisc)",
+					 sp->txtime_dev);
+			return vfgx_set_error(port->ctx, root ? -EOPNOTSUPP : -err,
+					      "%s: txtime: setsockopt(SO_TXTIME, CLOCK_TAI): %s%s%s",
+					      port->name, strerror(err),
+					      err == EPERM ? " (CLOCK_TAI launch times need CAP_NET_ADMIN)" : "",
+					      why);
+		}
 		if (!sq->txctl && !(sq->txctl = calloc(SK_MAX_MSGS, TXT_CMSG)))
 			return -ENOMEM;
 	}
