@@ -115,8 +115,12 @@ accounted() { # NAME
 	deliv=$(jget "$r" pipeline.delivered) verr=$(jget "$r" pipeline.verify_errors)
 	rxp=$(python3 -c 'import json,sys; print(sum(q["rx_packets"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
 	rfull=$(python3 -c 'import json,sys; print(sum(q["drops"]["ring_full"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
+	sentb=$(jget "$j" bytes)
+	rxb=$(python3 -c 'import json,sys; print(sum(q["rx_bytes"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
 	acct="generated $gen = delivered $deliv + receiver socket drops $rfull + qdisc missed $missed + invalid $invalid"
-	((gen == deliv + rfull + missed + invalid && sent == rxp + rfull && verr == 0))
+	# bytes too: the refused packets' bytes come off what the sender sent
+	((gen == deliv + rfull + missed + invalid && sent == rxp + rfull && verr == 0)) &&
+		((rfull > 0 || sentb == rxb))
 }
 
 # the gaps between the times packets left the sender's veth: a capture
@@ -195,6 +199,32 @@ if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
 		fail "launch times in the past: send exit $src, receive exit $rrc; ${acct:-}"
 		show past
 	fi
+	# SO_TXTIME refused (no CAP_NET_ADMIN for CLOCK_TAI) while ETF is the
+	# root qdisc: sending without launch times would lose every packet
+	# there, so it is refused with one line instead of falling back
+	send_cfg 100 20000 >"$tmp/eperm.yaml"
+	out=$(ip netns exec "$A" setpriv --bounding-set -net_admin --inh-caps -net_admin \
+		"$vfgx" send "$tmp/eperm.yaml" 2>&1 | grep -v ': info: '; exit "${PIPESTATUS[0]}")
+	rc=$?
+	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "need CAP_NET_ADMIN.*drops every packet without a launch time" <<<"$out"; then
+		ok "SO_TXTIME refused under a root ETF: exit 2, $out"
+	else
+		fail "SO_TXTIME refused under a root ETF: exit $rc, '$out'"
+	fi
+
+	# the same with a wider delta (5 ms): the qdisc wakes that much before
+	# each launch time; the counts are printed, only the accounting checked
+	ip netns exec "$A" tc qdisc replace dev "${A}0" root etf clockid CLOCK_TAI delta 5000000
+	((have_cap)) && capture_start "$tmp/wide.pcap"
+	run_pair wide 4000 20000
+	((have_cap)) && capture_stop
+	if ((rrc == 0)) && [ "$(jget "$tmp/wide-sent.json" txtime.used)" = true ] && accounted wide; then
+		ok "etf delta 5 ms: $acct"
+	else
+		fail "etf delta 5 ms: send exit $src, receive exit $rrc; ${acct:-}"
+		show wide
+	fi
+	((have_cap)) && echo "     departure gaps with ETF, delta 5 ms: $(gaps "$tmp/wide.pcap")"
 	ip netns exec "$A" tc qdisc del dev "${A}0" root
 elif [ "$mode" = guest ]; then
 	fail "cannot install the ETF qdisc in the guest: $err"
