@@ -38,6 +38,9 @@ struct vfgx_pkt {
  * TCP record): the kernel parsed and validated the headers, so the pipeline
  * skips parse/validate/filter and starts at the sequence header. */
 #define VFGX_PKT_PAYLOAD 0x2
+/* tx: ts_ns is the packet's launch time, on the vfgx_now_ns() clock, for a
+ * port whose launch times are on (vfgx_port_txtime_enable). */
+#define VFGX_PKT_TXTIME 0x4
 
 /* Why a packet was dropped.  Port-level and pipeline-level reasons share
  * the enum so one stats block describes a queue. */
@@ -149,6 +152,49 @@ struct vfgx_source_report {
 };
 int vfgx_port_source_report(vfgx_port *port, uint16_t q,
 			    struct vfgx_source_report *rep);
+
+/* --- launch times on transmit ---------------------------------------------
+ *
+ * The socket backend (UDP, role client) sends a packet flagged
+ * VFGX_PKT_TXTIME with its ts_ns as an SO_TXTIME launch time (CLOCK_TAI,
+ * converted from the vfgx_now_ns() clock per burst); the ETF qdisc on the
+ * route's device holds it until then.  Packets the qdisc refuses come back
+ * on the socket's error queue and are counted by vfgx_port_txtime_stats.
+ */
+struct vfgx_txtime_info {
+	uint32_t argsz;      /* the caller sets sizeof; the library fills */
+	const char *device;  /* the route's device (owned by the port) */
+	int32_t delta_ns;    /* the ETF qdisc's delta */
+	bool deadline_mode;  /* the qdisc's deadline_mode (then launch times
+			      * are deadlines) */
+	bool offload;        /* the qdisc hands launch times to the NIC */
+};
+/* Turn launch times on for every tx queue.  0: on (info filled, may be
+ * NULL); -EOPNOTSUPP: this backend or configuration has none (UDP socket
+ * ports with role client only; the detail says why: AF_XDP sends bypass
+ * the qdisc layer), or SO_TXTIME was refused while an ETF qdisc at the
+ * device's root would drop every packet sent without one; another
+ * negative errno: this host cannot now (no ETF qdisc on the device,
+ * setsockopt(SO_TXTIME) refused), the detail says which and the port
+ * sends as before.  Before the first tx_burst. */
+int vfgx_port_txtime_enable(vfgx_port *port, struct vfgx_txtime_info *info);
+
+struct vfgx_txtime_stats {
+	uint32_t argsz;      /* the caller sets sizeof; the library fills */
+	uint64_t sent;       /* packets sent with a launch time */
+	uint64_t missed;     /* taken, then dropped: the qdisc could not send
+			      * them by their launch time (SO_EE_CODE_TXTIME_MISSED) */
+	uint64_t invalid;    /* refused on entry: launch time already past or
+			      * before one already queued, or a clock or mode
+			      * unlike the qdisc's (SO_EE_CODE_TXTIME_INVALID_PARAM) */
+	uint64_t missed_bytes, invalid_bytes; /* as tx_bytes counts them */
+};
+/* Tx queue q's launch-time counters; reads the error reports the kernel
+ * queued so far (the queue's tx thread, or after it stopped).  A refused
+ * packet is still in tx_packets: the kernel took it before the qdisc
+ * dropped it.  -EINVAL when launch times are not on. */
+int vfgx_port_txtime_stats(vfgx_port *port, uint16_t q,
+			   struct vfgx_txtime_stats *st);
 
 /* Names of the backends compiled into this build, NULL-terminated. */
 const char *const *vfgx_port_backends(void);

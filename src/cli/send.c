@@ -4,8 +4,11 @@
  * run`'s) or a pcap file (backend pcap: recorded timing, loops).  Each
  * burst waits for its turn in a token bucket (send.rate_pps / rate_bps),
  * then goes out with tx_burst; socket ports get the UDP payload, frame
- * ports the whole frame.  A live line a second, a report (text or --json)
- * with the rate achieved, the pacing error and tx drops by reason. */
+ * ports the whole frame.  With send.txtime each packet also carries its
+ * launch time from the same schedule (SO_TXTIME, the ETF qdisc holds it);
+ * where that cannot run, one line says why and the token bucket alone
+ * paces.  A live line a second, a report (text or --json) with the rate
+ * achieved, the pacing error and tx drops by reason. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -37,6 +40,8 @@ struct send_conf {
 	double duration_s;
 	uint32_t stall_ms;     /* no progress this long: the burst's rest is dropped */
 	const char *memory_region; /* the generator's frames: a memory_regions[] name */
+	bool txtime;           /* launch times through SO_TXTIME and ETF */
+	double txtime_lead_us; /* launch time = the schedule's time + this */
 };
 
 #define SD_OPT(T, F, ...) VFGX_OPT(T, struct send_conf, F, __VA_ARGS__)
@@ -50,14 +55,17 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
 	SD_OPT(U32, stall_ms, 1000, 1, 600000),
 	SD_OPT(STR, memory_region, 0),
+	SD_OPT(BOOL, txtime, 0),
+	SD_OPT(DOUBLE, txtime_lead_us, 1000, -1e6, 1e6),
 	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
 #define SEND_NOPTS (sizeof(send_tab) / sizeof(send_tab[0]))
 
 /* Why a packet the source gave was not sent. */
-enum send_drop { SD_STALLED, SD_ERROR, SD_NOT_UDP, SD_MAX };
-static const char *const send_drop_names[SD_MAX] = { "stalled", "tx_error", "not_udp" };
+enum send_drop { SD_STALLED, SD_ERROR, SD_NOT_UDP, SD_TXT_MISSED, SD_TXT_INVALID, SD_MAX };
+static const char *const send_drop_names[SD_MAX] = { "stalled", "tx_error", "not_udp",
+						     "txtime_missed", "txtime_invalid" };
 
 struct sender {
 	vfgx_ctx *ctx;
@@ -67,6 +75,11 @@ struct sender {
 	uint64_t packets, bytes, drops[SD_MAX];
 	uint64_t full_waits; /* tx_burst took nothing: retried */
 	struct send_pace pace;
+	bool txtime;           /* launch times in use (send.txtime and the port could) */
+	struct vfgx_txtime_info txi;
+	struct vfgx_txtime_stats txs; /* all tx queues, after the run */
+	uint64_t txt_last;     /* the latest launch time given */
+	char txtime_off[320];  /* send.txtime asked but not in use: why */
 	vfgx_metrics *metrics; /* --metrics, or NULL */
 	int error;
 	char error_msg[256];
@@ -83,6 +96,7 @@ static void on_signal(int sig)
 static const struct cli_opt send_opts[] = {
 	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides send.duration_s)" },
 	{ "rate", 'r', "PPS", "packets per second, all queues together (overrides send.rate_pps)" },
+	{ "txtime", 't', NULL, "launch times from the pacing schedule via SO_TXTIME and the ETF qdisc (socket UDP ports; sets send.txtime)" },
 	{ "quiet", 'q', NULL, "no live line" },
 	{ "metrics", 'm', "ADDR:PORT", "serve the tx queues' counters at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
@@ -157,6 +171,30 @@ static uint16_t to_payload(struct sender *s, struct vfgx_pkt *pk, uint16_t n,
 	return k;
 }
 
+/* Each packet's launch time: when the schedule has it (the packets and
+ * bytes before it, pk0 and b0 before the burst), plus the lead; unpaced,
+ * now plus the lead.  A negative lead puts it in the past (the qdisc
+ * refuses such packets, counted as txtime_invalid). */
+static const struct vfgx_pkt *set_launch(struct sender *s, const struct vfgx_pkt *send,
+					 struct vfgx_pkt *tx, uint16_t k, uint64_t pk0, uint64_t b0)
+{
+	int64_t lead = (int64_t)(s->c.txtime_lead_us * 1e3);
+	uint64_t now = vfgx_now_ns(), b = 0;
+
+	if (send != tx)
+		memcpy(tx, send, (size_t)k * sizeof(*tx));
+	for (uint16_t i = 0; i < k; i++) {
+		int64_t t = (int64_t)(s->pace.paced ? send_pace_due_at(&s->pace, pk0 + i, b0 + b) : now) + lead;
+
+		tx[i].ts_ns = t > 0 ? (uint64_t)t : 1;
+		tx[i].flags |= VFGX_PKT_TXTIME;
+		b += tx[i].len;
+		if (tx[i].ts_ns > s->txt_last)
+			s->txt_last = tx[i].ts_ns;
+	}
+	return tx;
+}
+
 /* tx_burst until all went, an error, or stall_ms without progress. */
 static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n)
 {
@@ -223,6 +261,40 @@ static void publish(struct sender *s, bool finished)
 	vfgx_metrics_publish(s->metrics, &snap);
 }
 
+/* After the last burst: wait until the qdisc has let the last launch time
+ * pass (a missed one is reported then), read every queue's reports and
+ * move the refused packets from sent to the drops. */
+static void txtime_collect(struct sender *s)
+{
+	uint64_t until = s->txt_last + 50000000ull, now = vfgx_now_ns();
+
+	if (until > now + 5000000000ull)
+		until = now + 5000000000ull; /* a lead of seconds: wait no more */
+	while (now < until && !interrupted) {
+		uint64_t ns = until - now;
+		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+		now = vfgx_now_ns();
+	}
+	s->txs = (struct vfgx_txtime_stats){ 0 };
+	for (uint16_t q = 0; q < vfgx_port_nb_tx_queues(s->out); q++) {
+		struct vfgx_txtime_stats t = { .argsz = sizeof(t) };
+
+		if (vfgx_port_txtime_stats(s->out, q, &t))
+			continue;
+		s->txs.sent += t.sent;
+		s->txs.missed += t.missed;
+		s->txs.invalid += t.invalid;
+		s->txs.missed_bytes += t.missed_bytes;
+		s->txs.invalid_bytes += t.invalid_bytes;
+	}
+	s->drops[SD_TXT_MISSED] = s->txs.missed;
+	s->drops[SD_TXT_INVALID] = s->txs.invalid;
+	s->packets -= s->txs.missed + s->txs.invalid;
+	s->bytes -= s->txs.missed_bytes + s->txs.invalid_bytes;
+}
+
 /* The sending loop; every queue of the source in turn. */
 static void send_loop(struct sender *s, bool live)
 {
@@ -264,7 +336,11 @@ static void send_loop(struct sender *s, bool live)
 			}
 			for (uint16_t i = 0; i < k; i++)
 				bytes += send[i].len;
+			uint64_t pk0 = s->pace.pk, b0 = s->pace.bytes;
+
 			send_pace_wait(&s->pace, k, bytes, &interrupted);
+			if (s->txtime)
+				send = set_launch(s, send, tx, k, pk0, b0);
 			tx_all(s, txq, send, k);
 			vfgx_port_release(s->src, q, pk, (uint16_t)n);
 		}
@@ -284,6 +360,8 @@ static void send_loop(struct sender *s, bool live)
 		}
 	}
 	send_pace_end(&s->pace, vfgx_now_ns());
+	if (s->txtime)
+		txtime_collect(s);
 	publish(s, true);
 	if (s->error)
 		snprintf(s->error_msg, sizeof(s->error_msg), "%s", vfgx_last_error(s->ctx));
@@ -306,6 +384,25 @@ static void source_sum(vfgx_port *src, struct vfgx_source_report *sum)
 		sum->corrupted += r.corrupted;
 		sum->reordered += r.reordered;
 	}
+}
+
+/* null when send.txtime was not asked */
+static json_object *txtime_json(const struct sender *s)
+{
+	json_object *t;
+
+	if (!s->c.txtime)
+		return NULL;
+	t = json_object_new_object();
+	json_object_object_add(t, "used", json_object_new_boolean(s->txtime));
+	json_object_object_add(t, "fallback", s->txtime ? NULL : json_object_new_string(s->txtime_off));
+	json_object_object_add(t, "device", s->txtime ? json_object_new_string(s->txi.device) : NULL);
+	json_object_object_add(t, "delta_ns", json_object_new_int(s->txi.delta_ns));
+	json_object_object_add(t, "lead_us", json_object_new_double(s->c.txtime_lead_us));
+	json_object_object_add(t, "sent", json_object_new_uint64(s->txs.sent));
+	json_object_object_add(t, "missed", json_object_new_uint64(s->txs.missed));
+	json_object_object_add(t, "invalid", json_object_new_uint64(s->txs.invalid));
+	return t;
 }
 
 static int report(const struct vfgx_config *cfg, const struct sender *s, bool json,
@@ -338,6 +435,12 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 			s->c.rate_pps, s->c.rate_bps, pr.sched_pps, pr.rate_error_pct,
 			pr.gap_err_p50_ns / 1e3, pr.gap_err_p99_ns / 1e3, pr.gap_err_max_ns / 1e3,
 			pr.gaps);
+	if (s->txtime)
+		fprintf(f, "txtime: on (SO_TXTIME, CLOCK_TAI; ETF qdisc on %s, delta %d ns), launch time = schedule %+.0f us: %" PRIu64 " sent with a launch time, refused by the qdisc: %" PRIu64 " missed, %" PRIu64 " invalid\n",
+			cli_esc(s->txi.device), s->txi.delta_ns, s->c.txtime_lead_us, s->txs.sent,
+			s->txs.missed, s->txs.invalid);
+	else if (s->c.txtime)
+		fprintf(f, "txtime: off, paced by the token bucket alone (%s)\n", s->txtime_off);
 	fprintf(f, "tx waits (port took nothing, retried): %" PRIu64 "\n", s->full_waits);
 	for (int i = 0; i < SD_MAX; i++)
 		if (s->drops[i])
@@ -381,6 +484,7 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 		json_object_object_add(root, "pacing", pr.paced ? pj : NULL);
 		if (!pr.paced)
 			json_object_put(pj);
+		json_object_object_add(root, "txtime", txtime_json(s));
 		json_object_object_add(root, "tx_waits", json_object_new_uint64(s->full_waits));
 		for (int i = 0; i < SD_MAX; i++)
 			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
@@ -397,6 +501,27 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 	return ok ? 0 : 1;
 }
 
+/* send.txtime: on, or refused (a backend without it: exit 2), or one line
+ * and the token bucket alone (this host or device cannot). */
+static int txtime_start(struct sender *s)
+{
+	int ret;
+
+	s->txi.argsz = sizeof(s->txi);
+	ret = vfgx_port_txtime_enable(s->out, &s->txi);
+	if (ret == -EOPNOTSUPP) {
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(s->ctx));
+		return 2;
+	}
+	if (ret) {
+		snprintf(s->txtime_off, sizeof(s->txtime_off), "%s", vfgx_last_error(s->ctx));
+		fprintf(stderr, "vfgx: %s; pacing with the token bucket instead\n", s->txtime_off);
+		return 0;
+	}
+	s->txtime = true;
+	return 0;
+}
+
 static int send_conf_load(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send_conf *c)
 {
 	if (vfgx_opts_from_yaml(&cfg->send_opts, send_tab, SEND_NOPTS, c, sizeof(*c))) {
@@ -411,7 +536,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	struct vfgx_config *cfg = NULL;
 	struct sender s = { 0 };
 	double duration = -1, rate = -1;
-	bool quiet = false, json = false;
+	bool quiet = false, json = false, txtime = false;
 	const struct vfgx_iface_config *ifc = NULL;
 	const char *listen = NULL;
 	struct run_output ro = { 0 };
@@ -432,6 +557,9 @@ int vfgx_cmd_send(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 't':
+			txtime = true;
 			break;
 		case 'm':
 			listen = optarg;
@@ -464,6 +592,8 @@ int vfgx_cmd_send(int argc, char **argv)
 		s.c.duration_s = duration;
 	if (rate >= 0)
 		s.c.rate_pps = rate;
+	if (txtime)
+		s.c.txtime = true;
 	for (uint16_t i = 0; i < cfg->nb_ifaces && !ifc; i++)
 		if (!s.c.interface || !strcmp(cfg->ifaces[i].name, s.c.interface))
 			ifc = &cfg->ifaces[i];
@@ -489,6 +619,8 @@ int vfgx_cmd_send(int argc, char **argv)
 		goto out;
 	}
 	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
+	if (s.c.txtime && (rc = txtime_start(&s)))
+		goto out;
 	/* --metrics, else the config's metrics.listen, as vfgx run */
 	ro.listen = listen;
 	if (run_output_open(ctx, cfg, &ro)) {

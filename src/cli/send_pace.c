@@ -20,15 +20,20 @@ void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint
 		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 }
 
-static uint64_t due(const struct send_pace *p)
+uint64_t send_pace_due_at(const struct send_pace *p, uint64_t pk, uint64_t bytes)
 {
 	double s = 0;
 
 	if (p->rate_pps > 0)
-		s = (double)p->pk / p->rate_pps;
-	if (p->rate_bps > 0 && (double)p->bytes * 8 / p->rate_bps > s)
-		s = (double)p->bytes * 8 / p->rate_bps;
+		s = (double)pk / p->rate_pps;
+	if (p->rate_bps > 0 && (double)bytes * 8 / p->rate_bps > s)
+		s = (double)bytes * 8 / p->rate_bps;
 	return p->t0 + (uint64_t)(s * 1e9);
+}
+
+static uint64_t due(const struct send_pace *p)
+{
+	return send_pace_due_at(p, p->pk, p->bytes);
 }
 
 void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,

@@ -36,6 +36,9 @@ void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint
  * when not paced, or when *stop is set). */
 void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
 		    volatile sig_atomic_t *stop);
+/* When the schedule has the packet that follows pk packets and bytes
+ * bytes (vfgx_now_ns() clock): a burst's per-packet launch times. */
+uint64_t send_pace_due_at(const struct send_pace *p, uint64_t pk, uint64_t bytes);
 void send_pace_end(struct send_pace *p, uint64_t now);
 void send_pace_result(const struct send_pace *p, struct send_pace_result *r);
 

@@ -669,6 +669,20 @@ static int ax_stats(struct vfgx_port *port, uint16_t q,
 	return 0;
 }
 
+/* AF_XDP frames skip the qdisc layer (the kernel hands them to the driver,
+ * or copies them past the qdisc in copy mode), so an ETF qdisc never sees
+ * them.  The AF_XDP way is a launch time in the frame's tx metadata
+ * (XDP_TXMD_FLAGS_LAUNCH_TIME, Linux 6.15), a hardware offload of a few
+ * drivers (igc, stmmac; not veth) on the NIC's clock: tx metadata itself
+ * came in 6.8, after the 6.1 kernels this is built and tested on. */
+static int ax_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
+{
+	(void)info;
+	return vfgx_set_error(port->ctx, -EOPNOTSUPP,
+			      "%s: txtime is not available on AF_XDP: its frames bypass the qdisc layer, so the ETF qdisc never sees them, and AF_XDP's own launch time (tx metadata, Linux 6.15+, NIC offload in igc/stmmac only, not veth) is newer than the 6.1 kernels here; use a socket port (UDP) for txtime",
+			      port->name);
+}
+
 int vfgx_afxdp_info(vfgx_port *port, struct vfgx_afxdp_info *info)
 {
 	if (port->ops != &vfgx_afxdp_ops)
@@ -686,4 +700,5 @@ const struct vfgx_port_ops vfgx_afxdp_ops = {
 	.tx_burst = ax_tx_burst,
 	.stats = ax_stats,
 	.close = ax_close,
+	.txtime_enable = ax_txtime_enable,
 };

@@ -44,6 +44,12 @@ struct vfgx_port_ops {
 	bool (*rx_done)(struct vfgx_port *port, uint16_t q);
 	int (*source_report)(struct vfgx_port *port, uint16_t q,
 			     struct vfgx_source_report *rep);
+	/* launch times (vfgx_port_txtime_*); info and st are the library's
+	 * own, zeroed */
+	int (*txtime_enable)(struct vfgx_port *port,
+			     struct vfgx_txtime_info *info);
+	int (*txtime_stats)(struct vfgx_port *port, uint16_t q,
+			    struct vfgx_txtime_stats *st);
 };
 
 extern const struct vfgx_port_ops vfgx_loopback_ops;

@@ -363,6 +363,8 @@ static void sk_close(struct vfgx_port *port)
 		sq->pfd = NULL;
 		free(sq->gro);
 		free(sq->gso_buf);
+		free(sq->txctl);
+		sq->txctl = NULL;
 		sq->cmsg = NULL;
 		sq->gro = NULL;
 		sq->gso_buf = NULL;
@@ -510,6 +512,8 @@ static int sk_tx_burst(struct vfgx_port *port, uint16_t q,
 		return 0;
 	if (sp->proto == SK_TCP)
 		return vfgx_sk_tcp_tx(port, q, pkts, n);
+	if (sp->txtime)
+		return vfgx_sk_udp_tx_txtime(port, q, pkts, n);
 	return vfgx_sk_udp_tx(port, q, pkts, n);
 }
 
@@ -686,4 +690,6 @@ const struct vfgx_port_ops vfgx_socket_ops = {
 	.stats = sk_stats,
 	.close = sk_close,
 	.rx_done = sk_rx_done,
+	.txtime_enable = vfgx_sk_txtime_enable,
+	.txtime_stats = vfgx_sk_txtime_stats,
 };

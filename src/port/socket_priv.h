@@ -85,6 +85,9 @@ struct sk_queue {
 	int rcvtimeo_ms;        /* SO_RCVTIMEO now set, for vfgx_socket_wait */
 	/* UDP tx */
 	uint8_t *gso_buf;
+	uint8_t *txctl;         /* txtime: one SCM_TXTIME cmsg per message */
+	uint64_t txt_sent, txt_missed, txt_invalid; /* launch-time counters */
+	uint64_t txt_missed_bytes, txt_invalid_bytes;
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
 	struct vfgx_queue_stats st;
@@ -101,6 +104,8 @@ struct sk_priv {
 	uint32_t slot_bits;     /* low bits of a connection handle: its slot */
 	_Atomic uint32_t next_gen; /* port-wide: no handle names two queues */
 	bool gro, gso, nodelay, end_on_close;
+	bool txtime;            /* launch times on (socket_txtime.c) */
+	char txtime_dev[16];    /* the route's device (IFNAMSIZ) */
 	uint16_t nb_socks;
 	uint16_t bound_port;
 	uint32_t closed;
@@ -130,6 +135,13 @@ int vfgx_sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 int vfgx_sk_gro_fill(struct vfgx_port *port, uint16_t q, uint32_t k, int flags);
 int vfgx_sk_udp_tx(struct vfgx_port *port, uint16_t q,
 		   const struct vfgx_pkt *pkts, uint16_t n);
+
+/* socket_txtime.c */
+int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info);
+int vfgx_sk_txtime_stats(struct vfgx_port *port, uint16_t q,
+			 struct vfgx_txtime_stats *st);
+int vfgx_sk_udp_tx_txtime(struct vfgx_port *port, uint16_t q,
+			  const struct vfgx_pkt *pkts, uint16_t n);
 
 /* socket_tcp.c */
 void vfgx_sk_tcp_tune(struct sk_priv *sp, int fd);

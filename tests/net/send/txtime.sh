@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# txtime.sh VFGX MODE HAVE_AFXDP - `vfgx send` with send.txtime (SO_TXTIME
+# launch times, the ETF qdisc) into `vfgx run` over veth between two
+# namespaces, two processes.  MODE guest (tests/vm/vm-run.sh, Debian's 6.1
+# kernel with sch_etf): an ETF qdisc on the sender's veth; every packet is
+# accounted for exactly (delivered + dropped at the receiver's socket +
+# refused by the qdisc = generated) and the sender says txtime was used;
+# launch times in the past are refused by the qdisc and counted
+# (txtime_invalid); with the qdisc removed the sender falls back with one
+# line and delivers everything.  MODE host (no ETF here): that fallback,
+# the TCP and AF_XDP refusals and bad send.txtime values.  Gap statistics
+# of the departure times (dumpcap on the sender's veth) are printed, never
+# asserted (the guest is TCG-emulated).
+set -uo pipefail
+vfgx=$1 mode=${2:-host} have_afxdp=${3:-0}
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+name=txt
+export VETH_NET=78
+A=$name-a B=$name-b
+IPB=198.18.$VETH_NET.2
+if [ "$mode" = guest ] && [ "${VFGX_IN_VM:-}" != 1 ]; then
+	echo "SKIP: txtime.sh guest runs inside tests/vm/vm-run.sh"
+	exit 77
+fi
+"$root/scripts/netns-probe.sh" tc python3 || exit $?
+tmp=$(mktemp -d /tmp/txtime-test.XXXXXX)
+fails=0 passes=0
+bgpid='' have_cap=0
+command -v dumpcap >/dev/null && have_cap=1
+cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
+	"$root/scripts/netns-veth.sh" down $name
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$root/scripts/netns-veth.sh" up $name >/dev/null || { echo "FAIL - scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
+# ETF drops every packet without a launch time, ARP included (it has no
+# socket): without a permanent neighbour entry the datagrams would wait in
+# the neighbour queue for an answer that never comes, and vanish there
+IPA=198.18.$VETH_NET.1
+maca=$(ip -n "$A" -br link show "$A"0 | awk '{print $3}')
+macb=$(ip -n "$B" -br link show "$B"0 | awk '{print $3}')
+ip -n "$A" neigh replace "$IPB" lladdr "$macb" dev "$A"0 nud permanent
+ip -n "$B" neigh replace "$IPA" lladdr "$maca" dev "$B"0 nud permanent
+ok() { echo "ok   - $*"; passes=$((passes + 1)); }
+fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+# KEY.PATH of a JSON file
+jget() { python3 -c 'import json,sys
+v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): v=v[k] if v is not None else None
+print(str(v).lower() if isinstance(v,bool) else v)' "$1" "$2"; }
+
+udp_out="  - { name: out, backend: socket, address: udp://$IPB:5000,
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      socket: { role: client } }"
+send_cfg() { # PACKETS LEAD_US [IFACE-YAML]
+	cat <<EOT
+interfaces:
+${3:-$udp_out}
+send:
+  rate_pps: 10000
+  burst: 8
+  txtime: true
+  txtime_lead_us: $2
+  generator: { packets: $1, packet_size: 256, flows: 2 }
+EOT
+}
+cat >"$tmp/recv.yaml" <<EOT
+memory_regions:
+  - { name: rx, kind: host, buf_size: 2048, num_bufs: 8192 }
+interfaces:
+  - { name: in, backend: socket, address: udp://$IPB:5000,
+      rx: { queues: [ { id: 0, memory_region: rx } ] },
+      socket: { role: server, rcvbuf: 8388608 } }
+pipeline:
+  device: cpu
+  workers: 1
+  reorder: { enabled: true, window: 1024 }
+  verify_payload: true
+  duration_s: 120
+expect: { verified: true, min_packets: 0 }
+EOT
+
+# run_pair NAME PACKETS LEAD_US: sender and receiver; results in $tmp/NAME-*
+run_pair() {
+	local n=$1
+	send_cfg "$2" "$3" >"$tmp/$n-send.yaml"
+	ip netns exec "$B" "$vfgx" run -q --json "$tmp/recv.yaml" >"$tmp/$n-recv.json" 2>"$tmp/$n-recv.log" &
+	bgpid=$!
+	for _ in $(seq 200); do
+		grep -q "^vfgx: info: in: " "$tmp/$n-recv.log" && break
+		sleep 0.1
+	done
+	sleep 0.3
+	ip netns exec "$A" "$vfgx" send --json "$tmp/$n-send.yaml" >"$tmp/$n-sent.json" 2>"$tmp/$n-send.log"
+	src=$?
+	sleep 1 # what is in flight lands first
+	kill -INT $bgpid
+	wait $bgpid
+	rrc=$?
+	bgpid=
+}
+
+show() { # NAME: the logs of a failed case
+	sed 's/^/  send: /' "$tmp/$1-send.log" "$tmp/$1-sent.json"
+	sed 's/^/  recv: /' "$tmp/$1-recv.log"
+}
+
+# generated = delivered + dropped at the receiver's socket (buffer full) +
+# refused by the qdisc; and what the sender counts as sent is what arrived
+accounted() { # NAME
+	local j=$tmp/$1-sent.json r=$tmp/$1-recv.json
+	gen=$(jget "$j" source.generated) sent=$(jget "$j" packets)
+	missed=$(jget "$j" drops.txtime_missed) invalid=$(jget "$j" drops.txtime_invalid)
+	deliv=$(jget "$r" pipeline.delivered) verr=$(jget "$r" pipeline.verify_errors)
+	rxp=$(python3 -c 'import json,sys; print(sum(q["rx_packets"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
+	rfull=$(python3 -c 'import json,sys; print(sum(q["drops"]["ring_full"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
+	sentb=$(jget "$j" bytes)
+	rxb=$(python3 -c 'import json,sys; print(sum(q["rx_bytes"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
+	acct="generated $gen = delivered $deliv + receiver socket drops $rfull + qdisc missed $missed + invalid $invalid"
+	# bytes too: the refused packets' bytes come off what the sender sent
+	((gen == deliv + rfull + missed + invalid && sent == rxp + rfull && verr == 0)) &&
+		((rfull > 0 || sentb == rxb))
+}
+
+# the gaps between the times packets left the sender's veth: a capture
+# there sees each datagram as the qdisc releases it (on the receiving side
+# GRO may merge a burst into one packet)
+gaps() { # PCAPNG (dumpcap's)
+	python3 - "$1" <<'EOP'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+t, o, res = [], 0, 1e-6
+while o + 12 <= len(d):
+    typ, ln = struct.unpack("<II", d[o:o + 8])
+    if ln < 12: break
+    if typ == 1:  # interface description: if_tsresol (option 9)
+        p = o + 16
+        while p + 4 <= o + ln - 4:
+            code, olen = struct.unpack("<HH", d[p:p + 4])
+            if code == 0: break
+            if code == 9:
+                r = d[p + 4]
+                res = 2.0 ** -(r & 127) if r & 128 else 10.0 ** -r
+            p += 4 + (olen + 3) // 4 * 4
+    elif typ == 6:  # enhanced packet
+        hi, lo = struct.unpack("<II", d[o + 12:o + 20])
+        t.append(((hi << 32) | lo) * res * 1e6)
+    o += ln
+g = sorted(b - a for a, b in zip(t, t[1:]))
+if len(g) < 10: print("too few packets captured (%d)" % len(t)); sys.exit()
+q = lambda p: g[min(len(g) - 1, int(len(g) * p))]
+print("%d gaps, us: p1 %.1f p10 %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f (schedule 100)" %
+      (len(g), q(.01), q(.1), q(.5), q(.9), q(.99), g[-1]))
+EOP
+}
+
+capture_start() { # FILE
+	capfile=$1
+	ip netns exec "$A" dumpcap -q -n -i "$A"0 -f "udp port 5000" -w "$capfile" >/dev/null 2>&1 &
+	cappid=$!
+	for _ in $(seq 100); do
+		[ -s "$capfile" ] && break
+		sleep 0.2
+	done
+}
+capture_stop() {
+	kill -INT "$cappid" 2>/dev/null
+	wait "$cappid" 2>/dev/null
+}
+
+etf=(tc qdisc replace dev "${A}0" root etf clockid CLOCK_TAI delta 200000)
+if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
+	((have_cap)) && capture_start "$tmp/etf.pcap"
+	# a lead of 20 ms: the emulated guest's sender often runs milliseconds
+	# behind its schedule, and a launch time already past is refused
+	run_pair etf 4000 20000
+	((have_cap)) && capture_stop
+	if ((src == 0 && rrc == 0)) && [ "$(jget "$tmp/etf-sent.json" txtime.used)" = true ] &&
+		[ "$(jget "$tmp/etf-sent.json" txtime.sent)" = 4000 ] && accounted etf; then
+		ok "etf on ${A}0: txtime used, $acct; sender $(grep -o 'pacing: .*' "$tmp/etf-send.log")"
+	elif ((rrc == 0)) && [ "$(jget "$tmp/etf-sent.json" txtime.used)" = true ] && accounted etf; then
+		# the qdisc dropped some (a TCG guest misses launch times): counted, exit 1
+		ok "etf on ${A}0: txtime used, $acct (sender exit $src: the qdisc's refusals are its drops)"
+	else
+		fail "etf on ${A}0: send exit $src, receive exit $rrc; ${acct:-}"
+		show etf
+	fi
+	((have_cap)) && echo "     departure gaps with ETF: $(gaps "$tmp/etf.pcap")"
+
+	# launch times 100 ms in the past: the qdisc refuses every packet and
+	# the error queue says so, one report each
+	run_pair past 500 -100000
+	if ((src == 1 && rrc == 0)) && [ "$(jget "$tmp/past-sent.json" drops.txtime_invalid)" = 500 ] &&
+		[ "$(jget "$tmp/past-sent.json" packets)" = 0 ] && accounted past &&
+		grep -q '^drop txtime_invalid *500$' "$tmp/past-send.log"; then
+		ok "launch times in the past: exit 1, all 500 counted txtime_invalid, none arrived"
+	else
+		fail "launch times in the past: send exit $src, receive exit $rrc; ${acct:-}"
+		show past
+	fi
+	# SO_TXTIME refused (no CAP_NET_ADMIN for CLOCK_TAI) while ETF is the
+	# root qdisc: sending without launch times would lose every packet
+	# there, so it is refused with one line instead of falling back
+	send_cfg 100 20000 >"$tmp/eperm.yaml"
+	out=$(ip netns exec "$A" setpriv --bounding-set -net_admin --inh-caps -net_admin \
+		"$vfgx" send "$tmp/eperm.yaml" 2>&1 | grep -v ': info: '; exit "${PIPESTATUS[0]}")
+	rc=$?
+	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "need CAP_NET_ADMIN.*drops every packet without a launch time" <<<"$out"; then
+		ok "SO_TXTIME refused under a root ETF: exit 2, $out"
+	else
+		fail "SO_TXTIME refused under a root ETF: exit $rc, '$out'"
+	fi
+
+	# the same with a wider delta (5 ms): the qdisc wakes that much before
+	# each launch time; the counts are printed, only the accounting checked
+	ip netns exec "$A" tc qdisc replace dev "${A}0" root etf clockid CLOCK_TAI delta 5000000
+	((have_cap)) && capture_start "$tmp/wide.pcap"
+	run_pair wide 4000 20000
+	((have_cap)) && capture_stop
+	if ((rrc == 0)) && [ "$(jget "$tmp/wide-sent.json" txtime.used)" = true ] && accounted wide; then
+		ok "etf delta 5 ms: $acct"
+	else
+		fail "etf delta 5 ms: send exit $src, receive exit $rrc; ${acct:-}"
+		show wide
+	fi
+	((have_cap)) && echo "     departure gaps with ETF, delta 5 ms: $(gaps "$tmp/wide.pcap")"
+	ip netns exec "$A" tc qdisc del dev "${A}0" root
+elif [ "$mode" = guest ]; then
+	fail "cannot install the ETF qdisc in the guest: $err"
+else
+	echo "skip - ETF cases: this kernel has no ETF qdisc (${etf[*]}: $(head -1 <<<"$err"))"
+fi
+
+# no ETF on the device: one line, the token bucket alone, everything sent
+((have_cap)) && capture_start "$tmp/tb.pcap"
+run_pair noetf 4000 2000
+((have_cap)) && capture_stop
+lines=$(grep -v ': info: ' "$tmp/noetf-send.log" | grep -c '^vfgx: ')
+if ((src == 0 && rrc == 0)) && [ "$(jget "$tmp/noetf-sent.json" txtime.used)" = false ] &&
+	((lines == 1)) && grep -q "^vfgx: out: txtime: no ETF qdisc on ${A}0, .*; pacing with the token bucket instead$" "$tmp/noetf-send.log" &&
+	accounted noetf && ((deliv == gen)); then
+	ok "no ETF qdisc: one line, token bucket, $acct"
+	echo "     $(grep '^vfgx: out: txtime' "$tmp/noetf-send.log")"
+else
+	fail "no ETF qdisc: send exit $src, receive exit $rrc, $lines lines; ${acct:-}"
+	show noetf
+fi
+((have_cap)) && echo "     departure gaps between frames, token bucket alone (bursts of 8 leave as one UDP GSO frame on veth): $(gaps "$tmp/tb.pcap")"
+
+if [ "$mode" = host ]; then
+	# bad values: file:line:col, exit 2
+	send_cfg 10 2000 | sed 's/txtime: true/txtime: maybe/' >"$tmp/bad.yaml"
+	out=$(ip netns exec "$A" "$vfgx" send "$tmp/bad.yaml" 2>&1); rc=$?
+	if ((rc == 2)) && grep -q "bad.yaml:[0-9]*:[0-9]*: .*txtime" <<<"$out"; then
+		ok "send.txtime: maybe: exit 2, $out"
+	else
+		fail "send.txtime: maybe: exit $rc, '$out'"
+	fi
+	send_cfg 10 5000000 >"$tmp/bad.yaml"
+	out=$(ip netns exec "$A" "$vfgx" send "$tmp/bad.yaml" 2>&1); rc=$?
+	if ((rc == 2)) && grep -q "bad.yaml:[0-9]*:[0-9]*: .*txtime_lead_us" <<<"$out"; then
+		ok "send.txtime_lead_us: 5000000: exit 2, $out"
+	else
+		fail "send.txtime_lead_us: 5000000: exit $rc, '$out'"
+	fi
+	# TCP: no per-datagram launch time, refused with one line
+	send_cfg 10 2000 "  - { name: out, backend: socket, address: tcp://$IPB:5001,
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      socket: { role: client } }" >"$tmp/tcp.yaml"
+	sed 's#udp://\(.*\):5000#tcp://\1:5001#; s/rcvbuf: 8388608/max_record: 2048/' "$tmp/recv.yaml" >"$tmp/tcp-recv.yaml"
+	ip netns exec "$B" "$vfgx" run -q --duration 3 "$tmp/tcp-recv.yaml" >/dev/null 2>&1 &
+	bgpid=$!
+	sleep 0.5
+	out=$(ip netns exec "$A" "$vfgx" send "$tmp/tcp.yaml" 2>&1 | grep -v ': info: '; exit "${PIPESTATUS[0]}")
+	rc=$?
+	kill $bgpid 2>/dev/null; wait $bgpid 2>/dev/null; bgpid=
+	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "txtime needs a UDP socket port" <<<"$out"; then
+		ok "txtime on TCP: refused, exit 2, $out"
+	else
+		fail "txtime on TCP: exit $rc, '$out'"
+	fi
+	if [ "$have_afxdp" = 1 ]; then
+		send_cfg 10 2000 "  - { name: out, backend: afxdp, address: ${A}0,
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      afxdp: { queues: [0] } }" >"$tmp/xdp.yaml"
+		out=$(ip netns exec "$A" "$vfgx" send "$tmp/xdp.yaml" 2>&1 | grep -v ': info: '; exit "${PIPESTATUS[0]}")
+		rc=$?
+		if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "not available on AF_XDP" <<<"$out"; then
+			ok "txtime on AF_XDP: refused, exit 2, $out"
+		else
+			fail "txtime on AF_XDP: exit $rc, '$out'"
+		fi
+	else
+		echo "skip - txtime on AF_XDP: this build has no AF_XDP backend"
+	fi
+fi
+echo "$passes passed, $fails failed"
+((fails == 0))
