@@ -1,10 +1,11 @@
 /* socket_txtime.c - launch times on the socket backend's UDP tx path:
  * SO_TXTIME (CLOCK_TAI, errors reported) on each tx socket, one
  * SCM_TXTIME cmsg per datagram, the ETF qdisc found on the route's device
- * through rtnetlink, and the qdisc's refusals read back from the socket's
+ * through rtnetlink (libmnl), and the qdisc's refusals read back from the socket's
  * error queue (SO_EE_ORIGIN_TXTIME) and counted. */
 #include <errno.h>
 #include <ifaddrs.h>
+#include <libmnl/libmnl.h>
 #include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 #include <linux/netlink.h>
@@ -71,90 +72,92 @@ static int sk_route_dev(struct sk_priv *sp, int fd, char *dev, size_t len)
 	return ret;
 }
 
-/* The ETF qdisc's parameters from one RTM_NEWQDISC message of ifindex. */
-static bool sk_etf_parse(struct nlmsghdr *nh, int ifindex, struct tc_etf_qopt *qopt,
-			 bool *root)
-{
-	struct tcmsg *tc = NLMSG_DATA(nh);
-	int alen = (int)nh->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*tc));
-	const char *kind = NULL;
-	struct rtattr *opts = NULL;
+struct etf_find {
+	int ifindex, found;
+	bool *root;
+	struct tc_etf_qopt *qopt;
+};
 
-	if (tc->tcm_ifindex != ifindex)
-		return false;
-	for (struct rtattr *a = TCA_RTA(tc); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
-		if (a->rta_type == TCA_KIND)
-			kind = RTA_DATA(a);
-		else if (a->rta_type == TCA_OPTIONS)
-			opts = a;
-	}
-	if (!kind || strcmp(kind, "etf") || !opts)
-		return false;
-	alen = (int)RTA_PAYLOAD(opts);
-	for (struct rtattr *a = RTA_DATA(opts); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
-		if (a->rta_type == TCA_ETF_PARMS && RTA_PAYLOAD(a) >= sizeof(*qopt)) {
-			memcpy(qopt, RTA_DATA(a), sizeof(*qopt));
-			*root = tc->tcm_parent == TC_H_ROOT;
-			return true;
+static int etf_attr(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+	int type = mnl_attr_get_type(a);
+
+	if (mnl_attr_type_valid(a, TCA_MAX) > 0)
+		tb[type] = a;
+	return MNL_CB_OK;
+}
+
+/* One RTM_NEWQDISC message: ifindex's ETF qdisc and its parameters? */
+static int etf_qdisc(const struct nlmsghdr *nh, void *data)
+{
+	struct etf_find *f = data;
+	const struct tcmsg *tc = mnl_nlmsg_get_payload(nh);
+	const struct nlattr *tb[TCA_MAX + 1] = { 0 };
+	const struct nlattr *a;
+
+	if (f->found || tc->tcm_ifindex != f->ifindex ||
+	    mnl_attr_parse(nh, sizeof(*tc), etf_attr, tb) < 0 || !tb[TCA_KIND] ||
+	    mnl_attr_validate(tb[TCA_KIND], MNL_TYPE_NUL_STRING) < 0 ||
+	    strcmp(mnl_attr_get_str(tb[TCA_KIND]), "etf") || !tb[TCA_OPTIONS])
+		return MNL_CB_OK;
+	mnl_attr_for_each_nested(a, tb[TCA_OPTIONS])
+		if (mnl_attr_get_type(a) == TCA_ETF_PARMS &&
+		    mnl_attr_get_payload_len(a) >= sizeof(*f->qopt)) {
+			memcpy(f->qopt, mnl_attr_get_payload(a), sizeof(*f->qopt));
+			*f->root = tc->tcm_parent == TC_H_ROOT;
+			f->found = 1;
 		}
-	return false;
+	return MNL_CB_OK;
 }
 
 /* Is there an ETF qdisc (root, or under mqprio/taprio) on ifindex?  1 and
- * *qopt, *root, 0 none, negative errno when rtnetlink could not be asked. */
+ * *qopt, *root, 0 none, negative errno when rtnetlink could not be asked
+ * (a dump of the qdiscs through libmnl). */
 static int sk_etf_find(int ifindex, struct tc_etf_qopt *qopt, bool *root)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct tcmsg tc;
-	} req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETQDISC,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.tc = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex },
-	};
-	union nlbuf {
-		struct nlmsghdr align;
-		char b[32768];
-	} *buf = malloc(sizeof(*buf));
-	int fd, found = 0, ret = 0;
+	struct etf_find f = { .ifindex = ifindex, .root = root, .qopt = qopt };
+	char *buf = malloc(MNL_SOCKET_BUFFER_SIZE);
+	struct mnl_socket *nl = NULL;
+	struct nlmsghdr *nh;
+	struct tcmsg *tc;
+	unsigned int seq = 1, portid;
+	int ret = -ENOMEM;
 
 	if (!buf)
-		return -ENOMEM;
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0) {
-		ret = -errno;
-		free(buf);
 		return ret;
-	}
-	if (send(fd, &req, sizeof(req), 0) < 0) {
+	nh = mnl_nlmsg_put_header(buf);
+	nh->nlmsg_type = RTM_GETQDISC;
+	nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nh->nlmsg_seq = seq;
+	tc = mnl_nlmsg_put_extra_header(nh, sizeof(*tc));
+	tc->tcm_family = AF_UNSPEC;
+	tc->tcm_ifindex = ifindex;
+	nl = mnl_socket_open(NETLINK_ROUTE);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0 ||
+	    mnl_socket_sendto(nl, nh, nh->nlmsg_len) < 0) {
 		ret = -errno;
 		goto out;
 	}
+	portid = mnl_socket_get_portid(nl);
 	for (;;) {
-		ssize_t len = recv(fd, buf->b, sizeof(buf->b), 0);
-		int left = (int)len;
+		ssize_t n = mnl_socket_recvfrom(nl, buf, MNL_SOCKET_BUFFER_SIZE);
 
-		if (len <= 0) {
-			ret = len < 0 ? -errno : -EIO;
-			goto out;
+		if (n < 0) {
+			ret = -errno;
+			break;
 		}
-		for (struct nlmsghdr *nh = &buf->align; NLMSG_OK(nh, left);
-		     nh = NLMSG_NEXT(nh, left)) {
-			if (nh->nlmsg_type == NLMSG_DONE)
-				goto out;
-			if (nh->nlmsg_type == NLMSG_ERROR) {
-				ret = ((struct nlmsgerr *)NLMSG_DATA(nh))->error;
-				goto out;
-			}
-			if (nh->nlmsg_type == RTM_NEWQDISC && !found &&
-			    sk_etf_parse(nh, ifindex, qopt, root))
-				found = 1;
+		ret = mnl_cb_run(buf, (size_t)n, seq, portid, etf_qdisc, &f);
+		if (ret <= MNL_CB_STOP) {
+			ret = ret < 0 ? -errno : 0;
+			break;
 		}
 	}
 out:
-	close(fd);
+	if (nl)
+		mnl_socket_close(nl);
 	free(buf);
-	return ret ? ret : found;
+	return ret ? ret : f.found;
 }
 
 int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
