@@ -133,6 +133,11 @@ int vfgx_sk_udp_rx_direct(struct vfgx_port *port, uint16_t q,
 int vfgx_sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t max);
 int vfgx_sk_gro_fill(struct vfgx_port *port, uint16_t q, uint32_t k, int flags);
+/* sendmmsg of the k messages already in queue q's msgs (non-blocking):
+ * how many went (0 when the socket is full or the peer refuses), counted
+ * in the queue's tx stats, or -errno with one line. */
+int vfgx_sk_sendmmsg(struct vfgx_port *port, uint16_t q, const struct vfgx_pkt *pkts,
+		     uint32_t k);
 int vfgx_sk_udp_tx(struct vfgx_port *port, uint16_t q,
 		   const struct vfgx_pkt *pkts, uint16_t n);
 

@@ -361,18 +361,9 @@ int vfgx_sk_udp_tx_txtime(struct vfgx_port *port, uint16_t q,
 			memcpy(CMSG_DATA(c), &t, sizeof(t));
 		}
 	}
-	r = sendmmsg(sq->fd, sq->msgs, k, MSG_DONTWAIT);
-	if (r < 0) {
-		if (errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED)
-			return 0;
-		return vfgx_set_error(port->ctx, -errno, "%s: tx queue %u: sendmmsg: %s",
-				      port->name, q, strerror(errno));
-	}
-	for (int i = 0; i < r; i++) {
-		sq->st.tx_packets++;
-		sq->st.tx_bytes += pkts[i].len;
+	r = vfgx_sk_sendmmsg(port, q, pkts, k);
+	for (int i = 0; i < r; i++)
 		timed += (pkts[i].flags & VFGX_PKT_TXTIME) != 0;
-	}
 	sq->txt_sent += timed;
 	return r;
 }

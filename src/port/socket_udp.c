@@ -286,7 +286,6 @@ int vfgx_sk_udp_tx(struct vfgx_port *port, uint16_t q,
 	struct sk_priv *sp = port->priv;
 	struct sk_queue *sq = &sp->q[q];
 	uint32_t k = n < SK_MAX_MSGS ? n : SK_MAX_MSGS;
-	int r;
 
 	if (sp->role == SK_SERVER && !sq->peer_len)
 		return vfgx_set_error(port->ctx, -ENOTCONN,
@@ -307,7 +306,15 @@ int vfgx_sk_udp_tx(struct vfgx_port *port, uint16_t q,
 			mh->msg_namelen = sq->peer_len;
 		}
 	}
-	r = sendmmsg(sq->fd, sq->msgs, k, MSG_DONTWAIT);
+	return vfgx_sk_sendmmsg(port, q, pkts, k);
+}
+
+int vfgx_sk_sendmmsg(struct vfgx_port *port, uint16_t q, const struct vfgx_pkt *pkts,
+		     uint32_t k)
+{
+	struct sk_queue *sq = &((struct sk_priv *)port->priv)->q[q];
+	int r = sendmmsg(sq->fd, sq->msgs, k, MSG_DONTWAIT);
+
 	if (r < 0) {
 		if (errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED)
 			return 0;
