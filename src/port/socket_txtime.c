@@ -26,6 +26,7 @@
 #endif
 
 #define TXT_CMSG CMSG_SPACE(sizeof(uint64_t))
+#define TXT_ERRQ_BYTES (64 << 20) /* the tx sockets' receive buffer */
 
 /* The device the connected socket's datagrams leave by: the one holding
  * its source address, or lo when the peer is this host. */
@@ -217,6 +218,16 @@ int vfgx_sk_txtime_enable(struct vfgx_port *port, struct vfgx_txtime_info *info)
 					      err == EPERM ? " (CLOCK_TAI launch times need CAP_NET_ADMIN)" : "",
 					      why);
 		}
+		/* The qdisc's refusals queue on the socket's error queue,
+		 * which counts against its receive buffer: a full one drops
+		 * reports, and their packets would go uncounted.  Room for
+		 * about 64k of them (SO_RCVBUFFORCE: CAP_NET_ADMIN, which
+		 * SO_TXTIME with CLOCK_TAI needs anyway); else what the
+		 * limit allows. */
+		int rb = TXT_ERRQ_BYTES;
+
+		if (setsockopt(sq->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb)))
+			(void)setsockopt(sq->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
 		if (!sq->txctl && !(sq->txctl = calloc(SK_MAX_MSGS, TXT_CMSG)))
 			return -ENOMEM;
 	}
