@@ -416,6 +416,17 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	g->grid_a = (c->burst + WARPS - 1) / WARPS;
 	g->grid_b = GPUK_GROUPS / WARPS;
 	g->blocks = c->blocks ? c->blocks : (uint32_t)prop.multiProcessorCount;
+	/* A persistent block takes a whole SM (512 threads x 128 registers):
+	 * with chunks, whose consumers run their own kernels on them (a
+	 * CUDA stream waiting for a chunk, user.gpu_module, cuFFT), an eighth
+	 * of the SMs (at least 2) is left free unless blocks says otherwise,
+	 * or those kernels would wait for the persistent one, which waits
+	 * for them to give the chunks back. */
+	if (c->mode == 0 && !c->blocks && c->ch.on) {
+		uint32_t spare = g->blocks / 8 > 2 ? g->blocks / 8 : 2;
+
+		g->blocks = g->blocks > spare ? g->blocks - spare : 1;
+	}
 	if (c->mode == 0) {
 		/* every block of the persistent kernel must be resident at
 		 * once: a block not yet scheduled would hold up the items

@@ -37,7 +37,7 @@ fi
 cat >"$tmp/sum.yaml" <<YAML
 interfaces:
   - backend: loopback
-    loopback: { packets: 200000, flows: 3, loss: 0.001, reorder: 0.01 }
+    loopback: { packets: 200000, flows: 3, loss: 0.001, reorder: 0.01, replay: true }
 pipeline:
   device: cpu
   chunks: { payload_bytes: 512, packets: 256, streams: 3, in_flight: 8, mem: pinned }
@@ -62,6 +62,23 @@ assert len(cpu) == 3 and all(gpu[s] == cpu[s] for s in range(3)), (gpu, cpu)
 print("ok   flow_sum: the GPU kernel's sums equal the CPU module's:", list(gpu))
 PY
 then :; else fail "flow_sum on the GPU: sums differ"$'\n'"$out"; fi
+
+# --- the same module on chunks the gpu engine placed: its kernels run
+# beside the persistent kernel (which leaves SMs free for them) on the same
+# traffic, so the sums equal the cpu engine's run above
+sed -e 's/device: cpu/device: gpu/' -e '/library:/d' -e '/arg: verify/d' \
+	-e "s#$tmp/state.bin#$tmp/state_gpu.bin#" "$tmp/sum.yaml" >"$tmp/sum_gpu.yaml"
+out=$(timeout 120 "$vfgx" run -q "$tmp/sum_gpu.yaml" 2>&1)
+rc=$?
+if ((rc != 0)); then
+	fail "flow_sum on gpu-engine chunks: exit $rc"$'\n'"$out"
+elif python3 - "$tmp/state.bin" "$tmp/state_gpu.bin" <<'PY'
+import struct, sys
+cpu, gpu = (struct.unpack("<3Q", open(p, "rb").read()) for p in sys.argv[1:3])
+assert cpu == gpu and all(cpu), (cpu, gpu)
+print("ok   flow_sum on chunks the gpu engine placed: the same sums as on the cpu engine's:", list(gpu))
+PY
+then :; else fail "flow_sum on gpu-engine chunks: sums differ"$'\n'"$out"; fi
 
 refuse() { # NAME RC WANT YAML-EDIT
 	local out rc
