@@ -74,12 +74,6 @@ int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl)
 	int ret;
 
 	rc->pl = pl;
-	/* measured on an H200: a kernel on another stream never ran beside
-	 * the persistent kernel, which waited for its chunks back */
-	if (rc->gpu.loaded && !strncmp(vfgx_pipeline_describe(pl), "gpu", 3)) {
-		fprintf(stderr, "vfgx: pipeline.user.gpu_module with device: gpu: the GPU engine's persistent kernel holds every SM, so the module's kernels could not run beside it (use device: cpu)\n");
-		return 2;
-	}
 	if (rc->mod && rc->mod->chunk && !vfgx_chunk_conf(pl)) {
 		fprintf(stderr, "vfgx: user module %s has a chunk callback but the pipeline has no chunks (add pipeline.chunks)\n",
 			rc->mod->name ? rc->mod->name : "?");

@@ -61,7 +61,14 @@ int run_gpu_user_load(struct run_gpu_user *g, const struct vfgx_config *cfg)
 		return 2;
 	}
 	g->kernel = k;
-	if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess ||
+	/* Load the kernel's code now, before the gpu engine's persistent
+	 * kernel runs: CUDA's lazy loading would load it at the first launch,
+	 * which waits for the kernels running, and the persistent one waits
+	 * for this one to give its chunk back. */
+	struct cudaFuncAttributes fa;
+
+	if ((e = cudaFuncGetAttributes(&fa, (const void *)k)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess ||
 	    (g->stream = s, false) ||
 	    (g->state_bytes && ((e = cudaMalloc(&g->state, g->state_bytes)) != cudaSuccess ||
 				(e = cudaMemset(g->state, 0, g->state_bytes)) != cudaSuccess))) {

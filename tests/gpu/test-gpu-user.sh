@@ -91,7 +91,6 @@ refuse() { # NAME RC WANT YAML-EDIT
 		fail "$1: exit $rc, want $2 and '$3'"$'\n'"$out"
 	fi
 }
-refuse "gpu module on the gpu engine" 2 "gpu_module with device: gpu" 's/device: cpu/device: gpu/'
 refuse "missing module" 2 "gpu_module $tmp/none.fatbin: " "s|gpu_module: .*|gpu_module: $tmp/none.fatbin|"
 refuse "missing kernel" 2 "has no kernel nope" "s|gpu_state_bytes: 24|gpu_state_bytes: 24\n    gpu_kernel: nope|"
 refuse "faulting kernel" 1 "user gpu module .*: kernel: .*illegal" "s|gpu_module: .*|gpu_module: $build/tests/gpu/fault_module.fatbin|"
