@@ -6,6 +6,7 @@
 
 #include <vfgx/devices.h>
 
+#include "core/argsz.h"
 #include "hwscan.h"
 
 struct vfgx_devices {
@@ -57,20 +58,6 @@ uint32_t vfgx_devices_nb_pairs(const vfgx_devices *d)
 	return (uint32_t)d->s.nb_pairs;
 }
 
-/* The caller's struct may be older (shorter) or newer than ours: fill
- * what both know, zero the rest of theirs. */
-static int fill(void *out, const void *ours, size_t size)
-{
-	uint32_t argsz = *(const uint32_t *)out;
-
-	if (argsz < sizeof(uint32_t) * 2)
-		return -EINVAL;
-	memset((char *)out + sizeof(uint32_t), 0, argsz - sizeof(uint32_t));
-	memcpy((char *)out + sizeof(uint32_t), (const char *)ours + sizeof(uint32_t),
-	       (argsz < size ? argsz : size) - sizeof(uint32_t));
-	return 0;
-}
-
 int vfgx_devices_nic(const vfgx_devices *d, uint32_t i, struct vfgx_device_nic *out)
 {
 	const struct hw_nic *n = &d->s.nics[i];
@@ -84,7 +71,7 @@ int vfgx_devices_nic(const vfgx_devices *d, uint32_t i, struct vfgx_device_nic *
 		.xdp = n->xdp ? n->xdp : "", .numa = n->pci ? n->dev.numa : -1,
 		.speed_mbps = n->speed_mbps, .xdp_zerocopy = n->xdp_zerocopy,
 	};
-	return fill(out, &v, sizeof(v));
+	return vfgx_argsz_fill(out, &v, sizeof(v));
 }
 
 int vfgx_devices_gpu(const vfgx_devices *d, uint32_t i, struct vfgx_device_gpu *out)
@@ -98,7 +85,7 @@ int vfgx_devices_gpu(const vfgx_devices *d, uint32_t i, struct vfgx_device_gpu *
 		.name = g->name, .bdf = g->dev.bdf, .numa = g->dev.numa,
 		.mem_bytes = g->mem_bytes, .bar1_bytes = g->bar1_bytes,
 	};
-	return fill(out, &v, sizeof(v));
+	return vfgx_argsz_fill(out, &v, sizeof(v));
 }
 
 int vfgx_devices_pair(const vfgx_devices *d, uint32_t i, struct vfgx_device_pair *out)
@@ -112,5 +99,5 @@ int vfgx_devices_pair(const vfgx_devices *d, uint32_t i, struct vfgx_device_pair
 		.gpu = (uint32_t)p->gpu, .nic = (uint32_t)p->nic,
 		.dist = (enum vfgx_pcie_dist)p->dist, .shared_bridges = p->shared,
 	};
-	return fill(out, &v, sizeof(v));
+	return vfgx_argsz_fill(out, &v, sizeof(v));
 }

@@ -297,27 +297,12 @@ int vfgx_port_source_report(vfgx_port *port, uint16_t q,
 	return port->ops->source_report(port, q, rep);
 }
 
-/* The caller's out struct may be older (shorter) or newer than ours:
- * fill what both know, zero the rest of theirs. */
-static int fill_out(void *out, const void *ours, size_t size)
-{
-	uint32_t argsz;
-
-	memcpy(&argsz, out, sizeof(argsz));
-	if (argsz < sizeof(uint32_t) * 2)
-		return -EINVAL;
-	memset((char *)out + sizeof(uint32_t), 0, argsz - sizeof(uint32_t));
-	memcpy((char *)out + sizeof(uint32_t), (const char *)ours + sizeof(uint32_t),
-	       (argsz < size ? argsz : size) - sizeof(uint32_t));
-	return 0;
-}
-
 int vfgx_port_txtime_enable(vfgx_port *port, struct vfgx_txtime_info *info)
 {
 	struct vfgx_txtime_info ours = { .argsz = sizeof(ours) };
 	int ret;
 
-	if (info && fill_out(info, &ours, sizeof(ours)))
+	if (info && vfgx_argsz_fill(info, &ours, sizeof(ours)))
 		return vfgx_set_error(port->ctx, -EINVAL, "vfgx_txtime_info: argsz %u too small",
 				      *(const uint32_t *)info);
 	if (!port->ops->txtime_enable)
@@ -326,7 +311,7 @@ int vfgx_port_txtime_enable(vfgx_port *port, struct vfgx_txtime_info *info)
 				      port->name, port->ops->name);
 	ret = port->ops->txtime_enable(port, &ours);
 	if (!ret && info)
-		fill_out(info, &ours, sizeof(ours));
+		vfgx_argsz_fill(info, &ours, sizeof(ours));
 	return ret;
 }
 
@@ -335,13 +320,13 @@ int vfgx_port_txtime_stats(vfgx_port *port, uint16_t q, struct vfgx_txtime_stats
 	struct vfgx_txtime_stats ours = { .argsz = sizeof(ours) };
 	int ret;
 
-	if (fill_out(st, &ours, sizeof(ours)))
+	if (vfgx_argsz_fill(st, &ours, sizeof(ours)))
 		return -EINVAL;
 	if (q >= port->nb_tx_queues || !port->ops->txtime_stats)
 		return -EINVAL;
 	ret = port->ops->txtime_stats(port, q, &ours);
 	if (!ret)
-		fill_out(st, &ours, sizeof(ours));
+		vfgx_argsz_fill(st, &ours, sizeof(ours));
 	return ret;
 }
 

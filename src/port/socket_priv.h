@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -133,6 +134,21 @@ int vfgx_sk_udp_rx_direct(struct vfgx_port *port, uint16_t q,
 int vfgx_sk_udp_rx_gro(struct vfgx_port *port, uint16_t q,
 		       struct vfgx_pkt *pkts, uint16_t max);
 int vfgx_sk_gro_fill(struct vfgx_port *port, uint16_t q, uint32_t k, int flags);
+/* Message i of queue q's sendmmsg array: packet p as its one iovec, no
+ * address, no control (the caller adds those it needs). */
+static inline struct msghdr *vfgx_sk_tx_msg(struct sk_queue *sq, uint32_t i,
+					    const struct vfgx_pkt *p)
+{
+	struct msghdr *mh = &sq->msgs[i].msg_hdr;
+
+	memset(mh, 0, sizeof(*mh));
+	sq->iov[i].iov_base = p->data;
+	sq->iov[i].iov_len = p->len;
+	mh->msg_iov = &sq->iov[i];
+	mh->msg_iovlen = 1;
+	return mh;
+}
+
 /* sendmmsg of the k messages already in queue q's msgs (non-blocking):
  * how many went (0 when the socket is full or the peer refuses), counted
  * in the queue's tx stats, or -errno with one line. */

@@ -352,13 +352,8 @@ int vfgx_sk_udp_tx_txtime(struct vfgx_port *port, uint16_t q,
 
 	sk_txtime_drain(sq);
 	for (uint32_t i = 0; i < k; i++) {
-		struct msghdr *mh = &sq->msgs[i].msg_hdr;
+		struct msghdr *mh = vfgx_sk_tx_msg(sq, i, &pkts[i]);
 
-		memset(mh, 0, sizeof(*mh));
-		sq->iov[i].iov_base = pkts[i].data;
-		sq->iov[i].iov_len = pkts[i].len;
-		mh->msg_iov = &sq->iov[i];
-		mh->msg_iovlen = 1;
 		if (pkts[i].flags & VFGX_PKT_TXTIME) {
 			uint8_t *b = sq->txctl + (size_t)i * TXT_CMSG;
 			struct cmsghdr *c = (struct cmsghdr *)b;

@@ -294,13 +294,8 @@ int vfgx_sk_udp_tx(struct vfgx_port *port, uint16_t q,
 	if (sp->gso && n > 1)
 		return sk_udp_tx_gso(port, q, pkts, (uint16_t)k);
 	for (uint32_t i = 0; i < k; i++) {
-		struct msghdr *mh = &sq->msgs[i].msg_hdr;
+		struct msghdr *mh = vfgx_sk_tx_msg(sq, i, &pkts[i]);
 
-		memset(mh, 0, sizeof(*mh));
-		sq->iov[i].iov_base = pkts[i].data;
-		sq->iov[i].iov_len = pkts[i].len;
-		mh->msg_iov = &sq->iov[i];
-		mh->msg_iovlen = 1;
 		if (sp->role == SK_SERVER) {
 			mh->msg_name = &sq->peer;
 			mh->msg_namelen = sq->peer_len;
