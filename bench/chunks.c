@@ -243,6 +243,10 @@ out:
 /* --- the gpu engine: chunks against none, end to end ------------------- */
 #define GPU_SIZE 8192
 #define GPU_FLOWS 64
+/* frames in flight: with 16384 both sides were bound by the pool's turn
+ * around (an item's latency), 55 Mpps without chunks; 65536 (540 MiB of
+ * GPU memory) lets the side without chunks run near 150 Mpps */
+#define GPU_BUFS 65536
 
 struct gpu_side {
 	vfgx_pipeline *pl;
@@ -289,7 +293,7 @@ static int gpu_run(vfgx_ctx *ctx, bool chunks, double seconds, double *mpps,
 
 	snprintf(y, sizeof(y),
 		 "log_level: warn\n"
-		 "memory_regions: [{name: r, kind: gpu, buf_size: %u, num_bufs: 16384}]\n"
+		 "memory_regions: [{name: r, kind: gpu, buf_size: %u, num_bufs: %u}]\n"
 		 "interfaces:\n"
 		 "  - backend: loopback\n"
 		 "    rx: {queues: [{id: 0, memory_region: r, batch_size: 256},\n"
@@ -301,7 +305,7 @@ static int gpu_run(vfgx_ctx *ctx, bool chunks, double seconds, double *mpps,
 		 "  filter: {udp_dst_ports: [5000]}\n"
 		 "  gpu: {mode: persistent, items: 64, burst: 1024, timeout_ms: 20000}\n"
 		 "%s",
-		 GPU_SIZE + 64, GPU_SIZE, GPU_FLOWS, seconds,
+		 GPU_SIZE + 64, GPU_BUFS, GPU_SIZE, GPU_FLOWS, seconds,
 		 chunks ? "  chunks: {payload_bytes: 8192, packets: 256, streams: 64, in_flight: 8, mem: gpu}\n" :
 			  "  reorder: {enabled: true, window: 1024, slot_size: 8192}\n");
 	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "chunks-gpu.yaml", &cfg)) ||
@@ -516,8 +520,8 @@ int vfgx_bench_chunks(int argc, char **argv)
 		fprintf(f, "- FFT consumer: not measured here (no spectrometer build or no GPU: %s).\n", spectrometer);
 	}
 	if (n_gpu) {
-		fprintf(f, "- gpu engine (%s): `vfgx run`'s path (vfgx_pipeline, device gpu, persistent), loopback replay of %d B frames in GPU memory, %d flows on 2 queues, verify off, %.1f s per side: with chunks (the kernels write each payload into its slot; 64 streams x 8 in flight x 256 packets of 8192 B in GPU memory; a consumer thread takes and returns every chunk with vfgx_chunk_get/put) against the same run with reorder windows (1024 x 8192 B, as `vfgx bench e2e`). Every run checked: every packet received was delivered. Mpps = packets / wall time; the two alternate (order flipped every round).\n\n",
-			gpu_desc, GPU_SIZE, GPU_FLOWS, seconds * 2);
+		fprintf(f, "- gpu engine (%s): `vfgx run`'s path (vfgx_pipeline, device gpu, persistent), loopback replay of %d B frames in GPU memory (a pool of %d), %d flows on 2 queues, items of 1024 packets, verify off, %.1f s per side: with chunks (phase B of the kernels places each record and lists its copy, phase C copies the item's payloads into their slots with every warp of the block and publishes the chunks made ready in item order; 64 streams x 8 in flight x 256 packets of 8192 B in GPU memory; a consumer thread takes and returns every chunk with vfgx_chunk_get/put) against the same run with reorder windows (1024 x 8192 B, as `vfgx bench e2e`). Every run checked: every packet received was delivered. Mpps = packets / wall time; the two alternate (order flipped every round).\n\n",
+			gpu_desc, GPU_SIZE, GPU_BUFS, GPU_FLOWS, seconds * 2);
 		fprintf(f, "| round | with chunks Mpps | chunks handed out | backpressure waits | without Mpps | ratio |\n|---|---|---|---|---|---|\n");
 		for (int i = 0; i < n_gpu; i++)
 			fprintf(f, "| %d | %.2f | %llu | %llu | %.2f | %.3f |\n", i + 1, gwith[i],

@@ -11,6 +11,15 @@
  * __syncwarp(); lane 0 alone writes the state, then __syncwarp()s.  The
  * state is GPU memory touched only by the group's warp, handed from item
  * to item by the ticket (acquire / release), read with volatile loads.
+ *
+ * Persistent mode defers the work that needs no order (struct kc_defer):
+ * phase B only decides where each record goes and which chunks are
+ * released; the payload copies are listed and made by every warp of the
+ * block after phase B (phase C, kc_phase_c), and the chunks released are
+ * published (ready words, rel_head) after the copies, in item order: a
+ * chunk's bytes come from several items, so item i publishes once every
+ * item before it has (the chain word pub_ticket).  The other modes copy
+ * and publish in place (df NULL).
  * Device code, included by gpu_proc.cu. */
 #ifndef VFGX_GPU_CHUNKS_CUH
 #define VFGX_GPU_CHUNKS_CUH
@@ -25,7 +34,8 @@
 #define KC_DROP_NOBUFS 0 /* VFGX_DROP_NOBUFS (vfgx/port.h; chunk_gpu.c checks) */
 
 struct kc_stream {
-	ull head, top, first_index, pending_gaps, open, pad;
+	/* pubh: chunks below it are published (ready words, rel_head) */
+	ull head, top, first_index, pending_gaps, open, pubh;
 	ull c[GPUK_K_NCNT];
 };
 
@@ -34,6 +44,30 @@ struct kc_slot {
 };
 
 #define KV(x) (*(volatile ull *)&(x))
+
+/* A warp's deferred work in one item (persistent mode): its copy list
+ * and its publication list, each a slice of GPU memory of its own
+ * (kparams kcp, kpb: blocks x WARPS slices).  A full copy list is copied
+ * by the warp at once; a full publication list, and a wait for the
+ * consumer, publish at once (kc_defer_flush). */
+#define KC_CP_CAP 256
+#define KC_PB_CAP 128
+struct kc_cp {
+	const uint8_t *src;
+	uint8_t *dst;
+	uint32_t len, pad;
+};
+
+struct kc_pb {
+	ull s, head;
+};
+
+struct kc_defer {
+	struct kc_cp *cp;
+	struct kc_pb *pb;
+	uint32_t ncp, npb;
+	ull item;
+};
 
 __device__ __forceinline__ void kc_set(ull &x, ull v, uint32_t lane)
 {
@@ -72,209 +106,6 @@ __device__ __forceinline__ volatile uint32_t *kc_lens(const kparams &k, size_t s
 __device__ __forceinline__ ull kc_bits(uint32_t a, uint32_t b)
 {
 	return b - a >= 64 ? ~0ull : ((1ull << (b - a)) - 1) << a;
-}
-
-/* Slots of the chunk at first below its highest present one that are
- * missing, not counting those before the stream's first packet; after
- * the highest, gaps only if the stream goes on (chunk.c's count_gaps). */
-__device__ void kc_count_gaps(const kparams &k, struct kc_stream *st, size_t si,
-			      ull first, bool later_known, uint32_t lane)
-{
-	volatile ull *present = kc_present(k, si);
-	uint32_t W = k.ch.present_words, P = k.ch.packets, hi = 0, from = 0;
-	ull fi = KV(st->first_index), gaps = 0;
-
-	for (uint32_t w = lane; w < W; w += 32) {
-		ull v = present[w];
-
-		if (v)
-			hi = max(hi, w * 64 + 63 - (uint32_t)__clzll((long long)v));
-	}
-	hi = __reduce_max_sync(FULL, hi);
-	if (first < fi)
-		from = (uint32_t)(fi - first);
-	for (uint32_t w = lane; w < W; w += 32) {
-		uint32_t a = max(w * 64, from), b = min(w * 64 + 64, hi);
-
-		if (a < b)
-			gaps += (ull)__popcll(~present[w] & kc_bits(a - w * 64, b - w * 64));
-	}
-	gaps = warp_sum(gaps);
-	kc_bump(st, GPUK_K_GAPS, gaps, lane);
-	if (later_known)
-		kc_bump(st, GPUK_K_GAPS, P - 1 - hi, lane);
-	else
-		kc_set(st->pending_gaps, KV(st->pending_gaps) + P - 1 - hi, lane);
-	__syncwarp();
-}
-
-/* Hand the head chunk out (or skip it when it got no packet) and advance. */
-__device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
-				bool later_known, uint32_t lane)
-{
-	struct kc_stream *st = &k.kcs[s];
-	ull head = KV(st->head), P = k.ch.packets;
-	size_t si = kc_si(k, s, head);
-	struct kc_slot *sl = &k.kcsl[si];
-
-	if (KV(sl->state) != KC_FILLING || KV(sl->index) != head) {
-		if (later_known)
-			kc_bump(st, GPUK_K_GAPS, P, lane);
-		else
-			kc_set(st->pending_gaps, KV(st->pending_gaps) + P, lane);
-		kc_bump(st, GPUK_K_SKIPPED, 1, lane);
-		kc_set(st->head, head + 1, lane);
-		__syncwarp();
-		return;
-	}
-	ull pc = KV(sl->present_count), missing = P - pc;
-
-	if (missing) {
-		kc_bump(st, GPUK_K_CLOSED, 1, lane);
-		kc_bump(st, GPUK_K_MISSING, missing, lane);
-		__syncwarp();
-		kc_count_gaps(k, st, si, head * P, later_known, lane);
-	} else {
-		kc_bump(st, GPUK_K_COMPLETE, 1, lane);
-	}
-	if (lane == 0) {
-		volatile struct gpuk_chunk_desc *d = &k.ch.desc[si];
-
-		d->index = head;
-		d->present_count = pc;
-		d->missing = missing;
-		d->flags = missing ? reason : VFGX_CHUNK_COMPLETE;
-		d->stream_late = KV(st->c[GPUK_K_LATE]);
-		d->last_gt = KV(sl->last_gt);
-		d->ready_gt = gtimer();
-		KV(sl->state) = KC_READY;
-		/* the slot's data and the descriptor before the word */
-		st_release_sys64(&k.ch.ready_word[si], head + 1);
-		KV(st->head) = head + 1;
-	}
-	__syncwarp();
-}
-
-/* Release chunks until head reaches target; a far jump releases what is
- * open and skips the rest at once. */
-__device__ void kc_advance_to(const kparams &k, uint32_t s, ull target,
-			      uint32_t reason, bool later_known, uint32_t lane)
-{
-	struct kc_stream *st = &k.kcs[s];
-	ull F = k.ch.in_flight;
-
-	if (target - KV(st->head) > F) {
-		for (ull i = 0; i < F; i++)
-			kc_release_head(k, s, reason, later_known, lane);
-		ull head = KV(st->head);
-
-		kc_bump(st, GPUK_K_SKIPPED, target - head, lane);
-		if (later_known)
-			kc_bump(st, GPUK_K_GAPS, (target - head) * k.ch.packets, lane);
-		kc_set(st->head, target, lane);
-		__syncwarp();
-		return;
-	}
-	while (KV(st->head) < target)
-		kc_release_head(k, s, reason, later_known, lane);
-}
-
-/* The stream's counters and rel_head, for the CPU (pinned). */
-__device__ void kc_publish(const kparams &k, uint32_t s, uint32_t lane)
-{
-	struct kc_stream *st = &k.kcs[s];
-	volatile struct gpuk_chunk_pub *p = &k.ch.pub[s];
-
-	if (lane < GPUK_K_NCNT)
-		p->cnt[lane] = KV(st->c[lane]);
-	__syncwarp();
-	if (lane == 0)
-		st_release_sys64(&k.ch.pub[s].rel_head, KV(st->head));
-	__syncwarp();
-}
-
-/* Is slot si free (never used, or its chunk given back)? */
-__device__ bool kc_slot_free(const kparams &k, size_t si, uint32_t lane)
-{
-	struct kc_slot *sl = &k.kcsl[si];
-	int free = 0;
-
-	if (lane == 0) {
-		ull state = KV(sl->state);
-
-		free = state == KC_FREE ||
-		       (state == KC_READY &&
-			ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1);
-		if (free)
-			KV(sl->state) = KC_FREE;
-	}
-	free = __shfl_sync(FULL, free, 0);
-	__syncwarp();
-	return free;
-}
-
-/* Make slot si hold chunk n: wait while the consumer holds it; false when
- * the pipeline stopped meanwhile. */
-__device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
-			     ull now, uint32_t lane)
-{
-	struct kc_stream *st = &k.kcs[s];
-	struct kc_slot *sl = &k.kcsl[si];
-
-	if (KV(sl->state) == KC_FILLING)
-		return true; /* holds n: every chunk in [head, head + in_flight) */
-	if (!kc_slot_free(k, si, lane)) {
-		int free = 0;
-
-		kc_bump(st, GPUK_K_BACKPRESSURE, 1, lane);
-		__syncwarp();
-		/* what is ready must reach the consumer that frees the slot */
-		kc_publish(k, s, lane);
-		if (lane == 0) {
-			uint64_t beat = 0;
-
-			for (;;) {
-				ull state = KV(sl->state);
-
-				if (state == KC_READY &&
-				    ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1) {
-					KV(sl->state) = KC_FREE;
-					free = 1;
-					break;
-				}
-				if (ld_quit(k.ch.stop) || ld_quit(k.quit) ||
-				    (k.dquit && ld_relaxed_dev(k.dquit)))
-					break;
-				if (gtimer() - beat > 1000000) {
-					beat = gtimer();
-					*(volatile uint32_t *)k.ch.bp_wait = 1;
-				}
-				__nanosleep(2000);
-			}
-		}
-		free = __shfl_sync(FULL, free, 0);
-		__syncwarp();
-		if (!free) {
-			kc_bump(st, GPUK_K_BP_DROPS, 1, lane);
-			__syncwarp();
-			return false;
-		}
-	}
-	volatile ull *present = kc_present(k, si);
-	volatile uint32_t *lens = kc_lens(k, si);
-
-	for (uint32_t w = lane; w < k.ch.present_words; w += 32)
-		present[w] = 0;
-	for (uint32_t i = lane; i < k.ch.packets; i += 32)
-		lens[i] = 0;
-	if (lane == 0) {
-		KV(sl->index) = n;
-		KV(sl->present_count) = 0;
-		KV(sl->first_gt) = now;
-		KV(sl->state) = KC_FILLING;
-	}
-	__syncwarp();
-	return true;
 }
 
 /* len bytes src -> dst across the warp: 4-byte stores where dst is
@@ -329,6 +160,346 @@ __device__ void kc_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
 	__syncwarp();
 }
 
+/* Slots of the chunk at first below its highest present one that are
+ * missing, not counting those before the stream's first packet; after
+ * the highest, gaps only if the stream goes on (chunk.c's count_gaps). */
+__device__ void kc_count_gaps(const kparams &k, struct kc_stream *st, size_t si,
+			      ull first, bool later_known, uint32_t lane)
+{
+	volatile ull *present = kc_present(k, si);
+	uint32_t W = k.ch.present_words, P = k.ch.packets, hi = 0, from = 0;
+	ull fi = KV(st->first_index), gaps = 0;
+
+	for (uint32_t w = lane; w < W; w += 32) {
+		ull v = present[w];
+
+		if (v)
+			hi = max(hi, w * 64 + 63 - (uint32_t)__clzll((long long)v));
+	}
+	hi = __reduce_max_sync(FULL, hi);
+	if (first < fi)
+		from = (uint32_t)(fi - first);
+	for (uint32_t w = lane; w < W; w += 32) {
+		uint32_t a = max(w * 64, from), b = min(w * 64 + 64, hi);
+
+		if (a < b)
+			gaps += (ull)__popcll(~present[w] & kc_bits(a - w * 64, b - w * 64));
+	}
+	gaps = warp_sum(gaps);
+	kc_bump(st, GPUK_K_GAPS, gaps, lane);
+	if (later_known)
+		kc_bump(st, GPUK_K_GAPS, P - 1 - hi, lane);
+	else
+		kc_set(st->pending_gaps, KV(st->pending_gaps) + P - 1 - hi, lane);
+	__syncwarp();
+}
+
+/* Hand the head chunk out (or skip it when it got no packet) and advance. */
+__device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
+				bool later_known, uint32_t lane,
+				const struct kc_defer *df)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull head = KV(st->head), P = k.ch.packets;
+	size_t si = kc_si(k, s, head);
+	struct kc_slot *sl = &k.kcsl[si];
+
+	if (KV(sl->state) != KC_FILLING || KV(sl->index) != head) {
+		if (later_known)
+			kc_bump(st, GPUK_K_GAPS, P, lane);
+		else
+			kc_set(st->pending_gaps, KV(st->pending_gaps) + P, lane);
+		kc_bump(st, GPUK_K_SKIPPED, 1, lane);
+		kc_set(st->head, head + 1, lane);
+		__syncwarp();
+		return;
+	}
+	ull pc = KV(sl->present_count), missing = P - pc;
+
+	if (missing) {
+		kc_bump(st, GPUK_K_CLOSED, 1, lane);
+		kc_bump(st, GPUK_K_MISSING, missing, lane);
+		__syncwarp();
+		kc_count_gaps(k, st, si, head * P, later_known, lane);
+	} else {
+		kc_bump(st, GPUK_K_COMPLETE, 1, lane);
+	}
+	if (lane == 0) {
+		volatile struct gpuk_chunk_desc *d = &k.ch.desc[si];
+
+		d->index = head;
+		d->present_count = pc;
+		d->missing = missing;
+		d->flags = missing ? reason : VFGX_CHUNK_COMPLETE;
+		d->stream_late = KV(st->c[GPUK_K_LATE]);
+		d->last_gt = KV(sl->last_gt);
+		KV(sl->state) = KC_READY;
+		if (!df) {
+			d->ready_gt = gtimer();
+			/* the slot's data and the descriptor before the word */
+			st_release_sys64(&k.ch.ready_word[si], head + 1);
+		}
+		KV(st->head) = head + 1;
+	}
+	__syncwarp();
+}
+
+/* Release chunks until head reaches target; a far jump releases what is
+ * open and skips the rest at once. */
+__device__ void kc_advance_to(const kparams &k, uint32_t s, ull target,
+			      uint32_t reason, bool later_known, uint32_t lane,
+			      const struct kc_defer *df)
+{
+	struct kc_stream *st = &k.kcs[s];
+	ull F = k.ch.in_flight;
+
+	if (target - KV(st->head) > F) {
+		for (ull i = 0; i < F; i++)
+			kc_release_head(k, s, reason, later_known, lane, df);
+		ull head = KV(st->head);
+
+		kc_bump(st, GPUK_K_SKIPPED, target - head, lane);
+		if (later_known)
+			kc_bump(st, GPUK_K_GAPS, (target - head) * k.ch.packets, lane);
+		kc_set(st->head, target, lane);
+		__syncwarp();
+		return;
+	}
+	while (KV(st->head) < target)
+		kc_release_head(k, s, reason, later_known, lane, df);
+}
+
+/* The stream's counters and rel_head, for the CPU (pinned): the chunks
+ * below head are published; the ready words of those released since
+ * pubh (slots READY with their index, at most in_flight of them: a far
+ * jump skips the rest) first when df deferred them. */
+__device__ void kc_pub_now(const kparams &k, uint32_t s, ull head, bool words,
+			   uint32_t lane)
+{
+	struct kc_stream *st = &k.kcs[s];
+	volatile struct gpuk_chunk_pub *p = &k.ch.pub[s];
+	ull from = KV(st->pubh);
+
+	if (head < from)
+		return;
+	if (words) {
+		uint32_t mine = 0;
+		size_t si = 0;
+		ull idx = 0;
+
+		for (uint32_t r0 = 0; r0 < k.ch.in_flight; r0 += 32) {
+			if (r0 + lane < k.ch.in_flight) {
+				struct kc_slot *sl;
+
+				si = (size_t)s * k.ch.in_flight + r0 + lane;
+				sl = &k.kcsl[si];
+				idx = KV(sl->index);
+				mine = KV(sl->state) == KC_READY && idx >= from && idx < head;
+			}
+			/* every lane's view of the copies (phase C's barrier, or
+			 * this warp's own copies) before its release store */
+			__syncwarp();
+			if (mine) {
+				k.ch.desc[si].ready_gt = gtimer();
+				st_release_sys64(&k.ch.ready_word[si], idx + 1);
+			}
+			mine = 0;
+			__syncwarp();
+		}
+	}
+	if (lane < GPUK_K_NCNT)
+		p->cnt[lane] = KV(st->c[lane]);
+	__syncwarp();
+	if (lane == 0) {
+		st_release_sys64(&k.ch.pub[s].rel_head, head);
+		KV(st->pubh) = head;
+	}
+	__syncwarp();
+}
+
+/* One lane waits until every item before df's has published; 1 when the
+ * kernel is told to quit (the stop word does not end it: the items before
+ * end their waits for the consumer on it). */
+__device__ int kc_wait_chain(const kparams &k, ull item)
+{
+	uint32_t spins = 0;
+
+	while (ld_acquire_dev(k.pub_ticket) != item) {
+		__nanosleep(200);
+		if ((++spins & 255) == 0 &&
+		    (ld_relaxed_dev(k.dquit) || ((spins & 65535) == 0 && ld_quit(k.quit))))
+			return 1;
+	}
+	return 0;
+}
+
+/* Copy the warp's listed payloads now. */
+__device__ void kc_defer_copy(struct kc_defer *df, uint32_t lane)
+{
+	for (uint32_t e = 0; e < df->ncp; e++) {
+		struct kc_cp c = df->cp[e];
+
+		kc_copy(c.dst, c.src, c.len, lane);
+	}
+	df->ncp = 0;
+}
+
+/* A payload into its slot: listed for phase C, or copied now (no df). */
+__device__ void kc_defer_add(struct kc_defer *df, uint8_t *dst,
+			     const uint8_t *src, uint32_t len, uint32_t lane)
+{
+	if (!df) {
+		kc_copy(dst, src, len, lane);
+		return;
+	}
+	if (df->ncp == KC_CP_CAP)
+		kc_defer_copy(df, lane);
+	if (lane == 0) {
+		struct kc_cp *c = &df->cp[df->ncp];
+
+		c->src = src;
+		c->dst = dst;
+		c->len = len;
+	}
+	df->ncp++;
+	__syncwarp();
+}
+
+/* Publish the warp's releases now: its copies, then, once every earlier
+ * item has published, its list.  false when told to quit meanwhile. */
+__device__ bool kc_defer_flush(const kparams &k, struct kc_defer *df,
+			       uint32_t lane)
+{
+	int quit = 0;
+
+	kc_defer_copy(df, lane);
+	if (lane == 0)
+		quit = kc_wait_chain(k, df->item);
+	if (__shfl_sync(FULL, quit, 0))
+		return false;
+	__syncwarp();
+	for (uint32_t e = 0; e < df->npb; e++)
+		kc_pub_now(k, (uint32_t)df->pb[e].s, df->pb[e].head, true, lane);
+	df->npb = 0;
+	return true;
+}
+
+/* Stream s's releases so far, for the CPU: now, or listed for the end of
+ * the item (df). */
+__device__ void kc_publish(const kparams &k, uint32_t s, uint32_t lane,
+			   struct kc_defer *df)
+{
+	ull head = KV(k.kcs[s].head);
+
+	if (!df) {
+		kc_pub_now(k, s, head, false, lane);
+		return;
+	}
+	if (df->npb && df->pb[df->npb - 1].s == s) {
+		if (lane == 0)
+			df->pb[df->npb - 1].head = head;
+		__syncwarp();
+		return;
+	}
+	/* a quit meanwhile: the kernel ends, the list with it */
+	if (df->npb == KC_PB_CAP && !kc_defer_flush(k, df, lane))
+		df->npb = 0;
+	if (lane == 0) {
+		df->pb[df->npb].s = s;
+		df->pb[df->npb].head = head;
+	}
+	df->npb++;
+	__syncwarp();
+}
+
+/* Is slot si free (never used, or its chunk given back)? */
+__device__ bool kc_slot_free(const kparams &k, size_t si, uint32_t lane)
+{
+	struct kc_slot *sl = &k.kcsl[si];
+	int free = 0;
+
+	if (lane == 0) {
+		ull state = KV(sl->state);
+
+		free = state == KC_FREE ||
+		       (state == KC_READY &&
+			ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1);
+		if (free)
+			KV(sl->state) = KC_FREE;
+	}
+	free = __shfl_sync(FULL, free, 0);
+	__syncwarp();
+	return free;
+}
+
+/* Make slot si hold chunk n: wait while the consumer holds it; false when
+ * the pipeline stopped meanwhile. */
+__device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
+			     ull now, uint32_t lane, struct kc_defer *df)
+{
+	struct kc_stream *st = &k.kcs[s];
+	struct kc_slot *sl = &k.kcsl[si];
+
+	if (KV(sl->state) == KC_FILLING)
+		return true; /* holds n: every chunk in [head, head + in_flight) */
+	if (!kc_slot_free(k, si, lane)) {
+		int free = 0;
+
+		kc_bump(st, GPUK_K_BACKPRESSURE, 1, lane);
+		__syncwarp();
+		/* what is ready must reach the consumer that frees the slot
+		 * (deferred: this warp's copies and releases, once the items
+		 * before have published theirs) */
+		kc_publish(k, s, lane, df);
+		bool go = !df || kc_defer_flush(k, df, lane);
+
+		if (lane == 0 && go) {
+			uint64_t beat = 0;
+
+			for (;;) {
+				ull state = KV(sl->state);
+
+				if (state == KC_READY &&
+				    ld_acquire_sys64(&k.ch.returned_word[si]) >= KV(sl->index) + 1) {
+					KV(sl->state) = KC_FREE;
+					free = 1;
+					break;
+				}
+				if (ld_quit(k.ch.stop) || ld_quit(k.quit) ||
+				    (k.dquit && ld_relaxed_dev(k.dquit)))
+					break;
+				if (gtimer() - beat > 1000000) {
+					beat = gtimer();
+					*(volatile uint32_t *)k.ch.bp_wait = 1;
+				}
+				__nanosleep(2000);
+			}
+		}
+		free = __shfl_sync(FULL, free, 0);
+		__syncwarp();
+		if (!free) {
+			kc_bump(st, GPUK_K_BP_DROPS, 1, lane);
+			__syncwarp();
+			return false;
+		}
+	}
+	volatile ull *present = kc_present(k, si);
+	volatile uint32_t *lens = kc_lens(k, si);
+
+	for (uint32_t w = lane; w < k.ch.present_words; w += 32)
+		present[w] = 0;
+	for (uint32_t i = lane; i < k.ch.packets; i += 32)
+		lens[i] = 0;
+	if (lane == 0) {
+		KV(sl->index) = n;
+		KV(sl->present_count) = 0;
+		KV(sl->first_gt) = now;
+		KV(sl->state) = KC_FILLING;
+	}
+	__syncwarp();
+	return true;
+}
+
 /* The packet index of a record, or a drop reason (chunk.c's packet_index). */
 __device__ int kc_index(const kparams &k, const struct res &r, ull *p)
 {
@@ -350,7 +521,8 @@ __device__ int kc_index(const kparams &k, const struct res &r, ull *p)
 
 /* After a record was placed: release the head chunks that are complete,
  * and close those close_distance behind the top. */
-__device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane)
+__device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane,
+			  const struct kc_defer *df)
 {
 	struct kc_stream *st = &k.kcs[s];
 	ull head, top;
@@ -365,19 +537,19 @@ __device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane)
 		if (KV(h->state) != KC_FILLING || KV(h->index) != head ||
 		    KV(h->present_count) != k.ch.packets)
 			break;
-		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane);
+		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane, df);
 	}
 	head = KV(st->head);
 	top = KV(st->top);
 	if (k.ch.close_distance && top >= head && top - head >= k.ch.close_distance)
 		kc_advance_to(k, s, top - k.ch.close_distance + 1, VFGX_CHUNK_BY_DISTANCE,
-			      true, lane);
+			      true, lane, df);
 }
 
-/* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS with *dst the
- * bytes written, else the drop reason. */
+/* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS, else the drop
+ * reason. */
 __device__ int kc_place(const kparams &k, const struct res &r, ull now,
-			const uint8_t **dst, uint32_t lane)
+			uint32_t lane, struct kc_defer *df)
 {
 	uint32_t s = r.stream, P = k.ch.packets;
 	struct kc_stream *st;
@@ -418,9 +590,10 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 		return VFGX_R_LATE;
 	}
 	if (n - head >= k.ch.in_flight)
-		kc_advance_to(k, s, n - k.ch.in_flight + 1, VFGX_CHUNK_BY_RING, true, lane);
+		kc_advance_to(k, s, n - k.ch.in_flight + 1, VFGX_CHUNK_BY_RING, true, lane,
+			      df);
 	si = kc_si(k, s, n);
-	if (!kc_slot_open(k, s, si, n, now, lane))
+	if (!kc_slot_open(k, s, si, n, now, lane, df))
 		return KC_DROP_NOBUFS;
 	pw = kc_present(k, si)[kk / 64];
 	bit = 1ull << (kk % 64);
@@ -433,8 +606,8 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 		kc_bump(st, GPUK_K_GAPS, KV(st->pending_gaps), lane);
 		kc_set(st->pending_gaps, 0, lane);
 	}
-	*dst = kc_base(k, si) + (size_t)kk * k.ch.payload_bytes;
-	kc_copy((uint8_t *)*dst, r.body, r.len, lane);
+	kc_defer_add(df, kc_base(k, si) + (size_t)kk * k.ch.payload_bytes, r.body,
+		     r.len, lane);
 	if (lane == 0) {
 		struct kc_slot *sl = &k.kcsl[si];
 
@@ -447,7 +620,7 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
-	kc_settle(k, s, lane);
+	kc_settle(k, s, lane, df);
 	return VFGX_STAGE_PASS;
 }
 
@@ -482,40 +655,51 @@ __device__ void kc_cache_put(const kparams &k, struct kc_cache &c, uint32_t lane
 	c.s = UINT32_MAX;
 }
 
-/* Hold stream s's chunk n if its slot is filling with it. */
+/* Hold stream s's chunk n if its slot is filling with it.  The words are
+ * L2 loads (__ldcg: another multiprocessor wrote them before the group's
+ * ticket came here, this warp's lane 0 since) issued at once: one round
+ * trip, and a second only when the head chunk is another one. */
 __device__ void kc_cache_get(const kparams &k, struct kc_cache &c, uint32_t s,
 			     ull n, uint32_t lane)
 {
 	struct kc_stream *st = &k.kcs[s];
 	size_t si = kc_si(k, s, n);
 	struct kc_slot *sl = &k.kcsl[si];
+	ull state = __ldcg(&sl->state), index = __ldcg(&sl->index);
+	ull pending = __ldcg(&st->pending_gaps), head = __ldcg(&st->head);
+	ull top = __ldcg(&st->top), pc = __ldcg(&sl->present_count);
+	ull last = __ldcg(&sl->last_gt);
 
-	if (KV(sl->state) != KC_FILLING || KV(sl->index) != n || KV(st->pending_gaps))
+	if (state != KC_FILLING || index != n || pending)
 		return;
 	/* a complete head chunk left by a close by distance is released by
 	 * the stream's next placement (kc_settle), as the cpu engine does:
 	 * kc_place's path until then */
-	ull head = KV(st->head);
-	struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
-
-	if (KV(h->state) == KC_FILLING && KV(h->index) == head &&
-	    KV(h->present_count) == k.ch.packets)
+	if (head == n ? pc == k.ch.packets : false) {
 		return;
+	} else if (head != n) {
+		struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
+		ull hs = __ldcg(&h->state), hi = __ldcg(&h->index);
+		ull hpc = __ldcg(&h->present_count);
+
+		if (hs == KC_FILLING && hi == head && hpc == k.ch.packets)
+			return;
+	}
 	c.s = s;
 	c.n = n;
 	c.si = si;
 	c.head = head;
-	c.top = KV(st->top);
-	c.pc = KV(sl->present_count);
-	c.last = KV(sl->last_gt);
+	c.top = top;
+	c.pc = pc;
+	c.last = last;
 	c.placed = 0;
 }
 
-/* One record through the held chunk, if it can be: 1 and *dst set when
- * placed; 0 when kc_place must take it (the cache written back first). */
+/* One record through the held chunk, if it can be: 1 when placed; 0 when
+ * kc_place must take it (the cache written back first). */
 __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
-			     const struct res &r, ull now, const uint8_t **dst,
-			     uint32_t lane)
+			     const struct res &r, ull now, uint32_t lane,
+			     struct kc_defer *df)
 {
 	uint32_t P = k.ch.packets, kk;
 	ull p, n, pw, bit;
@@ -538,8 +722,8 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 		kc_cache_put(k, c, lane);
 		return 0;
 	}
-	*dst = kc_base(k, c.si) + (size_t)kk * k.ch.payload_bytes;
-	kc_copy((uint8_t *)*dst, r.body, r.len, lane);
+	kc_defer_add(df, kc_base(k, c.si) + (size_t)kk * k.ch.payload_bytes, r.body,
+		     r.len, lane);
 	if (lane == 0) {
 		kc_lens(k, c.si)[kk] = r.len;
 		*present = pw | bit;
@@ -553,6 +737,93 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 	return 1;
 }
 
+/* A batch of records (lane j holding the j-th, batch of them) through the
+ * held chunk at once, if they are its next packets in a row (consecutive
+ * indices, none present yet) and none completes it or moves top to
+ * close_distance: pw is lane j's present word of the held chunk, read
+ * by the caller (with the cache's words), the counters of the batch's
+ * deliveries are added (the caller checked that delivery has no
+ * per-record work).  false when the caller must take them one by one. */
+__device__ bool kc_place_batch(const kparams &k, ull *cnt, struct kc_cache &c,
+			       const struct res &mine, uint32_t batch, ull now,
+			       ull pw, uint32_t lane, struct kc_defer *df)
+{
+	uint32_t P = k.ch.packets, kk = 0, kk0, end, wa, wb;
+	bool in = lane >= batch;
+	ull p = 0, n = c.n;
+	volatile ull *present;
+
+	if (c.s == UINT32_MAX || c.pc + batch >= P ||
+	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance))
+		return false;
+	if (!in)
+		in = mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
+		     kc_index(k, mine, &p) == VFGX_STAGE_PASS && p / P == n;
+	if (!__all_sync(FULL, in))
+		return false;
+	kk = (uint32_t)(p % P);
+	kk0 = __shfl_sync(FULL, kk, 0);
+	present = kc_present(k, c.si);
+	if (!__all_sync(FULL, lane >= batch || (kk == kk0 + lane && !((pw >> (kk % 64)) & 1))))
+		return false;
+	end = kk0 + batch;
+	wa = kk0 / 64;
+	wb = (end - 1) / 64;
+	{
+		ull pa = __shfl_sync(FULL, pw, 0), pb = __shfl_sync(FULL, pw, batch - 1);
+
+		if (lane < batch)
+			kc_lens(k, c.si)[kk] = mine.len;
+		if (lane == 0) {
+			present[wa] = pa | kc_bits(kk0 % 64, min(end - wa * 64, 64u));
+			if (wb != wa)
+				present[wb] = pb | kc_bits(0, end - wb * 64);
+		}
+	}
+	if (df) {
+		if (df->ncp + batch > KC_CP_CAP)
+			kc_defer_copy(df, lane);
+		if (lane < batch) {
+			struct kc_cp *e = &df->cp[df->ncp + lane];
+
+			e->src = mine.body;
+			e->dst = kc_base(k, c.si) + (size_t)kk * k.ch.payload_bytes;
+			e->len = mine.len;
+		}
+		df->ncp += batch;
+	} else {
+		for (uint32_t j = 0; j < batch; j++) {
+			const uint8_t *src = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+			uint32_t len = __shfl_sync(FULL, mine.len, j);
+
+			kc_copy(kc_base(k, c.si) + (size_t)(kk0 + j) * k.ch.payload_bytes, src,
+				len, lane);
+		}
+	}
+	{
+		ull bytes = warp_sum(lane < batch ? (ull)mine.len : 0ull);
+		uint32_t last = __popc(__ballot_sync(FULL, lane < batch &&
+							   (mine.flags & VFGX_APP_FLAG_LAST)));
+		uint32_t bad = __popc(__ballot_sync(FULL, lane < batch && (mine.flags & RF_BAD)));
+
+		if (lane == 0) {
+			count(cnt, GPUK_C_DELIVERED, batch);
+			count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
+			if (last)
+				count(cnt, GPUK_C_LAST_SEEN, last);
+			if (k.verify && bad)
+				count(cnt, GPUK_C_VERIFY, bad);
+		}
+	}
+	__syncwarp();
+	c.pc += batch;
+	c.placed += batch;
+	c.last = now;
+	if (n > c.top)
+		c.top = n;
+	return true;
+}
+
 __device__ bool kc_filling(const kparams &k, uint32_t s, ull n)
 {
 	struct kc_slot *sl = &k.kcsl[kc_si(k, s, n)];
@@ -562,7 +833,8 @@ __device__ bool kc_filling(const kparams &k, uint32_t s, ull n)
 
 /* The oldest chunk with packets timed out: release it with the empty ones
  * before it (chunk.c's vfgx_chunkset_tick, on the GPU's clock). */
-__device__ void kc_tick(const kparams &k, uint32_t s, ull now, uint32_t lane)
+__device__ void kc_tick(const kparams &k, uint32_t s, ull now, uint32_t lane,
+			const struct kc_defer *df)
 {
 	struct kc_stream *st = &k.kcs[s];
 	ull limit = (ull)k.ch.timeout_ms * 1000000ull;
@@ -578,19 +850,21 @@ __device__ void kc_tick(const kparams &k, uint32_t s, ull now, uint32_t lane)
 			break;
 		while (KV(st->head) <= m)
 			kc_release_head(k, s, VFGX_CHUNK_BY_TIMEOUT,
-					KV(st->head) < KV(st->top), lane);
+					KV(st->head) < KV(st->top), lane, df);
 	}
 }
 
 /* End of input: release every open chunk (BY_END). */
-__device__ void kc_flush(const kparams &k, uint32_t s, uint32_t lane)
+__device__ void kc_flush(const kparams &k, uint32_t s, uint32_t lane,
+			 const struct kc_defer *df)
 {
 	struct kc_stream *st = &k.kcs[s];
 
 	if (!KV(st->open))
 		return;
 	for (uint32_t i = 0; i < k.ch.in_flight && KV(st->head) <= KV(st->top); i++)
-		kc_release_head(k, s, VFGX_CHUNK_BY_END, KV(st->head) < KV(st->top), lane);
+		kc_release_head(k, s, VFGX_CHUNK_BY_END, KV(st->head) < KV(st->top), lane,
+				df);
 	kc_set(st->top, KV(st->head), lane);
 	__syncwarp();
 }
@@ -605,6 +879,65 @@ __device__ void kc_reset(const kparams &k, uint32_t s, uint32_t lane)
 	for (uint32_t r = lane; r < k.ch.in_flight; r += 32)
 		KV(k.kcsl[(size_t)s * k.ch.in_flight + r].state) = KC_FREE;
 	__syncwarp();
+}
+
+/* Warp w of this block's lists (persistent mode). */
+__device__ __forceinline__ struct kc_cp *kc_cp_list(const kparams &k, uint32_t w)
+{
+	return k.kcp + ((size_t)blockIdx.x * WARPS + w) * KC_CP_CAP;
+}
+
+__device__ __forceinline__ struct kc_pb *kc_pb_list(const kparams &k, uint32_t w)
+{
+	return k.kpb + ((size_t)blockIdx.x * WARPS + w) * KC_PB_CAP;
+}
+
+__device__ __forceinline__ void kc_defer_init(const kparams &k, struct kc_defer &df,
+					      ull item, uint32_t warp)
+{
+	df.cp = kc_cp_list(k, warp);
+	df.pb = kc_pb_list(k, warp);
+	df.ncp = 0;
+	df.npb = 0;
+	df.item = item;
+}
+
+/* Phase C (persistent mode, after phase B's barrier): every warp of the
+ * block copies the item's listed payloads (ncp: each warp's list length),
+ * then, once every item before has published, each warp publishes its
+ * list (npb) and the block passes the chain on.  *quit_c (shared) set when
+ * told to quit meanwhile. */
+__device__ void kc_phase_c(const kparams &k, ull item, const uint32_t *ncp,
+			   const uint32_t *npb, int *quit_c, uint32_t warp,
+			   uint32_t lane)
+{
+	uint32_t tot = 0;
+
+	for (uint32_t w = 0; w < WARPS; w++)
+		tot += ncp[w];
+	for (uint32_t t = warp; t < tot; t += WARPS) {
+		uint32_t w = 0, e = t;
+
+		while (e >= ncp[w])
+			e -= ncp[w++];
+		struct kc_cp c = kc_cp_list(k, w)[e];
+
+		kc_copy(c.dst, c.src, c.len, lane);
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+		*quit_c = kc_wait_chain(k, item);
+	__syncthreads();
+	if (*quit_c)
+		return;
+	struct kc_pb *pb = kc_pb_list(k, warp);
+
+	for (uint32_t e = 0; e < npb[warp]; e++)
+		kc_pub_now(k, (uint32_t)pb[e].s, pb[e].head, true, lane);
+	/* every warp's publications before the chain moves on */
+	__syncthreads();
+	if (threadIdx.x == 0)
+		st_release_dev(k.pub_ticket, item + 1);
 }
 
 #endif

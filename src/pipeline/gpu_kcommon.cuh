@@ -57,6 +57,8 @@ struct res {
 /* GPU chunk placement state (gpu_chunks.cuh), GPU memory. */
 struct kc_stream;
 struct kc_slot;
+struct kc_cp;
+struct kc_pb;
 
 /* Everything a kernel needs, passed by value. */
 struct kparams {
@@ -90,6 +92,11 @@ struct kparams {
 	struct gpuk_chunks ch;
 	struct kc_stream *kcs;      /* ch.streams */
 	struct kc_slot *kcsl;       /* ch.streams * ch.in_flight */
+	/* persistent mode: each warp's deferred copies and publications
+	 * (blocks x WARPS lists), and the item whose turn it is to publish */
+	struct kc_cp *kcp;
+	struct kc_pb *kpb;
+	uint64_t *pub_ticket;
 	uint32_t to_b;              /* reorder or chunks: phase B has records */
 };
 

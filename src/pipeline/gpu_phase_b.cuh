@@ -318,13 +318,15 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
 }
 
 /* Chunks: group g's records of the item, in arrival order, placed one
- * after another (kc_place) and delivered from their slots; each stream
- * placed into is published when the next record is of another stream,
- * and at the end. */
+ * after another (kc_place), or a batch at once when it is one stream's
+ * next packets of its held chunk and delivery has no per-record work
+ * (kc_place_batch), and delivered (from the packet: the same bytes as the
+ * slot's, which df may not have copied yet); each stream placed into is
+ * published when the next record is of another stream, and at the end. */
 __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			    const uint8_t *grp, uint32_t n, uint32_t g,
 			    uint32_t (&bal)[32], uint32_t tot, struct res mine0,
-			    uint32_t lane)
+			    uint32_t lane, struct kc_defer *df)
 {
 	uint32_t last = UINT32_MAX;
 	struct kc_cache c;
@@ -332,18 +334,42 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 	c.s = UINT32_MAX;
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
+		if (!k.user.enabled && !k.log_cap) {
+			uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
+			ull p = 0, n0;
+			bool ok = lane >= batch ? true :
+				  mine.stream == st0 && kc_index(k, mine, &p) == VFGX_STAGE_PASS;
+
+			n0 = __shfl_sync(FULL, p, 0) / k.ch.packets;
+			if (__all_sync(FULL, ok) && st0 < k.ch.streams) {
+				ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+				ull pw = 0;
+
+				/* the present words of chunk n0's slot (the
+				 * held one, if kc_cache_get finds it filling),
+				 * loaded with the cache's words */
+				if (c.s != st0 || c.n != n0)
+					kc_cache_put(k, c, lane);
+				if (lane < batch && p / k.ch.packets == n0)
+					pw = __ldcg((const ull *)kc_present(k, kc_si(k, st0, n0)) +
+						    (p % k.ch.packets) / 64);
+				if (c.s != st0 || c.n != n0)
+					kc_cache_get(k, c, st0, n0, lane);
+				if (kc_place_batch(k, cnt, c, mine, batch, now, pw, lane, df))
+					return;
+			}
+		}
 #pragma unroll 1
 		for (uint32_t j = 0; j < batch; j++) {
 			struct res r = shfl_res(mine, j);
-			const uint8_t *dst = NULL;
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 			int v = VFGX_STAGE_PASS;
 
-			if (!kc_place_fast(k, c, r, now, &dst, lane)) {
+			if (!kc_place_fast(k, c, r, now, lane, df)) {
 				if (last != r.stream && last < k.ch.streams)
-					kc_publish(k, last, lane);
+					kc_publish(k, last, lane, df);
 				last = r.stream;
-				v = kc_place(k, r, now, &dst, lane);
+				v = kc_place(k, r, now, lane, df);
 				ull p;
 
 				/* hold its chunk for the records that follow */
@@ -352,7 +378,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 					kc_cache_get(k, c, r.stream, p / k.ch.packets, lane);
 			}
 			if (v == VFGX_STAGE_PASS)
-				deliver(k, cnt, r.stream, r.seq, dst, r.len, r.flags, false,
+				deliver(k, cnt, r.stream, r.seq, r.body, r.len, r.flags, false,
 					lane);
 			else if (lane == 0)
 				count(cnt, GPUK_C_DROP0 + v, 1);
@@ -360,13 +386,13 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 	});
 	kc_cache_put(k, c, lane);
 	if (last < k.ch.streams)
-		kc_publish(k, last, lane);
+		kc_publish(k, last, lane, df);
 }
 
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
-			      uint32_t g, uint32_t lane)
+			      uint32_t g, uint32_t lane, struct kc_defer *df)
 {
 	const struct res *rs = &k.res[(size_t)slot * k.burst];
 	const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
@@ -387,6 +413,14 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	if (__shfl_sync(FULL, quit, 0))
 		return false;
 	__syncwarp();
+	/* deferred chunks: a reset acts once the items before published */
+	if (df && cmd == VFGX_COMM_CMD_RESET) {
+		if (lane == 0)
+			quit = kc_wait_chain(k, item);
+		if (__shfl_sync(FULL, quit, 0))
+			return false;
+		__syncwarp();
+	}
 	if (cmd == VFGX_COMM_CMD_RESET) {
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
 			for (uint32_t i = lane; i < k.window; i += 32)
@@ -405,13 +439,13 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 
 		for (uint32_t s = g; s < k.ch.streams; s += GPUK_GROUPS) {
 			if (cmd == VFGX_COMM_CMD_FLUSH)
-				kc_flush(k, s, lane);
+				kc_flush(k, s, lane, df);
 			else
-				kc_tick(k, s, now, lane);
-			kc_publish(k, s, lane);
+				kc_tick(k, s, now, lane, df);
+			kc_publish(k, s, lane, df);
 		}
 	} else if (k.ch.on) {
-		chunk_group(k, cnt, rs, grp, n, g, bal, tot, mine0, lane);
+		chunk_group(k, cnt, rs, grp, n, g, bal, tot, mine0, lane, df);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
 			flush_stream(k, cnt, s, lane);

@@ -14,7 +14,10 @@
  * shared memory and added to GPU-memory counters once per item.  Persistent
  * mode: groups without packets in the item pass their tickets on at once
  * (bitmap from phase A), and a group's share of the item is read before its
- * turn; see kernel_persistent and phase_b_group.
+ * turn; see kernel_persistent and phase_b_group.  With chunks, persistent
+ * mode adds phase C: the block's warps copy the item's payloads into their
+ * chunk slots and publish the chunks made ready in item order
+ * (gpu_chunks.cuh).
  *
  * Files: gpu_kcommon.cuh (parameters, memory ordering), gpu_phase_a.cuh and
  * gpu_phase_b.cuh (the stages' device code), included here so nvcc builds
@@ -69,7 +72,7 @@ __global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
 	     g += gridDim.x * WARPS)
 		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts,
 				   it->cmd & VFGX_COMM_CMD_MASK, g,
-				   lane))
+				   lane, NULL))
 			break;
 	flush_counters(k, cnt);
 }
@@ -94,11 +97,16 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	/* groups with a packet in the item: set in phase A, read in phase B,
 	 * cleared by thread 0 after flush_counters' barriers */
 	__shared__ ull gmask;
+	/* chunks: each warp's deferred copies and publications (phase C);
+	 * quit_c: set in phase C, read after its barriers */
+	__shared__ uint32_t ncp_sh[WARPS], npb_sh[WARPS];
+	__shared__ int quit_c;
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
 	if (threadIdx.x == 0) {
 		quit = 0;
 		quit_b = 0;
+		quit_c = 0;
 		gmask = 0;
 	}
 	zero_counters(cnt);
@@ -203,8 +211,10 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			 * tickets on at once; the others run in turn */
 			ull full = cmd_sh == VFGX_COMM_CMD_BURST ? (k.to_b ? gmask : 0) : ~0ull;
 			uint32_t busy8 = 0;
+			struct kc_defer df;
 			bool ok;
 
+			kc_defer_init(k, df, item, warp);
 			for (uint32_t j = 0; j < GPUK_GROUPS / WARPS; j++)
 				busy8 |= (uint32_t)((full >> (warp + WARPS * j)) & 1) << j;
 			ok = pass_empty_groups(k, item, warp,
@@ -213,13 +223,20 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				if (!((busy8 >> j) & 1))
 					continue;
 				ok = phase_b_group(k, cnt, slot, item, n_sh, cmd_sh,
-						   warp + WARPS * j, lane);
+						   warp + WARPS * j, lane, k.ch.on ? &df : NULL);
 			}
 			if (!ok && lane == 0)
 				atomicExch(&quit_b, 1);
+			if (lane == 0) {
+				ncp_sh[warp] = df.ncp;
+				npb_sh[warp] = df.npb;
+			}
 		}
+		__syncthreads();
+		if (k.ch.on && !quit_b)
+			kc_phase_c(k, item, ncp_sh, npb_sh, &quit_c, warp, lane);
 		flush_counters(k, cnt);
-		if (quit_b)
+		if (quit_b || quit_c)
 			return;
 		if (threadIdx.x == 0) {
 			gmask = 0;
@@ -240,7 +257,7 @@ struct gpuk {
 	uint32_t grid_a, grid_b, blocks;
 	ull *cnt_host;
 	char name[256];
-	void *allocs[24];
+	void *allocs[32];
 	int nb_allocs;
 	void *hallocs[8];
 	int nb_hallocs;
@@ -447,6 +464,14 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 			goto fail;
 		}
 	}
+	/* persistent chunks: the warps' deferred lists (gpu_chunks.cuh) */
+	if (c->mode == 0 && c->ch.on &&
+	    ((ret = dalloc(g, (void **)&k.kcp, sizeof(struct kc_cp) * g->blocks * WARPS *
+						  (size_t)KC_CP_CAP, err, errlen)) ||
+	     (ret = dalloc(g, (void **)&k.kpb, sizeof(struct kc_pb) * g->blocks * WARPS *
+						  (size_t)KC_PB_CAP, err, errlen)) ||
+	     (ret = dalloc(g, (void **)&k.pub_ticket, sizeof(uint64_t), err, errlen))))
+		goto fail;
 	*out = g;
 	*list = &g->list;
 	return 0;
