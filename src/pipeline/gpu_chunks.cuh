@@ -78,8 +78,9 @@ __device__ __forceinline__ void kc_set(ull &x, ull v, uint32_t lane)
 __device__ __forceinline__ void kc_bump(struct kc_stream *st, int i, ull n,
 					uint32_t lane)
 {
+	/* a reduction: no round trip for the old value */
 	if (lane == 0 && n)
-		KV(st->c[i]) = KV(st->c[i]) + n;
+		atomicAdd(&st->c[i], n);
 }
 
 __device__ __forceinline__ size_t kc_si(const kparams &k, uint32_t s, uint64_t n)
@@ -737,42 +738,45 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 	return 1;
 }
 
-/* A batch of records (lane j holding the j-th, batch of them) through the
- * held chunk at once, if they are its next packets in a row (consecutive
- * indices, none present yet) and none completes it or moves top to
- * close_distance: pw is lane j's present word of the held chunk, read
- * by the caller (with the cache's words), the counters of the batch's
- * deliveries are added (the caller checked that delivery has no
- * per-record work).  false when the caller must take them one by one. */
-__device__ bool kc_place_batch(const kparams &k, ull *cnt, struct kc_cache &c,
-			       const struct res &mine, uint32_t batch, ull now,
-			       ull pw, uint32_t lane, struct kc_defer *df)
+/* The longest run of a batch's first records (lane j holding the j-th,
+ * batch of them) that the held chunk takes at once: its next packets in a
+ * row (consecutive indices, none present yet), not the one completing it
+ * (a release) and not when top moves to close_distance.  pw is lane j's
+ * present word of the held chunk (read by the caller, with the cache's
+ * words when it could).  The counters of their deliveries are added (the
+ * caller checked that delivery has no per-record work).  Returns how many
+ * were placed (0: the first goes one by one). */
+__device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
+				 const struct res &mine, uint32_t batch, ull now,
+				 ull pw, uint32_t lane, struct kc_defer *df)
 {
-	uint32_t P = k.ch.packets, kk = 0, kk0, end, wa, wb;
-	bool in = lane >= batch;
+	uint32_t P = k.ch.packets, kk = 0, kk0, end, wa, wb, m;
 	ull p = 0, n = c.n;
+	bool good;
 	volatile ull *present;
 
-	if (c.s == UINT32_MAX || c.pc + batch >= P ||
+	if (c.s == UINT32_MAX || c.pc + 1 >= P ||
 	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance))
-		return false;
-	if (!in)
-		in = mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
-		     kc_index(k, mine, &p) == VFGX_STAGE_PASS && p / P == n;
-	if (!__all_sync(FULL, in))
-		return false;
+		return 0;
+	good = lane < batch && mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
+	       kc_index(k, mine, &p) == VFGX_STAGE_PASS && p / P == n;
 	kk = (uint32_t)(p % P);
 	kk0 = __shfl_sync(FULL, kk, 0);
+	good = good && kk == kk0 + lane && !((pw >> (kk % 64)) & 1);
+	m = (uint32_t)__ffs(~__ballot_sync(FULL, good));
+	m = m ? m - 1 : 32;
+	if (m > P - 1 - c.pc)
+		m = (uint32_t)(P - 1 - c.pc);
+	if (m == 0)
+		return 0;
 	present = kc_present(k, c.si);
-	if (!__all_sync(FULL, lane >= batch || (kk == kk0 + lane && !((pw >> (kk % 64)) & 1))))
-		return false;
-	end = kk0 + batch;
+	end = kk0 + m;
 	wa = kk0 / 64;
 	wb = (end - 1) / 64;
 	{
-		ull pa = __shfl_sync(FULL, pw, 0), pb = __shfl_sync(FULL, pw, batch - 1);
+		ull pa = __shfl_sync(FULL, pw, 0), pb = __shfl_sync(FULL, pw, m - 1);
 
-		if (lane < batch)
+		if (lane < m)
 			kc_lens(k, c.si)[kk] = mine.len;
 		if (lane == 0) {
 			present[wa] = pa | kc_bits(kk0 % 64, min(end - wa * 64, 64u));
@@ -781,18 +785,18 @@ __device__ bool kc_place_batch(const kparams &k, ull *cnt, struct kc_cache &c,
 		}
 	}
 	if (df) {
-		if (df->ncp + batch > KC_CP_CAP)
+		if (df->ncp + m > KC_CP_CAP)
 			kc_defer_copy(df, lane);
-		if (lane < batch) {
+		if (lane < m) {
 			struct kc_cp *e = &df->cp[df->ncp + lane];
 
 			e->src = mine.body;
 			e->dst = kc_base(k, c.si) + (size_t)kk * k.ch.payload_bytes;
 			e->len = mine.len;
 		}
-		df->ncp += batch;
+		df->ncp += m;
 	} else {
-		for (uint32_t j = 0; j < batch; j++) {
+		for (uint32_t j = 0; j < m; j++) {
 			const uint8_t *src = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
 			uint32_t len = __shfl_sync(FULL, mine.len, j);
 
@@ -801,13 +805,13 @@ __device__ bool kc_place_batch(const kparams &k, ull *cnt, struct kc_cache &c,
 		}
 	}
 	{
-		ull bytes = warp_sum(lane < batch ? (ull)mine.len : 0ull);
-		uint32_t last = __popc(__ballot_sync(FULL, lane < batch &&
+		ull bytes = warp_sum(lane < m ? (ull)mine.len : 0ull);
+		uint32_t last = __popc(__ballot_sync(FULL, lane < m &&
 							   (mine.flags & VFGX_APP_FLAG_LAST)));
-		uint32_t bad = __popc(__ballot_sync(FULL, lane < batch && (mine.flags & RF_BAD)));
+		uint32_t bad = __popc(__ballot_sync(FULL, lane < m && (mine.flags & RF_BAD)));
 
 		if (lane == 0) {
-			count(cnt, GPUK_C_DELIVERED, batch);
+			count(cnt, GPUK_C_DELIVERED, m);
 			count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
 			if (last)
 				count(cnt, GPUK_C_LAST_SEEN, last);
@@ -816,12 +820,12 @@ __device__ bool kc_place_batch(const kparams &k, ull *cnt, struct kc_cache &c,
 		}
 	}
 	__syncwarp();
-	c.pc += batch;
-	c.placed += batch;
+	c.pc += m;
+	c.placed += m;
 	c.last = now;
 	if (n > c.top)
 		c.top = n;
-	return true;
+	return m;
 }
 
 __device__ bool kc_filling(const kparams &k, uint32_t s, ull n)
@@ -902,6 +906,18 @@ __device__ __forceinline__ void kc_defer_init(const kparams &k, struct kc_defer 
 	df.item = item;
 }
 
+/* Entry t of the block's lists taken in warp order (ncp: each warp's
+ * list length). */
+__device__ __forceinline__ struct kc_cp kc_cp_at(const kparams &k, const uint32_t *ncp,
+						 uint32_t t)
+{
+	uint32_t w = 0;
+
+	while (t >= ncp[w])
+		t -= ncp[w++];
+	return kc_cp_list(k, w)[t];
+}
+
 /* Phase C (persistent mode, after phase B's barrier): every warp of the
  * block copies the item's listed payloads (ncp: each warp's list length),
  * then, once every item before has published, each warp publishes its
@@ -916,11 +932,7 @@ __device__ void kc_phase_c(const kparams &k, ull item, const uint32_t *ncp,
 	for (uint32_t w = 0; w < WARPS; w++)
 		tot += ncp[w];
 	for (uint32_t t = warp; t < tot; t += WARPS) {
-		uint32_t w = 0, e = t;
-
-		while (e >= ncp[w])
-			e -= ncp[w++];
-		struct kc_cp c = kc_cp_list(k, w)[e];
+		struct kc_cp c = kc_cp_at(k, ncp, t);
 
 		kc_copy(c.dst, c.src, c.len, lane);
 	}

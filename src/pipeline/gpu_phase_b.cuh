@@ -277,18 +277,24 @@ __device__ __forceinline__ void cache_get(const kparams &k, uint32_t s,
 	cheld = __ldcg(&k.held[cs]);
 }
 
-/* Record j of a batch (lane j's), in every lane. */
-__device__ __forceinline__ struct res shfl_res(const struct res &mine, uint32_t j)
+/* Lane src's record, in this lane (src is per lane). */
+__device__ __forceinline__ struct res shfl_res_from(const struct res &mine, uint32_t src)
 {
 	struct res r;
 
-	r.seq = __shfl_sync(FULL, mine.seq, j);
-	r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
-	r.len = __shfl_sync(FULL, mine.len, j);
-	r.stream = __shfl_sync(FULL, mine.stream, j);
-	r.flags = __shfl_sync(FULL, mine.flags, j);
+	r.seq = __shfl_sync(FULL, mine.seq, src);
+	r.body = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, src);
+	r.len = __shfl_sync(FULL, mine.len, src);
+	r.stream = __shfl_sync(FULL, mine.stream, src);
+	r.flags = __shfl_sync(FULL, mine.flags, src);
 	r.kind = RES_INSERT;
 	return r;
+}
+
+/* Record j of a batch (lane j's), in every lane. */
+__device__ __forceinline__ struct res shfl_res(const struct res &mine, uint32_t j)
+{
+	return shfl_res_from(mine, j);
 }
 
 /* Group g's records of the item in arrival order, in batches of up to 32
@@ -318,9 +324,9 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
 }
 
 /* Chunks: group g's records of the item, in arrival order, placed one
- * after another (kc_place), or a batch at once when it is one stream's
+ * after another (kc_place), or a run at once when they are one stream's
  * next packets of its held chunk and delivery has no per-record work
- * (kc_place_batch), and delivered (from the packet: the same bytes as the
+ * (kc_place_run), and delivered (from the packet: the same bytes as the
  * slot's, which df may not have copied yet); each stream placed into is
  * published when the next record is of another stream, and at the end. */
 __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
@@ -334,33 +340,45 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 	c.s = UINT32_MAX;
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
-		if (!k.user.enabled && !k.log_cap) {
-			uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
-			ull p = 0, n0;
-			bool ok = lane >= batch ? true :
-				  mine.stream == st0 && kc_index(k, mine, &p) == VFGX_STAGE_PASS;
+		bool runs = !k.user.enabled && !k.log_cap;
+		uint32_t j = 0;
 
-			n0 = __shfl_sync(FULL, p, 0) / k.ch.packets;
-			if (__all_sync(FULL, ok) && st0 < k.ch.streams) {
-				ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
-				ull pw = 0;
-
-				/* the present words of chunk n0's slot (the
-				 * held one, if kc_cache_get finds it filling),
-				 * loaded with the cache's words */
-				if (c.s != st0 || c.n != n0)
-					kc_cache_put(k, c, lane);
-				if (lane < batch && p / k.ch.packets == n0)
-					pw = __ldcg((const ull *)kc_present(k, kc_si(k, st0, n0)) +
-						    (p % k.ch.packets) / 64);
-				if (c.s != st0 || c.n != n0)
-					kc_cache_get(k, c, st0, n0, lane);
-				if (kc_place_batch(k, cnt, c, mine, batch, now, pw, lane, df))
-					return;
-			}
-		}
 #pragma unroll 1
-		for (uint32_t j = 0; j < batch; j++) {
+		while (j < batch) {
+			if (runs) {
+				/* records j.. (lane l holding record j + l) as a run
+				 * of the held chunk: the chunk of record j is
+				 * fetched at the batch's start, held after that
+				 * when a placement one by one left it there */
+				struct res m = shfl_res_from(mine, lane + j);
+				uint32_t nb = batch - j, st0 = __shfl_sync(FULL, m.stream, 0);
+				ull p = 0, n0;
+				bool ok = lane < nb && kc_index(k, m, &p) == VFGX_STAGE_PASS;
+
+				n0 = __shfl_sync(FULL, p, 0) / k.ch.packets;
+				if (__shfl_sync(FULL, ok, 0) && st0 < k.ch.streams &&
+				    (j == 0 || (c.s == st0 && c.n == n0))) {
+					bool held = c.s == st0 && c.n == n0;
+					ull pw = 0, now;
+					uint32_t placed;
+
+					/* chunk n0's present words, loaded with
+					 * the cache's words */
+					if (!held)
+						kc_cache_put(k, c, lane);
+					if (ok && p / k.ch.packets == n0)
+						pw = __ldcg((const ull *)kc_present(k, kc_si(k, st0, n0)) +
+							    (p % k.ch.packets) / 64);
+					if (!held)
+						kc_cache_get(k, c, st0, n0, lane);
+					now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+					placed = kc_place_run(k, cnt, c, m, nb, now, pw, lane, df);
+					if (placed) {
+						j += placed;
+						continue;
+					}
+				}
+			}
 			struct res r = shfl_res(mine, j);
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 			int v = VFGX_STAGE_PASS;
@@ -382,6 +400,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 					lane);
 			else if (lane == 0)
 				count(cnt, GPUK_C_DROP0 + v, 1);
+			j++;
 		}
 	});
 	kc_cache_put(k, c, lane);
