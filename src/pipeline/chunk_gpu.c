@@ -21,6 +21,7 @@ _Static_assert(VFGX_DROP_NOBUFS == 0, "gpu_chunks.cuh's KC_DROP_NOBUFS");
 struct chunk_gpu {
 	vfgx_region *region;          /* pinned: desc, pub, stop, bp_wait */
 	struct gpuk_chunk_desc *desc; /* streams * in_flight */
+	const struct gpuk_chunk_desc *desc_dev; /* the GPU's view */
 	struct gpuk_chunk_pub *pub;   /* streams */
 	volatile uint32_t *stop, *bp_wait;
 	uint64_t *seen;               /* per slot: the ready word last pulled */
@@ -117,6 +118,7 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	ch->ready_word = cs->dev_ready_word;
 	ch->returned_word = cs->dev_returned_word;
 	ch->desc = (struct gpuk_chunk_desc *)d;
+	g->desc_dev = ch->desc;
 	ch->pub = (struct gpuk_chunk_pub *)(d + d_bytes);
 	ch->stop = (const uint32_t *)(d + d_bytes + p_bytes);
 	ch->bp_wait = (uint32_t *)(d + d_bytes + p_bytes) + 16;
@@ -204,6 +206,14 @@ void vfgx_chunkset_gpu_counters(const struct vfgx_chunkset *cs, uint32_t s,
 
 	for (int i = 0; i < GPUK_K_NCNT; i++)
 		out[i] = p->cnt[i];
+}
+
+const struct gpuk_chunk_desc *vfgx_chunkset_gpu_desc_dev(const struct vfgx_chunkset *cs,
+							 uint32_t stream, uint32_t slot)
+{
+	if (!cs->gpu || stream >= cs->conf.streams || slot >= cs->conf.in_flight)
+		return NULL;
+	return cs->gpu->desc_dev + (size_t)stream * cs->conf.in_flight + slot;
 }
 
 void vfgx_chunkset_gpu_stop(struct vfgx_chunkset *cs)

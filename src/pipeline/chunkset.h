@@ -82,6 +82,7 @@ struct vfgx_chunkset {
 };
 
 struct gpuk_chunks;
+struct gpuk_chunk_desc;
 
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
@@ -132,6 +133,11 @@ void vfgx_chunkset_gpu_pull(struct vfgx_chunkset *cs);
 /* Stream s's counters, GPUK_K_NCNT of them, as the GPU last published. */
 void vfgx_chunkset_gpu_counters(const struct vfgx_chunkset *cs, uint32_t s,
 				uint64_t *out);
+/* The GPU's address of ring slot `slot`'s descriptor (struct
+ * gpuk_chunk_desc: the GPU's stamps of the chunk last made ready there),
+ * NULL unless the gpu engine places (a benchmark's GPU-side stamps). */
+const struct gpuk_chunk_desc *vfgx_chunkset_gpu_desc_dev(const struct vfgx_chunkset *cs,
+							 uint32_t stream, uint32_t slot);
 void vfgx_chunkset_gpu_stop(struct vfgx_chunkset *cs);
 /* Did a kernel wait for the consumer since the last call? */
 bool vfgx_chunkset_gpu_waiting(struct vfgx_chunkset *cs);

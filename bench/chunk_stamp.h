@@ -1,0 +1,42 @@
+/* chunk_stamp.h - `vfgx bench chunks`' GPU-side stamp of a chunk's
+ * arrival (chunk_stamp.cu): a CUDA stream that waits for each chunk
+ * (vfgx_chunk_stream_wait) runs a one-thread kernel reading %globaltimer
+ * and the GPU's own stamps of the chunk, so the latency from the chunk's
+ * last packet written to the consumer's stream running needs no clock
+ * model (both ends on the GPU's clock). */
+#ifndef VFGX_BENCH_CHUNK_STAMP_H
+#define VFGX_BENCH_CHUNK_STAMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct chunk_stamps;
+
+/* Stamps enqueued ahead of those known to have run, at most. */
+#define CHUNK_STAMPS_AHEAD 16
+
+/* A non-blocking stream, room for n stamps and the stamp kernel loaded,
+ * all before any persistent kernel runs (cudaMalloc, cudaFree and a lazy
+ * module load may wait for the whole device). */
+int chunk_stamps_open(int gpu, uint32_t n, struct chunk_stamps **out, char *err,
+		      size_t len);
+void *chunk_stamps_stream(struct chunk_stamps *s);
+/* Enqueue stamp i: %globaltimer minus the word at last_gt, and minus the
+ * word at ready_gt (GPU addresses of the chunk's descriptor fields). */
+int chunk_stamps_add(struct chunk_stamps *s, uint32_t i, const uint64_t *last_gt,
+		     const uint64_t *ready_gt, char *err, size_t len);
+/* Wait until stamp i (one of the last CHUNK_STAMPS_AHEAD added) ran. */
+int chunk_stamps_done(struct chunk_stamps *s, uint32_t i, char *err, size_t len);
+/* Wait for the stream; since_last[i], since_ready[i] in ns. */
+int chunk_stamps_read(struct chunk_stamps *s, uint64_t *since_last,
+		      uint64_t *since_ready, char *err, size_t len);
+void chunk_stamps_close(struct chunk_stamps *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
