@@ -490,7 +490,10 @@ int vfgx_bench_chunks(int argc, char **argv)
 	double fft[MAX_ROUNDS], nofft[MAX_ROUNDS];
 	double gwith[MAX_ROUNDS], gwithout[MAX_ROUNDS];
 	uint64_t gchunks[MAX_ROUNDS], gwaits[MAX_ROUNDS];
-	double sl50[MAX_ROUNDS], sl99[MAX_ROUNDS], slrel99[MAX_ROUNDS];
+	double sl99[MAX_ROUNDS]; /* the CUDA-stream consumer's rounds */
+#if VFGX_HAVE_CUDA
+	double sl50[MAX_ROUNDS], slrel99[MAX_ROUNDS];
+#endif
 	int n_sl = 0;
 	int n_gpu = 0;
 	const char *spectrometer = VFGX_SPECTROMETER;
@@ -656,6 +659,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 	} else {
 		fprintf(f, "- gpu engine rows: not measured here (no GPU).\n");
 	}
+#if VFGX_HAVE_CUDA
 	if (n_sl) {
 		fprintf(f, "- CUDA-stream consumer (the GPU side of chunk_ready_latency): the gpu engine places chunks of 64 x 512 B packets (one stream, 8 in flight, GPU memory) from a loopback source paced at 640 kpps (a chunk every 100 us, pinned frames); a CUDA stream has, for each of %d chunks, vfgx_chunk_stream_wait, a one-thread kernel and vfgx_chunk_stream_put, enqueued up to %d chunks ahead of the last stamp that ran.  The kernel reads %%globaltimer and the chunk's descriptor the placing kernel wrote: time from the chunk's last packet written (and from its release) to the consumer's kernel running, both on the GPU's clock.\n\n",
 			STREAM_CHUNKS, CHUNK_STAMPS_AHEAD);
@@ -664,6 +668,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 			fprintf(f, "| %d | %.1f | %.1f | %.1f |\n", i + 1, sl50[i], sl99[i], slrel99[i]);
 		fprintf(f, "\n");
 	}
+#endif
 	fprintf(f, "- rule: %s\n\n", bench_ci_rule);
 	bench_target_rounds(f, &(struct bench_target_rounds){
 		.name = "chunks_cpu_mpps_per_core_64B", .measured = with, .reference = without,
