@@ -1,14 +1,21 @@
 /* corner_turn.c - the corner turn between MPI ranks over exposed-buffer
  * rings: every rank runs a pipeline (loopback generator) that writes
  * chunks; each chunk is split into one slice per rank, and slice d goes to
- * rank d's ring for this rank with one-sided writes (vfgx_mpi_rings).
+ * rank d's ring for this rank with one-sided writes (vfgx_mpi_rings: RDMA
+ * WRITEs of vfgx's own verbs channels where the ranks have an RDMA device,
+ * MPI_Put into an MPI window otherwise).
  * Every rank checks every byte of every slice it got against the
  * generator's pattern, that it is the slice for this rank, and that each
  * peer's chunks came in order.  Rank 0 prints the result; exit 0 only
  * when every rank saw everything right.
  *
  *     mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--ring-bytes B]
+ *                              [--transport auto|rdma|mpi] [--rdma-dev NAME]
  *                              [--alltoall-first] [--flip]
+ *
+ * --transport: rdma = verbs rings on --rdma-dev (default: the first RDMA
+ * device), mpi = MPI window rings, auto (default) = rdma when every rank
+ * has an RDMA device with an active port.  The report line names it.
  *
  * --alltoall-first: time MPI_Alltoall before the rings (benches alternate).
  *
@@ -52,6 +59,8 @@ static int rank, size;
 static uint64_t ring_bytes = RING_BYTES_DEFAULT;
 static bool a2a_first;
 static bool flip;
+static enum vfgx_mpi_rings_transport transport = VFGX_MPI_RINGS_AUTO;
+static const char *rdma_dev;
 
 static uint64_t realtime_ns(void)
 {
@@ -341,7 +350,7 @@ int main(int argc, char **argv)
 	vfgx_ctx *ctx = NULL;
 	uint64_t chunks = 0, nchunks = 64, boot_t0 = 0, t_init, t_open, errs[2], tot[2];
 	uint32_t rounds = 0;
-	char yaml[512];
+	char yaml[512], via[64];
 	uint8_t *buf;
 	int ret;
 
@@ -355,13 +364,22 @@ int main(int argc, char **argv)
 			rounds = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--ring-bytes") && i + 1 < argc)
 			ring_bytes = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--transport") && i + 1 < argc &&
+			 (!strcmp(argv[i + 1], "auto") || !strcmp(argv[i + 1], "rdma") ||
+			  !strcmp(argv[i + 1], "mpi"))) {
+			i++;
+			transport = !strcmp(argv[i], "rdma") ? VFGX_MPI_RINGS_VERBS :
+				    !strcmp(argv[i], "mpi") ? VFGX_MPI_RINGS_WINDOW :
+				    VFGX_MPI_RINGS_AUTO;
+		} else if (!strcmp(argv[i], "--rdma-dev") && i + 1 < argc)
+			rdma_dev = argv[++i];
 		else if (!strcmp(argv[i], "--alltoall-first"))
 			a2a_first = true;
 		else if (!strcmp(argv[i], "--flip"))
 			flip = true;
 		else {
 			if (rank == 0)
-				fprintf(stderr, "usage: mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--ring-bytes B] [--alltoall-first] [--flip]\n");
+				fprintf(stderr, "usage: mpirun -np N corner_turn [--chunks C] [--bench ROUNDS] [--ring-bytes B] [--transport auto|rdma|mpi] [--rdma-dev NAME] [--alltoall-first] [--flip]\n");
 			MPI_Finalize();
 			return 2;
 		}
@@ -380,7 +398,8 @@ int main(int argc, char **argv)
 		s.end[p] = -1;
 	MPI_Barrier(MPI_COMM_WORLD); /* every rank is past MPI_Init */
 	t_init = realtime_ns();
-	ret = vfgx_mpi_rings_open(ctx, MPI_COMM_WORLD, ring_bytes, &s.rings);
+	ret = vfgx_mpi_rings_open_transport(ctx, MPI_COMM_WORLD, ring_bytes, transport, rdma_dev,
+					    &s.rings);
 	if (ret) {
 		fprintf(stderr, "corner_turn: rank %d: %s\n", rank, vfgx_last_error(ctx));
 		MPI_Finalize();
@@ -415,9 +434,13 @@ int main(int argc, char **argv)
 	errs[1] = s.slices;
 	MPI_Reduce(errs, tot, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
-		printf("corner_turn: %d ranks, %" PRIu64 " chunks of %u packets x %u bytes per rank, "
+		if (vfgx_mpi_rings_transport(s.rings) == VFGX_MPI_RINGS_VERBS)
+			snprintf(via, sizeof(via), "verbs rings on %s", vfgx_mpi_rings_rdma_dev(s.rings));
+		else
+			snprintf(via, sizeof(via), "MPI window rings");
+		printf("corner_turn: %d ranks, %s, %" PRIu64 " chunks of %u packets x %u bytes per rank, "
 		       "%" PRIu64 " slices checked (want %" PRIu64 "), %" PRIu64 " errors: %s\n",
-		       size, nchunks, s.packets, SLOT_BYTES, tot[1],
+		       size, via, nchunks, s.packets, SLOT_BYTES, tot[1],
 		       nchunks * (uint64_t)size * (uint64_t)size, tot[0],
 		       tot[0] || tot[1] != nchunks * (uint64_t)size * (uint64_t)size ? "FAILED" : "ok");
 		if (boot_t0)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vm_corner_turn.sh - examples/corner_turn over soft-RoCE in the QEMU test
 # guest (tests/vm/vm-run.sh): one rxe device (rxe0) on a veth (ct0,
-# 198.18.75.1), NP ranks of Debian's Open MPI 4.1.4 in the guest.
+# 198.18.75.1, MTU 9000 so that rxe0's path MTU is 4096), NP ranks of
+# Debian's Open MPI 4.1.4 in the guest.
 #
 #   tests/mpi/vm_corner_turn.sh [-n NP[,NP...]] [-b ROUNDS -r R] CORNER_TURN
 #
@@ -15,7 +16,14 @@
 # prints "transport: ..." and each run's "bench: ..." line for
 # `vfgx bench scaleout --guest`.
 #
-# Transport (VFGX_CT_TRANSPORT), tried in this order on 2026-11-26:
+# Transport (VFGX_CT_TRANSPORT):
+#   verbs (the default): the rings are vfgx's own verbs rings on rxe0
+#     (--transport auto picks them: every rank has rxe0; RDMA WRITEs into
+#     each peer's registered ring, one RC QP per pair of ranks, connected
+#     through descriptors exchanged over MPI); Open MPI itself (launch, the
+#     descriptor exchange, MPI_Alltoall) runs as in tcp below.
+# Open MPI's own transports for the rings (MPI windows), tried in this
+# order on 2026-11-26:
 #   ucx: pml ucx + osc ucx, UCX_TLS=rc_verbs,ud_verbs,self on rxe0:1: the
 #     rings' MPI_Put/MPI_Rget and MPI_Alltoall as RC RDMA over rxe0.  Not
 #     the default: it does not work reliably.  With UCX's own GID choice
@@ -33,9 +41,9 @@
 #     include value: rdmacm ... All possible valid names: udcm"), and udcm
 #     cannot do RoCE ("No OpenFabrics connection schemes reported that they
 #     were able to be used on a specific port ... CPCs attempted: udcm").
-#   tcp (the default): pml ob1, btl tcp,self on ct0, osc pt2pt (osc rdma
-#     over btl tcp: "MPI_Win_allocate ... MPI_ERR_WIN: invalid window").
-#     Every run passed, 2 and 4 ranks.  The rxe device is up but unused.
+#   tcp: pml ob1, btl tcp,self on ct0, osc pt2pt (osc rdma over btl tcp:
+#     "MPI_Win_allocate ... MPI_ERR_WIN: invalid window").  Every run
+#     passed, 2 and 4 ranks.  The rxe device is up but unused.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 np=2 rounds=0 bench_r=20
@@ -51,10 +59,10 @@ done
 shift $((OPTIND - 1))
 (($# == 1)) || usage
 ct=$(realpath "$1")
-transport=${VFGX_CT_TRANSPORT:-tcp}
+transport=${VFGX_CT_TRANSPORT:-verbs}
 if [[ ${VFGX_IN_VM:-0} != 1 ]]; then
 	# the emulated guest: about 1 min to boot and start MPI, 30-60 s a run
-	exec "$here/../vm/vm-run.sh" -t $((300 + (rounds + 2) * 180)) \
+	exec "$here/../vm/vm-run.sh" -t $((300 + (rounds + 2) * 180)) -m crc32_pclmul \
 		-e "VFGX_CT_TRANSPORT=$transport" -- \
 		bash "$here/vm_corner_turn.sh" -n "$np" -b "$rounds" -r "$bench_r" "$ct"
 fi
@@ -63,13 +71,23 @@ fi
 echo vfgx-guest >/proc/sys/kernel/hostname
 ip link add ct0 type veth peer name ct1 || exit 125
 ip addr add 198.18.75.1/24 dev ct0
+# jumbo frames: rxe0 then sends 4096-byte packets (its path MTU), a
+# quarter of the per-packet work of the 1024 it takes from an MTU of 1500;
+# TCP between the ranks goes through lo either way (a local address)
+ip link set ct0 mtu 9000
+ip link set ct1 mtu 9000
 ip link set ct0 up
 ip link set ct1 up
 ip link set lo up
 rdma link add rxe0 type rxe netdev ct0 || exit 125
 ulimit -l unlimited
 # shellcheck disable=SC2054 # commas belong to Open MPI's option values
+via="MPI window rings" ct_transport=(--transport mpi)
 case $transport in
+verbs)
+	mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ct0 --mca osc pt2pt)
+	via="verbs rings on rxe0" ct_transport=()
+	desc="vfgx's own verbs rings on rxe0 (soft-RoCE on veth ct0, MTU 9000, path MTU 4096): one RC QP per pair of ranks, records as RDMA WRITEs into the peer's registered ring, connected through descriptors exchanged with MPI; Open MPI itself (launch, descriptor exchange, MPI_Alltoall) over TCP on ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), which the guest kernel delivers locally" ;;
 ucx)
 	mca=(--mca pml ucx --mca osc ucx --mca btl '^vader,tcp,openib,uct'
 	     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,ud_verbs,self
@@ -78,7 +96,7 @@ ucx)
 tcp)
 	mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ct0 --mca osc pt2pt)
 	desc="TCP over veth ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), osc pt2pt; both ranks in the one guest connect to ct0's address 198.18.75.1, which the guest kernel delivers locally (as rxe0 does its own traffic); the rxe device is up but Open MPI does not use it" ;;
-*) echo "vm_corner_turn: VFGX_CT_TRANSPORT=$transport: want ucx or tcp"; exit 2 ;;
+*) echo "vm_corner_turn: VFGX_CT_TRANSPORT=$transport: want verbs, ucx or tcp"; exit 2 ;;
 esac
 
 # one mpirun in the guest; its output without Open MPI's per-process noise
@@ -86,14 +104,14 @@ corner_turn() {
 	local t=$1
 	shift
 	timeout "$t" stdbuf -oL mpirun --allow-run-as-root --oversubscribe --bind-to none \
-		-np "$n" "${mca[@]}" "$ct" "$@" >/tmp/ct.log 2>&1
+		-np "$n" "${mca[@]}" "$ct" "${ct_transport[@]}" "$@" >/tmp/ct.log 2>&1
 	local rc=$?
 	grep -v '^\[vfgx-guest:[0-9]*\] \|^ *[0-9]\+  /' /tmp/ct.log | head -n 30
 	return $rc
 }
 
 ok_line() {
-	echo "corner_turn: $1 ranks, 8 chunks of $((64 * $1)) packets x 1024 bytes per rank, $((8 * $1 * $1)) slices checked (want $((8 * $1 * $1))), 0 errors: ok"
+	echo "corner_turn: $1 ranks, $via, 8 chunks of $((64 * $1)) packets x 1024 bytes per rank, $((8 * $1 * $1)) slices checked (want $((8 * $1 * $1))), 0 errors: ok"
 }
 echo "transport: $desc"
 if ((rounds)); then
