@@ -70,7 +70,7 @@ static int run_once(int np, int bench_rounds, bool a2a_first, double *boot_ms,
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd),
-		 "VFGX_BOOT_T0_NS=%" PRIu64 " mpirun %s %s -np %d '%s' --chunks 8%s%.0d%s 2>&1",
+		 "VFGX_BOOT_T0_NS=%" PRIu64 " mpirun %s %s -np %d '%s' --transport mpi --chunks 8%s%.0d%s 2>&1",
 		 realtime_ns(), geteuid() == 0 ? "--allow-run-as-root" : "", mpirun_opts, np,
 		 corner_turn_path(), bench_rounds ? " --bench " : "", bench_rounds,
 		 a2a_first ? " --alltoall-first" : "");
@@ -218,11 +218,11 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	fprintf(f, "\n");
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n", load0,
 		load1, sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "- launcher: Debian's Open MPI, `mpirun %s -np N %s --chunks 8 [--bench R]`, all ranks on this host\n",
+	fprintf(f, "- launcher: Debian's Open MPI, `mpirun %s -np N %s --transport mpi --chunks 8 [--bench R]`, all ranks on this host\n",
 		mpirun_opts, "examples/corner_turn/corner_turn");
-	fprintf(f, "- transport on the host: the rings are vfgx_mpi_rings: MPI_Put/MPI_Rget into each peer's MPI window, which Open MPI carries with its osc sm component (shared memory between the ranks of one host); MPI_Alltoall goes through the vader (shared memory) BTL.\n");
+	fprintf(f, "- transport on the host (no RDMA device): the rings are vfgx_mpi_rings over MPI windows (--transport mpi): MPI_Put/MPI_Rget into each peer's MPI window, which Open MPI carries with its osc sm component (shared memory between the ranks of one host); MPI_Alltoall goes through the vader (shared memory) BTL.\n");
 	if (guest)
-		fprintf(f, "- transport in the guest (QEMU/TCG, 2 vCPUs, 2 ranks, one soft-RoCE device rxe0 on veth ct0; each run a checked corner turn of 8 chunks first): %s. Why not UCX over rxe0 or Open MPI's openib BTL, with the errors they gave: %s's header.\n",
+		fprintf(f, "- transport in the guest (QEMU/TCG, 2 vCPUs, 2 ranks, one soft-RoCE device rxe0 on veth ct0; each run a checked corner turn of 8 chunks first): %s. Why Open MPI itself does not use rxe0 (UCX, its openib BTL), with the errors they gave: %s's header.\n",
 			transport, guest);
 	else
 		fprintf(f, "- no guest part (run with --guest tests/mpi/vm_corner_turn.sh for the soft-RoCE one): the corner_turn_vs_mpi_alltoall target below is the host's shared memory.\n");
