@@ -364,6 +364,17 @@ const struct vfgx_eba_peer_table *vfgx_mpi_rings_peers(const vfgx_mpi_rings *r)
 	return &r->table;
 }
 
+int vfgx_mpi_rings_register(vfgx_mpi_rings *r, void *addr, size_t len)
+{
+#if VFGX_MPI_VERBS
+	if (r->transport == VFGX_MPI_RINGS_VERBS)
+		return mpi_verbs_register(r, addr, len);
+#endif
+	(void)addr;
+	(void)len;
+	return r->transport == VFGX_MPI_RINGS_VERBS ? -EOPNOTSUPP : 0;
+}
+
 enum vfgx_mpi_rings_transport vfgx_mpi_rings_transport(const vfgx_mpi_rings *r)
 {
 	return r->transport;

@@ -55,6 +55,8 @@ int mpi_verbs_usable(vfgx_ctx *ctx, const char *dev_name);
 int mpi_verbs_open(struct vfgx_mpi_rings *r, const char *dev_name);
 /* After the closing barrier: QPs, registrations and memory go. */
 void mpi_verbs_close(struct vfgx_mpi_rings *r);
+/* vfgx_mpi_rings_register for the verbs transport. */
+int mpi_verbs_register(struct vfgx_mpi_rings *r, void *addr, size_t len);
 /* Wait until every WRITE posted has completed.  0 or -errno. */
 int mpi_verbs_fence(struct vfgx_mpi_rings *r);
 const char *mpi_verbs_dev_name(const struct vfgx_mpi_rings *r);

@@ -21,6 +21,7 @@
 #define EP_LEN 16
 
 struct verbs_peer {
+	struct mpi_verbs *v;
 	vfgx_rdma_qp *qp;
 	vfgx_channel *ch;
 	vfgx_rdma_mr *stage_mr;
@@ -33,12 +34,19 @@ struct verbs_peer {
 	 * a retransmitted duplicate is acknowledged, never re-executed. */
 	uint8_t *stage;
 	struct vfgx_ring_transport inner; /* the channel's ring transport */
+	/* a second channel on the same QP whose local MR is the caller's
+	 * registered region: payloads from there are written in place */
+	vfgx_channel *zc;
+	struct vfgx_ring_transport zc_inner;
 };
 
 struct mpi_verbs {
 	vfgx_rdma_dev *dev;
 	vfgx_rdma_mr *mr;        /* r->mem: every ring of this rank */
 	struct verbs_peer *peer; /* [size], [rank] unused */
+	vfgx_rdma_mr *user_mr;   /* vfgx_mpi_rings_register's region */
+	const uint8_t *user;
+	size_t user_len;
 };
 
 static void le_put(uint8_t *b, uint64_t v, int n)
@@ -77,6 +85,10 @@ static int st_write_rec(void *user, uint64_t off, const void *payload,
 	/* records never wrap (vfgx/eba.h): the payload ends inside the ring */
 	if (off > size || (uint64_t)VFGX_RING_HDR + len > size - off)
 		return -ERANGE;
+	if (vp->zc && (const uint8_t *)payload >= vp->v->user &&
+	    len <= vp->v->user_len &&
+	    (size_t)((const uint8_t *)payload - vp->v->user) <= vp->v->user_len - len)
+		return vp->zc_inner.write_rec(vp->zc_inner.user, off, payload, len, hdr, wake);
 	memcpy(vp->stage + off + VFGX_RING_HDR, payload, len);
 	return vp->inner.write_rec(vp->inner.user, off, vp->stage + off + VFGX_RING_HDR,
 				   len, hdr, wake);
@@ -140,6 +152,7 @@ static int setup_local(struct vfgx_mpi_rings *r, const char *dev_name,
 
 		if (p == r->rank)
 			continue;
+		vp->v = v;
 		ret = vfgx_rdma_qp_create(v->dev, &qc, &vp->qp);
 		if (ret)
 			return ret;
@@ -273,13 +286,59 @@ int mpi_verbs_fence(struct vfgx_mpi_rings *r)
 	int err = 0;
 
 	for (int p = 0; p < r->size; p++) {
-		vfgx_channel *ch = r->verbs->peer[p].ch;
-		int ret = ch ? vfgx_channel_fence(ch, 10000) : 0;
+		struct verbs_peer *vp = &r->verbs->peer[p];
+		/* each channel retires its own unsignaled writes */
+		int ret = vp->ch ? vfgx_channel_fence(vp->ch, 10000) : 0;
 
+		if (!ret && vp->zc)
+			ret = vfgx_channel_fence(vp->zc, 10000);
 		if (ret && !err)
 			err = ret;
 	}
 	return err;
+}
+
+static void drop_user(struct mpi_verbs *v, int size)
+{
+	for (int p = 0; p < size; p++) {
+		vfgx_channel_close(v->peer[p].zc); /* fences it */
+		v->peer[p].zc = NULL;
+	}
+	if (v->user_mr)
+		vfgx_rdma_dereg(v->user_mr);
+	v->user_mr = NULL;
+	v->user = NULL;
+	v->user_len = 0;
+}
+
+int mpi_verbs_register(struct vfgx_mpi_rings *r, void *addr, size_t len)
+{
+	struct mpi_verbs *v = r->verbs;
+	int ret;
+
+	drop_user(v, r->size);
+	if (!addr || !len)
+		return 0;
+	ret = vfgx_rdma_reg_mem(v->dev, addr, len, 0, &v->user_mr);
+	if (ret)
+		return ret;
+	v->user = addr;
+	v->user_len = len;
+	for (int p = 0; p < r->size; p++) {
+		struct verbs_peer *vp = &v->peer[p];
+
+		if (p == r->rank)
+			continue;
+		ret = vfgx_channel_open(vp->qp, vfgx_channel_remote(vp->ch), v->user_mr, &vp->zc);
+		if (!ret)
+			ret = vfgx_channel_ring_init(vp->zc, r->ring_size);
+		if (ret) {
+			drop_user(v, r->size);
+			return ret;
+		}
+		vp->zc_inner = vfgx_channel_ring(vp->zc)->tr;
+	}
+	return 0;
 }
 
 void mpi_verbs_close(struct vfgx_mpi_rings *r)
@@ -288,6 +347,8 @@ void mpi_verbs_close(struct vfgx_mpi_rings *r)
 
 	if (!v)
 		return;
+	if (v->peer)
+		drop_user(v, r->size);
 	for (int p = 0; v->peer && p < r->size; p++) {
 		struct verbs_peer *vp = &v->peer[p];
 

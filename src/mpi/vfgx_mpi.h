@@ -119,6 +119,15 @@ void vfgx_mpi_rings_release(vfgx_mpi_rings *r, int peer);
  * releasing nothing of ours: call only when the peers drain on their own.
  * 0 or -errno. */
 int vfgx_mpi_rings_flush(vfgx_mpi_rings *r);
+/* Sends whose message lies in [addr, addr + len) go without the copy into
+ * the staging mirror: with the verbs transport that memory is registered
+ * with the RDMA device and the WRITEs read it in place (the window
+ * transport ignores the call).  So the bytes of a record sent from there
+ * must not change until its consumer released it: vfgx_mpi_rings_flush()
+ * before changing or freeing them, and before registering another region
+ * (one at a time) or dropping this one (NULL, 0).  Not collective.
+ * 0 or -errno (detail on the ctx of the open). */
+int vfgx_mpi_rings_register(vfgx_mpi_rings *r, void *addr, size_t len);
 /* The peer table the exchange filled (every peer's ring descriptors). */
 const struct vfgx_eba_peer_table *vfgx_mpi_rings_peers(const vfgx_mpi_rings *r);
 
