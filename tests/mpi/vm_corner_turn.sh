@@ -68,7 +68,17 @@ if [[ ${VFGX_IN_VM:-0} != 1 ]]; then
 	# the rings 0.8 of MPI_Alltoall instead of 1.0 (2026-11-26).  The
 	# guest's generic crc32 stays: with crc32_pclmul loaded rxe0's ICRC
 	# was slower under TCG (rings 0.69 vs 0.84 Gbit/s, same boot).
-	exec "$here/../vm/vm-run.sh" -t $((300 + (rounds + 2) * 180)) -a init_on_alloc=0 \
+	# the guest's budget covers every run's own limit (90 s a rank), so a
+	# run that hangs is reported with its output rather than lost with
+	# the guest; runs took 13-47 s on an idle host (2026-11-26)
+	budget=120
+	if ((rounds)); then
+		budget=$((budget + rounds * 90 * ${np%%,*}))
+	else
+		for n in ${np//,/ }; do budget=$((budget + 90 * n)); done
+		budget=$((budget + 90 * ${np##*,}))
+	fi
+	exec "$here/../vm/vm-run.sh" -t "$budget" -a init_on_alloc=0 \
 		-e "VFGX_CT_TRANSPORT=$transport" -- \
 		bash "$here/vm_corner_turn.sh" -n "$np" -b "$rounds" -r "$bench_r" "$ct"
 fi
@@ -125,7 +135,7 @@ if ((rounds)); then
 	for ((i = 1; i <= rounds; i++)); do
 		first=()
 		((i % 2)) || first=(--alltoall-first)
-		out=$(corner_turn $((120 * n)) --chunks 8 --ring-bytes 1048576 --bench "$bench_r" "${first[@]}")
+		out=$(corner_turn $((90 * n)) --chunks 8 --ring-bytes 1048576 --bench "$bench_r" "${first[@]}")
 		rc=$?
 		echo "$out"
 		if ((rc)) || ! grep -qxF "$(ok_line "$n")" <<<"$out" || ! grep -q '^bench: ' <<<"$out"; then
@@ -136,7 +146,7 @@ if ((rounds)); then
 	exit 0
 fi
 for n in ${np//,/ }; do
-	out=$(corner_turn $((120 * n)) --chunks 8 --ring-bytes 262144)
+	out=$(corner_turn $((90 * n)) --chunks 8 --ring-bytes 262144)
 	rc=$?
 	echo "$out"
 	if ((rc)) || ! grep -qxF "$(ok_line "$n")" <<<"$out"; then
@@ -144,7 +154,7 @@ for n in ${np//,/ }; do
 		exit 1
 	fi
 done
-out=$(corner_turn $((120 * n)) --chunks 8 --ring-bytes 262144 --flip)
+out=$(corner_turn $((90 * n)) --chunks 8 --ring-bytes 262144 --flip)
 rc=$?
 if ((rc == 0 || rc == 124)) || ! grep -q "^corner_turn: $n ranks, .* $n errors: FAILED$" <<<"$out"; then
 	echo "$out"
