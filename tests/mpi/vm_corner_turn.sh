@@ -97,8 +97,8 @@ ip link set ct1 up
 ip link set lo up
 rdma link add rxe0 type rxe netdev ct0 || exit 125
 ulimit -l unlimited
-# shellcheck disable=SC2054 # commas belong to Open MPI's option values
 via="MPI window rings" ct_transport=(--transport mpi)
+# shellcheck disable=SC2054 # commas belong to Open MPI's option values
 case $transport in
 verbs)
 	mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ct0 --mca osc pt2pt)
