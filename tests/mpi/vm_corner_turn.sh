@@ -103,7 +103,7 @@ case $transport in
 verbs)
 	mca=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ct0 --mca osc pt2pt)
 	via="verbs rings on rxe0" ct_transport=()
-	desc="vfgx's own verbs rings on rxe0 (soft-RoCE on veth ct0, MTU 9000, path MTU 4096; guest kernel booted with init_on_alloc=0): one RC QP per pair of ranks, records as RDMA WRITEs into the peer's registered 1 MiB ring, connected through descriptors exchanged with MPI; Open MPI itself (launch, descriptor exchange, MPI_Alltoall) over TCP on ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), which the guest kernel delivers locally" ;;
+	desc="vfgx's own verbs rings on rxe0 (soft-RoCE on veth ct0, MTU 9000, path MTU 4096; guest kernel booted with init_on_alloc=0): one RC QP per pair of ranks, records as RDMA WRITEs into the peer's registered 1 MiB ring, connected through descriptors exchanged with MPI; each rank bound to a vCPU of its own (mpirun --bind-to core) up to one rank per vCPU; Open MPI itself (launch, descriptor exchange, MPI_Alltoall) over TCP on ct0: pml ob1, btl tcp,self (btl_tcp_if_include ct0), which the guest kernel delivers locally" ;;
 ucx)
 	mca=(--mca pml ucx --mca osc ucx --mca btl '^vader,tcp,openib,uct'
 	     -x UCX_NET_DEVICES=rxe0:1 -x UCX_TLS=rc_verbs,ud_verbs,self
@@ -115,11 +115,18 @@ tcp)
 *) echo "vm_corner_turn: VFGX_CT_TRANSPORT=$transport: want verbs, ucx or tcp"; exit 2 ;;
 esac
 
-# one mpirun in the guest; its output without Open MPI's per-process noise
+# One mpirun in the guest; its output without Open MPI's per-process
+# noise.  Up to one rank per vCPU, each rank is bound to its own (Open
+# MPI's default for 2 ranks): unbound, the guest's scheduler at times kept
+# both ranks on one vCPU for a whole run, which halves the rings' rate and
+# takes MPI_Alltoall over TCP to 0.04-0.08 Gbit/s (2026-11-26: both ranks
+# pinned to one vCPU gave rings 0.63 and MPI_Alltoall 0.044 Gbit/s, bound
+# to a vCPU each 1.29-1.35 and 0.98-1.24).
 corner_turn() {
-	local t=$1
+	local t=$1 bind=(--bind-to none)
 	shift
-	timeout "$t" stdbuf -oL mpirun --allow-run-as-root --oversubscribe --bind-to none \
+	((n <= $(nproc))) && bind=(--bind-to core)
+	timeout "$t" stdbuf -oL mpirun --allow-run-as-root --oversubscribe "${bind[@]}" \
 		-np "$n" "${mca[@]}" "$ct" "${ct_transport[@]}" "$@" >/tmp/ct.log 2>&1
 	local rc=$?
 	grep -v '^\[vfgx-guest:[0-9]*\] \|^ *[0-9]\+  /' /tmp/ct.log | head -n 30
