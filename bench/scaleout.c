@@ -101,7 +101,7 @@ static int run_once(int np, int bench_rounds, bool a2a_first, double *boot_ms,
 static int run_guest(const char *script, int rounds, int bench_rounds, char *transport,
 		     size_t tlen, double *ring, double *a2a)
 {
-	char cmd[1024], line[1024];
+	char cmd[1024], line[2048];
 	int got = 0, ret = -1;
 	FILE *f;
 
@@ -140,7 +140,7 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	double gring[MAX_ROUNDS], ga2a[MAX_ROUNDS];
 	const char *guest = NULL;
 	int guest_rounds = 7;
-	char transport[512];
+	char transport[1024];
 	double boot[MAX_ROUNDS], init[MAX_ROUNDS], ring[MAX_ROUNDS], a2a[MAX_ROUNDS];
 	double grow[MAX_NP + 1][3], grow_init[MAX_NP + 1][3];
 	const char *out = "bench/results";
