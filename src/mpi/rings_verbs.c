@@ -125,7 +125,7 @@ int mpi_verbs_usable(vfgx_ctx *ctx, const char *dev_name)
 }
 
 /* This rank's half: device, registered rings, a QP and a staging mirror
- * per peer, the descriptors (descs, n of them) and endpoints (eps) to
+ * per peer, the descriptors (descs, one per peer) and endpoints (eps) to
  * publish, and the consumers.  0 or -errno (detail on ctx). */
 static int setup_local(struct vfgx_mpi_rings *r, const char *dev_name,
 		       struct vfgx_eba_desc *descs, uint8_t *eps)
