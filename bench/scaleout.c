@@ -70,7 +70,7 @@ static int run_once(int np, int bench_rounds, bool a2a_first, double *boot_ms,
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd),
-		 "VFGX_BOOT_T0_NS=%" PRIu64 " mpirun %s %s -np %d '%s' --chunks 8%s%.0d%s 2>&1",
+		 "VFGX_BOOT_T0_NS=%" PRIu64 " mpirun %s %s -np %d '%s' --transport mpi --chunks 8%s%.0d%s 2>&1",
 		 realtime_ns(), geteuid() == 0 ? "--allow-run-as-root" : "", mpirun_opts, np,
 		 corner_turn_path(), bench_rounds ? " --bench " : "", bench_rounds,
 		 a2a_first ? " --alltoall-first" : "");
@@ -101,7 +101,7 @@ static int run_once(int np, int bench_rounds, bool a2a_first, double *boot_ms,
 static int run_guest(const char *script, int rounds, int bench_rounds, char *transport,
 		     size_t tlen, double *ring, double *a2a)
 {
-	char cmd[1024], line[1024];
+	char cmd[1024], line[2048];
 	int got = 0, ret = -1;
 	FILE *f;
 
@@ -140,7 +140,7 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	double gring[MAX_ROUNDS], ga2a[MAX_ROUNDS];
 	const char *guest = NULL;
 	int guest_rounds = 7;
-	char transport[512];
+	char transport[1024];
 	double boot[MAX_ROUNDS], init[MAX_ROUNDS], ring[MAX_ROUNDS], a2a[MAX_ROUNDS];
 	double grow[MAX_NP + 1][3], grow_init[MAX_NP + 1][3];
 	const char *out = "bench/results";
@@ -218,16 +218,16 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	fprintf(f, "\n");
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n", load0,
 		load1, sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "- launcher: Debian's Open MPI, `mpirun %s -np N %s --chunks 8 [--bench R]`, all ranks on this host\n",
+	fprintf(f, "- launcher: Debian's Open MPI, `mpirun %s -np N %s --transport mpi --chunks 8 [--bench R]`, all ranks on this host\n",
 		mpirun_opts, "examples/corner_turn/corner_turn");
-	fprintf(f, "- transport on the host: the rings are vfgx_mpi_rings: MPI_Put/MPI_Rget into each peer's MPI window, which Open MPI carries with its osc sm component (shared memory between the ranks of one host); MPI_Alltoall goes through the vader (shared memory) BTL.\n");
+	fprintf(f, "- transport on the host (no RDMA device): the rings are vfgx_mpi_rings over MPI windows (--transport mpi): MPI_Put/MPI_Rget into each peer's MPI window, which Open MPI carries with its osc sm component (shared memory between the ranks of one host); MPI_Alltoall goes through the vader (shared memory) BTL.\n");
 	if (guest)
-		fprintf(f, "- transport in the guest (QEMU/TCG, 2 vCPUs, 2 ranks, one soft-RoCE device rxe0 on veth ct0; each run a checked corner turn of 8 chunks first): %s. Why not UCX over rxe0 or Open MPI's openib BTL, with the errors they gave: %s's header.\n",
+		fprintf(f, "- transport in the guest (QEMU/TCG, 2 vCPUs, 2 ranks, one soft-RoCE device rxe0 on veth ct0; each run a checked corner turn of 8 chunks first): %s. Why Open MPI itself does not use rxe0 (UCX, its openib BTL), with the errors they gave: %s's header.\n",
 			transport, guest);
 	else
 		fprintf(f, "- no guest part (run with --guest tests/mpi/vm_corner_turn.sh for the soft-RoCE one): the corner_turn_vs_mpi_alltoall target below is the host's shared memory.\n");
 	fprintf(f, "- bootstrap_ms: CLOCK_REALTIME just before mpirun is started (VFGX_BOOT_T0_NS) to rank 0 passing the barrier after every rank opened its rings (MPI_Win_allocate of one 1 MiB ring per peer, descriptors through vfgx_eba_exchange_mpi, every producer and consumer set up): launcher start, MPI_Init, the exchange and the window included. The MPI_Init column is the same clock to a barrier right after MPI_Init (the launcher's and Open MPI's share); rings open = the rest.\n");
-	fprintf(f, "- corner turn vs MPI_Alltoall: in each round's run, after the checked corner turn of 8 chunks, %d corner turns of one block (one 64 KiB slice from every rank to every other rank) through the rings, and %d MPI_Alltoall calls with the same 64 KiB per pair, each between barriers (rings first in odd rounds, MPI_Alltoall first in even ones); time = slowest rank; rate = bytes between distinct ranks x 8 / time (Gbit/s). The ring side's consumer finds each record in its own memory, checked (the ring's 64-bit check over the payload), reads it in place and releases it; MPI_Alltoall delivers into a receive buffer. Ranks poll with sched_yield when nothing arrived (4 ranks on the host's cores).\n\n",
+	fprintf(f, "- corner turn vs MPI_Alltoall: in each round's run, after the checked corner turn of 8 chunks, %d corner turns of one block (one 64 KiB slice from every rank to every other rank) through the rings, and %d MPI_Alltoall calls with the same 64 KiB per pair, each between barriers (rings first in odd rounds, MPI_Alltoall first in even ones); time = slowest rank; rate = bytes between distinct ranks x 8 / time (Gbit/s). The ring side sends from the same block, registered with vfgx_mpi_rings_register (the verbs rings' WRITEs read it in place, as MPI_Alltoall reads its send buffer; the window rings ignore it); its consumer finds each record in its own memory, checked (the ring's 64-bit check over the payload), reads it in place and releases it; MPI_Alltoall delivers into a receive buffer. Each rank releases what arrived after every send, and polls with sched_yield when nothing arrived (4 ranks on the host's cores).\n\n",
 		bench_rounds, bench_rounds);
 	fprintf(f, "| round | bootstrap ms (4 ranks) | of it: mpirun to MPI_Init done ms | rings open ms | rings Gbit/s | MPI_Alltoall Gbit/s | ratio |\n|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < rounds; i++)

@@ -9,6 +9,7 @@
 #     -i, --insmod FILE   extra .ko file (host path) loaded after modules (repeat)
 #     -w, --rw DIR        host directory shared writable at the same path (repeat)
 #     -e, --env VAR=VAL   environment for the command (repeat)
+#     -a, --append ARG    extra guest kernel command-line argument (repeat)
 #     -t, --timeout SEC   kill the guest after SEC seconds (default 300): exit 124
 #     --mem MB / --smp N  guest size (default 2048 / 2)
 #     --no-rdma           skip the default soft-RoCE/veth modules
@@ -23,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 vmdir=${VFGX_VM_DIR:-$repo/.vm}
 
-qemu_extra=() modules=() insmods=() rws=() envs=()
+qemu_extra=() modules=() insmods=() rws=() envs=() appends=()
 timeout_s=300 mem=2048 smp=2 rdma=1 verbose=0 keep=0
 default_modules=(crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel
 		 rdma_rxe veth configfs iw_cm ib_cm rdma_cm rdma_ucm)
@@ -36,6 +37,7 @@ while (($#)); do
 	-i | --insmod) insmods+=("$(realpath "$2")"); shift 2 ;;
 	-w | --rw) rws+=("$(realpath "$2")"); shift 2 ;;
 	-e | --env) envs+=("$2"); shift 2 ;;
+	-a | --append) appends+=("$2"); shift 2 ;;
 	-t | --timeout) timeout_s=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
@@ -128,7 +130,7 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$smp"
       -nodefaults -no-user-config -display none -no-reboot
       -serial "file:$out/console.log"
       -kernel "$kernel" -initrd "$initrd"
-      -append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init vfgx.out=$out"
+      -append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init vfgx.out=$out${appends[*]:+ ${appends[*]}}"
       -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
       -virtfs "local,path=$out,mount_tag=vfgxout,security_model=none,multidevs=remap")
 i=0
