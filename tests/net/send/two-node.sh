@@ -14,27 +14,12 @@ export VETH_NET=76
 A=$name-a B=$name-b
 IPB=198.18.$VETH_NET.2
 "$root/scripts/netns-probe.sh" || exit $?
-tmp=$(mktemp -d /tmp/send-test.XXXXXX)
-fails=0 passes=0
-bgpid=
-cleanup() {
-	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
-	"$root/scripts/netns-veth.sh" down $name
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$root/scripts/netns-veth.sh" up $name >/dev/null || { echo "FAIL - scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
+. "$root/tests/net/send/pair.sh" send-test
 ip netns exec "$A" sysctl -qw net.ipv6.conf."$A"0.disable_ipv6=1
 ip netns exec "$B" sysctl -qw net.ipv6.conf."$B"0.disable_ipv6=1
 # AF_XDP and DPDK senders put frames on the wire as built; the receiver
 # reads them raw, so the sender's checksum offload stays out of the way
 ip netns exec "$A" ethtool -K "$A"0 tx off >/dev/null 2>&1
-# no ARP on the wire: a raw receiver would count it (bad_eth)
-IPA=198.18.$VETH_NET.1
-maca=$(ip -n "$A" -br link show "$A"0 | awk '{print $3}')
-macb=$(ip -n "$B" -br link show "$B"0 | awk '{print $3}')
-ip -n "$A" neigh replace "$IPB" lladdr "$macb" dev "$A"0 nud permanent
-ip -n "$B" neigh replace "$IPA" lladdr "$maca" dev "$B"0 nud permanent
 
 faults='    loss: 0.01
     reorder: 0.01

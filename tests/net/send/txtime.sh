@@ -23,25 +23,9 @@ if [ "$mode" = guest ] && [ "${VFGX_IN_VM:-}" != 1 ]; then
 	exit 77
 fi
 "$root/scripts/netns-probe.sh" tc python3 || exit $?
-tmp=$(mktemp -d /tmp/txtime-test.XXXXXX)
-fails=0 passes=0
-bgpid='' have_cap=0
+have_cap=0
 command -v dumpcap >/dev/null && have_cap=1
-cleanup() {
-	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
-	"$root/scripts/netns-veth.sh" down $name
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$root/scripts/netns-veth.sh" up $name >/dev/null || { echo "FAIL - scripts/netns-veth.sh up $name failed (its error above)"; exit 1; }
-# ETF drops every packet without a launch time, ARP included (it has no
-# socket): without a permanent neighbour entry the datagrams would wait in
-# the neighbour queue for an answer that never comes, and vanish there
-IPA=198.18.$VETH_NET.1
-maca=$(ip -n "$A" -br link show "$A"0 | awk '{print $3}')
-macb=$(ip -n "$B" -br link show "$B"0 | awk '{print $3}')
-ip -n "$A" neigh replace "$IPB" lladdr "$macb" dev "$A"0 nud permanent
-ip -n "$B" neigh replace "$IPA" lladdr "$maca" dev "$B"0 nud permanent
+. "$root/tests/net/send/pair.sh" txtime-test
 ok() { echo "ok   - $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
 # KEY.PATH of a JSON file
