@@ -56,87 +56,100 @@ __device__ __forceinline__ bool pat_byte_bad(const uint8_t *p, uint32_t off,
 	       p[off] != (uint8_t)(c + 13u * (uint32_t)o);
 }
 
-/* One pass of 16-byte loads over p[0..len), split across the warp: the
- * exact (unfolded) sum of the big-endian 16-bit words, as vfgx_csum_add
- * computes it, and, when verify is set, whether the body [body, body +
- * blen) (inside p[0..len)) differs from the loopback pattern (*bad, the
- * same in every lane).  16-byte loads over the aligned middle, bytes at
- * the ends.  A byte at an even offset from p is a high byte; the middle's
- * even and odd bytes are summed apart and weighted by the parity of p. */
+/* The sum of [start, end) is taken over whole 16-byte blocks, block b at
+ * (start & ~15) + 16 b, the bytes of the end blocks outside the span
+ * masked: a block holding one byte of a buffer never leaves the buffer's
+ * allocation (regions, pools, staging areas and rx rings are laid out in
+ * multiples of 16 bytes from 16-byte aligned bases), and the ends cost no
+ * round trips of their own.  span_part is one lane's share when L lanes
+ * take the span (blocks sub, sub + L, ...), CSUM_DEPTH loads per lane in
+ * flight before any is summed; e and o sum the bytes at even and odd
+ * addresses; diff collects the bits of the body [body, body + blen) that
+ * differ from the loopback pattern when verify is set. */
+__device__ __forceinline__ uint32_t span_mask(uintptr_t wa, uintptr_t start, uintptr_t end)
+{
+	uint32_t m = 0;
+
+#pragma unroll
+	for (int b = 0; b < 4; b++)
+		if (wa + b >= start && wa + b < end)
+			m |= 0xffu << (8 * b);
+	return m;
+}
+
+__device__ __forceinline__ void span_part(uintptr_t start, uintptr_t end, uint32_t L,
+					  uint32_t sub, bool verify, uintptr_t body,
+					  uint32_t blen, uint32_t c, uint32_t &e,
+					  uint32_t &o, uint32_t &diff)
+{
+	uintptr_t a0 = start & ~(uintptr_t)15;
+	uint32_t nb = (uint32_t)((end + 15 - a0) / 16);
+	const uint4 *q = (const uint4 *)a0;
+
+#pragma unroll 1
+	for (uint32_t j0 = sub; j0 < nb; j0 += L * CSUM_DEPTH) {
+		uint4 v[CSUM_DEPTH];
+
+#pragma unroll
+		for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+			uint32_t j = j0 + L * u;
+
+			v[u] = j < nb ? q[j] : make_uint4(0, 0, 0, 0);
+		}
+#pragma unroll
+		for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
+			uintptr_t ba = a0 + 16 * (uintptr_t)(j0 + L * u);
+			uint32_t w[4] = { v[u].x, v[u].y, v[u].z, v[u].w };
+			bool whole = ba >= start && ba + 16 <= end;
+
+			if (j0 + L * u >= nb)
+				break;
+#pragma unroll
+			for (int t = 0; t < 4; t++) {
+				uintptr_t wa = ba + 4 * t;
+
+				csum_word(whole ? w[t] : w[t] & span_mask(wa, start, end), e, o);
+				if (verify)
+					diff |= pat_diff(w[t], (int64_t)(wa - body), blen, c);
+			}
+		}
+	}
+}
+
+/* The sums of the L lanes of each aligned segment of the warp, in all of
+ * them (L a power of two, the same in every lane). */
+__device__ __forceinline__ void span_reduce(uint32_t L, uint32_t &e, uint32_t &o,
+					    uint32_t &diff)
+{
+	for (uint32_t off = 1; off < L; off <<= 1) {
+		e += __shfl_xor_sync(FULL, e, off);
+		o += __shfl_xor_sync(FULL, o, off);
+		diff |= __shfl_xor_sync(FULL, diff, off);
+	}
+}
+
+/* The exact (unfolded) sum of the big-endian 16-bit words from start, as
+ * vfgx_csum_add computes it: a byte at an even offset from start is a
+ * high byte. */
+__device__ __forceinline__ ull span_sum(uintptr_t start, uint32_t e, uint32_t o)
+{
+	return (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
+}
+
+/* p[0..len) by the whole warp: its checksum sum, and when verify is set
+ * whether the body [body, body + blen) (inside p[0..len)) differs from the
+ * loopback pattern (*bad, the same in every lane). */
 __device__ ull warp_scan(const uint8_t *p, uint32_t len, uint32_t lane,
 			 bool verify, const uint8_t *body, uint32_t blen,
 			 uint32_t c, bool *bad)
 {
-	uintptr_t start = (uintptr_t)p, end = start + len;
-	uintptr_t a0 = (start + 15) & ~(uintptr_t)15, a1 = end & ~(uintptr_t)15;
-	uint32_t diff = 0;
-	ull s = 0;
+	uint32_t e = 0, o = 0, diff = 0;
 
-	if (a0 >= a1) {
-		for (uint32_t i = lane; i < len; i += 32) {
-			s += (ull)p[i] << ((i & 1) ? 0 : 8);
-			if (verify)
-				diff |= pat_byte_bad(p, i, body, blen, c);
-		}
-		*bad = __any_sync(FULL, diff != 0);
-		return warp_sum(s);
-	}
-	for (uint32_t i = lane; i < a0 - start; i += 32) {
-		s += (ull)p[i] << ((i & 1) ? 0 : 8);
-		if (verify)
-			diff |= pat_byte_bad(p, i, body, blen, c);
-	}
-	for (uint32_t i = lane; i < end - a1; i += 32) {
-		uint32_t off = (uint32_t)(a1 - start) + i;
-
-		s += (ull)p[off] << ((off & 1) ? 0 : 8);
-		if (verify)
-			diff |= pat_byte_bad(p, off, body, blen, c);
-	}
-	{
-		/* CSUM_DEPTH 16-byte loads per lane issued before any is summed:
-		 * a warp has 8 KiB in flight, a whole 8192 B frame in one round
-		 * trip (the loop bound alone had the compiler wait per load) */
-		const uint4 *q = (const uint4 *)a0;
-		uint32_t n16 = (uint32_t)((a1 - a0) / 16), e = 0, o = 0;
-		int64_t o0 = (int64_t)(a0 - (uintptr_t)body);
-
-#pragma unroll 1
-		for (uint32_t j0 = 0; j0 < n16; j0 += 32 * CSUM_DEPTH) {
-			uint4 v[CSUM_DEPTH];
-
-#pragma unroll
-			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
-				uint32_t j = j0 + 32 * u + lane;
-
-				v[u] = j < n16 ? q[j] : make_uint4(0, 0, 0, 0);
-			}
-#pragma unroll
-			for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
-				csum_word(v[u].x, e, o);
-				csum_word(v[u].y, e, o);
-				csum_word(v[u].z, e, o);
-				csum_word(v[u].w, e, o);
-			}
-			if (verify) {
-#pragma unroll
-				for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
-					uint32_t j = j0 + 32 * u + lane;
-					int64_t ob = o0 + 16 * (int64_t)j;
-
-					if (j < n16)
-						diff |= pat_diff(v[u].x, ob, blen, c) |
-							pat_diff(v[u].y, ob + 4, blen, c) |
-							pat_diff(v[u].z, ob + 8, blen, c) |
-							pat_diff(v[u].w, ob + 12, blen, c);
-				}
-			}
-		}
-		/* little endian: byte 0 of a word sits at an even address */
-		s += (start & 1) ? ((ull)o << 8) + e : ((ull)e << 8) + o;
-	}
-	*bad = __any_sync(FULL, diff != 0);
-	return warp_sum(s);
+	span_part((uintptr_t)p, (uintptr_t)p + len, 32, lane, verify, (uintptr_t)body, blen,
+		  c, e, o, diff);
+	span_reduce(32, e, o, diff);
+	*bad = diff != 0;
+	return span_sum((uintptr_t)p, e, o);
 }
 
 __device__ __forceinline__ uint32_t pat_base(uint32_t id, uint64_t seq)
@@ -394,26 +407,60 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			     fr == VFGX_STAGE_PASS && ar == VFGX_STAGE_PASS;
 		bool vbad = false;
 
-		/* the warp sums each checksum that must be verified */
+		/* The sums that must be taken, 32 / L at a time: L lanes per
+		 * span, L the fewest (a power of two) whose CSUM_DEPTH loads
+		 * each cover the chunk's longest span, so short frames (L = 1,
+		 * each lane its own) cost one round trip for the whole chunk
+		 * and an 8 KiB one still has the whole warp. */
 		left = __ballot_sync(FULL, need || vneed);
-		while (left) {
-			uint32_t j = (uint32_t)(__ffs(left) - 1);
-			bool nj = __shfl_sync(FULL, need, j), vj = __shfl_sync(FULL, vneed, j);
-			const uint8_t *body = (const uint8_t *)(uintptr_t)
-				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.payload_off + VFGX_APP_HLEN), j);
-			uint32_t blen = __shfl_sync(FULL, ps.payload_len - VFGX_APP_HLEN, j);
-			const uint8_t *p = nj ? (const uint8_t *)(uintptr_t)
-				__shfl_sync(FULL, (ull)(uintptr_t)(f + ps.l4_off), j) : body;
-			uint32_t l = nj ? __shfl_sync(FULL, ps.payload_len + VFGX_UDP_HLEN, j) : blen;
-			uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
-			bool bj;
-			ull s = warp_scan(p, l, lane, vj, body, blen, c, &bj);
+		if (left) {
+			uintptr_t bo = (uintptr_t)(f + ps.payload_off + VFGX_APP_HLEN);
+			uintptr_t so = need ? (uintptr_t)(f + ps.l4_off) : bo;
+			uint32_t sl = need ? ps.payload_len + VFGX_UDP_HLEN :
+					     ps.payload_len - VFGX_APP_HLEN;
+			uint32_t nbk = need || vneed ?
+					       (uint32_t)((so + sl + 15 - (so & ~(uintptr_t)15)) / 16) :
+					       0;
+			uint32_t mx = __reduce_max_sync(FULL, nbk), L = 1;
 
-			left &= left - 1;
-			if (lane == j) {
-				if (nj)
-					bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
-				vbad = bj;
+			while (L < 32 && L * CSUM_DEPTH < mx)
+				L <<= 1;
+			uint32_t per = 32 / L, g = lane / L;
+
+			while (left) {
+				uint32_t mm = left, e = 0, o = 0, diff = 0;
+
+				for (uint32_t t = 0; t < g && mm; t++)
+					mm &= mm - 1;
+				/* segment g takes the g-th packet still left */
+				uint32_t j = mm ? (uint32_t)(__ffs(mm) - 1) : lane;
+				bool vj = __shfl_sync(FULL, vneed, j);
+				uintptr_t body = __shfl_sync(FULL, (ull)bo, j);
+				uint32_t blen = __shfl_sync(FULL, ps.payload_len - VFGX_APP_HLEN, j);
+				uintptr_t sp = __shfl_sync(FULL, (ull)so, j);
+				uint32_t l = __shfl_sync(FULL, sl, j);
+				uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
+
+				if (mm)
+					span_part(sp, sp + l, L, lane % L, vj, body, blen, c, e, o,
+						  diff);
+				span_reduce(L, e, o, diff);
+				ull s = span_sum(sp, e, o);
+				/* this lane's packet, if it was the k-th left,
+				 * went to segment k */
+				uint32_t kk = (uint32_t)__popc(left & ((1u << lane) - 1));
+				bool mine = ((left >> lane) & 1) && kk < per;
+				uint32_t src = mine ? kk * L : lane;
+
+				s = __shfl_sync(FULL, s, src);
+				diff = __shfl_sync(FULL, diff, src);
+				if (mine) {
+					if (need)
+						bad = vfgx_csum_fold((uint32_t)(s + pseudo)) != 0;
+					vbad = diff != 0;
+				}
+				for (uint32_t t = 0; t < per && left; t++)
+					left &= left - 1;
 			}
 		}
 		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (vbad ? RF_BAD : 0);
