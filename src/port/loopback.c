@@ -17,7 +17,10 @@
  * time, as soon as that eighth's frames of the lap before are released:
  * host and pinned frames in place, GPU frames through one strided copy
  * (cudaMemcpy2DAsync) of those 18 bytes per frame; rx hands out only
- * frames already rewritten, and only after their release. */
+ * frames already rewritten, and only after their release.  A consumer that
+ * reads every frame on its rx thread anyway (vfgx send) stops that thread
+ * (vfgx_loopback_replay_inline): rx advances host frames itself as it
+ * hands them out. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
