@@ -184,8 +184,9 @@ static double sockperf_tp(const struct opts *o)
 
 /* A sender's config: on DPDK net_null (dpdk) or a UDP socket to the sink,
  * frame_size-byte generated frames, paced at rate (0: not).  Unpaced, the
- * generator replays frames built once (its fast mode); paced, it builds
- * each frame (no rewriting thread on the sender's CPU). */
+ * generator replays frames built once (its fast mode; vfgx send advances
+ * their sequences itself as they are handed out); paced, it builds each
+ * frame. */
 static int send_cfg(const struct opts *o, const char *path, bool dpdk, double rate,
 		    uint32_t frame_size, double seconds)
 {
@@ -450,9 +451,9 @@ int vfgx_bench_send(int argc, char **argv)
 	fprintf(f, "- load (1 min) at start: %.2f\n- rounds: %d per comparison, %g s per side, interleaved; measured sender on CPU %d, sinks and testpmd's main lcore on CPU %d\n\n",
 		bench_loadavg1(), o.rounds, o.seconds, o.core, o.other);
 	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n"
-		   "- DPDK: `vfgx send` (generator in replay mode: frames built once, sequences advanced per lap by a rewriting thread on the same CPU) copies each frame into an mbuf of its tx pool and calls rte_eth_tx_burst; testpmd txonly builds its 64-byte frames from a template into mbufs it allocates. Same lcore, burst 32, net_null, steady-state windows (testpmd: its Tx-pps lines; vfgx: its report, the send loop only).\n"
+		   "- DPDK: `vfgx send` (generator in replay mode: frames built once; each frame's sequence and UDP checksum advanced one lap on the sending thread as the source hands it out again, no thread beside it) copies each frame into an mbuf of its tx pool (allocated in bulk per burst) and calls rte_eth_tx_burst; testpmd txonly builds its 64-byte frames from a template into mbufs it allocates. Same lcore, burst 32, net_null, steady-state windows (testpmd: its Tx-pps lines; vfgx: its report, the send loop only).\n"
 		   "- UDP: both senders on the same CPU into the same `sockperf sr` on the other. They do not do equal work per syscall: `vfgx send` hands the socket port bursts of 32 (sendmmsg, with UDP GSO when the kernel has it); `sockperf tp` makes one sendto per message. The ratio compares the tools as a user runs them, not the per-datagram cost. The reference's rate also depends on its receiver keeping up on the shared machine (see its spread).\n"
-		   "- Pacing: `vfgx send` reports the rate achieved over its schedule and the error of each gap between bursts against the schedule's (100 ns resolution); paced runs build each frame (no rewriting thread). On this 2-core virtual machine the p99 gap error is set by when the vCPU runs: the spread between rounds shows it.\n"
+		   "- Pacing: `vfgx send` reports the rate achieved over its schedule and the error of each gap between bursts against the schedule's (100 ns resolution); paced runs build each frame. On this 2-core virtual machine the p99 gap error is set by when the vCPU runs: the spread between rounds shows it.\n"
 		   "- Capture: `vfgx run` with a 1500 B loopback replay source, one worker, `pipeline.capture` to a tmpfs mounted for the bench (8 MiB rings, the default), against `write(2)` of the same bytes in 1 MiB blocks to the same tmpfs; the capture rate is the bytes the writer wrote over the run, the ring_full column what it could not keep up with.\n\n");
 	fprintf(f, "| round | case | vfgx | reference | ratio |\n| --- | --- | --- | --- | --- |\n");
 #if VFGX_HAVE_DPDK

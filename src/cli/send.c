@@ -25,6 +25,7 @@
 #include "commands.h"
 #include "core/numparse.h"
 #include "core/opts.h"
+#include "port/loopback_replay.h"
 #include "run_output.h"
 #include "send_pace.h"
 
@@ -195,8 +196,10 @@ static const struct vfgx_pkt *set_launch(struct sender *s, const struct vfgx_pkt
 	return tx;
 }
 
-/* tx_burst until all went, an error, or stall_ms without progress. */
-static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n)
+/* tx_burst until all went, an error, or stall_ms without progress;
+ * bytes: the burst's (summed once, for the pacing, when it all goes). */
+static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n,
+		   uint64_t bytes)
 {
 	uint64_t last = 0;
 	uint16_t off = 0;
@@ -209,8 +212,12 @@ static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint
 			s->drops[SD_ERROR] += n - off;
 			return;
 		}
-		for (int i = 0; i < k; i++)
-			s->bytes += pk[off + i].len;
+		if (k == n) {
+			s->bytes += bytes;
+		} else {
+			for (int i = 0; i < k; i++)
+				s->bytes += pk[off + i].len;
+		}
 		s->packets += (uint64_t)k;
 		off += (uint16_t)k;
 		if (k) {
@@ -341,7 +348,7 @@ static void send_loop(struct sender *s, bool live)
 			send_pace_wait(&s->pace, k, bytes, &interrupted);
 			if (s->txtime)
 				send = set_launch(s, send, tx, k, pk0, b0);
-			tx_all(s, txq, send, k);
+			tx_all(s, txq, send, k, bytes);
 			vfgx_port_release(s->src, q, pk, (uint16_t)n);
 		}
 		uint64_t now = vfgx_now_ns();
@@ -616,6 +623,13 @@ int vfgx_cmd_send(int argc, char **argv)
 	if ((ret = open_source(ctx, cfg, &s, ifc->nb_tx_queues))) {
 		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		rc = ret == -EINVAL ? 2 : 1;
+		goto out;
+	}
+	/* every frame is read on this thread (copied into a tx buffer, or by
+	 * the kernel): replayed frames get their sequences advanced here as
+	 * they are handed out, not by a thread of the source beside it */
+	if (s.c.source == SRC_GENERATOR && (ret = vfgx_loopback_replay_inline(s.src))) {
+		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		goto out;
 	}
 	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");

@@ -17,7 +17,10 @@
  * time, as soon as that eighth's frames of the lap before are released:
  * host and pinned frames in place, GPU frames through one strided copy
  * (cudaMemcpy2DAsync) of those 18 bytes per frame; rx hands out only
- * frames already rewritten, and only after their release. */
+ * frames already rewritten, and only after their release.  A consumer that
+ * reads every frame on its rx thread anyway (vfgx send) stops that thread
+ * (vfgx_loopback_replay_inline): rx advances host frames itself as it
+ * hands them out. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -31,6 +34,7 @@
 
 #include "backend.h"
 #include "core/opts.h"
+#include "loopback_replay.h"
 #include "seqhdr.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
@@ -63,6 +67,13 @@ struct lb_replay {
 	uint32_t win_off;      /* UDP checksum offset in the frame */
 	uint32_t cap;          /* bytes from one frame to the next */
 	bool gpu;              /* frames in GPU memory */
+	/* host frames advanced by rx, no rewriting thread
+	 * (vfgx_loopback_replay_inline): the frames in hand-out order before
+	 * adv_upto hold the sequences they go out with next; adv_j is
+	 * adv_upto % nb */
+	bool inline_adv;
+	uint64_t adv_upto;
+	uint32_t adv_j;
 	struct vfgx_source_report lap; /* what one lap injects */
 	uint64_t lap_bytes;
 	/* GPU: window shadow (pinned); the lap each eighth of the ring holds
@@ -262,6 +273,25 @@ static void lb_close(struct vfgx_port *port)
 }
 
 static int rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q);
+/* Inline mode: advance the frames in hand-out order up to upto (released
+ * ones only) by one lap each, from the lap before to the one they go out
+ * in next. */
+static void rp_advance(struct lb_replay *rp, uint64_t upto)
+{
+	uint32_t j = rp->adv_j;
+
+	for (uint64_t a = rp->adv_upto; a < upto; a++) {
+		vfgx_seq_advance(rp->base + (size_t)rp->fr[j].idx * rp->cap + rp->win_off,
+				 rp->period);
+		if (++j == rp->nb)
+			j = 0;
+	}
+	if (upto > rp->adv_upto) {
+		rp->adv_upto = upto;
+		rp->adv_j = j;
+	}
+}
+
 static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		       struct lb_queue *lq, struct vfgx_pkt *pkts, uint16_t max);
 
@@ -857,7 +887,7 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 	if (rp->total && rp->total - h < n)
 		n = (uint32_t)(rp->total - h);
 	/* a frame goes out again only once released */
-	uint64_t rel = __atomic_load_n(&rp->released, __ATOMIC_RELAXED);
+	uint64_t rel = __atomic_load_n(&rp->released, __ATOMIC_ACQUIRE);
 
 	if (rel + rp->nb - h < n)
 		n = (uint32_t)(rel + rp->nb - h);
@@ -870,7 +900,7 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 	}
 	if (rp->nb - j < n)
 		n = rp->nb - j; /* stop at the lap's end */
-	if (n) {
+	if (n && !rp->inline_adv) {
 		uint32_t s = (uint32_t)((uint64_t)j * RP_SEGS / rp->nb), a, b;
 		int err = __atomic_load_n(&rp->prep_err, __ATOMIC_ACQUIRE);
 
@@ -888,6 +918,14 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		}
 		if (b - j < n)
 			n = b - j;
+	}
+	if (rp->inline_adv && n) {
+		/* this burst's frames, and the next burst's ahead of time (all
+		 * released): by the time the consumer copies a frame, the
+		 * stores that advanced it have left the store buffer */
+		uint64_t ahead = h + 2 * (uint64_t)n;
+
+		rp_advance(rp, ahead < rel + rp->nb ? ahead : rel + rp->nb);
 	}
 	ts = vfgx_now_ns();
 	for (uint32_t i = 0; i < n; i++) {
@@ -916,6 +954,32 @@ static int rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp,
 		lq->rep.reordered += rp->lap.reordered;
 	}
 	return (int)n;
+}
+
+int vfgx_loopback_replay_inline(vfgx_port *port)
+{
+	struct lb_priv *lp = port->priv;
+
+	if (port->ops != &vfgx_loopback_ops)
+		return -EINVAL;
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
+		struct lb_replay *rp = lp->q[q].rp;
+
+		if (!rp || rp->gpu || rp->inline_adv)
+			continue;
+		if (rp->handed)
+			return vfgx_set_error(port->ctx, -EBUSY, "%s: replay: queue %u has handed out frames already",
+					      port->name, q);
+		if (rp->prep_started) {
+			__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
+			pthread_join(rp->prep, NULL);
+			rp->prep_started = false;
+		}
+		rp->inline_adv = true;
+		rp->adv_upto = rp->nb; /* lap 0 is as built */
+		rp->adv_j = 0;
+	}
+	return 0;
 }
 
 static void lb_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,

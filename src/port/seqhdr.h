@@ -22,13 +22,15 @@ static inline void vfgx_seq_advance(uint8_t *w, uint64_t add)
 
 	vfgx_wr64(sp, nw);
 	if (hc) { /* 0: no checksum sent */
-		uint32_t sum = (uint16_t)~hc;
+		/* ~HC + ~old + new over 16-bit words: added as 32-bit halves
+		 * and folded, which gives the same ones'-complement sum (it is
+		 * taken modulo 0xffff) without a loop over the words */
+		uint64_t sum = (uint16_t)~hc;
 
-		for (int i = 0; i < 4; i++) {
-			sum += (uint16_t)~(uint16_t)(old >> (48 - 16 * i));
-			sum += (uint16_t)(nw >> (48 - 16 * i));
-		}
-		hc = vfgx_csum_fold(sum);
+		sum += (~old >> 32) + (~old & 0xffffffffu) + (nw >> 32) + (nw & 0xffffffffu);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		hc = vfgx_csum_fold((uint32_t)sum);
 		vfgx_wr16(w, hc ? hc : 0xffff);
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_send.py VFGX - `vfgx send` on one host, into a UDP socket this test
 reads: every generated datagram arrives with the generator's sequence
-header; a pcap file sent twice (loops: 2) arrives as twice its records,
+header, replayed laps included; a pcap file sent twice (loops: 2) arrives as twice its records,
 the second lap's sequences rewritten; send.memory_region in GPU memory
 falls back to host memory with one line; bad configs and options give one
 line and exit 2."""
@@ -82,6 +82,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check(seqs == sorted((f, q) for f in range(2) for q in range(2000)),
           "the sink got every (stream, sequence) once: %d datagrams" % len(sink.got))
     check(doc and doc["pacing"]["gaps"] > 0, "the report has the pacing measure")
+
+    # --- the generator replaying a lap of 512 frames 4 times: the sequences
+    # advanced on the sending thread, every one once -------------------------
+    sink = Sink()
+    r = send(tmp, IFACE % sink.port + "send: { rate_pps: 20000, generator: "
+             "{ packets: 2048, packet_size: 200, flows: 2, replay: true, replay_frames: 600 } }\n")
+    doc = json.loads(r.stdout) if r.returncode == 0 else None
+    time.sleep(0.5)
+    sink.close()
+    check(doc and doc["packets"] == 2048,
+          "replay, 4 laps: %s sent of 2048 (exit %d)" % (doc and doc["packets"], r.returncode))
+    seqs = sorted((st, sq) for st, _, sq in sink.got)
+    check(seqs == sorted((f, q) for f in range(2) for q in range(1024)),
+          "replay: the sink got every (stream, sequence) of 4 laps once: %d datagrams"
+          % len(sink.got))
 
     # --- a pcap file, two laps, sequences rewritten ---------------------------
     cap = os.path.join(tmp, "in.pcap")

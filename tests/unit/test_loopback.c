@@ -3,7 +3,8 @@
  * malformed frames counted, pool exhaustion as backpressure, each queue's
  * own batch_size, the threaded runner; replay mode: laps counted and
  * ordered exactly, frames handed out again only after release, sequences
- * and checksums advanced per lap. */
+ * and checksums advanced per lap, by the port's thread or (inline, as
+ * vfgx send has it) by rx as it hands frames out. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,8 @@
 
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
+
+#include "port/loopback_replay.h"
 
 static vfgx_ctx *ctx;
 
@@ -329,6 +332,7 @@ static int rp_record(void *user, uint32_t stream, uint64_t seq,
 	return 0;
 }
 
+/* state: NULL, the rewriting thread; else sequences advanced inline */
 static void test_replay_exact(void **state)
 {
 	/* 2 flows per queue, 2048 buffers: P = 768 sequences per flow and
@@ -348,9 +352,10 @@ static void test_replay_exact(void **state)
 	vfgx_proc *proc;
 	uint64_t last[4], per_lap[3] = { 0 };
 
-	(void)state;
 	memset(&log, 0, sizeof(log));
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	if (*state)
+		assert_int_equal(vfgx_loopback_replay_inline(port), 0);
 	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
 	vfgx_proc_set_user_stage(proc, rp_record, &log);
 	drain(port, proc);
@@ -455,6 +460,72 @@ static void test_replay_release(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* Inline: a frame comes back with its sequence one lap on only after it
+ * was released; a released one goes out again at once. */
+static void test_replay_inline_release(void **state)
+{
+	/* one flow, 512 buffers: P = 256, a lap of 256 frames */
+	struct vfgx_config *cfg = cfg_of(
+		"memory_regions: [{name: r, num_bufs: 512}]\n"
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		"    loopback: {packets: 0, flows: 1, packet_size: 100, replay: true}\n");
+	struct vfgx_pkt a[256], b[64];
+	struct vfgx_pipeline_stats st;
+	vfgx_port *port;
+	vfgx_proc *proc;
+	int n = 0, m;
+
+	(void)state;
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	assert_int_equal(vfgx_loopback_replay_inline(port), 0);
+	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
+	while (n < 256 && (m = vfgx_port_rx_burst(port, 0, a + n, (uint16_t)(256 - n))) > 0)
+		n += m;
+	assert_int_equal(n, 256);
+	assert_int_equal(vfgx_port_rx_burst(port, 0, b, 64), 0);
+	vfgx_proc_burst(proc, a, 256);
+	vfgx_port_release(port, 0, a, 10);
+	m = vfgx_port_rx_burst(port, 0, b, 64);
+	assert_int_equal(m, 10); /* exactly the released ones */
+	for (int i = 0; i < m; i++) {
+		assert_ptr_equal(b[i].data, a[i].data);
+		assert_int_equal(vfgx_rd64(b[i].data + 14 + 20 + 8 + 8), 256 + (uint64_t)i);
+	}
+	/* the frames after them, not released: still lap 0's sequences */
+	assert_int_equal(vfgx_rd64(a[10].data + 14 + 20 + 8 + 8), 10);
+	assert_int_equal(vfgx_port_rx_burst(port, 0, b + m, 64), 0);
+	vfgx_proc_burst(proc, b, (uint32_t)m);
+	vfgx_proc_stats(proc, &st);
+	assert_int_equal(st.packets, 266);
+	assert_int_equal(st.delivered, 266); /* checksums still valid */
+	vfgx_port_release(port, 0, a + 10, 246);
+	vfgx_port_release(port, 0, b, (uint16_t)m);
+	vfgx_proc_destroy(proc);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
+static void test_replay_inline_errors(void **state)
+{
+	struct vfgx_config *cfg = cfg_of(
+		"interfaces:\n"
+		"  - backend: loopback\n"
+		"    rx: {queues: [{id: 0}]}\n"
+		"    loopback: {flows: 1, replay: true}\n");
+	struct vfgx_pkt pk[8];
+	vfgx_port *port;
+
+	(void)state;
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	assert_true(vfgx_port_rx_burst(port, 0, pk, 8) > 0);
+	assert_int_equal(vfgx_loopback_replay_inline(port), -EBUSY);
+	assert_non_null(strstr(vfgx_last_error(ctx), "handed out frames already"));
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
 static void test_replay_errors(void **state)
 {
 	struct vfgx_config *cfg = cfg_of(
@@ -473,6 +544,7 @@ static void test_replay_errors(void **state)
 
 int main(void)
 {
+	static int inline_mode = 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean_stream),
 		cmocka_unit_test(test_faults_accounted),
@@ -481,7 +553,10 @@ int main(void)
 		cmocka_unit_test(test_batch_size_per_queue),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_threaded_runner),
-		cmocka_unit_test(test_replay_exact),
+		cmocka_unit_test_prestate(test_replay_exact, NULL),
+		cmocka_unit_test_prestate(test_replay_exact, &inline_mode),
+		cmocka_unit_test(test_replay_inline_release),
+		cmocka_unit_test(test_replay_inline_errors),
 		cmocka_unit_test(test_replay_release),
 		cmocka_unit_test(test_replay_errors),
 	};
