@@ -32,7 +32,8 @@
 #include "pcap_opts.h"
 
 #define CAP_FLUSH_NS 50000000ull  /* records wait at most this long for a span */
-#define CAP_SPAN_MIN (256u << 10) /* less than this in a ring waits (above) */
+#define CAP_SPAN_MIN (256u << 10) /* less in a ring (or a quarter of a smaller
+				   * ring) waits (above) */
 #define CAP_SPAN_MAX (1u << 20)   /* one write; the ring space goes back after it */
 #define CAP_IDLE_NS 200000        /* the writer's nap when no ring holds a span */
 
@@ -269,7 +270,7 @@ static uint64_t drain(struct vfgx_capture *c, struct vfgx_capture_tap *t, bool a
 	uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
 	uint64_t tail = t->tail, n = 0;
 
-	if (!all && head - tail < CAP_SPAN_MIN)
+	if (!all && head - tail < CAP_SPAN_MIN && head - tail < t->size / 4)
 		return 0;
 	while (tail != head) {
 		uint64_t end = tail, nrec = 0;
