@@ -1,16 +1,21 @@
 /* capture.c - received packets to capture files, off the hot path.  Each
- * tapped rx queue has its own single-producer byte ring: the queue's
- * thread copies the packets the mode selects (up to snaplen) into it, or
- * counts them as ring_full when the writer is behind; one writer thread
- * drains the rings into files of the chosen format (capture_file.h: pcap
- * with libpcap, pcapng with libwiretap), rotating them by size.  A write
- * error (a full disk) cuts the file back to its last whole record, so no
- * file is left half-written, and counts what follows as failed. */
+ * tapped rx queue has its own single-producer byte ring holding pcap
+ * records back to back (pcap's 16-byte record header, then the frame up
+ * to snaplen; a record may wrap around the ring's end): the queue's thread
+ * copies the packets the mode selects into it, or counts them as
+ * ring_full when the writer is behind; one writer thread drains the rings
+ * into files of the chosen format (capture_file.h), rotating them by size.
+ * For pcap the ring's bytes are the file's: the writer hands spans of
+ * whole records to writev(2) as they lie; for pcapng each record goes
+ * through libwiretap.  A write error (a full disk) cuts the file back to
+ * its last whole record, so no file is left half-written, and counts what
+ * follows as failed. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,35 +31,42 @@
 #endif
 #include "pcap_opts.h"
 
-#define CAP_FLUSH_NS 50000000ull  /* flush at least this often while records come */
-#define CAP_RELEASE_BYTES (256u << 10) /* ring space handed back this often */
-#define CAP_IDLE_NS 100000        /* the writer's nap when every ring is empty */
+#define CAP_FLUSH_NS 50000000ull  /* records wait at most this long for a span */
+#define CAP_SPAN_MIN (256u << 10) /* less in a ring (or a quarter of a smaller
+				   * ring) waits (above) */
+#define CAP_SPAN_MAX (1u << 20)   /* one write; the ring space goes back after it */
+#define CAP_IDLE_NS 200000        /* the writer's nap when no ring holds a span */
 
-/* A record in a ring: this header, then caplen bytes, padded to 8.  total
- * 0 marks the unused end of the ring (the next record starts at 0). */
+/* A record in a ring: pcap's record header (sf-pcap.c's pcap_sf_pkthdr in
+ * host order, nanoseconds as the file header says), then caplen bytes. */
 struct cap_rec {
-	uint32_t total;
+	uint32_t ts_sec;
+	uint32_t ts_nsec;
 	uint32_t caplen;
 	uint32_t len;
-	uint32_t pad;
-	uint64_t ts_ns;
 };
 
+/* The producer's fields and the writer's on cache lines of their own: the
+ * queue's thread writes head and its counters every burst, the writer
+ * tail every span; each reads the other's with acquire. */
 struct vfgx_capture_tap {
 	struct vfgx_capture *cap;
 	struct vfgx_port *port;
 	uint16_t q;
 	uint8_t *ring;
-	uint64_t mask;
-	uint64_t head; /* producer; release-stored */
-	uint64_t tail; /* writer; release-stored */
-	uint64_t nth;  /* sample counter */
+	uint64_t size;        /* ring bytes, a power of two */
+	int64_t wall_off_ns;  /* the capture's, for the record headers */
+	uint32_t snaplen, mode, sample_every;
+	uint32_t sample_left; /* sample mode: packets to skip before the next */
+	uint64_t room_tail;   /* the tail last read: free space without a load */
 #if VFGX_HAVE_CUDA
 	cudaStream_t stream; /* copies out of GPU memory */
 	bool gpu_err;
 #endif
+	uint64_t head __attribute__((aligned(64))); /* producer; release-stored */
 	/* producer's counters, read by any thread */
 	uint64_t seen, selected, ring_full, skipped_gpu;
+	uint64_t tail __attribute__((aligned(64))); /* writer; release-stored */
 };
 
 struct vfgx_capture {
@@ -69,6 +81,7 @@ struct vfgx_capture {
 	int64_t wall_off_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	const struct cap_format *fmt;
 	struct cap_file *f;  /* the file being written; NULL after an error */
+	uint8_t *bounce;     /* formats without write_raw: a record that wraps */
 	int64_t good;        /* file offset after the last flushed record */
 	uint64_t flushed_ns; /* last flush */
 	uint32_t file_idx;
@@ -140,58 +153,145 @@ static void file_flush(struct vfgx_capture *c)
 		  c->path, strerror(err));
 }
 
-static void write_rec(struct vfgx_capture *c, const struct cap_rec *r)
+/* Copy len bytes at ring offset pos (any, it wraps) out of t's ring. */
+static void ring_get(const struct vfgx_capture_tap *t, uint64_t pos, void *dst, uint32_t len)
+{
+	uint64_t at = pos & (t->size - 1), first = t->size - at;
+
+	if (len <= first) {
+		memcpy(dst, t->ring + at, len);
+	} else {
+		memcpy(dst, t->ring + at, first);
+		memcpy((uint8_t *)dst + first, t->ring, len - first);
+	}
+}
+
+/* The file reached rotate_bytes: close it, open the next. */
+static void file_rotate(struct vfgx_capture *c)
+{
+	__atomic_fetch_add(&c->bytes_closed, (uint64_t)c->good, __ATOMIC_RELAXED);
+	c->fmt->close(c->f, -1);
+	c->f = NULL;
+	c->file_idx++;
+	if (file_open(c)) {
+		__atomic_store_n(&c->error, -EIO, __ATOMIC_RELEASE);
+		vfgx_warn(c->ctx, "%s", vfgx_last_error(c->ctx));
+	}
+}
+
+/* One record through the format's own writer (pcapng); data is its
+ * frame, whole. */
+static void write_rec(struct vfgx_capture *c, const struct cap_rec *r, const void *data)
 {
 	if (!c->f) {
 		__atomic_fetch_add(&c->failed, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	__atomic_fetch_add(&c->written, 1, __ATOMIC_RELAXED);
-	if (c->fmt->write(c->f, (int64_t)r->ts_ns + c->wall_off_ns, r->caplen, r->len, r + 1)) {
+	if (c->fmt->write(c->f, (int64_t)r->ts_sec * 1000000000 + r->ts_nsec, r->caplen, r->len,
+			  data)) {
 		file_flush(c); /* says the error, cuts the file */
 		return;
 	}
 	if (c->conf.rotate_bytes && (uint64_t)c->fmt->size(c->f) >= c->conf.rotate_bytes) {
 		file_flush(c);
-		if (!c->f)
-			return;
-		__atomic_fetch_add(&c->bytes_closed, (uint64_t)c->good, __ATOMIC_RELAXED);
-		c->fmt->close(c->f, -1);
-		c->f = NULL;
-		c->file_idx++;
-		if (file_open(c)) {
-			__atomic_store_n(&c->error, -EIO, __ATOMIC_RELEASE);
-			vfgx_warn(c->ctx, "%s", vfgx_last_error(c->ctx));
-		}
+		if (c->f)
+			file_rotate(c);
 	}
 }
 
-/* Write what tap t holds; the count.  The space goes back to the queue
- * every CAP_RELEASE_BYTES, not once at the end: a drain of a whole ring
- * takes milliseconds, in which the queue would find it full. */
-static uint64_t drain(struct vfgx_capture *c, struct vfgx_capture_tap *t)
+/* Records [from, to) of t, nrec of them, as they lie (pcap).  On a write
+ * error the file is cut at the end of the last record that reached it
+ * whole; those count written, the rest failed. */
+static void write_span(struct vfgx_capture *c, struct vfgx_capture_tap *t, uint64_t from,
+		       uint64_t to, uint64_t nrec)
+{
+	uint64_t at = from & (t->size - 1), len = to - from, done, whole = 0, k = 0;
+	struct iovec iov[2] = { { t->ring + at, len }, { t->ring, 0 } };
+	int err;
+
+	if (!c->f) {
+		__atomic_fetch_add(&c->failed, nrec, __ATOMIC_RELAXED);
+		return;
+	}
+	if (at + len > t->size) {
+		iov[0].iov_len = t->size - at;
+		iov[1].iov_len = len - iov[0].iov_len;
+	}
+	if ((err = c->fmt->write_raw(c->f, iov, 2, &done)) == 0) {
+		__atomic_fetch_add(&c->written, nrec, __ATOMIC_RELAXED);
+		c->good = c->fmt->size(c->f);
+		c->written_flushed = c->written;
+		if (c->conf.rotate_bytes && (uint64_t)c->good >= c->conf.rotate_bytes)
+			file_rotate(c);
+		return;
+	}
+	for (struct cap_rec r; k < nrec; k++) {
+		ring_get(t, from + whole, &r, sizeof(r));
+		if (whole + sizeof(r) + r.caplen > done)
+			break;
+		whole += sizeof(r) + r.caplen;
+	}
+	__atomic_fetch_add(&c->written, k, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->failed, nrec - k, __ATOMIC_RELAXED);
+	c->good += (int64_t)whole;
+	c->written_flushed = c->written;
+	file_flush(c); /* the format returns err: the cut, the one line */
+}
+
+/* Records [from, to) of t one by one through the format's writer; a
+ * record that wraps around the ring's end is put together in c->bounce. */
+static void write_recs(struct vfgx_capture *c, struct vfgx_capture_tap *t, uint64_t from,
+		       uint64_t to)
+{
+	while (from != to) {
+		struct cap_rec r;
+		uint64_t at;
+
+		ring_get(t, from, &r, sizeof(r));
+		at = (from + sizeof(r)) & (t->size - 1);
+		if (at + r.caplen <= t->size) {
+			write_rec(c, &r, t->ring + at);
+		} else {
+			ring_get(t, from + sizeof(r), c->bounce, r.caplen);
+			write_rec(c, &r, c->bounce);
+		}
+		from += sizeof(r) + r.caplen;
+	}
+}
+
+/* Write what tap t holds, in spans of up to CAP_SPAN_MAX, each ending
+ * where the file reaches rotate_bytes (so the next file starts with the
+ * next record); with !all only when a span's worth is there.  The ring
+ * space goes back after each span: a drain of a whole ring takes
+ * milliseconds, in which the queue would find it full.  The count. */
+static uint64_t drain(struct vfgx_capture *c, struct vfgx_capture_tap *t, bool all)
 {
 	uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
-	uint64_t tail = t->tail, given = tail, n = 0;
+	uint64_t tail = t->tail, n = 0;
 
+	if (!all && head - tail < CAP_SPAN_MIN && head - tail < t->size / 4)
+		return 0;
 	while (tail != head) {
-		const struct cap_rec *r = (const void *)(t->ring + (tail & t->mask));
+		uint64_t end = tail, nrec = 0;
+		uint64_t to_rotate = c->f && c->conf.rotate_bytes ?
+			c->conf.rotate_bytes - (uint64_t)c->fmt->size(c->f) : UINT64_MAX;
 
-		if (r->total == 0) { /* the rest of the ring is unused */
-			tail += t->mask + 1 - (tail & t->mask);
-			continue;
+		while (end != head && end - tail < CAP_SPAN_MAX && end - tail < to_rotate) {
+			struct cap_rec r;
+
+			ring_get(t, end, &r, sizeof(r));
+			end += sizeof(r) + r.caplen;
+			nrec++;
 		}
-		write_rec(c, r);
-		tail += r->total;
-		n++;
-		if (tail - given >= CAP_RELEASE_BYTES) {
-			__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
-			given = tail;
-			/* what came in meanwhile, in the same pass */
-			head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
-		}
+		if (c->fmt->write_raw)
+			write_span(c, t, tail, end, nrec);
+		else
+			write_recs(c, t, tail, end);
+		tail = end;
+		n += nrec;
+		__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
 	return n;
 }
 
@@ -201,20 +301,22 @@ static void *writer_main(void *arg)
 
 	for (;;) {
 		bool stop = __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+		/* a ring holding less than a span waits for more, up to 50 ms */
+		bool all = stop || vfgx_now_ns() - c->flushed_ns >= CAP_FLUSH_NS;
 		uint64_t n = 0;
 
 		pthread_mutex_lock(&c->lock);
 		for (uint32_t i = 0; i < c->nb_taps; i++)
-			n += drain(c, c->taps[i]);
+			n += drain(c, c->taps[i], all);
 		pthread_mutex_unlock(&c->lock);
-		/* the buffer goes out when full; a flush makes what was written
-		 * visible (and a write error known) at least every 50 ms */
-		if ((n || stop) && (stop || vfgx_now_ns() - c->flushed_ns >= CAP_FLUSH_NS))
+		/* what a format buffers (pcapng) goes out at least every 50 ms
+		 * and at the end; a write error is known then */
+		if (all)
 			file_flush(c);
 		if (stop) /* the rings were drained after stop was seen */
 			break;
 		if (!n) {
-			/* a ring of 8 MiB fills in 2 ms at 4 GB/s: look again
+			/* an 8 MiB ring fills in 2 ms at 4 GB/s: look again
 			 * well before that */
 			struct timespec ts = { 0, CAP_IDLE_NS };
 
@@ -275,6 +377,10 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		free(c);
 		return -ENOTSUP;
 	}
+	if (!c->fmt->write_raw && !(c->bounce = malloc(c->conf.snaplen))) {
+		free(c);
+		return -ENOMEM;
+	}
 	c->path = strdup(c->conf.path);
 	c->conf.path = c->path;
 	pthread_mutex_init(&c->lock, NULL);
@@ -292,6 +398,7 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		}
 		pthread_mutex_destroy(&c->lock);
 		free(c->path);
+		free(c->bounce);
 		free(c);
 		return ret;
 	}
@@ -317,10 +424,12 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 		return -ENOMEM;
 	c->taps = taps;
 	for (uint16_t q = 0; q < nq; q++) {
-		struct vfgx_capture_tap *t = calloc(1, sizeof(*t));
+		struct vfgx_capture_tap *t = aligned_alloc(64, sizeof(*t));
 
-		if (t)
+		if (t) {
+			memset(t, 0, sizeof(*t));
 			t->ring = aligned_alloc(64, c->conf.ring_bytes);
+		}
 		if (!t || !t->ring) {
 			free(t);
 			return -ENOMEM; /* taps made so far stay attached: close frees them */
@@ -328,7 +437,11 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 		t->cap = c;
 		t->port = port;
 		t->q = q;
-		t->mask = c->conf.ring_bytes - 1;
+		t->size = c->conf.ring_bytes;
+		t->wall_off_ns = c->wall_off_ns;
+		t->snaplen = c->conf.snaplen;
+		t->mode = c->conf.mode;
+		t->sample_every = c->conf.sample_every;
 		pthread_mutex_lock(&c->lock);
 		c->taps[c->nb_taps++] = t;
 		pthread_mutex_unlock(&c->lock);
@@ -377,88 +490,114 @@ static int gpu_wait(struct vfgx_capture_tap *t)
 }
 #endif
 
+/* Sample mode: the first packet, then one in sample_every. */
+static bool sample_pkt(struct vfgx_capture_tap *t)
+{
+	if (t->sample_left) {
+		t->sample_left--;
+		return false;
+	}
+	t->sample_left = t->sample_every - 1;
+	return true;
+}
+
 static bool select_pkt(struct vfgx_capture_tap *t, const struct vfgx_pkt *p)
 {
 	struct vfgx_parsed ps;
 
-	switch (t->cap->conf.mode) {
+	switch (t->mode) {
 	case VFGX_CAPTURE_DROPS:
 		return !(p->flags & VFGX_PKT_PAYLOAD) &&
 		       vfgx_parse(p->data, p->len, &ps) != VFGX_STAGE_PASS;
 	case VFGX_CAPTURE_SAMPLE:
-		return t->nth++ % t->cap->conf.sample_every == 0;
+		return sample_pkt(t);
 	default:
 		return true;
 	}
 }
 
+/* Copy len bytes to ring offset pos (any: it wraps). */
+static void ring_put(struct vfgx_capture_tap *t, uint64_t pos, const void *src, uint32_t len)
+{
+	uint64_t at = pos & (t->size - 1), first = t->size - at;
+
+	if (len <= first) {
+		memcpy(t->ring + at, src, len);
+	} else {
+		memcpy(t->ring + at, src, first);
+		memcpy(t->ring, (const uint8_t *)src + first, len - first);
+	}
+}
+
+/* The same out of GPU memory, queued on the tap's stream; copies queued. */
+static int ring_put_gpu(struct vfgx_capture_tap *t, uint64_t pos, const void *src, uint32_t len)
+{
+	uint64_t at = pos & (t->size - 1), first = t->size - at;
+
+	if (len <= first)
+		return gpu_copy(t, t->ring + at, src, len);
+	return gpu_copy(t, t->ring + at, src, (uint32_t)first) +
+	       gpu_copy(t, t->ring, (const uint8_t *)src + first, len - (uint32_t)first);
+}
+
 void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *pkts,
 			    uint16_t n)
 {
-	uint64_t head = t->head, head0 = head, size = t->mask + 1;
-	uint64_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-	uint64_t sel = 0, full = 0, gpu = 0, gpu_copies = 0;
+	uint64_t head = t->head, head0 = head;
+	uint64_t room = t->size - (head - t->room_tail);
+	uint64_t sel = 0, full = 0, gpu = 0, gpu_copies = 0, gpu_sel = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		const struct vfgx_pkt *p = &pkts[i];
+		struct cap_rec r;
+		uint64_t wall;
 		uint32_t cl;
-		uint64_t need, pos, room;
-		struct cap_rec *r;
 
 		if (p->flags & VFGX_PKT_GPU) {
 			/* drops mode parses on the CPU: not from GPU memory */
-			if (t->cap->conf.mode == VFGX_CAPTURE_DROPS)
+			if (t->mode == VFGX_CAPTURE_DROPS)
 				continue;
 #if !VFGX_HAVE_CUDA
 			gpu++;
 			continue;
 #endif
+			if (t->mode == VFGX_CAPTURE_SAMPLE && !sample_pkt(t))
+				continue;
+		} else if (!select_pkt(t, p)) {
+			continue;
 		}
-		if (!(p->flags & VFGX_PKT_GPU) && !select_pkt(t, p))
-			continue;
-		if ((p->flags & VFGX_PKT_GPU) && t->cap->conf.mode == VFGX_CAPTURE_SAMPLE &&
-		    t->nth++ % t->cap->conf.sample_every)
-			continue;
 		sel++;
-		cl = p->len < t->cap->conf.snaplen ? p->len : t->cap->conf.snaplen;
-		need = (sizeof(*r) + cl + 7) & ~7ull;
-		pos = head & t->mask;
-		room = size - pos;
-		if (need > room) { /* skip to the ring's start */
-			if (size - (head - tail) < room + need) {
-				tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-				if (size - (head - tail) < room + need) {
-					full++;
-					continue;
-				}
-			}
-			((struct cap_rec *)(t->ring + pos))->total = 0;
-			head += room;
-			pos = 0;
-		} else if (size - (head - tail) < need) {
-			tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-			if (size - (head - tail) < need) {
+		cl = p->len < t->snaplen ? p->len : t->snaplen;
+		if (sizeof(r) + cl > room) {
+			/* the space the writer gave back since the last look */
+			t->room_tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+			room = t->size - (head - t->room_tail);
+			if (sizeof(r) + cl > room) {
 				full++;
 				continue;
 			}
 		}
-		r = (struct cap_rec *)(t->ring + pos);
-		r->total = (uint32_t)need;
-		r->caplen = cl;
-		r->len = p->len;
-		r->ts_ns = p->ts_ns ? p->ts_ns : vfgx_now_ns();
-		if (p->flags & VFGX_PKT_GPU)
-			gpu_copies += gpu_copy(t, r + 1, p->data, cl);
-		else
-			memcpy(r + 1, p->data, cl);
-		head += need;
+		wall = (p->ts_ns ? p->ts_ns : vfgx_now_ns()) + (uint64_t)t->wall_off_ns;
+		r.ts_sec = (uint32_t)(wall / 1000000000);
+		r.ts_nsec = (uint32_t)(wall % 1000000000);
+		r.caplen = cl;
+		r.len = p->len;
+		ring_put(t, head, &r, sizeof(r));
+		if (p->flags & VFGX_PKT_GPU) {
+			gpu_copies += (uint64_t)ring_put_gpu(t, head + sizeof(r), p->data, cl);
+			gpu_sel++;
+		} else {
+			ring_put(t, head + sizeof(r), p->data, cl);
+		}
+		head += sizeof(r) + cl;
+		room -= sizeof(r) + cl;
 	}
 	/* GPU packets: their copies were queued on the tap's stream; the burst
 	 * is published once they are all in (or dropped whole if one failed) */
 	if (gpu_copies && gpu_wait(t)) {
 		head = head0;
-		sel -= gpu_copies;
-		gpu += gpu_copies;
+		sel -= gpu_sel;
+		gpu += gpu_sel;
 	}
 	__atomic_store_n(&t->head, head, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->seen, t->seen + n, __ATOMIC_RELAXED);
@@ -517,6 +656,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	free(c->taps);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
+	free(c->bounce);
 	free(c);
 	return err;
 }

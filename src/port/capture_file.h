@@ -1,11 +1,13 @@
 /* capture_file.h - one file of a capture as its writer thread sees it
- * (capture.c): the file format behind five calls, libpcap's nanosecond
- * pcap (capture_pcap.c) or libwiretap's pcapng (capture_pcapng.c).  Only
- * the writer thread calls them once the first file is open. */
+ * (capture.c): the file format behind a few calls, nanosecond pcap
+ * (capture_pcap.c: libpcap's header, records as the ring holds them) or
+ * libwiretap's pcapng (capture_pcapng.c).  Only the writer thread calls
+ * them once the first file is open. */
 #ifndef VFGX_CAPTURE_FILE_H
 #define VFGX_CAPTURE_FILE_H
 
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <vfgx/core.h>
 
@@ -17,10 +19,16 @@ struct cap_format {
 	 * after a one-line error on ctx naming path; nothing is left on
 	 * disk then. */
 	int (*open)(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap_file **out);
-	/* One Ethernet record, wall-clock ts_ns.  Non-zero when the write
-	 * failed: the next flush returns why. */
+	/* One Ethernet record, wall-clock ts_ns (formats without
+	 * write_raw).  Non-zero when the write failed: the next flush
+	 * returns why. */
 	int (*write)(struct cap_file *f, int64_t ts_ns, uint32_t caplen, uint32_t len,
 		     const void *data);
+	/* Formats whose records are the ring's (pcap): whole records, each
+	 * pcap's 16-byte header and the frame, in iovcnt (1 or 2) pieces
+	 * written as they are.  0, or the positive errno that stopped it;
+	 * *done: the bytes that reached the file either way. */
+	int (*write_raw)(struct cap_file *f, const struct iovec *iov, int iovcnt, uint64_t *done);
 	/* Bytes of the file so far, what is still buffered included. */
 	int64_t (*size)(struct cap_file *f);
 	/* Hand what is buffered to the kernel: 0, or the positive errno of

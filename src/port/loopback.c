@@ -20,13 +20,20 @@
  * frames already rewritten, and only after their release.  A consumer that
  * reads every frame on its rx thread anyway (vfgx send) stops that thread
  * (vfgx_loopback_replay_inline): rx advances host frames itself as it
- * hands them out. */
+ * hands them out.  Between eighths the thread spins a few microseconds,
+ * then sleeps on a futex that release wakes once the eighth it waits for
+ * is back: a spinning thread would take a CPU for nothing from whatever
+ * shares the machine (a capture's writer, on 2 cores). */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <vfgx/loopback.h>
 #include <vfgx/pipeline.h>
@@ -82,6 +89,10 @@ struct lb_replay {
 	uint64_t seg_ready[RP_SEGS];
 	int gpu_id, prep_err;
 	bool prep_stop, prep_started;
+	/* the rewriting thread asleep until released reaches wake_at;
+	 * release bumps wake_seq (the futex word) and wakes it */
+	uint32_t sleeping, wake_seq;
+	uint64_t wake_at;
 	pthread_t prep;
 #if VFGX_HAVE_CUDA
 	cudaStream_t stream;
@@ -224,12 +235,39 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 	return 0;
 }
 
+#define RP_SPIN 2000 /* looks at released before sleeping (a few us) */
+
+static void rp_wake(struct lb_replay *rp)
+{
+	__atomic_store_n(&rp->sleeping, 0, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&rp->wake_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &rp->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The rewriting thread: sleep until released reaches want (or stop, or
+ * 1 ms: a stopped run).  Both sides store, then load the other's word,
+ * sequentially consistent: either release sees sleeping, or this thread
+ * sees the release. */
+static void rp_sleep(struct lb_replay *rp, uint64_t want)
+{
+	uint32_t seq = __atomic_load_n(&rp->wake_seq, __ATOMIC_SEQ_CST);
+	struct timespec ts = { 0, 1000000 };
+
+	__atomic_store_n(&rp->wake_at, want, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&rp->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&rp->released, __ATOMIC_SEQ_CST) < want &&
+	    !__atomic_load_n(&rp->prep_stop, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &rp->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+	__atomic_store_n(&rp->sleeping, 0, __ATOMIC_RELAXED);
+}
+
 static void rp_free(struct vfgx_port *port, uint16_t q, struct lb_replay *rp)
 {
 	if (!rp)
 		return;
 	if (rp->prep_started) {
 		__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
+		rp_wake(rp);
 		pthread_join(rp->prep, NULL);
 	}
 #if VFGX_HAVE_CUDA
@@ -814,16 +852,14 @@ static void *rp_prep_main(void *arg)
 
 		rp_seg(rp, s, &a, &b);
 		if (__atomic_load_n(&rp->released, __ATOMIC_ACQUIRE) < (lap - 1) * rp->nb + b) {
-			/* spin while frames come back; yield often (the feeding
-			 * thread may share this CPU: `taskset -c 0 vfgx send`),
-			 * and sleep once nothing has come back for a long while
-			 * (a stopped run) */
+			/* spin a little while frames come back, yielding (the
+			 * feeding thread may share this CPU: `taskset -c 0
+			 * vfgx send`), then sleep until they are back */
 			if (++idle % 64 == 0)
 				sched_yield();
-			if (idle > 1000000) {
-				struct timespec ts = { 0, 50000 };
-
-				nanosleep(&ts, NULL);
+			if (idle > RP_SPIN) {
+				rp_sleep(rp, (lap - 1) * rp->nb + b);
+				idle = 0;
 			}
 			continue;
 		}
@@ -972,6 +1008,7 @@ int vfgx_loopback_replay_inline(vfgx_port *port)
 					      port->name, q);
 		if (rp->prep_started) {
 			__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
+			rp_wake(rp);
 			pthread_join(rp->prep, NULL);
 			rp->prep_started = false;
 		}
@@ -987,9 +1024,15 @@ static void lb_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 {
 	struct lb_priv *lp = port->priv;
 
-	if (lp->q[q].rp) /* in the order handed out */
-		__atomic_fetch_add(&lp->q[q].rp->released, n, __ATOMIC_RELEASE);
-	else
+	struct lb_replay *rp = lp->q[q].rp;
+
+	if (rp) { /* in the order handed out */
+		uint64_t rel = __atomic_add_fetch(&rp->released, n, __ATOMIC_SEQ_CST);
+
+		if (__atomic_load_n(&rp->sleeping, __ATOMIC_SEQ_CST) &&
+		    rel >= __atomic_load_n(&rp->wake_at, __ATOMIC_RELAXED))
+			rp_wake(rp);
+	} else
 		vfgx_port_release_to_pool(port, q, pkts, n);
 }
 
