@@ -68,14 +68,20 @@ IFACE = """interfaces:
       socket: { role: client } }
 """
 
-with tempfile.TemporaryDirectory() as tmp:
-    # --- the generator, paced, into the sink --------------------------------
+def send_to_sink(tmp, send_yaml):
+    """vfgx send from IFACE into a fresh sink: the sink (closed, what it got
+    kept), the run, and its JSON report (None when it failed)."""
     sink = Sink()
-    r = send(tmp, IFACE % sink.port + "send: { rate_pps: 20000, generator: "
-             "{ packets: 4000, packet_size: 200, flows: 2 } }\n")
-    doc = json.loads(r.stdout) if r.returncode == 0 else None
+    r = send(tmp, IFACE % sink.port + send_yaml)
     time.sleep(0.5)
     sink.close()
+    return sink, r, json.loads(r.stdout) if r.returncode == 0 else None
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # --- the generator, paced, into the sink --------------------------------
+    sink, r, doc = send_to_sink(tmp, "send: { rate_pps: 20000, generator: "
+                                "{ packets: 4000, packet_size: 200, flows: 2 } }\n")
     check(doc and doc["packets"] == 4000 and doc["source"]["generated"] == 4000,
           "generator: 4000 sent (exit %d)" % r.returncode)
     seqs = sorted((st, sq) for st, _, sq in sink.got)
@@ -85,12 +91,8 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # --- the generator replaying a lap of 512 frames 4 times: the sequences
     # advanced on the sending thread, every one once -------------------------
-    sink = Sink()
-    r = send(tmp, IFACE % sink.port + "send: { rate_pps: 20000, generator: "
-             "{ packets: 2048, packet_size: 200, flows: 2, replay: true, replay_frames: 600 } }\n")
-    doc = json.loads(r.stdout) if r.returncode == 0 else None
-    time.sleep(0.5)
-    sink.close()
+    sink, r, doc = send_to_sink(tmp, "send: { rate_pps: 20000, generator: { packets: 2048, "
+                                "packet_size: 200, flows: 2, replay: true, replay_frames: 600 } }\n")
     check(doc and doc["packets"] == 2048,
           "replay, 4 laps: %s sent of 2048 (exit %d)" % (doc and doc["packets"], r.returncode))
     seqs = sorted((st, sq) for st, _, sq in sink.got)
@@ -106,12 +108,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 "      loopback: { packets: 1000, packet_size: 128, flows: 1 } }\n")
     r = subprocess.run([VFGX, "run", "-q", "--capture", cap, gen], capture_output=True, text=True)
     check(r.returncode == 0, "a capture to send from (exit %d)" % r.returncode)
-    sink = Sink()
-    r = send(tmp, IFACE % sink.port + "send:\n  source: pcap\n  rate_pps: 20000\n"
-             "  pcap: { file: %s, loops: 2 }\n" % cap)
-    time.sleep(0.5)
-    sink.close()
-    doc = json.loads(r.stdout) if r.returncode == 0 else None
+    sink, r, doc = send_to_sink(tmp, "send:\n  source: pcap\n  rate_pps: 20000\n"
+                                "  pcap: { file: %s, loops: 2 }\n" % cap)
     got = sorted(sq for _, _, sq in sink.got)
     check(doc and doc["packets"] == 2000 and doc["source"] is None,
           "pcap, 2 laps: %s sent of 2000 (exit %d)" % (doc and doc["packets"], r.returncode))

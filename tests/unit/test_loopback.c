@@ -407,30 +407,45 @@ static void test_replay_exact(void **state)
 	vfgx_config_destroy(cfg);
 }
 
-static void test_replay_release(void **state)
+/* One flow, 512 buffers: P = 256, a lap of 256 frames.  Opens the port
+ * (its queue advanced inline when inl), takes the whole lap into a (then
+ * nothing more comes until frames are released) and runs it through a
+ * processor. */
+static void replay_lap(bool inl, struct vfgx_config **cfgp, vfgx_port **port,
+		       vfgx_proc **proc, struct vfgx_pkt a[256])
 {
-	/* one flow, 512 buffers: P = 256, a lap of 256 frames */
 	struct vfgx_config *cfg = cfg_of(
 		"memory_regions: [{name: r, num_bufs: 512}]\n"
 		"interfaces:\n"
 		"  - backend: loopback\n"
 		"    rx: {queues: [{id: 0, memory_region: r}]}\n"
 		"    loopback: {packets: 0, flows: 1, packet_size: 100, replay: true}\n");
+	struct vfgx_pkt b[64];
+	int n = 0, m;
+
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], port), 0);
+	if (inl)
+		assert_int_equal(vfgx_loopback_replay_inline(*port), 0);
+	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, proc), 0);
+	while (n < 256 && (m = vfgx_port_rx_burst(*port, 0, a + n, (uint16_t)(256 - n))) > 0)
+		n += m;
+	assert_int_equal(n, 256);
+	assert_int_equal(vfgx_port_rx_burst(*port, 0, b, 64), 0);
+	vfgx_proc_burst(*proc, a, 256);
+	*cfgp = cfg;
+}
+
+static void test_replay_release(void **state)
+{
+	struct vfgx_config *cfg;
 	struct vfgx_pkt a[256], b[64];
 	struct vfgx_pipeline_stats st;
 	vfgx_port *port;
 	vfgx_proc *proc;
-	int n = 0, m;
+	int m;
 
 	(void)state;
-	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
-	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
-	while (n < 256 && (m = vfgx_port_rx_burst(port, 0, a + n, (uint16_t)(256 - n))) > 0)
-		n += m;
-	assert_int_equal(n, 256);
-	/* the whole lap is out: nothing more until frames come back */
-	assert_int_equal(vfgx_port_rx_burst(port, 0, b, 64), 0);
-	vfgx_proc_burst(proc, a, 256);
+	replay_lap(false, &cfg, &port, &proc, a);
 	/* 10 frames back: not enough, the lap's first eighth (32 frames) is
 	 * rewritten as a whole */
 	vfgx_port_release(port, 0, a, 10);
@@ -464,28 +479,15 @@ static void test_replay_release(void **state)
  * was released; a released one goes out again at once. */
 static void test_replay_inline_release(void **state)
 {
-	/* one flow, 512 buffers: P = 256, a lap of 256 frames */
-	struct vfgx_config *cfg = cfg_of(
-		"memory_regions: [{name: r, num_bufs: 512}]\n"
-		"interfaces:\n"
-		"  - backend: loopback\n"
-		"    rx: {queues: [{id: 0, memory_region: r}]}\n"
-		"    loopback: {packets: 0, flows: 1, packet_size: 100, replay: true}\n");
+	struct vfgx_config *cfg;
 	struct vfgx_pkt a[256], b[64];
 	struct vfgx_pipeline_stats st;
 	vfgx_port *port;
 	vfgx_proc *proc;
-	int n = 0, m;
+	int m;
 
 	(void)state;
-	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
-	assert_int_equal(vfgx_loopback_replay_inline(port), 0);
-	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
-	while (n < 256 && (m = vfgx_port_rx_burst(port, 0, a + n, (uint16_t)(256 - n))) > 0)
-		n += m;
-	assert_int_equal(n, 256);
-	assert_int_equal(vfgx_port_rx_burst(port, 0, b, 64), 0);
-	vfgx_proc_burst(proc, a, 256);
+	replay_lap(true, &cfg, &port, &proc, a);
 	vfgx_port_release(port, 0, a, 10);
 	m = vfgx_port_rx_burst(port, 0, b, 64);
 	assert_int_equal(m, 10); /* exactly the released ones */
