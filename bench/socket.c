@@ -1,9 +1,9 @@
 /* socket.c - `vfgx bench socket`: the socket backend against sockperf on
  * the same loopback addresses in the same run: UDP receive rate (64, 1024,
  * 1500 B; the same sockperf `tp` sender feeds a sockperf server and then a
- * vfgx socket port), TCP message rate one way (sockperf tp pair vs a vfgx
- * client port -> vfgx server port) and TCP ping-pong (sockperf pp vs a vfgx
- * client and an echoing vfgx server), 64 B, 4 KB and 64 KB. */
+ * vfgx socket port), and the TCP rows of socket_tcp.c: message rate one way
+ * and ping-pong, 64 B, 4 KB and 64 KB.  This file also holds the helpers
+ * both share (socket_priv.h): processes, pinning, ports. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -32,20 +32,12 @@
 #include "results.h"
 #include "core/numparse.h"
 #include "lo_rps.h"
+#include "socket_priv.h"
 
 #define BASE_PORT 21000
 
-struct proc_out {
-	pid_t pid;
-	int fd;
-	char buf[65536];
-	size_t len;
-};
-
-static int pin(pid_t pid, int cpu);
-
 /* Runs argv with its output to a pipe, pinned to `cpu` (-1: not). */
-static int spawn_on(struct proc_out *po, char *const argv[], int cpu)
+int sb_spawn_on(struct proc_out *po, char *const argv[], int cpu)
 {
 	int p[2];
 
@@ -61,7 +53,7 @@ static int spawn_on(struct proc_out *po, char *const argv[], int cpu)
 		dup2(p[1], 2);
 		close(p[0]);
 		close(p[1]);
-		pin(0, cpu);
+		sb_pin(0, cpu);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -71,7 +63,7 @@ static int spawn_on(struct proc_out *po, char *const argv[], int cpu)
 }
 
 /* Read until EOF (the process exited), then reap it. */
-static int finish(struct proc_out *po, int sig)
+int sb_finish(struct proc_out *po, int sig)
 {
 	int st = 0;
 	ssize_t r;
@@ -89,7 +81,7 @@ static int finish(struct proc_out *po, int sig)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static double find_num(const char *buf, const char *key)
+double sb_find_num(const char *buf, const char *key)
 {
 	const char *p = strstr(buf, key);
 
@@ -104,7 +96,7 @@ static void msleep(unsigned ms)
 /* Wait (up to 10 s) until a server has bound the port: on a loaded
  * machine a fixed sleep is not enough.  Looks at /proc/net/{udp,tcp} of
  * this namespace: state 07 (UDP bound) or 0A (TCP listening). */
-static bool wait_bound(uint16_t port, bool tcp)
+bool sb_wait_bound(uint16_t port, bool tcp)
 {
 	char want[16], line[256];
 
@@ -144,8 +136,8 @@ static int lo_up(void)
 	return ret;
 }
 
-static vfgx_port *open_port(vfgx_ctx *ctx, const char *uri,
-			    const struct vfgx_socket_opts *so, uint16_t nrx, uint16_t ntx)
+vfgx_port *sb_open_port(vfgx_ctx *ctx, const char *uri,
+			const struct vfgx_socket_opts *so, uint16_t nrx, uint16_t ntx)
 {
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "bench", .backend = "socket",
@@ -232,7 +224,7 @@ static void add_round(struct result *r, double v, double ref)
  * both receivers and as high as the machine gives: `udp_senders` forked
  * processes, each sendmmsg()ing bursts of 64 datagrams as fast as it can.
  * Senders and receiver are pinned the same way for sockperf and vfgx
- * (senders on cpu_send, receiver on cpu_recv).  Received and dropped
+ * (senders on sb_cpu_send, receiver on sb_cpu_recv).  Received and dropped
  * datagrams come from the kernel's own counters (Udp InDatagrams and
  * RcvbufErrors of this private namespace), identical for both receivers;
  * the receiver's CPU time from /proc/PID/task/X/schedstat (sockperf) and
@@ -243,7 +235,7 @@ static struct vfgx_socket_opts udp_so; /* udp_opts through the YAML adapter */
 static struct vfgx_config *udp_opts_cfg;
 static int udp_senders = 2;
 static double udp_rate; /* datagrams/s offered in all; 0: 90% of the unpaced rate */
-static int cpu_send = 0, cpu_recv = 1; /* -1: not pinned */
+int sb_cpu_send = 0, sb_cpu_recv = 1; /* -1: not pinned */
 
 struct udp_shared {
 	_Atomic int done;        /* senders finished */
@@ -258,7 +250,7 @@ struct udp_snmp {
 	unsigned long long in, rcvbuf_err;
 };
 
-static int pin(pid_t pid, int cpu)
+int sb_pin(pid_t pid, int cpu)
 {
 	cpu_set_t set;
 
@@ -269,7 +261,7 @@ static int pin(pid_t pid, int cpu)
 	return sched_setaffinity(pid, sizeof(set), &set) ? -errno : 0;
 }
 
-static void unpin(void)
+void sb_unpin(void)
 {
 	cpu_set_t set;
 
@@ -404,7 +396,7 @@ static int udp_start_senders(struct udp_shared *sh, pid_t *pids, uint16_t port,
 			uint64_t sent = 0, seq = 1 + ((uint64_t)i << 40), t0, end, now;
 			int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
-			pin(0, cpu_send);
+			sb_pin(0, sb_cpu_send);
 			if (!buf || fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
 				_exit(1);
 			memset(m, 0, sizeof(m));
@@ -473,7 +465,7 @@ static void udp_totals(struct udp_shared *sh, struct udp_side *u)
 	}
 }
 
-/* sockperf sr on cpu_recv, fed by the senders. */
+/* sockperf sr on sb_cpu_recv, fed by the senders. */
 static int udp_rx_sockperf(uint32_t size, double secs, double rate,
 			   uint16_t port, struct udp_shared *sh,
 			   struct udp_side *u)
@@ -487,9 +479,9 @@ static int udp_rx_sockperf(uint32_t size, double secs, double rate,
 	int ret = -1;
 
 	snprintf(ps, sizeof(ps), "%u", port);
-	if (!s || spawn_on(s, srv, cpu_recv))
+	if (!s || sb_spawn_on(s, srv, sb_cpu_recv))
 		goto out;
-	if (!wait_bound(port, false) ||
+	if (!sb_wait_bound(port, false) ||
 	    udp_start_senders(sh, pids, port, size, secs, rate, false))
 		goto stop;
 	msleep(100); /* sockperf's warm-up messages are behind us */
@@ -510,7 +502,7 @@ static int udp_rx_sockperf(uint32_t size, double secs, double rate,
 	u->cpu_s = (c1 - c0) / 1e9;
 	ret = u->cpu_s > 0 && u->got > 0 ? 0 : -1;
 stop:
-	finish(s, SIGINT);
+	sb_finish(s, SIGINT);
 	udp_reap(pids);
 	if (ret)
 		fprintf(stderr, "vfgx bench socket: sockperf sr failed:\n%s\n", s->buf);
@@ -520,7 +512,7 @@ out:
 }
 
 /* A vfgx socket port (default config, 1 rx queue) with a vfgx_proc behind
- * it, in this thread, pinned to cpu_recv. */
+ * it, in this thread, pinned to sb_cpu_recv. */
 static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 		       double rate, uint16_t port, struct udp_shared *sh, struct udp_side *u,
 		       char *note, size_t note_len)
@@ -539,11 +531,11 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 	int ret = -1;
 
 	snprintf(addr, sizeof(addr), "udp://127.0.0.1:%u", port);
-	p = open_port(ctx, addr, &udp_so, 1, 0);
+	p = sb_open_port(ctx, addr, &udp_so, 1, 0);
 	if (!p || vfgx_proc_create(ctx, &pc, &proc) ||
 	    udp_start_senders(sh, pids, port, size, secs, rate, true))
 		goto out;
-	pin(0, cpu_recv);
+	sb_pin(0, sb_cpu_recv);
 	if (udp_snmp(&a))
 		goto out;
 	c0 = thread_cpu_ns();
@@ -584,242 +576,13 @@ static int udp_rx_vfgx(vfgx_ctx *ctx, uint32_t size, double secs,
 	ret = u->cpu_s > 0 && u->got > 0 ? 0 : -1;
 out:
 	atomic_store(&sh->ack, 1);
-	unpin();
+	sb_unpin();
 	udp_reap(pids);
 	if (ret)
 		fprintf(stderr, "vfgx bench socket: vfgx udp receiver failed: %s\n",
 			vfgx_last_error(ctx));
 	vfgx_proc_destroy(proc);
 	vfgx_port_close(p);
-	return ret;
-}
-
-/* --- TCP ------------------------------------------------------------------ */
-
-struct tcp_side {
-	vfgx_port *port;
-	uint32_t size;
-	double secs;
-	_Atomic bool stop;
-	uint64_t count;
-	double elapsed;
-	int err;
-};
-
-/* One-way: send records of `size` bytes for `secs`, then close. */
-static void *tcp_sender(void *arg)
-{
-	struct tcp_side *ts = arg;
-	uint8_t *buf = calloc(1, ts->size);
-
-	pin(0, cpu_send);
-	struct vfgx_pkt pk[64];
-	uint64_t t0 = vfgx_now_ns(), end = t0 + (uint64_t)(ts->secs * 1e9);
-	/* ONE record per call, so one send() per record, as sockperf tp does
-	 * one send() per message: the same records per system call */
-	uint16_t burst = 1;
-
-	for (int i = 0; i < 64; i++)
-		pk[i] = (struct vfgx_pkt){ .data = buf, .len = ts->size };
-	while (vfgx_now_ns() < end) {
-		int n = vfgx_port_tx_burst(ts->port, 0, pk, burst);
-
-		if (n < 0) {
-			ts->err = n;
-			break;
-		}
-		ts->count += (uint64_t)n;
-		if (n < burst)
-			sched_yield();
-	}
-	while (!ts->err && vfgx_socket_tx_pending(ts->port, 0))
-		sched_yield();
-	ts->elapsed = (double)(vfgx_now_ns() - t0) / 1e9;
-	atomic_store(&ts->stop, true);
-	free(buf);
-	return NULL;
-}
-
-/* Echo every record back on the connection it came from. */
-static void *tcp_echo(void *arg)
-{
-	struct tcp_side *ts = arg;
-	struct vfgx_pkt pk[64];
-
-	pin(0, cpu_recv);
-	while (!atomic_load(&ts->stop)) {
-		int n = vfgx_port_rx_burst(ts->port, 0, pk, 64), off = 0;
-
-		if (n <= 0) {
-			if (n < 0 || vfgx_port_rx_done(ts->port, 0))
-				break;
-			vfgx_socket_wait(ts->port, 0, -1);
-			continue;
-		}
-		while (off < n && !atomic_load(&ts->stop)) {
-			int w = vfgx_port_tx_burst(ts->port, 0, pk + off,
-						   (uint16_t)(n - off));
-
-			if (w < 0) {
-				ts->err = w;
-				break;
-			}
-			off += w;
-		}
-		vfgx_port_release(ts->port, 0, pk, (uint16_t)n);
-		ts->count += (uint64_t)n;
-		if (ts->err)
-			break;
-		/* the next one: block in recv() without a timeout, as sockperf
-		 * does (a timed wait arms a kernel timer every time); the
-		 * client's close ends it */
-		vfgx_socket_wait(ts->port, 0, -1);
-	}
-	return NULL;
-}
-
-static int sockperf_tcp(uint16_t port, uint32_t size, double secs,
-			bool pp, double *rate)
-{
-	char ps[16], ms[16], ts[16];
-	/* -m: the server's largest message (its default is a UDP datagram) */
-	char *srv[] = { "sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", ps,
-			"-m", "262144", NULL };
-	char *cli[] = { "sockperf", pp ? "pp" : "tp", "--tcp", "-i", "127.0.0.1",
-			"-p", ps, "-m", ms, "-t", ts, NULL };
-	struct proc_out *s = calloc(1, sizeof(*s)), *c = calloc(1, sizeof(*c));
-	int ret = -1;
-
-	snprintf(ps, sizeof(ps), "%u", port);
-	snprintf(ms, sizeof(ms), "%u", size);
-	snprintf(ts, sizeof(ts), "%g", secs);
-	if (!s || !c || spawn_on(s, srv, cpu_recv))
-		goto out;
-	if (!wait_bound(port, true) || spawn_on(c, cli, cpu_send)) {
-		finish(s, SIGINT);
-		goto out;
-	}
-	finish(c, 0);
-	finish(s, SIGINT);
-	if (pp) {
-		/* round trips in the measured part (after sockperf's warm-up) */
-		const char *v = strstr(c->buf, "[Valid Duration]");
-		double t = v ? find_num(v, "RunTime=") : -1;
-		double n = v ? find_num(v, "ReceivedMessages=") : -1;
-
-		*rate = t > 0 && n >= 0 ? n / t : -1;
-	} else {
-		/* what the server received over the client's sending time */
-		double got = find_num(s->buf, "Total ");
-		double t = find_num(c->buf, "messages sent in ");
-
-		*rate = got >= 0 && t > 0 ? got / t : -1;
-	}
-	if (*rate < 0)
-		fprintf(stderr, "vfgx bench socket: sockperf output not understood:\n%s\n%s\n",
-			c->buf, s->buf);
-	else
-		ret = 0;
-out:
-	free(s);
-	free(c);
-	return ret;
-}
-
-static int vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs,
-		    bool pp, double *rate)
-{
-	struct vfgx_socket_opts so;
-	char addr[64];
-	struct tcp_side srv = { 0 }, cli = { 0 };
-	struct vfgx_pkt pk[64];
-	vfgx_port *sp, *cp = NULL;
-	pthread_t th;
-	int ret = -1;
-
-	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%u", port);
-	vfgx_socket_opts_default(&so);
-	so.max_record = size < 2048 ? 2048 : size;
-	sp = open_port(ctx, addr, &so, 1, 1);
-	if (!sp)
-		return -1;
-	so.role = VFGX_SOCKET_CLIENT;
-	cp = open_port(ctx, addr, &so, 1, 1);
-	if (!cp)
-		goto out;
-	if (!pp) {
-		uint64_t got = 0;
-
-		cli = (struct tcp_side){ .port = cp, .size = size, .secs = secs };
-		pin(0, cpu_recv); /* this thread receives */
-		pthread_create(&th, NULL, tcp_sender, &cli);
-		for (;;) {
-			int n = vfgx_port_rx_burst(sp, 0, pk, 64);
-
-			if (n > 0) {
-				got += (uint64_t)n;
-				vfgx_port_release(sp, 0, pk, (uint16_t)n);
-				continue;
-			}
-			if (n < 0)
-				break;
-			if (atomic_load(&cli.stop) && (got >= cli.count || cli.err))
-				break;
-			vfgx_socket_wait(sp, 0, 10);
-		}
-		pthread_join(th, NULL);
-		*rate = cli.elapsed > 0 && !cli.err ? (double)got / cli.elapsed : -1;
-		ret = *rate > 0 ? 0 : -1;
-		goto out;
-	}
-	srv = (struct tcp_side){ .port = sp };
-	pin(0, cpu_send); /* this thread is the client */
-	pthread_create(&th, NULL, tcp_echo, &srv);
-	{
-		uint8_t *buf = calloc(1, size);
-		struct vfgx_pkt out = { .data = buf, .len = size };
-		uint64_t t0 = 0, n = 0, warm = vfgx_now_ns() + 200000000ull;
-		uint64_t end = warm + (uint64_t)(secs * 1e9);
-
-		for (;;) {
-			uint64_t now = vfgx_now_ns();
-			int r;
-
-			if (!t0 && now >= warm) {
-				t0 = now;
-				n = 0;
-			}
-			if (now >= end)
-				break;
-			while ((r = vfgx_port_tx_burst(cp, 0, &out, 1)) == 0)
-				sched_yield();
-			if (r < 0)
-				break;
-			/* block like sockperf pp does, rather than spin,
-			 * and without a timeout, as it does */
-			do
-				vfgx_socket_wait(cp, 0, -1);
-			while ((r = vfgx_port_rx_burst(cp, 0, pk, 64)) == 0);
-			if (r < 0)
-				break;
-			vfgx_port_release(cp, 0, pk, (uint16_t)r);
-			n += (uint64_t)r;
-		}
-		*rate = t0 ? (double)n / ((double)(vfgx_now_ns() - t0) / 1e9) : -1;
-		free(buf);
-	}
-	atomic_store(&srv.stop, true);
-	vfgx_port_close(cp); /* wakes the echo thread's recv() */
-	cp = NULL;
-	pthread_join(th, NULL);
-	ret = *rate > 0 && !srv.err ? 0 : -1;
-out:
-	unpin();
-	vfgx_port_close(cp);
-	vfgx_port_close(sp);
-	if (ret)
-		fprintf(stderr, "vfgx bench socket: vfgx tcp %s %u B failed: %s\n",
-			pp ? "pp" : "tp", size, vfgx_last_error(ctx));
 	return ret;
 }
 
@@ -906,8 +669,8 @@ int vfgx_bench_socket(int argc, char **argv)
 			break;
 		case 'c':
 			if (!strcmp(optarg, "none")) {
-				cpu_send = cpu_recv = -1;
-			} else if (parse_cpus(optarg, &cpu_send, &cpu_recv)) {
+				sb_cpu_send = sb_cpu_recv = -1;
+			} else if (parse_cpus(optarg, &sb_cpu_send, &sb_cpu_recv)) {
 				fprintf(stderr, "vfgx bench socket: --cpus takes SEND,RECV (e.g. 0,1) or none\n");
 				return 2;
 			}
@@ -941,10 +704,10 @@ int vfgx_bench_socket(int argc, char **argv)
 		fprintf(stderr, "vfgx bench socket: sockperf not found: install the Debian package sockperf (scripts/install-deps.sh)\n");
 		return 1;
 	}
-	if ((cpu_send >= 0 && cpu_send >= sysconf(_SC_NPROCESSORS_ONLN)) ||
-	    (cpu_recv >= 0 && cpu_recv >= sysconf(_SC_NPROCESSORS_ONLN))) {
+	if ((sb_cpu_send >= 0 && sb_cpu_send >= sysconf(_SC_NPROCESSORS_ONLN)) ||
+	    (sb_cpu_recv >= 0 && sb_cpu_recv >= sysconf(_SC_NPROCESSORS_ONLN))) {
 		fprintf(stderr, "vfgx bench socket: --cpus %d,%d: this machine has %ld online CPUs (use --cpus none)\n",
-			cpu_send, cpu_recv, sysconf(_SC_NPROCESSORS_ONLN));
+			sb_cpu_send, sb_cpu_recv, sysconf(_SC_NPROCESSORS_ONLN));
 		return 2;
 	}
 	/* loopback of our own: no other process shares these ports, and the
@@ -952,7 +715,7 @@ int vfgx_bench_socket(int argc, char **argv)
 	if (unshare(CLONE_NEWNET) == 0 && lo_up() == 0) {
 		ns = "private network namespace (unshare)";
 		/* for the saturated run: this namespace's lo in /sys */
-		rps = cpu_recv >= 0 ? lo_rps_prepare() : -EINVAL;
+		rps = sb_cpu_recv >= 0 ? lo_rps_prepare() : -EINVAL;
 	}
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1020,7 +783,7 @@ int vfgx_bench_socket(int argc, char **argv)
 		 * receive work on the receiver's CPU with the receiver */
 		sat[i].what = "udp_rx_saturated";
 		sat[i].size = usizes[i];
-		if (!rps && !(rps = lo_rps_set(cpu_recv))) {
+		if (!rps && !(rps = lo_rps_set(sb_cpu_recv))) {
 			for (int k = 1; k <= rounds; k++, port += 2) {
 				struct udp_side us = { 0 }, uv = { 0 };
 				struct cpu_sample s0, s1, v0, v1;
@@ -1030,10 +793,10 @@ int vfgx_bench_socket(int argc, char **argv)
 				for (int side = 0; side < 2 && !e; side++) {
 					bool v = (side == 0) == (k % 2 == 1);
 
-					cpu_sample(cpu_recv, v ? &v0 : &s0);
+					cpu_sample(sb_cpu_recv, v ? &v0 : &s0);
 					e = v ? udp_rx_vfgx(ctx, usizes[i], secs, 0, port + 1, sh, &uv, note, sizeof(note)) :
 						udp_rx_sockperf(usizes[i], secs, 0, port, sh, &us);
-					cpu_sample(cpu_recv, v ? &v1 : &s1);
+					cpu_sample(sb_cpu_recv, v ? &v1 : &s1);
 				}
 				if (e) {
 					lo_rps_set(-1);
@@ -1071,11 +834,11 @@ int vfgx_bench_socket(int argc, char **argv)
 				int e;
 
 				if (k % 2)
-					e = vfgx_tcp(ctx, port + 1, tsizes[i], secs, pp, &b) ||
-					    sockperf_tcp(port, tsizes[i], secs, pp, &a);
+					e = sb_vfgx_tcp(ctx, port + 1, tsizes[i], secs, pp, &b) ||
+					    sb_sockperf_tcp(port, tsizes[i], secs, pp, &a);
 				else
-					e = sockperf_tcp(port, tsizes[i], secs, pp, &a) ||
-					    vfgx_tcp(ctx, port + 1, tsizes[i], secs, pp, &b);
+					e = sb_sockperf_tcp(port, tsizes[i], secs, pp, &a) ||
+					    sb_vfgx_tcp(ctx, port + 1, tsizes[i], secs, pp, &b);
 				if (e)
 					goto fail;
 				add_round(r, b, a);
@@ -1093,14 +856,14 @@ int vfgx_bench_socket(int argc, char **argv)
 			       path, sizeof(path));
 	if (!f)
 		return 1;
-	snprintf(name, sizeof(name), "%d,%d", cpu_send, cpu_recv);
+	snprintf(name, sizeof(name), "%d,%d", sb_cpu_send, sb_cpu_recv);
 	fprintf(f, "- command: vfgx bench socket --seconds %g --rounds %d --senders %d --cpus %s%s%s%s%s%s\n",
-		secs, rounds, udp_senders, cpu_send < 0 ? "none" : name,
+		secs, rounds, udp_senders, sb_cpu_send < 0 ? "none" : name,
 		only[0] ? " --only " : "", only,
 		udp_opts[0] ? " --udp-opts '" : "", udp_opts, udp_opts[0] ? "'" : "");
-	if (cpu_send >= 0)
+	if (sb_cpu_send >= 0)
 		fprintf(f, "- cpus: senders/clients on CPU %d, receivers/servers on CPU %d (the same for sockperf and vfgx)\n",
-			cpu_send, cpu_recv);
+			sb_cpu_send, sb_cpu_recv);
 	fprintf(f, "- load average (1 min) at start %.2f, at end %.2f\n", load0, bench_loadavg1());
 	fprintf(f, "- each number is the MEDIAN of %d rounds; in every round both sides run back to back, and odd rounds run vfgx first (every round's numbers are in the tables)\n", rounds);
 	fprintf(f, "- where: 127.0.0.1 in a %s; sockperf 3.7 (Debian package), same run, same ports range\n", ns);
@@ -1132,7 +895,7 @@ int vfgx_bench_socket(int argc, char **argv)
 				fputs(udp_raw[i][k], f);
 	}
 	if (sat[0].n) {
-		fprintf(f, "\nSaturated UDP receive (unpaced senders, RPS on lo to the receivers' CPU %d; odd rounds vfgx first):\n\n", cpu_recv);
+		fprintf(f, "\nSaturated UDP receive (unpaced senders, RPS on lo to the receivers' CPU %d; odd rounds vfgx first):\n\n", sb_cpu_recv);
 		fprintf(f, "| size B | round | vfgx msg/s | sockperf msg/s | ratio | vfgx rx CPU busy %% | sockperf rx CPU busy %% | vfgx drops | sockperf drops |\n|---|---|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < 3; i++)
 			for (int k = 0; k < sat[i].n; k++)

@@ -1,0 +1,46 @@
+/* socket_priv.h - `vfgx bench socket`'s helpers shared by its files:
+ * socket.c (processes, ports, UDP receive, main) and socket_tcp.c (TCP
+ * message rate and ping-pong). */
+#ifndef VFGX_BENCH_SOCKET_PRIV_H
+#define VFGX_BENCH_SOCKET_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <vfgx/socket.h>
+#include <vfgx/vfgx.h>
+
+/* senders' and receivers' CPUs (-1: not pinned) */
+extern int sb_cpu_send, sb_cpu_recv;
+
+/* a child process and what it printed */
+struct proc_out {
+	pid_t pid;
+	int fd;
+	char buf[65536];
+	size_t len;
+};
+
+/* Runs argv with its output to a pipe, pinned to cpu (-1: not). */
+int sb_spawn_on(struct proc_out *po, char *const argv[], int cpu);
+/* Sends sig (0: none), reads the rest of the output, waits; the exit status. */
+int sb_finish(struct proc_out *po, int sig);
+/* The number after key in buf, -1 when key is not there. */
+double sb_find_num(const char *buf, const char *key);
+/* Waits (up to 10 s) until a server has bound port. */
+bool sb_wait_bound(uint16_t port, bool tcp);
+vfgx_port *sb_open_port(vfgx_ctx *ctx, const char *uri, const struct vfgx_socket_opts *so,
+			uint16_t nrx, uint16_t ntx);
+/* pid (0: this thread) to cpu; sb_unpin: this thread to every CPU */
+int sb_pin(pid_t pid, int cpu);
+void sb_unpin(void);
+
+/* socket_tcp.c: one TCP run of size-byte messages for secs, one way or
+ * ping-pong (pp); *rate: messages per second */
+int sb_sockperf_tcp(uint16_t port, uint32_t size, double secs, bool pp, double *rate);
+int sb_vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs, bool pp,
+		double *rate);
+
+#endif
