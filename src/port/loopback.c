@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/opts.h"
+#include "mem/pool_bytes.h"
 #include "loopback_priv.h"
 #include "loopback_replay.h"
 
@@ -155,8 +156,14 @@ static int lb_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		struct lb_queue *lq = &lp->q[q];
 
 		if (!port->rx_pools[q]) {
-			ret = vfgx_pool_create(port->ctx, NULL, LB_DEFAULT_BUF,
-					       LB_DEFAULT_NBUFS, &port->rx_pools[q]);
+			/* with no tx to loop back, nothing but the generator's
+			 * frames goes in: buffers of the frame's size (a 64 B
+			 * lap of 4096 frames is 256 KiB, not 8 MiB) */
+			uint32_t bs = port->nb_tx_queues ? LB_DEFAULT_BUF :
+				      vfgx_pool_stride(lp->frame_len);
+
+			ret = vfgx_pool_create(port->ctx, NULL, bs, LB_DEFAULT_NBUFS,
+					       &port->rx_pools[q]);
 			if (ret)
 				goto err;
 			lq->own_pool = true;
