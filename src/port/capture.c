@@ -277,7 +277,11 @@ static uint64_t drain(struct vfgx_capture *c, struct vfgx_capture_tap *t, bool a
 		uint64_t to_rotate = c->f && c->conf.rotate_bytes ?
 			c->conf.rotate_bytes - (uint64_t)c->fmt->size(c->f) : UINT64_MAX;
 
-		while (end != head && end - tail < CAP_SPAN_MAX && end - tail < to_rotate) {
+		/* at least one record a span: a file holds one record at the
+		 * least, however small rotate_bytes (at or under the file
+		 * header's size, a span of none would rotate for ever) */
+		while (end != head &&
+		       (end == tail || (end - tail < CAP_SPAN_MAX && end - tail < to_rotate))) {
 			struct cap_rec r;
 
 			ring_get(t, end, &r, sizeof(r));

@@ -187,6 +187,25 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all(tshark_frames(os.path.join(tmp, "rot", f))[0] > 0 for f in files),
           "every kept file opens in tshark")
 
+    # rotate_bytes at the pcap file header's size: a record per file, and
+    # the run ends (a span of no record rotated for ever before)
+    tiny = os.path.join(tmp, "tiny", "t.pcap")
+    os.mkdir(os.path.dirname(tiny))
+    tcfg = cfg(tmp, "tiny.yaml", "interfaces:\n  - { name: lo0, backend: loopback, "
+               "rx: { queues: [ { id: 0 } ] }, loopback: { packets: 200, packet_size: 200 } }\n"
+               "pipeline:\n  capture: { path: %s, rotate_bytes: 24, rotate_files: 2 }\n" % tiny)
+    try:
+        r7, j7 = jrun("run", "-q", tcfg)
+    except subprocess.TimeoutExpired:
+        r7, j7 = None, None
+    kept = sorted(os.listdir(os.path.dirname(tiny)))
+    check(j7 is not None and r7.returncode == 0 and j7["capture"]["written"] == 200 and
+          j7["capture"]["files"] >= 200 and len(kept) == 2,
+          "rotate_bytes 24: the run ends, 200 written, %s files, %d kept" %
+          (j7 and j7["capture"]["files"], len(kept)))
+    check(all(tshark_frames(os.path.join(os.path.dirname(tiny), f))[0] <= 1 for f in kept),
+          "every kept file opens in tshark, a record at most in each")
+
     # --- pcapng (libwiretap) -------------------------------------------------
     capng = os.path.join(tmp, "run.pcapng")
     rn, jn = jrun("run", "-q", "--capture", capng, gen)
