@@ -435,6 +435,18 @@ static void replay_lap(bool inl, struct vfgx_config **cfgp, vfgx_port **port,
 	*cfgp = cfg;
 }
 
+/* The end of a replay_lap test: the lap's frames from a[from] on and the
+ * m handed out again in b go back, then everything is closed. */
+static void replay_end(struct vfgx_config *cfg, vfgx_port *port, vfgx_proc *proc,
+		       struct vfgx_pkt a[256], uint16_t from, struct vfgx_pkt *b, int m)
+{
+	vfgx_port_release(port, 0, a + from, (uint16_t)(256 - from));
+	vfgx_port_release(port, 0, b, (uint16_t)m);
+	vfgx_proc_destroy(proc);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
 /* b[0 .. m) are a[0 .. m) handed out again, each sequence one lap (256)
  * on; run through proc, which has then seen packets in all, every one
  * delivered (the UDP checksums still valid) and none dropped. */
@@ -477,11 +489,7 @@ static void test_replay_release(void **state)
 	assert_int_equal(m, 32);
 	assert_lap_on(proc, a, b, m, 288);
 	assert_false(vfgx_port_rx_done(port, 0)); /* endless */
-	vfgx_port_release(port, 0, a + 32, 224);
-	vfgx_port_release(port, 0, b, (uint16_t)m);
-	vfgx_proc_destroy(proc);
-	vfgx_port_close(port);
-	vfgx_config_destroy(cfg);
+	replay_end(cfg, port, proc, a, 32, b, m);
 }
 
 /* Inline: a frame comes back with its sequence one lap on only after it
@@ -503,11 +511,7 @@ static void test_replay_inline_release(void **state)
 	assert_int_equal(vfgx_rd64(a[10].data + 14 + 20 + 8 + 8), 10);
 	assert_int_equal(vfgx_port_rx_burst(port, 0, b + m, 64), 0);
 	assert_lap_on(proc, a, b, m, 266);
-	vfgx_port_release(port, 0, a + 10, 246);
-	vfgx_port_release(port, 0, b, (uint16_t)m);
-	vfgx_proc_destroy(proc);
-	vfgx_port_close(port);
-	vfgx_config_destroy(cfg);
+	replay_end(cfg, port, proc, a, 10, b, m);
 }
 
 static void test_replay_inline_errors(void **state)
