@@ -45,6 +45,7 @@ struct vfgx_gpu_opts {
 	uint32_t log_records;     /* log_records: 0 (delivery log for tests) */
 	uint32_t gpu_id;          /* gpu_id: 0 */
 	uint32_t queues;          /* stream spaces (one per rx queue): set by the runner */
+	uint32_t rx_threads;      /* rx_threads: 0 = a thread per rx queue while 2 CPUs stay free */
 };
 
 /* Read pipeline.gpu (absent: defaults) with file:line:col errors. */

@@ -59,6 +59,7 @@ uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct);
 /* Where the feeder thread's time went (ns), and its items. */
 struct vfgx_gpu_feeder {
 	uint64_t rx_ns, submit_ns, room_ns, items, packets;
+	uint32_t rx_threads; /* rx lanes on threads of their own (0: on the dispatcher's) */
 };
 void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f);
 

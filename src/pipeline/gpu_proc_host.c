@@ -61,7 +61,7 @@ int vfgx_gpu_opts_parse(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
 	static const char *const keys[] = { "mode", "stage_copy", "items", "burst",
 					    "graph_items", "blocks", "timeout_ms",
 					    "user_stage", "log_records", "gpu_id",
-					    NULL };
+					    "rx_threads", NULL };
 	int ret, mode, user;
 
 	vfgx_gpu_opts_default(o);
@@ -75,7 +75,8 @@ int vfgx_gpu_opts_parse(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
 	    (ret = vfgx_cfg_u32(n, "timeout_ms", 5000, 10, 3600000, &o->timeout_ms)) ||
 	    (ret = vfgx_cfg_enum(n, "user_stage", user_names, 0, &user)) ||
 	    (ret = vfgx_cfg_u32(n, "log_records", 0, 0, 1u << 28, &o->log_records)) ||
-	    (ret = vfgx_cfg_u32(n, "gpu_id", 0, 0, 63, &o->gpu_id)))
+	    (ret = vfgx_cfg_u32(n, "gpu_id", 0, 0, 63, &o->gpu_id)) ||
+	    (ret = vfgx_cfg_u32(n, "rx_threads", 0, 0, 64, &o->rx_threads)))
 		return ret;
 	o->mode = (enum vfgx_gpu_mode)mode;
 	o->user = (enum vfgx_gpu_user)user;

@@ -1,15 +1,20 @@
-/* gpu_runner.c - `vfgx run` on the GPU: one CPU thread polls every rx queue
- * of every port, gathers what the queues have into one comm-list item (up
- * to pipeline.gpu.burst packets, several rx bursts and queues per item),
- * hands it to the GPU processor, and releases the packets to their ports
- * once the GPU marks the item DONE.  Packets in host memory the GPU cannot
- * read are copied into a pinned bounce area (with a warning saying how to
- * read them in place).  Where the time went before this design (one rx
- * burst of 64 packets per item): docs/gpu.md. */
+/* gpu_runner.c - `vfgx run` on the GPU.  Rx lanes gather what the rx
+ * queues have into arrays of packet records in pinned memory (up to
+ * pipeline.gpu.burst packets, several rx bursts and queues per array); a
+ * dispatcher hands each filled array to the GPU processor as one comm-list
+ * item, with no copy, and tells the lane when the GPU marked it DONE; the
+ * lane then releases the packets to their ports.  With one lane the
+ * dispatcher's thread polls the queues itself; with more (one per group of
+ * rx queues, pipeline.gpu.rx_threads) each lane is a thread of its own, so
+ * the rate is no longer that of one core's rx.  Packets in host memory the
+ * GPU cannot read are copied into a pinned bounce area (with a warning
+ * saying how to read them in place).  Where the time went before this
+ * design: docs/gpu.md. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,27 +31,61 @@
 #define BOUNCE_SLOT 2048 /* bytes per packet in the bounce area */
 /* Items in flight under which a partly filled item goes out at once. */
 #define RUN_LOW_INFLIGHT 4
+/* The dispatcher waits (with the processor's timeout) for the oldest item
+ * once nothing has finished for this long while items are out. */
+#define STALL_NS 1000000ull
 
 struct rx_entry {
 	vfgx_port *port;
 	uint16_t q;
-	int readable; /* -1 unknown, 0 bounce, 1 in place */
+	uint16_t space; /* stream space: the entry's index over all queues */
+	int readable;   /* -1 unknown, 0 bounce, 1 in place */
 };
 
-/* One rx burst inside an item: pkts[at .. at + n) came from rx (NULL once
+/* One rx burst inside an array: pkts[at .. at + n) came from rx (NULL once
  * bounced: the port already has its buffers back). */
 struct seg {
 	struct rx_entry *rx;
 	uint16_t at, n;
 };
 
-/* pkts: pinned host memory, which the GPU reads in place
- * (VFGX_COMM_PKT_RECORDS): rx_burst writes the records the GPU uses. */
+/* One array of records.  pkts: pinned host memory, which the GPU reads in
+ * place (VFGX_COMM_PKT_RECORDS): rx_burst writes the records the GPU uses. */
 struct held {
 	uint16_t n, nsegs;
 	struct seg segs[RUN_SEGS];
 	struct vfgx_pkt *pkts;
 	const struct vfgx_pkt *pkts_dev;
+	uint8_t *bounce; /* this array's bounce slots, or NULL */
+	uint64_t ts_min; /* oldest rx stamp, 0 if none */
+};
+
+/* A lane: some rx queues and a ring of arrays used in order.  Its counters,
+ * each written by one side only:
+ *   filled    by the lane, release: arrays filled (the next is filled %
+ *             nb_arr), read by the dispatcher with acquire before it reads
+ *             the array;
+ *   finished  by the dispatcher, release: arrays (in fill order) whose
+ *             item the GPU finished, read by the lane with acquire before
+ *             it releases their packets and reuses them;
+ *   released  the lane's own; taken the dispatcher's own (arrays handed
+ *             to the GPU).
+ * An array is the lane's to fill while filled - released < nb_arr. */
+struct lane {
+	struct vfgx_gpu_pipeline *gpl;
+	struct rx_entry *rx; /* nb_rx entries of the pipeline's table */
+	uint32_t nb_rx, rx_first;
+	struct held *held;
+	uint32_t nb_arr, id;
+	pthread_t thread;
+	bool started;
+	uint64_t released;
+	_Atomic uint64_t rx_ns;
+	atomic_int error;
+	atomic_bool drained; /* every queue ended and the last pass got nothing */
+	_Alignas(64) _Atomic uint64_t filled;
+	_Alignas(64) _Atomic uint64_t finished;
+	uint64_t taken;
 };
 
 struct vfgx_gpu_pipeline {
@@ -54,25 +93,36 @@ struct vfgx_gpu_pipeline {
 	struct vfgx_pipeline_config conf;
 	struct vfgx_gpu_opts opts;
 	vfgx_gpu_proc *gp;
-	struct rx_entry *rx;
+	struct rx_entry *rx; /* grouped by lane */
 	uint32_t nb_rx;
-	uint32_t rx_first;   /* queue polled first for the next item (rotates) */
-	struct held *held;   /* per item slot */
+	struct lane *lanes;
+	uint32_t nb_lanes, lane_next;
+	bool threaded;       /* lanes run on threads of their own */
+	struct held *held;   /* every lane's arrays */
+	uint32_t nb_arrays;
+	/* per comm-list slot: the item a lane's array went out as, and the
+	 * lane (graph mode pads batches with empty items of no lane) */
+	uint64_t *item_of;
+	uint8_t *item_lane;
 	uint32_t nb_slots;
+	uint64_t reaped;     /* items seen finished (dispatcher) */
+	uint64_t last_progress;
 	vfgx_region *bounce;
 	uint8_t *bounce_mem;
-	vfgx_region *recs;   /* the held packet records, pinned */
+	vfgx_region *recs;   /* the arrays of records, pinned */
 	struct vfgx_gpu_feeder fd;
 	struct vfgx_chunkset *chunks; /* placed by the kernels, or NULL */
 	pthread_t thread;
 	bool started, stopped;
-	atomic_bool stop, done;
+	atomic_bool stop, done, lanes_stop;
+	_Atomic uint32_t in_flight; /* arrays filled and not yet finished */
+	_Atomic uint64_t first_ns;  /* first packet received */
 	int error;
-	uint64_t released;
-	uint64_t first_ns, end_ns; /* first packet received; feeder ended */
+	uint64_t end_ns;            /* dispatcher ended */
 	pthread_mutex_t lock;
 	struct vfgx_pipeline_stats snap;
 	uint64_t snap_order;
+	char desc[448];
 };
 
 /* Can every rx queue's buffers be read by the GPU in place (a pool over a
@@ -94,12 +144,103 @@ static bool all_in_place(vfgx_port *const *ports, uint16_t nb_ports)
 	return true;
 }
 
+/* rx_threads 0: a lane per rx queue while two CPUs stay for the
+ * dispatcher and the rest of the process; one lane runs on the
+ * dispatcher's thread. */
+static uint32_t lanes_for(uint32_t nb_rx, uint32_t rx_threads)
+{
+	cpu_set_t set;
+	uint32_t cpus = 1, n;
+
+	if (rx_threads)
+		return rx_threads < nb_rx ? rx_threads : nb_rx;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = (uint32_t)CPU_COUNT(&set);
+	n = cpus > 3 ? cpus - 2 : 1;
+	return n < nb_rx ? n : nb_rx;
+}
+
+/* The rx table, grouped by lane (queue i of all goes to lane i %
+ * nb_lanes), and each lane's arrays. */
+static int make_lanes(vfgx_gpu_pipeline *gpl, vfgx_port *const *ports, uint16_t nb_ports)
+{
+	uint32_t k = 0, per;
+
+	gpl->rx = calloc(gpl->nb_rx, sizeof(*gpl->rx));
+	gpl->lanes = calloc(gpl->nb_lanes, sizeof(*gpl->lanes));
+	if (!gpl->rx || !gpl->lanes)
+		return -ENOMEM;
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++) {
+		uint32_t space = 0;
+
+		gpl->lanes[l].rx = gpl->rx + k;
+		for (uint16_t i = 0; i < nb_ports; i++)
+			for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++, space++)
+				if (space % gpl->nb_lanes == l)
+					gpl->rx[k++] = (struct rx_entry){ ports[i], q, (uint16_t)space, -1 };
+		gpl->lanes[l].nb_rx = (uint32_t)(gpl->rx + k - gpl->lanes[l].rx);
+	}
+	/* one lane: an array per comm-list slot (an array is free exactly
+	 * when its slot is); more: a share each and two to fill ahead */
+	per = gpl->nb_lanes == 1 ? gpl->nb_slots : gpl->nb_slots / gpl->nb_lanes + 2;
+	gpl->nb_arrays = per * gpl->nb_lanes;
+	gpl->held = calloc(gpl->nb_arrays, sizeof(*gpl->held));
+	gpl->item_lane = calloc(gpl->nb_slots, 1);
+	gpl->item_of = malloc(gpl->nb_slots * sizeof(*gpl->item_of));
+	if (!gpl->held || !gpl->item_lane || !gpl->item_of)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < gpl->nb_slots; i++)
+		gpl->item_of[i] = UINT64_MAX;
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++) {
+		struct lane *ln = &gpl->lanes[l];
+
+		ln->gpl = gpl;
+		ln->id = l;
+		ln->nb_arr = per;
+		ln->held = gpl->held + (size_t)l * per;
+	}
+	return 0;
+}
+
+/* Pinned memory for the records (and the bounce area): made before the
+ * kernels start (compute-sanitizer flags reads of host memory registered
+ * after the kernel's launch; registering while a persistent kernel runs is
+ * best avoided). */
+static int make_arrays(vfgx_gpu_pipeline *gpl, bool bounce)
+{
+	const struct vfgx_region_info *ri;
+	int ret;
+
+	if (bounce) {
+		ret = vfgx_region_create(gpl->ctx, VFGX_MEM_PINNED,
+					 (size_t)gpl->nb_arrays * gpl->opts.burst * BOUNCE_SLOT,
+					 (int)gpl->opts.gpu_id, false, &gpl->bounce);
+		if (ret)
+			return ret;
+		gpl->bounce_mem = vfgx_region_info(gpl->bounce)->addr;
+	}
+	ret = vfgx_region_create(gpl->ctx, VFGX_MEM_PINNED,
+				 (size_t)gpl->nb_arrays * RUN_BURST * sizeof(struct vfgx_pkt),
+				 (int)gpl->opts.gpu_id, false, &gpl->recs);
+	if (ret)
+		return ret;
+	ri = vfgx_region_info(gpl->recs);
+	for (uint32_t i = 0; i < gpl->nb_arrays; i++) {
+		struct held *h = &gpl->held[i];
+
+		h->pkts = (struct vfgx_pkt *)ri->addr + (size_t)i * RUN_BURST;
+		h->pkts_dev = (const struct vfgx_pkt *)ri->dev_addr + (size_t)i * RUN_BURST;
+		if (gpl->bounce_mem)
+			h->bounce = gpl->bounce_mem + (size_t)i * gpl->opts.burst * BOUNCE_SLOT;
+	}
+	return 0;
+}
+
 int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			     vfgx_port *const *ports, uint16_t nb_ports,
 			     struct vfgx_chunkset *chunks, vfgx_gpu_pipeline **out)
 {
 	struct vfgx_gpu_pipeline *gpl;
-	uint32_t k = 0;
 	int ret;
 
 	*out = NULL;
@@ -120,51 +261,23 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 		ret = vfgx_set_error(ctx, -EINVAL, "pipeline: no rx queues to poll");
 		goto fail;
 	}
-	gpl->rx = calloc(gpl->nb_rx, sizeof(*gpl->rx));
-	if (!gpl->rx) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	for (uint16_t i = 0; i < nb_ports; i++)
-		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++, k++)
-			gpl->rx[k] = (struct rx_entry){ ports[i], q, -1 };
 	/* one stream space per rx queue, as the CPU runner's per-queue state */
 	gpl->opts.queues = gpl->nb_rx;
 	if (gpl->opts.burst > RUN_BURST)
 		gpl->opts.burst = RUN_BURST;
 	gpl->nb_slots = gpl->opts.mode == VFGX_GPU_GRAPH ? 2 * gpl->opts.graph_items :
 							   gpl->opts.items;
-	/* The bounce area is made before the kernels start: registering host
-	 * memory while a persistent kernel runs is best avoided. */
-	if (!all_in_place(ports, nb_ports)) {
-		ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
-					 (size_t)gpl->nb_slots * gpl->opts.burst * BOUNCE_SLOT,
-					 (int)gpl->opts.gpu_id, false, &gpl->bounce);
-		if (ret)
-			goto fail;
-		gpl->bounce_mem = vfgx_region_info(gpl->bounce)->addr;
-	}
-	/* the records too (compute-sanitizer flags reads of host memory
-	 * registered after the kernel's launch) */
-	ret = vfgx_region_create(ctx, VFGX_MEM_PINNED,
-				 (size_t)gpl->nb_slots * RUN_BURST * sizeof(struct vfgx_pkt),
-				 (int)gpl->opts.gpu_id, false, &gpl->recs);
-	if (ret)
+	gpl->nb_lanes = lanes_for(gpl->nb_rx, gpl->opts.rx_threads);
+	gpl->threaded = gpl->nb_lanes > 1;
+	if ((ret = make_lanes(gpl, ports, nb_ports)) ||
+	    (ret = make_arrays(gpl, !all_in_place(ports, nb_ports))) ||
+	    (ret = vfgx_gpu_proc_create_chunks(ctx, conf, &gpl->opts, chunks, &gpl->gp)))
 		goto fail;
-	ret = vfgx_gpu_proc_create_chunks(ctx, conf, &gpl->opts, chunks, &gpl->gp);
-	if (ret)
-		goto fail;
-	gpl->held = calloc(gpl->nb_slots, sizeof(*gpl->held));
-	if (!gpl->held) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	for (uint32_t i = 0; i < gpl->nb_slots; i++) {
-		const struct vfgx_region_info *ri = vfgx_region_info(gpl->recs);
-
-		gpl->held[i].pkts = (struct vfgx_pkt *)ri->addr + (size_t)i * RUN_BURST;
-		gpl->held[i].pkts_dev = (const struct vfgx_pkt *)ri->dev_addr + (size_t)i * RUN_BURST;
-	}
+	if (gpl->threaded)
+		snprintf(gpl->desc, sizeof(gpl->desc), "%s, %u rx threads",
+			 vfgx_gpu_proc_describe(gpl->gp), gpl->nb_lanes);
+	else
+		snprintf(gpl->desc, sizeof(gpl->desc), "%s", vfgx_gpu_proc_describe(gpl->gp));
 	*out = gpl;
 	return 0;
 fail:
@@ -174,7 +287,7 @@ fail:
 
 const char *vfgx_gpu_pipeline_describe(const vfgx_gpu_pipeline *gpl)
 {
-	return vfgx_gpu_proc_describe(gpl->gp);
+	return gpl->desc;
 }
 
 static void release_held(struct held *h)
@@ -189,10 +302,15 @@ static void release_held(struct held *h)
 	h->nsegs = 0;
 }
 
-static void release_upto(vfgx_gpu_pipeline *gpl, uint64_t done)
+/* --- rx lanes -------------------------------------------------------------- */
+
+/* Give the ports the packets of every array whose item is finished. */
+static void lane_release(struct lane *ln)
 {
-	for (; gpl->released < done; gpl->released++)
-		release_held(&gpl->held[gpl->released % gpl->nb_slots]);
+	uint64_t fin = atomic_load_explicit(&ln->finished, memory_order_acquire);
+
+	for (; ln->released < fin; ln->released++)
+		release_held(&ln->held[ln->released % ln->nb_arr]);
 }
 
 /* First burst of a queue: can the GPU read its buffers in place? */
@@ -210,12 +328,10 @@ static int check_readable(vfgx_gpu_pipeline *gpl, struct rx_entry *e,
 	return 0;
 }
 
-/* Copy pkts[at .. at + n) of the item in slot into the bounce area and
- * give the port its buffers back at once. */
-static int bounce(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
-		  struct seg *sg)
+/* Copy pkts[at .. at + n) of array h into its bounce slots and give the
+ * port its buffers back at once. */
+static int bounce(vfgx_gpu_pipeline *gpl, struct held *h, struct seg *sg)
 {
-	uint8_t *area = gpl->bounce_mem + (size_t)slot * gpl->opts.burst * BOUNCE_SLOT;
 	struct rx_entry *rx = sg->rx;
 	uint32_t too_big = 0;
 
@@ -223,7 +339,7 @@ static int bounce(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 		if (h->pkts[i].len > BOUNCE_SLOT)
 			too_big = h->pkts[i].len;
 		else
-			memcpy(area + (size_t)i * BOUNCE_SLOT, h->pkts[i].data, h->pkts[i].len);
+			memcpy(h->bounce + (size_t)i * BOUNCE_SLOT, h->pkts[i].data, h->pkts[i].len);
 	}
 	vfgx_port_release(rx->port, rx->q, h->pkts + sg->at, sg->n);
 	sg->rx = NULL;
@@ -231,47 +347,17 @@ static int bounce(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 		return vfgx_set_error(gpl->ctx, -EMSGSIZE, "%s: %u-byte packet in host memory is larger than the GPU bounce slot (%u); use a pinned memory region",
 				      vfgx_port_name(rx->port), too_big, BOUNCE_SLOT);
 	for (uint16_t i = sg->at; i < sg->at + sg->n; i++)
-		h->pkts[i].data = area + (size_t)i * BOUNCE_SLOT;
+		h->pkts[i].data = h->bounce + (size_t)i * BOUNCE_SLOT;
 	return 0;
 }
 
-static void publish(vfgx_gpu_pipeline *gpl)
+/* One rx burst of queue rx into array h; 0 packets, n, or -errno.  *full:
+ * the queue gave all it was asked (more may be waiting). */
+static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, struct rx_entry *rx,
+		   uint32_t want, bool *all_done, bool *full)
 {
-	struct vfgx_pipeline_stats st;
-	uint64_t order = 0;
-
-	vfgx_gpu_proc_stats(gpl->gp, &st, &order);
-	pthread_mutex_lock(&gpl->lock);
-	gpl->snap = st;
-	gpl->snap_order = order;
-	pthread_mutex_unlock(&gpl->lock);
-}
-
-/* Wait until the next item's slot (and its held packets) are free. */
-static int make_room(vfgx_gpu_pipeline *gpl)
-{
-	for (;;) {
-		uint64_t next = vfgx_gpu_proc_next(gpl->gp);
-		int64_t done = vfgx_gpu_proc_poll(gpl->gp);
-		int ret;
-
-		if (done < 0)
-			return (int)done;
-		release_upto(gpl, (uint64_t)done);
-		if (next - (uint64_t)done < gpl->nb_slots)
-			return 0;
-		if ((ret = vfgx_gpu_proc_wait(gpl->gp, next - gpl->nb_slots)))
-			return ret;
-	}
-}
-
-/* One rx burst of queue e into the item being filled; 0 packets, n, or
- * -errno.  *full: the queue gave all it was asked (more may be waiting). */
-static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
-		   uint32_t e, uint32_t want, bool *all_done, bool *full)
-{
-	struct rx_entry *rx = &gpl->rx[e];
 	struct seg *sg;
+	uint64_t zero = 0;
 	int n, ret;
 
 	if (want > rx->port->burst)
@@ -289,8 +375,8 @@ static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 		return 0;
 	}
 	*all_done = false;
-	if (!gpl->first_ns)
-		gpl->first_ns = vfgx_now_ns();
+	if (!atomic_load_explicit(&gpl->first_ns, memory_order_relaxed))
+		atomic_compare_exchange_strong(&gpl->first_ns, &zero, vfgx_now_ns());
 	sg = &h->segs[h->nsegs++];
 	*sg = (struct seg){ rx, h->n, (uint16_t)n };
 	if (rx->readable == -1 && (ret = check_readable(gpl, rx, &h->pkts[h->n])))
@@ -298,41 +384,48 @@ static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, uint32_t slot,
 	/* the queue field becomes the stream space of this rx queue (the
 	 * ports' release does not read it) */
 	for (int i = 0; i < n; i++)
-		h->pkts[h->n + i].queue = (uint16_t)e;
+		h->pkts[h->n + i].queue = rx->space;
 	h->n = (uint16_t)(h->n + n);
-	if (!rx->readable && (ret = bounce(gpl, h, slot, sg)))
+	if (!rx->readable && (ret = bounce(gpl, h, sg)))
 		return ret;
 	return n;
 }
 
-/* Fill one item from the queues (each queue in turn, a fair share per
- * round; more rounds while some queue gave a full burst, or while the GPU
- * is busy) and hand it to the GPU with no copy; then release what the GPU
- * finished. */
-static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
+static bool gpu_busy(vfgx_gpu_pipeline *gpl)
 {
-	uint32_t cap = gpl->opts.burst, share, slot;
-	uint64_t t0 = vfgx_now_ns(), t1, t2, ts = UINT64_MAX;
-	struct held *h;
-	int64_t item, done;
-	bool more = true;
-	int ret;
+	return atomic_load_explicit(&gpl->in_flight, memory_order_relaxed) >= RUN_LOW_INFLIGHT;
+}
 
-	if ((ret = make_room(gpl)))
-		return ret;
-	t1 = vfgx_now_ns();
-	gpl->fd.room_ns += t1 - t0;
-	slot = (uint32_t)(vfgx_gpu_proc_next(gpl->gp) % gpl->nb_slots);
-	h = &gpl->held[slot];
+static int disp_reap(vfgx_gpu_pipeline *gpl);
+
+enum { FILL_NONE, FILL_ONE, FILL_NO_ARRAY };
+
+/* Fill the lane's next array from its queues (each queue in turn, a fair
+ * share per round; more rounds while some queue gave a full burst, or
+ * while the GPU is busy) and publish it to the dispatcher: FILL_ONE,
+ * FILL_NONE (nothing arrived), FILL_NO_ARRAY (all in flight) or -errno. */
+static int lane_fill(struct lane *ln)
+{
+	vfgx_gpu_pipeline *gpl = ln->gpl;
+	uint64_t f = atomic_load_explicit(&ln->filled, memory_order_relaxed);
+	uint32_t cap = gpl->opts.burst, share = cap / ln->nb_rx ? cap / ln->nb_rx : 1;
+	bool more = true, all_done = true;
+	uint64_t t0, ts = UINT64_MAX;
+	struct held *h;
+
+	lane_release(ln);
+	if (f - ln->released >= ln->nb_arr)
+		return FILL_NO_ARRAY;
+	h = &ln->held[f % ln->nb_arr];
 	h->n = h->nsegs = 0;
-	share = cap / gpl->nb_rx ? cap / gpl->nb_rx : 1;
+	t0 = vfgx_now_ns();
 	while (more && h->n < cap && h->nsegs < RUN_SEGS) {
 		more = false;
-		for (uint32_t i = 0; i < gpl->nb_rx && h->n < cap && h->nsegs < RUN_SEGS; i++) {
-			uint32_t e = (gpl->rx_first + i) % gpl->nb_rx;
+		for (uint32_t i = 0; i < ln->nb_rx && h->n < cap && h->nsegs < RUN_SEGS; i++) {
+			struct rx_entry *rx = &ln->rx[(ln->rx_first + i) % ln->nb_rx];
 			uint32_t want = cap - h->n < share ? cap - h->n : share;
 			bool full = false;
-			int n = rx_into(gpl, h, slot, e, want, all_done, &full);
+			int n = rx_into(gpl, h, rx, want, &all_done, &full);
 
 			if (n < 0) {
 				release_held(h);
@@ -342,48 +435,220 @@ static int feed_once(vfgx_gpu_pipeline *gpl, bool *any, bool *all_done)
 		}
 		/* No queue backlogged: hand over what there is at once while
 		 * the GPU has little in flight (low latency at low load);
-		 * while it is busy, keep gathering until the item is full or
+		 * while it is busy, keep gathering until the array is full or
 		 * it catches up (fewer, larger items: the GPU's cost is per
 		 * item, and many small items would queue up behind it). */
 		if (!more && h->n && h->n < cap && h->nsegs < RUN_SEGS &&
 		    gpl->opts.mode != VFGX_GPU_GRAPH && /* a graph batch waits for items */
-		    vfgx_gpu_proc_next(gpl->gp) - gpl->released >= RUN_LOW_INFLIGHT) {
-			int64_t fin = vfgx_gpu_proc_poll(gpl->gp);
+		    gpu_busy(gpl)) {
+			if (!gpl->threaded) {
+				int ret = disp_reap(gpl);
 
-			if (fin < 0) {
-				release_held(h);
-				return (int)fin;
+				if (ret) {
+					release_held(h);
+					return ret;
+				}
 			}
-			release_upto(gpl, (uint64_t)fin);
-			more = vfgx_gpu_proc_next(gpl->gp) - gpl->released >= RUN_LOW_INFLIGHT &&
-			       !atomic_load_explicit(&gpl->stop, memory_order_relaxed);
+			more = gpu_busy(gpl) && !atomic_load_explicit(&gpl->stop, memory_order_relaxed) &&
+			       !atomic_load_explicit(&gpl->lanes_stop, memory_order_relaxed);
 		}
 	}
-	gpl->rx_first = (gpl->rx_first + 1) % gpl->nb_rx;
-	t2 = vfgx_now_ns();
-	gpl->fd.rx_ns += t2 - t1;
-	if (!h->n)
-		return 0;
-	*any = true;
+	ln->rx_first = (ln->rx_first + 1) % ln->nb_rx;
+	atomic_fetch_add_explicit(&ln->rx_ns, vfgx_now_ns() - t0, memory_order_relaxed);
+	if (!h->n) {
+		if (all_done)
+			atomic_store_explicit(&ln->drained, true, memory_order_release);
+		return FILL_NONE;
+	}
 	for (uint16_t i = 0; i < h->nsegs; i++) {
 		uint64_t t = h->pkts[h->segs[i].at].ts_ns;
 
 		if (t && t < ts)
 			ts = t;
 	}
-	item = vfgx_gpu_proc_submit_records(gpl->gp, h->pkts_dev, h->n,
-					    ts == UINT64_MAX ? 0 : ts);
-	if (item < 0) {
-		release_held(h);
-		return (int)item;
+	h->ts_min = ts == UINT64_MAX ? 0 : ts;
+	atomic_fetch_add_explicit(&gpl->in_flight, 1, memory_order_relaxed);
+	atomic_store_explicit(&ln->filled, f + 1, memory_order_release);
+	return FILL_ONE;
+}
+
+static void *lane_main(void *arg)
+{
+	struct lane *ln = arg;
+	vfgx_gpu_pipeline *gpl = ln->gpl;
+	uint32_t idle = 0;
+
+	while (!atomic_load_explicit(&gpl->lanes_stop, memory_order_acquire)) {
+		int r = lane_fill(ln);
+
+		if (r < 0) {
+			atomic_store_explicit(&ln->error, r, memory_order_release);
+			break;
+		}
+		if (r == FILL_ONE)
+			idle = 0;
+		else if (++idle > 64) {
+			sched_yield();
+			idle = 0;
+		}
 	}
-	gpl->fd.items++;
-	gpl->fd.packets += h->n;
-	done = vfgx_gpu_proc_poll(gpl->gp);
+	return NULL;
+}
+
+/* --- dispatcher ------------------------------------------------------------ */
+
+/* Items the GPU finished: tell their lanes (in item order, which is each
+ * lane's fill order). */
+static int disp_reap(vfgx_gpu_pipeline *gpl)
+{
+	int64_t done = vfgx_gpu_proc_poll(gpl->gp);
+
 	if (done < 0)
 		return (int)done;
-	release_upto(gpl, (uint64_t)done);
-	gpl->fd.submit_ns += vfgx_now_ns() - t2;
+	if (gpl->reaped < (uint64_t)done)
+		gpl->last_progress = vfgx_now_ns();
+	for (; gpl->reaped < (uint64_t)done; gpl->reaped++) {
+		uint32_t slot = (uint32_t)(gpl->reaped % gpl->nb_slots);
+		struct lane *ln = &gpl->lanes[gpl->item_lane[slot]];
+		uint64_t fin = atomic_load_explicit(&ln->finished, memory_order_relaxed);
+
+		if (gpl->item_of[slot] != gpl->reaped)
+			continue; /* a graph batch's padding */
+		atomic_fetch_sub_explicit(&gpl->in_flight, 1, memory_order_relaxed);
+		atomic_store_explicit(&ln->finished, fin + 1, memory_order_release);
+	}
+	if (!gpl->threaded)
+		lane_release(&gpl->lanes[0]);
+	return 0;
+}
+
+/* Wait (with the processor's timeout and health checks) for the oldest
+ * item out, then reap. */
+static int disp_wait_oldest(vfgx_gpu_pipeline *gpl)
+{
+	int ret = vfgx_gpu_proc_wait(gpl->gp, gpl->reaped);
+
+	return ret ? ret : disp_reap(gpl);
+}
+
+/* Hand every filled array to the GPU, lanes in turn; *any when some went. */
+static int disp_submit(vfgx_gpu_pipeline *gpl, bool *any)
+{
+	bool went = true;
+
+	while (went) {
+		went = false;
+		for (uint32_t i = 0; i < gpl->nb_lanes; i++) {
+			uint32_t l = (gpl->lane_next + i) % gpl->nb_lanes;
+			struct lane *ln = &gpl->lanes[l];
+			uint64_t t0 = vfgx_now_ns(), t1;
+			struct held *h;
+			int64_t item;
+			int ret;
+
+			if (ln->taken == atomic_load_explicit(&ln->filled, memory_order_acquire))
+				continue;
+			while (vfgx_gpu_proc_next(gpl->gp) - gpl->reaped >= gpl->nb_slots)
+				if ((ret = disp_wait_oldest(gpl)))
+					return ret;
+			t1 = vfgx_now_ns();
+			gpl->fd.room_ns += t1 - t0;
+			h = &ln->held[ln->taken % ln->nb_arr];
+			item = vfgx_gpu_proc_submit_records(gpl->gp, h->pkts_dev, h->n, h->ts_min);
+			if (item < 0)
+				return (int)item;
+			gpl->item_lane[(uint64_t)item % gpl->nb_slots] = (uint8_t)l;
+			gpl->item_of[(uint64_t)item % gpl->nb_slots] = (uint64_t)item;
+			ln->taken++;
+			gpl->fd.items++;
+			gpl->fd.packets += h->n;
+			gpl->lane_next = (l + 1) % gpl->nb_lanes;
+			if ((ret = disp_reap(gpl)))
+				return ret;
+			gpl->fd.submit_ns += vfgx_now_ns() - t1;
+			*any = went = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static bool lanes_drained(vfgx_gpu_pipeline *gpl)
+{
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++) {
+		struct lane *ln = &gpl->lanes[l];
+
+		if (!atomic_load_explicit(&ln->drained, memory_order_acquire) ||
+		    ln->taken != atomic_load_explicit(&ln->filled, memory_order_acquire))
+			return false;
+	}
+	return true;
+}
+
+static int lanes_error(vfgx_gpu_pipeline *gpl)
+{
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++) {
+		int e = atomic_load_explicit(&gpl->lanes[l].error, memory_order_acquire);
+
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+static void publish(vfgx_gpu_pipeline *gpl)
+{
+	struct vfgx_pipeline_stats st;
+	uint64_t order = 0;
+
+	vfgx_gpu_proc_stats(gpl->gp, &st, &order);
+	pthread_mutex_lock(&gpl->lock);
+	gpl->snap = st;
+	gpl->snap_order = order;
+	pthread_mutex_unlock(&gpl->lock);
+}
+
+/* One turn of the dispatcher: reap, fill (one lane: here), submit. */
+static int disp_once(vfgx_gpu_pipeline *gpl, bool *any)
+{
+	int ret, r = FILL_NONE;
+
+	if ((ret = disp_reap(gpl)))
+		return ret;
+	if (!gpl->threaded) {
+		r = lane_fill(&gpl->lanes[0]);
+		if (r < 0)
+			return r;
+	} else if ((ret = lanes_error(gpl))) {
+		return ret;
+	}
+	if ((ret = disp_submit(gpl, any)))
+		return ret;
+	if (*any || vfgx_gpu_proc_next(gpl->gp) == gpl->reaped)
+		gpl->last_progress = vfgx_now_ns();
+	else if (r == FILL_NO_ARRAY || vfgx_now_ns() - gpl->last_progress > STALL_NS)
+		return disp_wait_oldest(gpl);
+	return 0;
+}
+
+/* The lanes stopped: what they filled goes to the GPU too (a packet
+ * counted as received is processed), then the flush. */
+static int disp_finish(vfgx_gpu_pipeline *gpl)
+{
+	bool any = false;
+	int ret;
+
+	atomic_store_explicit(&gpl->lanes_stop, true, memory_order_release);
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++)
+		if (gpl->lanes[l].started) {
+			pthread_join(gpl->lanes[l].thread, NULL);
+			gpl->lanes[l].started = false;
+		}
+	if ((ret = lanes_error(gpl)) || (ret = disp_submit(gpl, &any)) ||
+	    (ret = vfgx_gpu_proc_flush(gpl->gp)) || (ret = disp_reap(gpl)))
+		return ret;
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++)
+		lane_release(&gpl->lanes[l]);
 	return 0;
 }
 
@@ -398,14 +663,15 @@ static void *gpu_main(void *arg)
 			       start + (uint64_t)(gpl->conf.duration_s * 1e9) :
 			       UINT64_MAX;
 	uint32_t idle = 0;
-	int ret = 0;
+	int ret = 0, fin;
 
+	gpl->last_progress = start;
 	while (!ret && !atomic_load_explicit(&gpl->stop, memory_order_relaxed)) {
-		bool any = false, all_done = true;
+		bool any = false;
 		uint64_t now;
 
-		ret = feed_once(gpl, &any, &all_done);
-		if (ret || all_done)
+		ret = disp_once(gpl, &any);
+		if (ret || lanes_drained(gpl))
 			break;
 		if (!any) {
 			/* nothing arriving: launch a partial graph batch, let
@@ -430,14 +696,9 @@ static void *gpu_main(void *arg)
 			last_pub = now;
 		}
 	}
+	fin = disp_finish(gpl);
 	if (!ret)
-		ret = vfgx_gpu_proc_flush(gpl->gp);
-	if (!ret) {
-		int64_t done = vfgx_gpu_proc_poll(gpl->gp);
-
-		if (done >= 0)
-			release_upto(gpl, (uint64_t)done);
-	}
+		ret = fin;
 	if (ret) {
 		gpl->error = ret;
 		vfgx_err(gpl->ctx, "%s", vfgx_last_error(gpl->ctx));
@@ -453,11 +714,24 @@ static void *gpu_main(void *arg)
 
 int vfgx_gpu_pipeline_start(vfgx_gpu_pipeline *gpl)
 {
-	int ret = pthread_create(&gpl->thread, NULL, gpu_main, gpl);
+	int ret = 0;
 
-	if (ret)
-		return vfgx_set_error(gpl->ctx, -ret, "pipeline: cannot start the GPU feeder thread: %s",
+	for (uint32_t l = 0; gpl->threaded && l < gpl->nb_lanes && !ret; l++) {
+		ret = pthread_create(&gpl->lanes[l].thread, NULL, lane_main, &gpl->lanes[l]);
+		gpl->lanes[l].started = !ret;
+	}
+	if (!ret)
+		ret = pthread_create(&gpl->thread, NULL, gpu_main, gpl);
+	if (ret) {
+		atomic_store(&gpl->lanes_stop, true);
+		for (uint32_t l = 0; l < gpl->nb_lanes; l++)
+			if (gpl->lanes[l].started) {
+				pthread_join(gpl->lanes[l].thread, NULL);
+				gpl->lanes[l].started = false;
+			}
+		return vfgx_set_error(gpl->ctx, -ret, "pipeline: cannot start the GPU runner's threads: %s",
 				      strerror(ret));
+	}
 	gpl->started = true;
 	return 0;
 }
@@ -502,11 +776,14 @@ void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl)
 	 * once the GPU is stopped */
 	vfgx_gpu_proc_destroy(gpl->gp);
 	if (gpl->held && gpl->recs)
-		for (uint64_t i = 0; i < gpl->nb_slots; i++)
+		for (uint32_t i = 0; i < gpl->nb_arrays; i++)
 			release_held(&gpl->held[i]);
 	vfgx_region_destroy(gpl->bounce);
 	vfgx_region_destroy(gpl->recs);
 	free(gpl->held);
+	free(gpl->item_lane);
+	free(gpl->item_of);
+	free(gpl->lanes);
 	free(gpl->rx);
 	pthread_mutex_destroy(&gpl->lock);
 	free(gpl);
@@ -515,7 +792,7 @@ void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl)
 void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
 			      uint64_t *end_ns)
 {
-	*first_ns = gpl->first_ns;
+	*first_ns = atomic_load(&gpl->first_ns);
 	*end_ns = gpl->end_ns;
 }
 
@@ -527,4 +804,8 @@ uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct)
 void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f)
 {
 	*f = gpl->fd;
+	f->rx_ns = 0;
+	for (uint32_t l = 0; l < gpl->nb_lanes; l++)
+		f->rx_ns += atomic_load(&gpl->lanes[l].rx_ns);
+	f->rx_threads = gpl->threaded ? gpl->nb_lanes : 0;
 }

@@ -6,7 +6,9 @@
  * in pinned host memory and in GPU memory (the CPU reads host memory).
  * The replay source is faster than the GPU in per_burst and graph mode:
  * the runner must hold it back (full comm list) and still account for
- * every packet.  Exits 77 with the reason when no GPU is present. */
+ * every packet.  Each GPU case runs with the queues polled on the
+ * dispatcher's thread (rx_threads 1) and on a thread each (rx_threads 2:
+ * items of both lanes interleaved on the comm list).  Exits 77 with the reason when no GPU is present. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,7 +37,7 @@ static const char *const yaml_fmt =
 	"  filter: {udp_dst_ports: [5000]}\n"
 	"  reorder: {enabled: true, window: 256}\n"
 	"  verify_payload: %s\n"
-	"  gpu: {mode: %s, items: 16, graph_items: 4}\n";
+	"  gpu: {mode: %s, items: 16, graph_items: 4, rx_threads: %u}\n";
 
 struct outcome {
 	struct vfgx_pipeline_stats st;
@@ -46,7 +48,7 @@ struct outcome {
 
 static int run_one(vfgx_ctx *ctx, const char *kind, const char *device,
 		   const char *mode, bool verify, uint32_t packets, uint32_t batch,
-		   struct outcome *o)
+		   uint32_t threads, struct outcome *o)
 {
 	char y[2048];
 	struct vfgx_config *cfg;
@@ -56,7 +58,7 @@ static int run_one(vfgx_ctx *ctx, const char *kind, const char *device,
 
 	memset(o, 0, sizeof(*o));
 	snprintf(y, sizeof(y), yaml_fmt, kind, batch, batch, packets, 3u, device,
-		 verify ? "true" : "false", mode);
+		 verify ? "true" : "false", mode, threads);
 	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "e2e.yaml", &cfg)))
 		return ret;
 	if ((ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
@@ -166,19 +168,20 @@ int main(int argc, char **argv)
 	for (int v = 0; v < 2; v++) {
 		struct outcome cpu;
 
-		if (run_one(ctx, "host", "cpu", "persistent", v, packets, 64, &cpu)) {
+		if (run_one(ctx, "host", "cpu", "persistent", v, packets, 64, 1, &cpu)) {
 			printf("FAIL cpu run: %s\n", vfgx_last_error(ctx));
 			return 1;
 		}
 		for (int m = 0; m < 3; m++)
-			for (int k = 0; k < 2; k++) {
+			for (int k = 0; k < 4; k++) {
+				uint32_t threads = k / 2 + 1;
 				struct outcome g;
 				char what[128];
 
-				snprintf(what, sizeof(what), "%s/%s/verify %s", modes[m], kinds[k],
-					 v ? "on" : "off");
-				if (run_one(ctx, kinds[k], "gpu", modes[m], v, packets,
-					    k ? 256 : 32, &g)) {
+				snprintf(what, sizeof(what), "%s/%s/verify %s/rx_threads %u",
+					 modes[m], kinds[k % 2], v ? "on" : "off", threads);
+				if (run_one(ctx, kinds[k % 2], "gpu", modes[m], v, packets,
+					    k % 2 ? 256 : 32, threads, &g)) {
 					printf("FAIL %s: %s\n", what, vfgx_last_error(ctx));
 					failures++;
 					continue;

@@ -241,6 +241,36 @@ static void test_device_gpu_without_gpu(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* pipeline.gpu.rx_threads: 0 (auto) by default, a count up to 64, and a
+ * file:line error past it, with or without a GPU here. */
+static void test_gpu_rx_threads_option(void **state)
+{
+	static const char *const y[] = {
+		"pipeline: { device: cpu }\n",
+		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 3 }\n",
+		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 65 }\n",
+	};
+	struct vfgx_gpu_opts o;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		struct vfgx_config *cfg;
+		int ret;
+
+		assert_int_equal(vfgx_config_load_string(ctx, y[i], strlen(y[i]), "t.yaml", &cfg), 0);
+		ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &o);
+		if (i < 2) {
+			assert_int_equal(ret, 0);
+			assert_int_equal(o.rx_threads, i ? 3 : 0);
+		} else {
+			assert_int_equal(ret, -EINVAL);
+			assert_non_null(strstr(vfgx_last_error(ctx), "t.yaml:3"));
+			assert_non_null(strstr(vfgx_last_error(ctx), "rx_threads"));
+		}
+		vfgx_config_destroy(cfg);
+	}
+}
+
 static bool have_backend(const char *name)
 {
 	for (const char *const *b = vfgx_port_backends(); *b; b++)
@@ -463,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_observer_lifecycle),
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
+		cmocka_unit_test(test_gpu_rx_threads_option),
 		cmocka_unit_test(test_typed_options),
 		cmocka_unit_test(test_typed_socket),
 		cmocka_unit_test(test_typed_afxdp_checks),
