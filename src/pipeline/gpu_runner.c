@@ -531,23 +531,23 @@ static int disp_wait_oldest(vfgx_gpu_pipeline *gpl)
 	return ret ? ret : disp_reap(gpl);
 }
 
-/* Hand every filled array to the GPU, lanes in turn; *any when some went. */
+/* Hand the arrays filled so far to the GPU, lanes in turn, each lane's up
+ * to what it had filled when its turn came (lanes fill as fast as this
+ * submits: looping until none is left would never return to the
+ * dispatcher's clock); *any when some went. */
 static int disp_submit(vfgx_gpu_pipeline *gpl, bool *any)
 {
-	bool went = true;
+	for (uint32_t i = 0; i < gpl->nb_lanes; i++) {
+		uint32_t l = (gpl->lane_next + i) % gpl->nb_lanes;
+		struct lane *ln = &gpl->lanes[l];
+		uint64_t upto = atomic_load_explicit(&ln->filled, memory_order_acquire);
 
-	while (went) {
-		went = false;
-		for (uint32_t i = 0; i < gpl->nb_lanes; i++) {
-			uint32_t l = (gpl->lane_next + i) % gpl->nb_lanes;
-			struct lane *ln = &gpl->lanes[l];
+		while (ln->taken < upto) {
 			uint64_t t0 = vfgx_now_ns(), t1;
 			struct held *h;
 			int64_t item;
 			int ret;
 
-			if (ln->taken == atomic_load_explicit(&ln->filled, memory_order_acquire))
-				continue;
 			while (vfgx_gpu_proc_next(gpl->gp) - gpl->reaped >= gpl->nb_slots)
 				if ((ret = disp_wait_oldest(gpl)))
 					return ret;
@@ -562,14 +562,13 @@ static int disp_submit(vfgx_gpu_pipeline *gpl, bool *any)
 			ln->taken++;
 			gpl->fd.items++;
 			gpl->fd.packets += h->n;
-			gpl->lane_next = (l + 1) % gpl->nb_lanes;
 			if ((ret = disp_reap(gpl)))
 				return ret;
 			gpl->fd.submit_ns += vfgx_now_ns() - t1;
-			*any = went = true;
-			break;
+			*any = true;
 		}
 	}
+	gpl->lane_next = (gpl->lane_next + 1) % gpl->nb_lanes;
 	return 0;
 }
 
