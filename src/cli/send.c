@@ -26,6 +26,7 @@
 #include "core/numparse.h"
 #include "core/opts.h"
 #include "port/loopback_replay.h"
+#include "port/tx_fill.h"
 #include "run_output.h"
 #include "send_pace.h"
 
@@ -72,6 +73,7 @@ struct sender {
 	vfgx_ctx *ctx;
 	vfgx_port *src, *out;
 	bool payload_only; /* the out port sends UDP payloads (socket, rdma) */
+	bool fill;         /* replayed frames copied into the out port's tx buffers */
 	struct send_conf c;
 	uint64_t packets, bytes, drops[SD_MAX];
 	uint64_t full_waits; /* tx_burst took nothing: retried */
@@ -196,16 +198,18 @@ static const struct vfgx_pkt *set_launch(struct sender *s, const struct vfgx_pkt
 	return tx;
 }
 
-/* tx_burst until all went, an error, or stall_ms without progress;
- * bytes: the burst's (summed once, for the pacing, when it all goes). */
-static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n,
-		   uint64_t bytes)
+/* tx_burst (or, with lens, tx_submit of the reserved buffers) until all
+ * went, an error, or stall_ms without progress; bytes: the burst's (summed
+ * once, for the pacing, when it all goes). */
+static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, const uint32_t *lens,
+		   uint16_t n, uint64_t bytes)
 {
 	uint64_t last = 0;
 	uint16_t off = 0;
 
 	while (off < n) {
-		int k = vfgx_port_tx_burst(s->out, q, pk + off, (uint16_t)(n - off));
+		int k = lens ? vfgx_port_tx_submit(s->out, q, lens + off, (uint16_t)(n - off)) :
+			       vfgx_port_tx_burst(s->out, q, pk + off, (uint16_t)(n - off));
 
 		if (k < 0) {
 			s->error = k;
@@ -216,7 +220,7 @@ static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint
 			s->bytes += bytes;
 		} else {
 			for (int i = 0; i < k; i++)
-				s->bytes += pk[off + i].len;
+				s->bytes += lens ? lens[off + i] : pk[off + i].len;
 		}
 		s->packets += (uint64_t)k;
 		off += (uint16_t)k;
@@ -230,10 +234,37 @@ static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint
 		if (!last)
 			last = now;
 		else if (now - last > (uint64_t)s->c.stall_ms * 1000000ull || interrupted) {
+			/* what stays reserved is written over by the next burst */
 			s->drops[SD_STALLED] += n - off;
 			return;
 		}
 	}
+}
+
+/* The fused path (s->fill): source queue q's next frames copied straight
+ * into tx queue txq's buffers, sequences advanced in the copy; no packet
+ * descriptors, no second copy.  The frames the source gave (0: none now),
+ * or < 0. */
+static int fill_burst(struct sender *s, uint16_t q, uint16_t txq)
+{
+	void *bufs[1024];
+	uint32_t lens[1024], room;
+	uint64_t bytes = 0;
+	int n = vfgx_port_tx_reserve(s->out, txq, bufs, (uint16_t)s->c.burst, &room);
+
+	if (n <= 0) {
+		if (n == 0)
+			s->full_waits++; /* no tx buffer free: nothing taken, retried */
+		return n;
+	}
+	n = vfgx_loopback_replay_copy(s->src, q, bufs, room, lens, (uint16_t)n);
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		bytes += lens[i];
+	send_pace_wait(&s->pace, (uint32_t)n, bytes, &interrupted);
+	tx_all(s, txq, NULL, lens, (uint16_t)n, bytes);
+	return n;
 }
 
 static void live_line(const struct sender *s, uint64_t prev_pk, uint64_t prev_b, double dt)
@@ -327,6 +358,18 @@ static void send_loop(struct sender *s, bool live)
 
 			if (done[q])
 				continue;
+			if (s->fill) {
+				n = fill_burst(s, q, txq);
+				if (n < 0) {
+					s->error = n;
+					break;
+				}
+				if (n == 0 && vfgx_port_rx_done(s->src, q)) {
+					done[q] = true;
+					left--;
+				}
+				continue;
+			}
 			n = vfgx_port_rx_burst(s->src, q, pk, (uint16_t)s->c.burst);
 			if (n < 0) {
 				s->error = n;
@@ -354,7 +397,7 @@ static void send_loop(struct sender *s, bool live)
 			send_pace_wait(&s->pace, k, bytes, &interrupted);
 			if (s->txtime)
 				send = set_launch(s, send, tx, k, pk0, b0);
-			tx_all(s, txq, send, k, bytes);
+			tx_all(s, txq, send, NULL, k, bytes);
 			vfgx_port_release(s->src, q, pk, (uint16_t)n);
 		}
 		if (++round % every)
@@ -456,6 +499,8 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 			s->txs.missed, s->txs.invalid);
 	else if (s->c.txtime)
 		fprintf(f, "txtime: off, paced by the token bucket alone (%s)\n", s->txtime_off);
+	if (s->fill)
+		fprintf(f, "tx: replayed frames copied straight into the port's tx buffers\n");
 	fprintf(f, "tx waits (port took nothing, retried): %" PRIu64 "\n", s->full_waits);
 	for (int i = 0; i < SD_MAX; i++)
 		if (s->drops[i])
@@ -500,6 +545,7 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 		if (!pr.paced)
 			json_object_put(pj);
 		json_object_object_add(root, "txtime", txtime_json(s));
+		json_object_object_add(root, "tx_in_place", json_object_new_boolean(s->fill));
 		json_object_object_add(root, "tx_waits", json_object_new_uint64(s->full_waits));
 		for (int i = 0; i < SD_MAX; i++)
 			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
@@ -535,6 +581,30 @@ static int txtime_start(struct sender *s)
 	}
 	s->txtime = true;
 	return 0;
+}
+
+/* Replayed frames: copied straight into the out port's tx buffers where it
+ * has them (DPDK) and nothing else is asked of each frame (the whole frame
+ * goes, no launch time), else advanced by rx as handed out; either way on
+ * the sending thread, where each frame is read next anyway, not by a
+ * thread of the source beside it. */
+static int replay_mode(struct sender *s)
+{
+	void *buf;
+	uint32_t room;
+	int ret;
+
+	if (!s->payload_only && !s->c.txtime &&
+	    vfgx_port_tx_reserve(s->out, 0, &buf, 1, &room) == 1) {
+		ret = vfgx_loopback_replay_copy_mode(s->src, room);
+		if (ret == 0) {
+			s->fill = true;
+			return 0;
+		}
+		if (ret != -ENOTSUP)
+			return ret;
+	}
+	return vfgx_loopback_replay_inline(s->src);
 }
 
 static int send_conf_load(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send_conf *c)
@@ -636,11 +706,11 @@ int vfgx_cmd_send(int argc, char **argv)
 	/* every frame is read on this thread (copied into a tx buffer, or by
 	 * the kernel): replayed frames get their sequences advanced here as
 	 * they are handed out, not by a thread of the source beside it */
-	if (s.c.source == SRC_GENERATOR && (ret = vfgx_loopback_replay_inline(s.src))) {
+	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
+	if (s.c.source == SRC_GENERATOR && (ret = replay_mode(&s))) {
 		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		goto out;
 	}
-	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
 	if (s.c.txtime && (rc = txtime_start(&s)))
 		goto out;
 	/* --metrics, else the config's metrics.listen, as vfgx run */
