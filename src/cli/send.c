@@ -10,11 +10,14 @@
  * paces.  A live line a second, a report (text or --json) with the rate
  * achieved, the pacing error and tx drops by reason. */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +47,8 @@ struct send_conf {
 	const char *memory_region; /* the generator's frames: a memory_regions[] name */
 	bool txtime;           /* launch times through SO_TXTIME and ETF */
 	double txtime_lead_us; /* launch time = the schedule's time + this */
+	double spin_us;        /* pacing: the last this much of a wait spun */
+	uint32_t sched_priority; /* the sending thread SCHED_FIFO at this; 0: not */
 };
 
 #define SD_OPT(T, F, ...) VFGX_OPT(T, struct send_conf, F, __VA_ARGS__)
@@ -59,6 +64,8 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(STR, memory_region, 0),
 	SD_OPT(BOOL, txtime, 0),
 	SD_OPT(DOUBLE, txtime_lead_us, 1000, -1e6, 1e6),
+	SD_OPT(DOUBLE, spin_us, 1000, 0, 1e6),
+	SD_OPT(U32, sched_priority, 0, 0, 99),
 	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
@@ -83,6 +90,9 @@ struct sender {
 	struct vfgx_txtime_stats txs; /* all tx queues, after the run */
 	uint64_t txt_last;     /* the latest launch time given */
 	char txtime_off[320];  /* send.txtime asked but not in use: why */
+	bool fifo;             /* the sending thread runs SCHED_FIFO */
+	char sched_off[256];   /* send.sched_priority asked but refused: why */
+	long csw_inv, csw_vol; /* the sending thread's context switches in the loop */
 	vfgx_metrics *metrics; /* --metrics, or NULL */
 	int error;
 	char error_msg[256];
@@ -349,7 +359,10 @@ static void send_loop(struct sender *s, bool live)
 	 * clock read per burst is a few percent of an unpaced DPDK send) */
 	uint32_t every, round = 0;
 
-	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, t0);
+	struct rusage ru0, ru1;
+
+	getrusage(RUSAGE_THREAD, &ru0);
+	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, (uint64_t)(s->c.spin_us * 1e3), t0);
 	every = s->pace.paced ? 1 : 16;
 	while (left && !interrupted && !s->error) {
 		for (uint16_t q = 0; q < nq && !s->error; q++) {
@@ -418,6 +431,9 @@ static void send_loop(struct sender *s, bool live)
 		}
 	}
 	send_pace_end(&s->pace, vfgx_now_ns());
+	getrusage(RUSAGE_THREAD, &ru1);
+	s->csw_inv = ru1.ru_nivcsw - ru0.ru_nivcsw;
+	s->csw_vol = ru1.ru_nvcsw - ru0.ru_nvcsw;
 	if (s->txtime)
 		txtime_collect(s);
 	publish(s, true);
@@ -463,6 +479,29 @@ static json_object *txtime_json(const struct sender *s)
 	return t;
 }
 
+/* null when send.sched_priority was not asked */
+static json_object *sched_json(const struct sender *s)
+{
+	json_object *o;
+
+	if (!s->c.sched_priority)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "priority", json_object_new_int((int)s->c.sched_priority));
+	json_object_object_add(o, "fifo", json_object_new_boolean(s->fifo));
+	json_object_object_add(o, "refused", s->fifo ? NULL : json_object_new_string(s->sched_off));
+	return o;
+}
+
+static json_object *csw_json(const struct sender *s)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "involuntary", json_object_new_int64(s->csw_inv));
+	json_object_object_add(o, "voluntary", json_object_new_int64(s->csw_vol));
+	return o;
+}
+
 static int report(const struct vfgx_config *cfg, const struct sender *s, bool json,
 		  bool was_interrupted)
 {
@@ -493,6 +532,17 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 			s->c.rate_pps, s->c.rate_bps, pr.sched_pps, pr.rate_error_pct,
 			pr.gap_err_p50_ns / 1e3, pr.gap_err_p99_ns / 1e3, pr.gap_err_max_ns / 1e3,
 			pr.gaps);
+	if (pr.paced)
+		fprintf(f, "pacing: waits spun for their last %.0f us (send.spin_us), slept before\n",
+			s->c.spin_us);
+	if (s->fifo)
+		fprintf(f, "scheduling: the sending thread SCHED_FIFO, priority %u (send.sched_priority)\n",
+			s->c.sched_priority);
+	else if (s->c.sched_priority)
+		fprintf(f, "scheduling: normal; send.sched_priority %u refused: %s\n",
+			s->c.sched_priority, s->sched_off);
+	fprintf(f, "sending thread: %ld involuntary, %ld voluntary context switches\n",
+		s->csw_inv, s->csw_vol);
 	if (s->txtime)
 		fprintf(f, "txtime: on (SO_TXTIME, CLOCK_TAI; ETF qdisc on %s, delta %d ns), launch time = schedule %+.0f us: %" PRIu64 " sent with a launch time, refused by the qdisc: %" PRIu64 " missed, %" PRIu64 " invalid\n",
 			cli_esc(s->txi.device), s->txi.delta_ns, s->c.txtime_lead_us, s->txs.sent,
@@ -541,11 +591,14 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 		json_object_object_add(pj, "gap_error_p99_ns", json_object_new_double(pr.gap_err_p99_ns));
 		json_object_object_add(pj, "gap_error_max_ns", json_object_new_double(pr.gap_err_max_ns));
 		json_object_object_add(pj, "gaps", json_object_new_uint64(pr.gaps));
+		json_object_object_add(pj, "spin_us", json_object_new_double(s->c.spin_us));
 		json_object_object_add(root, "pacing", pr.paced ? pj : NULL);
 		if (!pr.paced)
 			json_object_put(pj);
 		json_object_object_add(root, "txtime", txtime_json(s));
 		json_object_object_add(root, "tx_in_place", json_object_new_boolean(s->fill));
+		json_object_object_add(root, "sched", sched_json(s));
+		json_object_object_add(root, "context_switches", csw_json(s));
 		json_object_object_add(root, "tx_waits", json_object_new_uint64(s->full_waits));
 		for (int i = 0; i < SD_MAX; i++)
 			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
@@ -605,6 +658,28 @@ static int replay_mode(struct sender *s)
 			return ret;
 	}
 	return vfgx_loopback_replay_inline(s->src);
+}
+
+/* send.sched_priority: the sending thread (this one) SCHED_FIFO, set after
+ * the ports and the metrics server started their threads, so those stay
+ * with normal scheduling; refused (no CAP_SYS_NICE, RLIMIT_RTPRIO): one
+ * line, normal scheduling, said in the report. */
+static void sched_start(struct sender *s)
+{
+	struct sched_param sp = { .sched_priority = (int)s->c.sched_priority };
+	int ret;
+
+	if (!s->c.sched_priority)
+		return;
+	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (ret) {
+		snprintf(s->sched_off, sizeof(s->sched_off),
+			 "SCHED_FIFO priority %u: %s (needs CAP_SYS_NICE or an RLIMIT_RTPRIO of %u)",
+			 s->c.sched_priority, strerror(ret), s->c.sched_priority);
+		fprintf(stderr, "vfgx: send.sched_priority: %s; normal scheduling\n", s->sched_off);
+		return;
+	}
+	s->fifo = true;
 }
 
 static int send_conf_load(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send_conf *c)
@@ -723,6 +798,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN); /* a TCP peer that goes: an error line, not a death */
+	sched_start(&s);
 	send_loop(&s, !quiet && !json && isatty(STDOUT_FILENO));
 	rc = report(cfg, &s, json, interrupted);
 out:
