@@ -364,6 +364,15 @@ static int dk_tx_burst(struct vfgx_port *port, uint16_t q,
  */
 #define DK_RESV_MAX 1024
 
+/* the wider stores of dk_tx_submit (little-endian x86 and arm64 alike) */
+_Static_assert(offsetof(struct rte_mbuf, port) == offsetof(struct rte_mbuf, data_off) + 6,
+	       "rte_mbuf: data_off, refcnt, nb_segs, port not one 8-byte word");
+_Static_assert(offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, data_off) + 2 &&
+	       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, data_off) + 4,
+	       "rte_mbuf: data_off, refcnt, nb_segs, port out of order");
+_Static_assert(offsetof(struct rte_mbuf, pkt_len) == offsetof(struct rte_mbuf, packet_type) + 4,
+	       "rte_mbuf: packet_type, pkt_len not one 8-byte word");
+
 static int dk_tx_reserve(struct vfgx_port *port, uint16_t q, void **bufs,
 			 uint16_t n, uint32_t *room)
 {
@@ -402,6 +411,10 @@ static int dk_tx_submit(struct vfgx_port *port, uint16_t q,
 		return -EINVAL;
 	if (!n)
 		return 0;
+	/* data_off, refcnt, nb_segs, port (little-endian, in that order) */
+	const uint64_t rearm = RTE_PKTMBUF_HEADROOM | 1ull << 16 | 1ull << 32 |
+			       (uint64_t)RTE_MBUF_PORT_INVALID << 48;
+
 	/* one pool: every mbuf's room is the first's */
 	room = (uint32_t)(dq->resv[0]->buf_len - RTE_PKTMBUF_HEADROOM);
 	for (uint16_t i = 0; i < n; i++) {
@@ -409,15 +422,19 @@ static int dk_tx_submit(struct vfgx_port *port, uint16_t q,
 
 		if (unlikely(lens[i] > room))
 			return -EMSGSIZE;
-		/* the first cache line's fields, as dk_tx_burst sets them */
-		m->data_off = RTE_PKTMBUF_HEADROOM;
+		/* the first cache line's fields dk_tx_burst sets, in wider
+		 * stores: data_off, refcnt, nb_segs and port as one 8-byte
+		 * word (refcnt and nb_segs are 1 in a pooled mbuf anyway), as
+		 * DPDK's vector rx paths rearm an mbuf; packet_type 0 with
+		 * pkt_len, data_len with vlan_tci 0 */
+		uint64_t ptype_len = (uint64_t)lens[i] << 32;
+
+		memcpy((uint8_t *)m + offsetof(struct rte_mbuf, data_off), &rearm, 8);
 		m->ol_flags = 0;
-		m->packet_type = 0;
+		memcpy((uint8_t *)m + offsetof(struct rte_mbuf, packet_type), &ptype_len, 8);
+		m->data_len = (uint16_t)lens[i];
 		m->vlan_tci = 0;
 		m->vlan_tci_outer = 0;
-		m->port = RTE_MBUF_PORT_INVALID;
-		m->data_len = (uint16_t)lens[i];
-		m->pkt_len = lens[i];
 	}
 	sent = rte_eth_tx_burst(dp->pid, q, dq->resv, n);
 	for (uint16_t i = 0; i < sent; i++)
