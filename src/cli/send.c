@@ -4,15 +4,17 @@
  * run`'s) or a pcap file (backend pcap: recorded timing, loops).  Each
  * burst waits for its turn in a token bucket (send.rate_pps / rate_bps),
  * then goes out with tx_burst; socket ports get the UDP payload, frame
- * ports the whole frame.  With send.txtime each packet also carries its
- * launch time from the same schedule (SO_TXTIME, the ETF qdisc holds it);
- * where that cannot run, one line says why and the token bucket alone
- * paces.  A live line a second, a report (text or --json) with the rate
+ * ports the whole frame; replayed frames are copied straight into a DPDK
+ * port's tx mbufs instead (port/tx_fill.h).  The wait spins its last
+ * send.spin_us; send.sched_priority makes the sending thread SCHED_FIFO.
+ * With send.txtime each packet also carries its launch time from the same
+ * schedule (SO_TXTIME, the ETF qdisc holds it); where that cannot run, one
+ * line says why and the token bucket alone paces.  A live line a second, a report (text or --json) with the rate
  * achieved, the pacing error and tx drops by reason. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
