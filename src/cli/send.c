@@ -4,17 +4,22 @@
  * run`'s) or a pcap file (backend pcap: recorded timing, loops).  Each
  * burst waits for its turn in a token bucket (send.rate_pps / rate_bps),
  * then goes out with tx_burst; socket ports get the UDP payload, frame
- * ports the whole frame.  With send.txtime each packet also carries its
- * launch time from the same schedule (SO_TXTIME, the ETF qdisc holds it);
- * where that cannot run, one line says why and the token bucket alone
- * paces.  A live line a second, a report (text or --json) with the rate
+ * ports the whole frame; replayed frames are copied straight into a DPDK
+ * port's tx mbufs instead (port/tx_fill.h).  The wait spins its last
+ * send.spin_us; send.sched_priority makes the sending thread SCHED_FIFO.
+ * With send.txtime each packet also carries its launch time from the same
+ * schedule (SO_TXTIME, the ETF qdisc holds it); where that cannot run, one
+ * line says why and the token bucket alone paces.  A live line a second, a report (text or --json) with the rate
  * achieved, the pacing error and tx drops by reason. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +31,7 @@
 #include "core/numparse.h"
 #include "core/opts.h"
 #include "port/loopback_replay.h"
+#include "port/tx_fill.h"
 #include "run_output.h"
 #include "send_pace.h"
 
@@ -43,6 +49,8 @@ struct send_conf {
 	const char *memory_region; /* the generator's frames: a memory_regions[] name */
 	bool txtime;           /* launch times through SO_TXTIME and ETF */
 	double txtime_lead_us; /* launch time = the schedule's time + this */
+	double spin_us;        /* pacing: the last this much of a wait spun */
+	uint32_t sched_priority; /* the sending thread SCHED_FIFO at this; 0: not */
 };
 
 #define SD_OPT(T, F, ...) VFGX_OPT(T, struct send_conf, F, __VA_ARGS__)
@@ -58,6 +66,8 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(STR, memory_region, 0),
 	SD_OPT(BOOL, txtime, 0),
 	SD_OPT(DOUBLE, txtime_lead_us, 1000, -1e6, 1e6),
+	SD_OPT(DOUBLE, spin_us, 1000, 0, 1e6),
+	SD_OPT(U32, sched_priority, 0, 0, 99),
 	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
@@ -72,6 +82,7 @@ struct sender {
 	vfgx_ctx *ctx;
 	vfgx_port *src, *out;
 	bool payload_only; /* the out port sends UDP payloads (socket, rdma) */
+	bool fill;         /* replayed frames copied into the out port's tx buffers */
 	struct send_conf c;
 	uint64_t packets, bytes, drops[SD_MAX];
 	uint64_t full_waits; /* tx_burst took nothing: retried */
@@ -81,6 +92,9 @@ struct sender {
 	struct vfgx_txtime_stats txs; /* all tx queues, after the run */
 	uint64_t txt_last;     /* the latest launch time given */
 	char txtime_off[320];  /* send.txtime asked but not in use: why */
+	bool fifo;             /* the sending thread runs SCHED_FIFO */
+	char sched_off[256];   /* send.sched_priority asked but refused: why */
+	long csw_inv, csw_vol; /* the sending thread's context switches in the loop */
 	vfgx_metrics *metrics; /* --metrics, or NULL */
 	int error;
 	char error_msg[256];
@@ -196,16 +210,18 @@ static const struct vfgx_pkt *set_launch(struct sender *s, const struct vfgx_pkt
 	return tx;
 }
 
-/* tx_burst until all went, an error, or stall_ms without progress;
- * bytes: the burst's (summed once, for the pacing, when it all goes). */
-static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint16_t n,
-		   uint64_t bytes)
+/* tx_burst (or, with lens, tx_submit of the reserved buffers) until all
+ * went, an error, or stall_ms without progress; bytes: the burst's (summed
+ * once, for the pacing, when it all goes). */
+static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, const uint32_t *lens,
+		   uint16_t n, uint64_t bytes)
 {
 	uint64_t last = 0;
 	uint16_t off = 0;
 
 	while (off < n) {
-		int k = vfgx_port_tx_burst(s->out, q, pk + off, (uint16_t)(n - off));
+		int k = lens ? vfgx_port_tx_submit(s->out, q, lens + off, (uint16_t)(n - off)) :
+			       vfgx_port_tx_burst(s->out, q, pk + off, (uint16_t)(n - off));
 
 		if (k < 0) {
 			s->error = k;
@@ -216,7 +232,7 @@ static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint
 			s->bytes += bytes;
 		} else {
 			for (int i = 0; i < k; i++)
-				s->bytes += pk[off + i].len;
+				s->bytes += lens ? lens[off + i] : pk[off + i].len;
 		}
 		s->packets += (uint64_t)k;
 		off += (uint16_t)k;
@@ -230,10 +246,37 @@ static void tx_all(struct sender *s, uint16_t q, const struct vfgx_pkt *pk, uint
 		if (!last)
 			last = now;
 		else if (now - last > (uint64_t)s->c.stall_ms * 1000000ull || interrupted) {
+			/* what stays reserved is written over by the next burst */
 			s->drops[SD_STALLED] += n - off;
 			return;
 		}
 	}
+}
+
+/* The fused path (s->fill): source queue q's next frames copied straight
+ * into tx queue txq's buffers, sequences advanced in the copy; no packet
+ * descriptors, no second copy.  The frames the source gave (0: none now),
+ * or < 0. */
+static int fill_burst(struct sender *s, uint16_t q, uint16_t txq)
+{
+	void *bufs[1024];
+	uint32_t lens[1024], room;
+	uint64_t bytes = 0;
+	int n = vfgx_port_tx_reserve(s->out, txq, bufs, (uint16_t)s->c.burst, &room);
+
+	if (n <= 0) {
+		if (n == 0)
+			s->full_waits++; /* no tx buffer free: nothing taken, retried */
+		return n;
+	}
+	n = vfgx_loopback_replay_copy(s->src, q, bufs, room, lens, (uint16_t)n);
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		bytes += lens[i];
+	send_pace_wait(&s->pace, (uint32_t)n, bytes, &interrupted);
+	tx_all(s, txq, NULL, lens, (uint16_t)n, bytes);
+	return n;
 }
 
 static void live_line(const struct sender *s, uint64_t prev_pk, uint64_t prev_b, double dt)
@@ -318,7 +361,10 @@ static void send_loop(struct sender *s, bool live)
 	 * clock read per burst is a few percent of an unpaced DPDK send) */
 	uint32_t every, round = 0;
 
-	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, t0);
+	struct rusage ru0, ru1;
+
+	getrusage(RUSAGE_THREAD, &ru0);
+	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, (uint64_t)(s->c.spin_us * 1e3), t0);
 	every = s->pace.paced ? 1 : 16;
 	while (left && !interrupted && !s->error) {
 		for (uint16_t q = 0; q < nq && !s->error; q++) {
@@ -327,6 +373,18 @@ static void send_loop(struct sender *s, bool live)
 
 			if (done[q])
 				continue;
+			if (s->fill) {
+				n = fill_burst(s, q, txq);
+				if (n < 0) {
+					s->error = n;
+					break;
+				}
+				if (n == 0 && vfgx_port_rx_done(s->src, q)) {
+					done[q] = true;
+					left--;
+				}
+				continue;
+			}
 			n = vfgx_port_rx_burst(s->src, q, pk, (uint16_t)s->c.burst);
 			if (n < 0) {
 				s->error = n;
@@ -354,7 +412,7 @@ static void send_loop(struct sender *s, bool live)
 			send_pace_wait(&s->pace, k, bytes, &interrupted);
 			if (s->txtime)
 				send = set_launch(s, send, tx, k, pk0, b0);
-			tx_all(s, txq, send, k, bytes);
+			tx_all(s, txq, send, NULL, k, bytes);
 			vfgx_port_release(s->src, q, pk, (uint16_t)n);
 		}
 		if (++round % every)
@@ -375,6 +433,9 @@ static void send_loop(struct sender *s, bool live)
 		}
 	}
 	send_pace_end(&s->pace, vfgx_now_ns());
+	getrusage(RUSAGE_THREAD, &ru1);
+	s->csw_inv = ru1.ru_nivcsw - ru0.ru_nivcsw;
+	s->csw_vol = ru1.ru_nvcsw - ru0.ru_nvcsw;
 	if (s->txtime)
 		txtime_collect(s);
 	publish(s, true);
@@ -420,6 +481,29 @@ static json_object *txtime_json(const struct sender *s)
 	return t;
 }
 
+/* null when send.sched_priority was not asked */
+static json_object *sched_json(const struct sender *s)
+{
+	json_object *o;
+
+	if (!s->c.sched_priority)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "priority", json_object_new_int((int)s->c.sched_priority));
+	json_object_object_add(o, "fifo", json_object_new_boolean(s->fifo));
+	json_object_object_add(o, "refused", s->fifo ? NULL : json_object_new_string(s->sched_off));
+	return o;
+}
+
+static json_object *csw_json(const struct sender *s)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "involuntary", json_object_new_int64(s->csw_inv));
+	json_object_object_add(o, "voluntary", json_object_new_int64(s->csw_vol));
+	return o;
+}
+
 static int report(const struct vfgx_config *cfg, const struct sender *s, bool json,
 		  bool was_interrupted)
 {
@@ -450,12 +534,25 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 			s->c.rate_pps, s->c.rate_bps, pr.sched_pps, pr.rate_error_pct,
 			pr.gap_err_p50_ns / 1e3, pr.gap_err_p99_ns / 1e3, pr.gap_err_max_ns / 1e3,
 			pr.gaps);
+	if (pr.paced)
+		fprintf(f, "pacing: waits spun for their last %.0f us (send.spin_us), slept before\n",
+			s->c.spin_us);
+	if (s->fifo)
+		fprintf(f, "scheduling: the sending thread SCHED_FIFO, priority %u (send.sched_priority)\n",
+			s->c.sched_priority);
+	else if (s->c.sched_priority)
+		fprintf(f, "scheduling: normal; send.sched_priority %u refused: %s\n",
+			s->c.sched_priority, s->sched_off);
+	fprintf(f, "sending thread: %ld involuntary, %ld voluntary context switches\n",
+		s->csw_inv, s->csw_vol);
 	if (s->txtime)
 		fprintf(f, "txtime: on (SO_TXTIME, CLOCK_TAI; ETF qdisc on %s, delta %d ns), launch time = schedule %+.0f us: %" PRIu64 " sent with a launch time, refused by the qdisc: %" PRIu64 " missed, %" PRIu64 " invalid\n",
 			cli_esc(s->txi.device), s->txi.delta_ns, s->c.txtime_lead_us, s->txs.sent,
 			s->txs.missed, s->txs.invalid);
 	else if (s->c.txtime)
 		fprintf(f, "txtime: off, paced by the token bucket alone (%s)\n", s->txtime_off);
+	if (s->fill)
+		fprintf(f, "tx: replayed frames copied straight into the port's tx buffers\n");
 	fprintf(f, "tx waits (port took nothing, retried): %" PRIu64 "\n", s->full_waits);
 	for (int i = 0; i < SD_MAX; i++)
 		if (s->drops[i])
@@ -496,10 +593,14 @@ static int report(const struct vfgx_config *cfg, const struct sender *s, bool js
 		json_object_object_add(pj, "gap_error_p99_ns", json_object_new_double(pr.gap_err_p99_ns));
 		json_object_object_add(pj, "gap_error_max_ns", json_object_new_double(pr.gap_err_max_ns));
 		json_object_object_add(pj, "gaps", json_object_new_uint64(pr.gaps));
+		json_object_object_add(pj, "spin_us", json_object_new_double(s->c.spin_us));
 		json_object_object_add(root, "pacing", pr.paced ? pj : NULL);
 		if (!pr.paced)
 			json_object_put(pj);
 		json_object_object_add(root, "txtime", txtime_json(s));
+		json_object_object_add(root, "tx_in_place", json_object_new_boolean(s->fill));
+		json_object_object_add(root, "sched", sched_json(s));
+		json_object_object_add(root, "context_switches", csw_json(s));
 		json_object_object_add(root, "tx_waits", json_object_new_uint64(s->full_waits));
 		for (int i = 0; i < SD_MAX; i++)
 			json_object_object_add(dr, send_drop_names[i], json_object_new_uint64(s->drops[i]));
@@ -535,6 +636,52 @@ static int txtime_start(struct sender *s)
 	}
 	s->txtime = true;
 	return 0;
+}
+
+/* Replayed frames: copied straight into the out port's tx buffers where it
+ * has them (DPDK) and nothing else is asked of each frame (the whole frame
+ * goes, no launch time), else advanced by rx as handed out; either way on
+ * the sending thread, where each frame is read next anyway, not by a
+ * thread of the source beside it. */
+static int replay_mode(struct sender *s)
+{
+	void *buf;
+	uint32_t room;
+	int ret;
+
+	if (!s->payload_only && !s->c.txtime &&
+	    vfgx_port_tx_reserve(s->out, 0, &buf, 1, &room) == 1) {
+		ret = vfgx_loopback_replay_copy_mode(s->src, room);
+		if (ret == 0) {
+			s->fill = true;
+			return 0;
+		}
+		if (ret != -ENOTSUP)
+			return ret;
+	}
+	return vfgx_loopback_replay_inline(s->src);
+}
+
+/* send.sched_priority: the sending thread (this one) SCHED_FIFO, set after
+ * the ports and the metrics server started their threads, so those stay
+ * with normal scheduling; refused (no CAP_SYS_NICE, RLIMIT_RTPRIO): one
+ * line, normal scheduling, said in the report. */
+static void sched_start(struct sender *s)
+{
+	struct sched_param sp = { .sched_priority = (int)s->c.sched_priority };
+	int ret;
+
+	if (!s->c.sched_priority)
+		return;
+	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (ret) {
+		snprintf(s->sched_off, sizeof(s->sched_off),
+			 "SCHED_FIFO priority %u: %s (needs CAP_SYS_NICE or an RLIMIT_RTPRIO of %u)",
+			 s->c.sched_priority, strerror(ret), s->c.sched_priority);
+		fprintf(stderr, "vfgx: send.sched_priority: %s; normal scheduling\n", s->sched_off);
+		return;
+	}
+	s->fifo = true;
 }
 
 static int send_conf_load(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct send_conf *c)
@@ -636,11 +783,11 @@ int vfgx_cmd_send(int argc, char **argv)
 	/* every frame is read on this thread (copied into a tx buffer, or by
 	 * the kernel): replayed frames get their sequences advanced here as
 	 * they are handed out, not by a thread of the source beside it */
-	if (s.c.source == SRC_GENERATOR && (ret = vfgx_loopback_replay_inline(s.src))) {
+	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
+	if (s.c.source == SRC_GENERATOR && (ret = replay_mode(&s))) {
 		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
 		goto out;
 	}
-	s.payload_only = !strcmp(ifc->backend, "socket") || !strcmp(ifc->backend, "rdma");
 	if (s.c.txtime && (rc = txtime_start(&s)))
 		goto out;
 	/* --metrics, else the config's metrics.listen, as vfgx run */
@@ -653,6 +800,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN); /* a TCP peer that goes: an error line, not a death */
+	sched_start(&s);
 	send_loop(&s, !quiet && !json && isatty(STDOUT_FILENO));
 	rc = report(cfg, &s, json, interrupted);
 out:

@@ -14,6 +14,7 @@
 struct send_pace {
 	double rate_pps, rate_bps; /* 0: no limit */
 	bool paced;
+	uint64_t spin_ns;          /* waits this short are spun, longer ones sleep first */
 	uint64_t t0, t_end;
 	uint64_t pk, bytes;        /* sent before the current burst */
 	uint64_t last_pk, last_bytes; /* of the last burst */
@@ -31,7 +32,8 @@ struct send_pace_result {
 	uint64_t gaps;
 };
 
-void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint64_t now);
+void send_pace_start(struct send_pace *p, double rate_pps, double rate_bps, uint64_t spin_ns,
+		     uint64_t now);
 /* Wait for the turn of a burst of n packets, bytes bytes (returns at once
  * when not paced, or when *stop is set). */
 void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,

@@ -50,6 +50,11 @@ struct vfgx_port_ops {
 			     struct vfgx_txtime_info *info);
 	int (*txtime_stats)(struct vfgx_port *port, uint16_t q,
 			    struct vfgx_txtime_stats *st);
+	/* frames written into the port's tx buffers (tx_fill.h) */
+	int (*tx_reserve)(struct vfgx_port *port, uint16_t q, void **bufs,
+			  uint16_t n, uint32_t *room);
+	int (*tx_submit)(struct vfgx_port *port, uint16_t q,
+			 const uint32_t *lens, uint16_t n);
 };
 
 extern const struct vfgx_port_ops vfgx_loopback_ops;

@@ -356,6 +356,99 @@ static int dk_tx_burst(struct vfgx_port *port, uint16_t q,
 	return sent == ok ? n : idx[sent];
 }
 
+/*
+ * Frames written in place (tx_fill.h): the reserved mbufs are raw from the
+ * tx pool, as dk_tx_burst takes them; the caller writes each frame at the
+ * headroom's end, where rte_pktmbuf_mtod finds it once data_off is set at
+ * submit.  No copy here, and nothing read from the frames.
+ */
+#define DK_RESV_MAX 1024
+
+/* the wider stores of dk_tx_submit (little-endian x86 and arm64 alike) */
+_Static_assert(offsetof(struct rte_mbuf, port) == offsetof(struct rte_mbuf, data_off) + 6,
+	       "rte_mbuf: data_off, refcnt, nb_segs, port not one 8-byte word");
+_Static_assert(offsetof(struct rte_mbuf, refcnt) == offsetof(struct rte_mbuf, data_off) + 2 &&
+	       offsetof(struct rte_mbuf, nb_segs) == offsetof(struct rte_mbuf, data_off) + 4,
+	       "rte_mbuf: data_off, refcnt, nb_segs, port out of order");
+_Static_assert(offsetof(struct rte_mbuf, pkt_len) == offsetof(struct rte_mbuf, packet_type) + 4,
+	       "rte_mbuf: packet_type, pkt_len not one 8-byte word");
+
+static int dk_tx_reserve(struct vfgx_port *port, uint16_t q, void **bufs,
+			 uint16_t n, uint32_t *room)
+{
+	struct dk_priv *dp = port->priv;
+	struct dk_queue *dq = &dp->q[q];
+
+	if (n > DK_RESV_MAX)
+		n = DK_RESV_MAX;
+	if (!dq->resv && !(dq->resv = malloc(DK_RESV_MAX * sizeof(*dq->resv))))
+		return -ENOMEM;
+	if (dq->resv_n < n) {
+		if (rte_mempool_get_bulk(dp->tx_mp, (void **)dq->resv + dq->resv_n,
+					 n - dq->resv_n) == 0) {
+			dq->resv_n = n;
+		} else {
+			dq->st.drops[VFGX_DROP_NOBUFS]++;
+			n = dq->resv_n;
+		}
+	}
+	for (uint16_t i = 0; i < n; i++)
+		bufs[i] = (char *)dq->resv[i]->buf_addr + RTE_PKTMBUF_HEADROOM;
+	*room = n ? (uint32_t)(dq->resv[0]->buf_len - RTE_PKTMBUF_HEADROOM) : 0;
+	return n;
+}
+
+static int dk_tx_submit(struct vfgx_port *port, uint16_t q,
+			const uint32_t *lens, uint16_t n)
+{
+	struct dk_priv *dp = port->priv;
+	struct dk_queue *dq = &dp->q[q];
+	uint64_t bytes = 0;
+	uint32_t room;
+	uint16_t sent;
+
+	if (n > dq->resv_n)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	/* data_off, refcnt, nb_segs, port (little-endian, in that order) */
+	const uint64_t rearm = RTE_PKTMBUF_HEADROOM | 1ull << 16 | 1ull << 32 |
+			       (uint64_t)RTE_MBUF_PORT_INVALID << 48;
+
+	/* one pool: every mbuf's room is the first's */
+	room = (uint32_t)(dq->resv[0]->buf_len - RTE_PKTMBUF_HEADROOM);
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = dq->resv[i];
+
+		if (unlikely(lens[i] > room))
+			return -EMSGSIZE;
+		/* the first cache line's fields dk_tx_burst sets, in wider
+		 * stores: data_off, refcnt, nb_segs and port as one 8-byte
+		 * word (refcnt and nb_segs are 1 in a pooled mbuf anyway), as
+		 * DPDK's vector rx paths rearm an mbuf; packet_type 0 with
+		 * pkt_len, data_len with vlan_tci 0 */
+		uint64_t ptype_len = (uint64_t)lens[i] << 32;
+
+		memcpy((uint8_t *)m + offsetof(struct rte_mbuf, data_off), &rearm, 8);
+		m->ol_flags = 0;
+		memcpy((uint8_t *)m + offsetof(struct rte_mbuf, packet_type), &ptype_len, 8);
+		m->data_len = (uint16_t)lens[i];
+		m->vlan_tci = 0;
+		m->vlan_tci_outer = 0;
+	}
+	sent = rte_eth_tx_burst(dp->pid, q, dq->resv, n);
+	for (uint16_t i = 0; i < sent; i++)
+		bytes += lens[i];
+	if (sent && sent < dq->resv_n) {
+		/* the driver owns the sent ones: the rest move up, in order */
+		memmove(dq->resv, dq->resv + sent, (size_t)(dq->resv_n - sent) * sizeof(*dq->resv));
+	}
+	dq->resv_n = (uint16_t)(dq->resv_n - sent);
+	dq->st.tx_packets += sent;
+	dq->st.tx_bytes += bytes;
+	return sent;
+}
+
 static int dk_stats(struct vfgx_port *port, uint16_t q,
 		    struct vfgx_queue_stats *st)
 {
@@ -387,6 +480,8 @@ const struct vfgx_port_ops vfgx_dpdk_ops = {
 	.rx_burst = dk_rx_burst,
 	.release = dk_release,
 	.tx_burst = dk_tx_burst,
+	.tx_reserve = dk_tx_reserve,
+	.tx_submit = dk_tx_submit,
 	.stats = dk_stats,
 	.close = dk_close,
 };

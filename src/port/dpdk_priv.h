@@ -61,6 +61,10 @@ struct dk_queue {
 	 * (host pool, no external buffer) and from dq->mp; dk_release adds
 	 * the last condition, reference count 1 */
 	bool last_raw;
+	/* tx mbufs reserved for frames written in place (tx_fill.h), from
+	 * dp->tx_mp, in order; allocated on the first reserve */
+	struct rte_mbuf **resv;
+	uint16_t resv_n;
 	struct vfgx_queue_stats st;
 };
 

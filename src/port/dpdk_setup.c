@@ -619,6 +619,14 @@ void dk_close(struct vfgx_port *port)
 		free(dp->rings);
 	}
 	free(dp->steer);
+	for (uint16_t q = 0; q < port->nb_tx_queues; q++) {
+		/* reserved and never submitted: back before the pool goes */
+		if (dp->q[q].resv_n)
+			rte_mempool_put_bulk(dp->tx_mp, (void **)dp->q[q].resv, dp->q[q].resv_n);
+		free(dp->q[q].resv);
+		dp->q[q].resv = NULL;
+		dp->q[q].resv_n = 0;
+	}
 	for (uint16_t q = 0; q < nq; q++) {
 		rte_mempool_free(dp->q[q].mp);
 		rte_mempool_free(dp->q[q].hdr_mp);

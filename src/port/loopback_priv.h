@@ -53,6 +53,13 @@ struct lb_replay {
 	bool inline_adv;
 	uint64_t adv_upto;
 	uint32_t adv_j;
+	/* frames copied out, never handed out (vfgx_loopback_replay_copy):
+	 * the pool keeps lap 0, each copy gets its lap's sequences */
+	bool copy;
+	uint32_t len_max;      /* the lap's longest frame */
+	uint32_t copy_j;       /* handed % nb */
+	uint64_t copy_add;     /* handed / nb * period: the lap's sequence add */
+	uint32_t copy_res;     /* its vfgx_seq_csum_residue */
 	struct vfgx_source_report lap; /* what one lap injects */
 	uint64_t lap_bytes;
 	/* GPU: window shadow (pinned); the lap each eighth of the ring holds

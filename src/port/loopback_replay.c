@@ -225,8 +225,11 @@ int vfgx_lb_rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 	rp->lap = lq->rep;
 	memset(&lq->rep, 0, sizeof(lq->rep));
 	rp->win_off = (lp->vlan ? 18u : 14u) + 20u + 6u;
-	for (uint32_t i = 0; i < used; i++)
+	for (uint32_t i = 0; i < used; i++) {
 		rp->lap_bytes += rp->tmpl[i].len;
+		if (rp->tmpl[i].len > rp->len_max)
+			rp->len_max = rp->tmpl[i].len;
+	}
 	if (lp->packets) {
 		/* whole laps: the flow with the most sequences sets their number */
 		uint64_t c = lp->packets / lp->flows + (lp->packets % lp->flows != 0);
@@ -363,26 +366,20 @@ static int rp_start(struct vfgx_port *port, struct lb_replay *rp)
 	return 0;
 }
 
-int vfgx_lb_rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp, struct lb_queue *lq,
-			struct vfgx_pkt *pkts, uint16_t max)
+/* Up to max frames that may go now: the run's total, the generator's
+ * rate (counted from the first call). */
+static uint32_t rp_due(struct lb_priv *lp, struct lb_queue *lq, uint32_t max)
 {
 	struct lb_replay *rp = lq->rp;
-	uint64_t h = rp->handed, lap = h / rp->nb, ts, bytes = 0;
-	uint32_t j = (uint32_t)(h % rp->nb), n = max;
+	uint32_t n = max;
 
 	if (!lq->rx_started) {
 		/* building the lap took time no packet was due in */
 		lq->start_ns = vfgx_now_ns();
 		lq->rx_started = true;
 	}
-
-	if (rp->total && rp->total - h < n)
-		n = (uint32_t)(rp->total - h);
-	/* a frame goes out again only once released */
-	uint64_t rel = __atomic_load_n(&rp->released, __ATOMIC_ACQUIRE);
-
-	if (rel + rp->nb - h < n)
-		n = (uint32_t)(rel + rp->nb - h);
+	if (rp->total && rp->total - rp->handed < n)
+		n = (uint32_t)(rp->total - rp->handed);
 	if (lp->rate_pps > 0) {
 		double due = (double)(vfgx_now_ns() - lq->start_ns) * 1e-9 * lp->rate_pps;
 		double room = due - (double)lq->emitted;
@@ -390,6 +387,44 @@ int vfgx_lb_rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp, struct lb_qu
 		if (room < n)
 			n = room > 0 ? (uint32_t)room : 0;
 	}
+	return n;
+}
+
+/* n frames (bytes bytes) went out: the queue's counters, and when they
+ * end a lap (lap_end), what it injected. */
+static void rp_handed(struct lb_queue *lq, uint32_t n, uint64_t bytes, bool lap_end)
+{
+	struct lb_replay *rp = lq->rp;
+
+	rp->handed += n;
+	lq->emitted += n;
+	lq->st.rx_packets += n;
+	lq->st.rx_bytes += bytes;
+	if (n && lap_end) {
+		lq->rep.generated += rp->lap.generated;
+		lq->rep.lost += rp->lap.lost;
+		lq->rep.duplicated += rp->lap.duplicated;
+		lq->rep.corrupted += rp->lap.corrupted;
+		lq->rep.reordered += rp->lap.reordered;
+	}
+}
+
+int vfgx_lb_rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp, struct lb_queue *lq,
+			struct vfgx_pkt *pkts, uint16_t max)
+{
+	struct lb_replay *rp = lq->rp;
+	uint64_t h = rp->handed, lap = h / rp->nb, ts, bytes = 0;
+	uint32_t j = (uint32_t)(h % rp->nb), n;
+
+	if (rp->copy)
+		return vfgx_set_error(port->ctx, -EBUSY, "%s: replay: queue %u is in copy mode (vfgx_loopback_replay_copy), it hands no frame out",
+				      port->name, (unsigned)(lq - lp->q));
+	n = rp_due(lp, lq, max);
+	/* a frame goes out again only once released */
+	uint64_t rel = __atomic_load_n(&rp->released, __ATOMIC_ACQUIRE);
+
+	if (rel + rp->nb - h < n)
+		n = (uint32_t)(rel + rp->nb - h);
 	if (rp->nb - j < n)
 		n = rp->nb - j; /* stop at the lap's end */
 	if (n && !rp->inline_adv) {
@@ -433,19 +468,19 @@ int vfgx_lb_rp_rx_burst(struct vfgx_port *port, struct lb_priv *lp, struct lb_qu
 		p->flags = rp->pflags;
 		bytes += f->len;
 	}
-	rp->handed += n;
-	lq->emitted += n;
-	lq->st.rx_packets += n;
-	lq->st.rx_bytes += bytes;
-	if (n && rp->handed % rp->nb == 0) {
-		/* a whole lap handed out: what it injected */
-		lq->rep.generated += rp->lap.generated;
-		lq->rep.lost += rp->lap.lost;
-		lq->rep.duplicated += rp->lap.duplicated;
-		lq->rep.corrupted += rp->lap.corrupted;
-		lq->rep.reordered += rp->lap.reordered;
-	}
+	rp_handed(lq, n, bytes, j + n == rp->nb);
 	return (int)n;
+}
+
+/* Stop queue rp's rewriting thread (inline and copy modes). */
+static void rp_stop_thread(struct lb_replay *rp)
+{
+	if (rp->prep_started) {
+		__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
+		rp_wake(rp);
+		pthread_join(rp->prep, NULL);
+		rp->prep_started = false;
+	}
 }
 
 int vfgx_loopback_replay_inline(vfgx_port *port)
@@ -457,22 +492,114 @@ int vfgx_loopback_replay_inline(vfgx_port *port)
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
 		struct lb_replay *rp = lp->q[q].rp;
 
-		if (!rp || rp->gpu || rp->inline_adv)
+		if (!rp || rp->gpu || rp->inline_adv || rp->copy)
 			continue;
 		if (rp->handed)
 			return vfgx_set_error(port->ctx, -EBUSY, "%s: replay: queue %u has handed out frames already",
 					      port->name, q);
-		if (rp->prep_started) {
-			__atomic_store_n(&rp->prep_stop, true, __ATOMIC_RELEASE);
-			rp_wake(rp);
-			pthread_join(rp->prep, NULL);
-			rp->prep_started = false;
-		}
+		rp_stop_thread(rp);
 		rp->inline_adv = true;
 		rp->adv_upto = rp->nb; /* lap 0 is as built */
 		rp->adv_j = 0;
 	}
 	return 0;
+}
+
+int vfgx_loopback_replay_copy_mode(vfgx_port *port, uint32_t room)
+{
+	struct lb_priv *lp = port->priv;
+
+	if (port->ops != &vfgx_loopback_ops || !port->nb_rx_queues)
+		return -ENOTSUP;
+	/* all queues or none: checked before any changes */
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
+		struct lb_replay *rp = lp->q[q].rp;
+
+		if (!rp || rp->gpu || rp->inline_adv || rp->len_max > room)
+			return -ENOTSUP;
+		if (rp->handed)
+			return vfgx_set_error(port->ctx, -EBUSY, "%s: replay: queue %u has handed out frames already",
+					      port->name, q);
+	}
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
+		rp_stop_thread(lp->q[q].rp);
+		lp->q[q].rp->copy = true;
+	}
+	return 0;
+}
+
+/* len bytes from s to d in 32-byte moves, the last one overlapping the
+ * one before it: no libc call per frame (it would cost as much as a
+ * 64-byte copy), and no byte past len read or written. */
+static inline void rp_copy_frame(uint8_t *d, const uint8_t *s, uint32_t len)
+{
+	uint32_t o = 0;
+
+	if (len < 32) {
+		memcpy(d, s, len);
+		return;
+	}
+	for (; o + 32 <= len; o += 32)
+		memcpy(d + o, s + o, 32);
+	if (o < len)
+		memcpy(d + len - 32, s + len - 32, 32);
+}
+
+#define RP_PREFETCH 4 /* frames ahead: a frame is a pool buffer from the last */
+
+int vfgx_loopback_replay_copy(vfgx_port *port, uint16_t q, void *const *dst, uint32_t room,
+			      uint32_t *lens, uint16_t max)
+{
+	struct lb_priv *lp = port->priv;
+	struct lb_queue *lq = &lp->q[q];
+	struct lb_replay *rp = lq->rp;
+	uint32_t n, done = 0;
+
+	if (!rp || !rp->copy)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: replay: queue %u is not in copy mode",
+				      port->name, q);
+	if (rp->len_max > room)
+		return vfgx_set_error(port->ctx, -EMSGSIZE, "%s: replay: frames of up to %u bytes, buffers of %u",
+				      port->name, rp->len_max, room);
+	n = rp_due(lp, lq, max);
+	while (done < n) {
+		/* to the lap's end at most: one lap's sequences at a time, the
+		 * pool's frames (lap 0) plus lap x period; where the lap is
+		 * and its add kept from call to call (a division per burst
+		 * would cost more than a frame's checksum) */
+		uint32_t j = rp->copy_j, k = n - done;
+		uint64_t add = rp->copy_add, bytes = 0;
+		uint32_t res = rp->copy_res;
+		const struct rp_frame *fr = rp->fr + j;
+
+		if (rp->nb - j < k)
+			k = rp->nb - j;
+		for (uint32_t i = 0; i < k && i < RP_PREFETCH; i++)
+			__builtin_prefetch(rp->base + (size_t)fr[i].idx * rp->cap);
+		for (uint32_t i = 0; i < k; i++) {
+			const uint8_t *src = rp->base + (size_t)fr[i].idx * rp->cap;
+			uint8_t *d = dst[done + i];
+
+			if (i + RP_PREFETCH < k)
+				__builtin_prefetch(rp->base + (size_t)fr[i + RP_PREFETCH].idx * rp->cap);
+			rp_copy_frame(d, src, fr[i].len);
+			/* from the pool's frame, not the copy just stored (no
+			 * load waits on those stores) */
+			if (add)
+				vfgx_seq_advance_res(src + rp->win_off, d + rp->win_off, add, res);
+			lens[done + i] = fr[i].len;
+			bytes += fr[i].len;
+		}
+		rp->copy_j = j + k;
+		if (rp->copy_j == rp->nb) {
+			rp->copy_j = 0;
+			rp->copy_add += rp->period;
+			rp->copy_res = vfgx_seq_csum_residue(rp->copy_add);
+		}
+		rp_handed(lq, k, bytes, rp->copy_j == 0);
+		done += k;
+	}
+	return (int)n;
 }
 
 void vfgx_lb_rp_release(struct lb_replay *rp, uint16_t n)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "tx_fill.h"
 #include "capture_tap.h"
 #include "core/argsz.h"
 #include "mem/pool_bytes.h"
@@ -286,6 +287,25 @@ int vfgx_port_stats(vfgx_port *port, uint16_t q, struct vfgx_queue_stats *st)
 bool vfgx_port_rx_done(vfgx_port *port, uint16_t q)
 {
 	return port->ops->rx_done ? port->ops->rx_done(port, q) : false;
+}
+
+int vfgx_port_tx_reserve(vfgx_port *port, uint16_t q, void **bufs, uint16_t n,
+			 uint32_t *room)
+{
+	if (q >= port->nb_tx_queues)
+		return -EINVAL;
+	if (!port->ops->tx_reserve)
+		return -ENOTSUP;
+	return port->ops->tx_reserve(port, q, bufs, n, room);
+}
+
+int vfgx_port_tx_submit(vfgx_port *port, uint16_t q, const uint32_t *lens, uint16_t n)
+{
+	if (q >= port->nb_tx_queues)
+		return -EINVAL;
+	if (!port->ops->tx_submit)
+		return -ENOTSUP;
+	return port->ops->tx_submit(port, q, lens, n);
 }
 
 int vfgx_port_source_report(vfgx_port *port, uint16_t q,

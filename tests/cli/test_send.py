@@ -3,10 +3,12 @@
 reads: every generated datagram arrives with the generator's sequence
 header, replayed laps included; a pcap file sent twice (loops: 2) arrives as twice its records,
 the second lap's sequences rewritten; send.memory_region in GPU memory
-falls back to host memory with one line; bad configs and options give one
-line and exit 2."""
+falls back to host memory with one line; send.spin_us and
+send.sched_priority as the report gives them; bad configs and options give
+one line and exit 2."""
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -126,6 +128,46 @@ with tempfile.TemporaryDirectory() as tmp:
           "send.memory_region gpu: one line, sent from host memory (exit %d): %s"
           % (r.returncode, warn))
 
+    # --- pacing keys: spin_us and sched_priority in the report ------------------
+    # (what they do to the timing is measured by `vfgx bench send`, not here)
+    sink, r, doc = send_to_sink(tmp, "send: { rate_pps: 20000, spin_us: 50, sched_priority: 1,\n"
+                                "  generator: { packets: 400, packet_size: 200, flows: 2 } }\n")
+    sch = doc and doc["sched"]
+    check(doc and doc["packets"] == 400 and doc["pacing"]["spin_us"] == 50,
+          "spin_us: 50 in the report's pacing (exit %d)" % r.returncode)
+    check(sch and sch["priority"] == 1 and
+          (sch["fifo"] and sch["refused"] is None and "SCHED_FIFO, priority 1" in r.stderr or
+           not sch["fifo"] and "CAP_SYS_NICE" in sch["refused"] and
+           "send.sched_priority" in r.stderr),
+          "sched_priority: 1: SCHED_FIFO, or refused with the reason: %s" % sch)
+    csw = doc and doc["context_switches"]
+    check(csw and csw["involuntary"] >= 0 and csw["voluntary"] >= 0 and
+          "sending thread:" in r.stderr, "the sending thread's context switches: %s" % csw)
+    if os.geteuid() == 0 and shutil.which("setpriv") and shutil.which("prlimit"):
+        # without CAP_SYS_NICE and with RLIMIT_RTPRIO 0: refused, one line, sent anyway
+        sink = Sink()
+        path = os.path.join(tmp, "nofifo.yaml")
+        with open(path, "w") as f:
+            f.write(IFACE % sink.port + "send: { rate_pps: 20000, sched_priority: 5,\n"
+                    "  generator: { packets: 100 } }\n")
+        r = subprocess.run(["setpriv", "--bounding-set=-sys_nice", "prlimit", "--rtprio=0",
+                            VFGX, "send", "--json", path], capture_output=True, text=True,
+                           timeout=60)
+        sink.close()
+        doc = json.loads(r.stdout) if r.returncode == 0 else None
+        lines = [l for l in r.stderr.splitlines() if "send.sched_priority" in l and
+                 l.startswith("vfgx:")]
+        check(doc and doc["packets"] == 100 and doc["sched"]["fifo"] is False and
+              "Operation not permitted" in doc["sched"]["refused"] and len(lines) == 1,
+              "sched_priority refused: one line, normal scheduling, all sent (exit %d): %s"
+              % (r.returncode, lines))
+    else:
+        print("skip - sched_priority refused: needs root, setpriv and prlimit")
+    sink, r, doc = send_to_sink(tmp, "send: { rate_pps: 20000, generator: { packets: 100 } }\n")
+    check(doc and doc["sched"] is None and doc["pacing"]["spin_us"] == 1000 and
+          doc["tx_in_place"] is False,
+          "defaults: spin_us 1000, no sched, not in place on a socket (exit %d)" % r.returncode)
+
     # --- bad input: one line, exit 2 -------------------------------------------
     for text, args, what in [
             (IFACE % 9 + "send: { rate: 5 }\n", [], "unknown key"),
@@ -134,6 +176,8 @@ with tempfile.TemporaryDirectory() as tmp:
             (IFACE % 9 + "send: { source: pcap, pcap: { file: /nonexistent.pcap } }\n", [],
              "/nonexistent.pcap"),
             (IFACE % 9, ["--rate", "-1"], "--rate"),
+            (IFACE % 9 + "send: { sched_priority: 100 }\n", [], "sched_priority"),
+            (IFACE % 9 + "send: { spin_us: -5 }\n", [], "spin_us"),
             ("interfaces: []\n", [], "no interfaces")]:
         r = send(tmp, text, *args)
         lines = [l for l in r.stderr.strip().splitlines() if not l.startswith("vfgx: info:")]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # two-node.sh VFGX HAVE_AFXDP HAVE_DPDK - `vfgx send` in one namespace, `vfgx run` in the other,
 # joined by veth, as two processes: socket UDP, socket TCP, AF_XDP and DPDK
-# (net_af_packet on the veth) senders, each with loss, reordering,
+# (net_af_packet on the veth, built frames and replayed laps) senders, each with loss, reordering,
 # duplicates and corruption injected at the sender.  The receiver checks
 # its counts against the sender's --json report (--expect-sent): every
 # packet accounted for exactly, or the case fails.  A backend not in this
@@ -40,6 +40,7 @@ send:
     packet_size: 256
     flows: 4
 $faults
+${send_extra:-}
 EOT
 }
 
@@ -64,8 +65,10 @@ expect:
 EOT
 }
 
-case_run() { # NAME SEND-IFACE RECV-IFACE
-	local n=$1
+send_extra= # more generator keys (indented 4)
+
+case_run() { # NAME SEND-IFACE RECV-IFACE [TEXT THE SENDER'S JSON HAS]
+	local n=$1 want=${4:-}
 	send_cfg "$2" >"$tmp/$n-send.yaml"
 	recv_cfg "$3" >"$tmp/$n-recv.yaml"
 	ip netns exec "$B" "$vfgx" run -q --expect-sent "$tmp/$n-sent.json" "$tmp/$n-recv.yaml" \
@@ -85,7 +88,8 @@ case_run() { # NAME SEND-IFACE RECV-IFACE
 	kill -INT $bgpid
 	wait $bgpid; local rrc=$?; bgpid=
 	if ((src == 0 && rrc == 0)) && grep -q "result: PASSED" "$tmp/$n-recv.log" &&
-		grep -q '"lost":[1-9]' "$tmp/$n-sent.json" && grep -q '"corrupted":[1-9]' "$tmp/$n-sent.json"; then
+		grep -q '"lost":[1-9]' "$tmp/$n-sent.json" && grep -q '"corrupted":[1-9]' "$tmp/$n-sent.json" &&
+		{ [ -z "$want" ] || tr -d ' \n' <"$tmp/$n-sent.json" | grep -qF "$want"; }; then
 		echo "ok   - $n: $(grep -o 'delivered [0-9]* of [0-9]* expected; received [0-9]* of [0-9]* sent' "$tmp/$n-recv.log"), faults injected and accounted for"
 		passes=$((passes + 1))
 	else
@@ -159,6 +163,14 @@ elif [ "$have_afxdp" = 1 ]; then
 	case_run dpdk "  - { name: out, backend: dpdk, address: 'net_af_packet0,iface=${A}0',
       rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
       dpdk: { memory: { num_mbufs: 8191, fallback: host } } }" "$xdp_rx"
+	# the generator replaying its laps: frames copied straight into the
+	# mbufs, each copy given its lap's sequences and checksum (the
+	# corrupted ones stay corrupted); the receiver checks them all
+	send_extra="    replay: true"
+	case_run dpdk-replay "  - { name: out, backend: dpdk, address: 'net_af_packet0,iface=${A}0',
+      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      dpdk: { memory: { num_mbufs: 8191, fallback: host } } }" "$xdp_rx" '"tx_in_place":true'
+	send_extra=
 fi
 echo "$passes passed, $fails failed"
 ((fails == 0))
