@@ -332,18 +332,22 @@ static int rp_record(void *user, uint32_t stream, uint64_t seq,
 	return 0;
 }
 
+/* Two queues of replayed frames with every fault, 3 laps exactly (the
+ * exact and copy tests below). */
+#define REPLAY_FAULTS_YAML                                                            \
+	"memory_regions: [{name: r, num_bufs: 2048}]\n"                                 \
+	"interfaces:\n"                                                                 \
+	"  - backend: loopback\n"                                                       \
+	"    rx: {queues: [{id: 0, memory_region: r}, {id: 1, memory_region: r}]}\n"    \
+	"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true,\n"     \
+	"               loss: 0.02, reorder: 0.05, duplicate: 0.03, corrupt: 0.02, seed: 9}\n"
+
 /* state: NULL, the rewriting thread; else sequences advanced inline */
 static void test_replay_exact(void **state)
 {
 	/* 2 flows per queue, 2048 buffers: P = 768 sequences per flow and
 	 * lap; 4 x 768 x 3 packets = exactly 3 laps */
-	struct vfgx_config *cfg = cfg_of(
-		"memory_regions: [{name: r, num_bufs: 2048}]\n"
-		"interfaces:\n"
-		"  - backend: loopback\n"
-		"    rx: {queues: [{id: 0, memory_region: r}, {id: 1, memory_region: r}]}\n"
-		"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true,\n"
-		"               loss: 0.02, reorder: 0.05, duplicate: 0.03, corrupt: 0.02, seed: 9}\n"
+	struct vfgx_config *cfg = cfg_of(REPLAY_FAULTS_YAML
 		"pipeline: {verify_payload: true, reorder: {window: 64}}\n");
 	static struct rp_log log;
 	struct vfgx_source_report rep = { 0 };
@@ -539,13 +543,7 @@ static void test_replay_inline_errors(void **state)
  * the caller's buffers leave the port as it was. */
 static void test_replay_copy(void **state)
 {
-	struct vfgx_config *cfg = cfg_of(
-		"memory_regions: [{name: r, num_bufs: 2048}]\n"
-		"interfaces:\n"
-		"  - backend: loopback\n"
-		"    rx: {queues: [{id: 0, memory_region: r}, {id: 1, memory_region: r}]}\n"
-		"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true,\n"
-		"               loss: 0.02, reorder: 0.05, duplicate: 0.03, corrupt: 0.02, seed: 9}\n");
+	struct vfgx_config *cfg = cfg_of(REPLAY_FAULTS_YAML);
 	static uint8_t copies[64][256];
 	void *dst[64];
 	uint32_t lens[64];
