@@ -311,12 +311,14 @@ static void *rp_prep_main(void *arg)
 
 		rp_seg(rp, s, &a, &b);
 		if (__atomic_load_n(&rp->released, __ATOMIC_ACQUIRE) < (lap - 1) * rp->nb + b) {
-			/* spin a little while frames come back, yielding (the
-			 * feeding thread may share this CPU: `taskset -c 0
-			 * vfgx send`), then sleep until they are back */
-			if (++idle % 64 == 0)
-				sched_yield();
-			if (idle > RP_SPIN) {
+			/* spin a little while frames come back, then sleep
+			 * until they are back.  No sched_yield: next to a
+			 * thread that keeps its CPU busy (a capture's writer
+			 * on 2 cores) a yield gave the CPU away until the next
+			 * tick, 4 ms, and the thread ran 0.2 ms in every 4 ms
+			 * while the worker waited for its frames; a thread
+			 * woken from the futex gets the CPU back at once */
+			if (++idle > RP_SPIN) {
 				rp_sleep(rp, (lap - 1) * rp->nb + b);
 				idle = 0;
 			}
