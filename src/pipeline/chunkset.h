@@ -4,7 +4,7 @@
  * consumer API and the rules of vfgx/chunk.h are one piece of code.
  *
  * Threads: a stream is placed into by one thread at a time (the worker
- * that owns it, or the GPU engine's feeder); consumers call get/put from
+ * that owns it, or the GPU runner's dispatcher); consumers call get/put from
  * any thread.  A ring slot moves FREE -> FILLING (placer) -> READY (placer,
  * queued) -> HELD (get) -> FREE (put), or READY -> FREE through the slot's
  * returned word when a CUDA stream gave it back (stream-consumed streams

@@ -1,6 +1,6 @@
 /* engine_gpu.c - the gpu engine of vfgx_pipeline: the GPU runner
  * (gpu_runner.c) behind the engine table.  It runs no host user stage and
- * takes no per-queue snapshots (its feeder thread owns the queues). */
+ * takes no per-queue snapshots (its rx threads own the queues). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -50,13 +50,13 @@ struct vfgx_gpu_handoff {
 int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 				struct vfgx_gpu_handoff *h);
 
-/* The runner's first received packet and the end of its feeder thread
+/* The runner's first received packet and the end of its dispatcher thread
  * (vfgx_now_ns()); its processor's latency percentile (as above). */
 void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
 			      uint64_t *end_ns);
 uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct);
 
-/* Where the feeder thread's time went (ns), and its items. */
+/* Where the runner's threads' time went (ns), and its items. */
 struct vfgx_gpu_feeder {
 	uint64_t rx_ns, submit_ns, room_ns, items, packets;
 	uint32_t rx_threads; /* rx lanes on threads of their own (0: on the dispatcher's) */

@@ -40,7 +40,8 @@ static const struct {
 } engine_gaps[] = {
 	{ "gpu", "a host user stage (vfgx_pipeline_set_user_stage: -ENOTSUP; "
 		 "pipeline.gpu.user_stage runs on the GPU), pipeline.workers "
-		 "(one feeder thread) and per-queue snapshots while running "
+		 "(its rx threads are pipeline.gpu.rx_threads) and per-queue "
+		 "snapshots while running "
 		 "(vfgx_pipeline_queue_snap: -ENOTSUP)" },
 };
 
