@@ -76,7 +76,7 @@ struct lane {
 	struct rx_entry *rx; /* nb_rx entries of the pipeline's table */
 	uint32_t nb_rx, rx_first;
 	struct held *held;
-	uint32_t nb_arr, id;
+	uint32_t nb_arr;
 	pthread_t thread;
 	bool started;
 	uint64_t released;
@@ -102,8 +102,10 @@ struct vfgx_gpu_pipeline {
 	uint32_t nb_arrays;
 	/* per comm-list slot: the item a lane's array went out as, and the
 	 * lane (graph mode pads batches with empty items of no lane) */
-	uint64_t *item_of;
-	uint8_t *item_lane;
+	struct slot_owner {
+		uint64_t item;
+		struct lane *lane;
+	} *owner;
 	uint32_t nb_slots;
 	uint64_t reaped;     /* items seen finished (dispatcher) */
 	uint64_t last_progress;
@@ -185,17 +187,15 @@ static int make_lanes(vfgx_gpu_pipeline *gpl, vfgx_port *const *ports, uint16_t 
 	per = gpl->nb_lanes == 1 ? gpl->nb_slots : gpl->nb_slots / gpl->nb_lanes + 2;
 	gpl->nb_arrays = per * gpl->nb_lanes;
 	gpl->held = calloc(gpl->nb_arrays, sizeof(*gpl->held));
-	gpl->item_lane = calloc(gpl->nb_slots, 1);
-	gpl->item_of = malloc(gpl->nb_slots * sizeof(*gpl->item_of));
-	if (!gpl->held || !gpl->item_lane || !gpl->item_of)
+	gpl->owner = calloc(gpl->nb_slots, sizeof(*gpl->owner));
+	if (!gpl->held || !gpl->owner)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < gpl->nb_slots; i++)
-		gpl->item_of[i] = UINT64_MAX;
+		gpl->owner[i].item = UINT64_MAX;
 	for (uint32_t l = 0; l < gpl->nb_lanes; l++) {
 		struct lane *ln = &gpl->lanes[l];
 
 		ln->gpl = gpl;
-		ln->id = l;
 		ln->nb_arr = per;
 		ln->held = gpl->held + (size_t)l * per;
 	}
@@ -508,14 +508,14 @@ static int disp_reap(vfgx_gpu_pipeline *gpl)
 	if (gpl->reaped < (uint64_t)done)
 		gpl->last_progress = vfgx_now_ns();
 	for (; gpl->reaped < (uint64_t)done; gpl->reaped++) {
-		uint32_t slot = (uint32_t)(gpl->reaped % gpl->nb_slots);
-		struct lane *ln = &gpl->lanes[gpl->item_lane[slot]];
-		uint64_t fin = atomic_load_explicit(&ln->finished, memory_order_relaxed);
+		const struct slot_owner *o = &gpl->owner[gpl->reaped % gpl->nb_slots];
+		uint64_t fin;
 
-		if (gpl->item_of[slot] != gpl->reaped)
+		if (o->item != gpl->reaped)
 			continue; /* a graph batch's padding */
+		fin = atomic_load_explicit(&o->lane->finished, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&gpl->in_flight, 1, memory_order_relaxed);
-		atomic_store_explicit(&ln->finished, fin + 1, memory_order_release);
+		atomic_store_explicit(&o->lane->finished, fin + 1, memory_order_release);
 	}
 	if (!gpl->threaded)
 		lane_release(&gpl->lanes[0]);
@@ -557,8 +557,8 @@ static int disp_submit(vfgx_gpu_pipeline *gpl, bool *any)
 			item = vfgx_gpu_proc_submit_records(gpl->gp, h->pkts_dev, h->n, h->ts_min);
 			if (item < 0)
 				return (int)item;
-			gpl->item_lane[(uint64_t)item % gpl->nb_slots] = (uint8_t)l;
-			gpl->item_of[(uint64_t)item % gpl->nb_slots] = (uint64_t)item;
+			gpl->owner[(uint64_t)item % gpl->nb_slots] =
+				(struct slot_owner){ (uint64_t)item, ln };
 			ln->taken++;
 			gpl->fd.items++;
 			gpl->fd.packets += h->n;
@@ -780,8 +780,7 @@ void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl)
 	vfgx_region_destroy(gpl->bounce);
 	vfgx_region_destroy(gpl->recs);
 	free(gpl->held);
-	free(gpl->item_lane);
-	free(gpl->item_of);
+	free(gpl->owner);
 	free(gpl->lanes);
 	free(gpl->rx);
 	pthread_mutex_destroy(&gpl->lock);

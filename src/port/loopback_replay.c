@@ -104,8 +104,6 @@ static void rp_advance(struct lb_replay *rp, uint64_t upto)
 	}
 }
 
-
-
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;

@@ -11,16 +11,17 @@
  * sequence is the application header's last 8 bytes. */
 #define VFGX_SEQ_WIN (2 + VFGX_APP_HLEN)
 
-/* The window src (UDP checksum .. end of the sequence) advanced by add
- * sequences, written to dst (src itself, or the same bytes of a copy of
- * the frame): a sent checksum is updated incrementally (RFC 1624), so a
- * frame damaged on purpose stays damaged. */
-static inline void vfgx_seq_advance_to(const uint8_t *src, uint8_t *dst, uint64_t add)
+/* Advance the frame whose window (UDP checksum .. end of the sequence) is w
+ * by add sequences, updating a sent checksum incrementally (RFC 1624), so
+ * a frame damaged on purpose stays damaged; any sequence, a wrap past 2^64
+ * included (a capture's may be anything). */
+static inline void vfgx_seq_advance(uint8_t *w, uint64_t add)
 {
-	uint64_t old = vfgx_rd64(src + VFGX_SEQ_WIN - 8), nw = old + add;
-	uint16_t hc = vfgx_rd16(src);
+	uint8_t *sp = w + VFGX_SEQ_WIN - 8;
+	uint64_t old = vfgx_rd64(sp), nw = old + add;
+	uint16_t hc = vfgx_rd16(w);
 
-	vfgx_wr64(dst + VFGX_SEQ_WIN - 8, nw);
+	vfgx_wr64(sp, nw);
 	if (hc) { /* 0: no checksum sent */
 		/* ~HC + ~old + new over 16-bit words: added as 32-bit halves
 		 * and folded, which gives the same ones'-complement sum (it is
@@ -31,15 +32,8 @@ static inline void vfgx_seq_advance_to(const uint8_t *src, uint8_t *dst, uint64_
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
 		hc = vfgx_csum_fold((uint32_t)sum);
-		hc = hc ? hc : 0xffff;
+		vfgx_wr16(w, hc ? hc : 0xffff);
 	}
-	vfgx_wr16(dst, hc);
-}
-
-/* The frame whose window is w advanced in place by add sequences. */
-static inline void vfgx_seq_advance(uint8_t *w, uint64_t add)
-{
-	vfgx_seq_advance_to(w, w, add);
 }
 
 /* add modulo 0xffff: what adding add to a 64-bit field adds to a
@@ -51,10 +45,11 @@ static inline uint32_t vfgx_seq_csum_residue(uint64_t add)
 	return (uint32_t)(add % 0xffff);
 }
 
-/* vfgx_seq_advance_to for many frames advanced by the same add, res its
- * vfgx_seq_csum_residue: one addition and one fold per frame instead of
- * the old and new halves' (the same checksum, the sequences never
- * wrapping past 2^64). */
+/* vfgx_seq_advance into a copy of the window (src -> dst), for many
+ * frames advanced by the same add, res its vfgx_seq_csum_residue: one
+ * addition and one fold per frame instead of the old and new halves' (the
+ * same checksum while the sequences do not wrap past 2^64, as a replay
+ * lap's never do). */
 static inline void vfgx_seq_advance_res(const uint8_t *src, uint8_t *dst, uint64_t add,
 					uint32_t res)
 {
