@@ -1056,7 +1056,7 @@ static void tap_refs(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t
 		head++;
 		hb += sizeof(e->r) + cl;
 	}
-	t->rhead_bytes = hb;
+	__atomic_store_n(&t->rhead_bytes, hb, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->rhead, head, __ATOMIC_RELEASE);
 	__atomic_store_n(&t->seen, t->seen + n, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->selected, t->selected + sel, __ATOMIC_RELAXED);
