@@ -1,14 +1,15 @@
 /* capture_pcap.c - capture files as nanosecond pcap (capture_file.h).
  * libpcap writes the file header (pcap_dump_fopen: magic, version, snap
  * length, link type) and reads the files back (the pcap port, the tests);
- * the records go out as the ring already holds them, pcap's 16-byte
- * record header and the frame (capture.c), in spans of up to a megabyte
- * with one writev(2) each: the pieces of a byte ring, or each record's
- * header and frame where they lie (capture by reference).  pcap_dump costs a call and a copy into stdio
- * per record: on a tmpfs, one writer thread moved 1500 B records at about
- * 0.75 of write(2)'s rate that way, below the 0.8 asked of it (issue 17,
- * docs/send.md "Capture files").  A failed write(2) says how far it got,
- * so the cut after it lands exactly on the last whole record. */
+ * the records go out as they lie, pcap's 16-byte record header and the
+ * frame (capture.c), in spans of up to a megabyte with one writev(2)
+ * each: the pieces of a byte ring, or each record's header and frame
+ * where they are (capture by reference).  pcap_dump costs a call and a
+ * copy into stdio per record: on a tmpfs, one writer thread moved 1500 B
+ * records at about 0.75 of write(2)'s rate that way, below the 0.8 asked
+ * of it (issue 17, docs/send.md "Capture files").  A failed write(2) says
+ * how far it got, so the cut after it lands exactly on the last whole
+ * record. */
 #include <errno.h>
 #include <limits.h>
 #include <pcap/pcap.h>
