@@ -11,7 +11,7 @@
  * thread (its next rx or release), once the writer has passed it; a port
  * whose release counts packets in rx order (the loopback replay, which
  * rewrites a frame's sequence once it is released) gets nothing past a
- * held packet.  What the capture may hold is bounded: an eighth of the
+ * held packet.  What the capture may hold is bounded: a sixteenth of the
  * queue's pool unwritten.  Past that, rx copies records into the tap's
  * ring (the arena) to take a burst, up to the ring's size until the
  * writer has been idle a while; then ring_full, the pipeline never waits
@@ -53,7 +53,11 @@
 #define CAP_SPAN_MIN (256u << 10) /* less in a ring (or a quarter of a smaller
 				   * ring) waits (above) */
 #define CAP_SPAN_MAX (1u << 20)   /* one write; the ring space goes back after it */
-#define CAP_IDLE_NS 200000        /* the writer's nap when no ring holds a span */
+#define CAP_IDLE_NS 200000        /* the writer's nap when the rings are empty */
+#define CAP_WAIT_NS 50000         /* its nap when a ring holds less than a span
+				   * within 1 ms of a write (a busy capture):
+				   * queues capturing by reference hold their
+				   * packets meanwhile */
 
 /* A record in a ring: pcap's record header (sf-pcap.c's pcap_sf_pkthdr in
  * host order, nanoseconds as the file header says), then caplen bytes. */
@@ -480,16 +484,22 @@ static uint64_t drain_ref(struct vfgx_capture *c, struct vfgx_capture_tap *t, bo
 static void *writer_main(void *arg)
 {
 	struct vfgx_capture *c = arg;
+	uint64_t wrote_ns = 0;
 
 	for (;;) {
-		bool stop = __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+		bool stop = __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE), pending = false;
 		/* a ring holding less than a span waits for more, up to 50 ms */
 		bool all = stop || vfgx_now_ns() - c->flushed_ns >= CAP_FLUSH_NS;
 		uint64_t n = 0;
 
 		pthread_mutex_lock(&c->lock);
-		for (uint32_t i = 0; i < c->nb_taps; i++)
-			n += drain_ref(c, c->taps[i], all) + drain(c, c->taps[i], all);
+		for (uint32_t i = 0; i < c->nb_taps; i++) {
+			struct vfgx_capture_tap *t = c->taps[i];
+
+			n += drain_ref(c, t, all) + drain(c, t, all);
+			pending |= __atomic_load_n(&t->rhead, __ATOMIC_ACQUIRE) != t->rtail ||
+				   __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != t->tail;
+		}
 		pthread_mutex_unlock(&c->lock);
 		/* what a format buffers (pcapng) goes out at least every 50 ms
 		 * and at the end; a write error is known then */
@@ -497,10 +507,13 @@ static void *writer_main(void *arg)
 			file_flush(c);
 		if (stop) /* the rings were drained after stop was seen */
 			break;
-		if (!n) {
+		if (n) {
+			wrote_ns = vfgx_now_ns();
+		} else {
 			/* an 8 MiB ring fills in 2 ms at 4 GB/s: look again
 			 * well before that */
-			struct timespec ts = { 0, CAP_IDLE_NS };
+			bool busy = pending && vfgx_now_ns() - wrote_ns < 1000000;
+			struct timespec ts = { 0, busy ? CAP_WAIT_NS : CAP_IDLE_NS };
 
 			nanosleep(&ts, NULL);
 		}
@@ -591,7 +604,7 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 	return 0;
 }
 
-/* A tap's records for host packets: references up to an eighth of the
+/* A tap's records for host packets: references up to a sixteenth of the
  * queue's pool (the pipeline keeps the rest whatever the writer does, and
  * a source that hands its buffers out in a fixed order, the loopback
  * replay, stays far from the buffers the capture holds), 512 where the
@@ -606,7 +619,7 @@ static int ref_alloc(struct vfgx_capture_tap *t, vfgx_pool *pool, uint32_t ring_
 		struct vfgx_pool_stats ps;
 
 		vfgx_pool_stats(pool, &ps);
-		bound = ps.num_bufs / 8;
+		bound = ps.num_bufs / 16;
 		if (!bound)
 			bound = 1;
 	}
