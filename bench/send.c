@@ -47,13 +47,21 @@ struct opts {
 	const char *out;
 	char vfgx[PATH_MAX];
 	char tmp[64];
+	const char *only; /* NULL: every row */
 };
+
+/* Whether rows runs in this invocation (--only). */
+static bool want_rows(const struct opts *o, const char *rows)
+{
+	return !o->only || !strcmp(o->only, rows);
+}
 
 static const struct cli_opt send_opts[] = {
 	{ "out", 'o', "DIR", "write send.md and send.svg into DIR (default bench/results)" },
 	{ "seconds", 's', "S", "seconds per round and side (default 2)" },
 	{ "rounds", 'n', "N", "rounds of each comparison, 3..15 (default 5)" },
 	{ "core", 'c', "CPU", "the CPU the measured sender runs on (default 0; the sink gets the next)" },
+	{ "only", 'O', "ROWS", "run only these rows: dpdk, udp, pacing or capture (the other targets say not measured)" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
@@ -421,6 +429,14 @@ int vfgx_bench_send(int argc, char **argv)
 			if (vfgx_flag_int("bench send", "--core", optarg, 0, 1023, &o.core))
 				return 2;
 			break;
+		case 'O':
+			if (strcmp(optarg, "dpdk") && strcmp(optarg, "udp") &&
+			    strcmp(optarg, "pacing") && strcmp(optarg, "capture")) {
+				fprintf(stderr, "vfgx bench send: --only takes dpdk, udp, pacing or capture\n");
+				return 2;
+			}
+			o.only = optarg;
+			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_bench_cli_send);
 			return 0;
@@ -448,8 +464,9 @@ int vfgx_bench_send(int argc, char **argv)
 	f = bench_results_open(o.out, "send", "vfgx send and capture files", path, sizeof(path));
 	if (!f)
 		return 1;
-	fprintf(f, "- load (1 min) at start: %.2f\n- rounds: %d per comparison, %g s per side, interleaved; measured sender on CPU %d, sinks and testpmd's main lcore on CPU %d\n\n",
-		bench_loadavg1(), o.rounds, o.seconds, o.core, o.other);
+	fprintf(f, "- load (1 min) at start: %.2f\n- rounds: %d per comparison, %g s per side, interleaved; measured sender on CPU %d, sinks and testpmd's main lcore on CPU %d%s%s\n\n",
+		bench_loadavg1(), o.rounds, o.seconds, o.core, o.other,
+		o.only ? "\n- rows: only " : "", o.only ? o.only : "");
 	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n"
 		   "- DPDK: `vfgx send` (generator in replay mode: one lap of frames built once) takes raw mbufs from its tx pool per burst, copies the lap's next frames straight into them with each copy's sequence and UDP checksum set for its lap, on the sending thread (no thread beside it), and calls rte_eth_tx_burst; testpmd txonly builds its 64-byte frames from a template into mbufs it allocates. Same lcore, burst 32, net_null, steady-state windows (testpmd: its Tx-pps lines; vfgx: its report, the send loop only).\n"
 		   "- UDP: both senders on the same CPU into the same `sockperf sr` on the other. They do not do equal work per syscall: `vfgx send` hands the socket port bursts of 32 (sendmmsg, with UDP GSO when the kernel has it); `sockperf tp` makes one sendto per message. The ratio compares the tools as a user runs them, not the per-datagram cost. The reference's rate also depends on its receiver keeping up on the shared machine (see its spread).\n"
@@ -457,11 +474,15 @@ int vfgx_bench_send(int argc, char **argv)
 		   "- Capture: `vfgx run` with a 1500 B loopback replay source, one worker, `pipeline.capture` to a tmpfs mounted for the bench (8 MiB rings, the default), against `write(2)` of the same bytes in 1 MiB blocks to the same tmpfs; the capture rate is the bytes the writer wrote over the run, the ring_full column what it could not keep up with. The worker copies each record it keeps into its ring (pcap's record header and the frame); the writer hands spans of whole records to writev(2). The run's threads on the 2 CPUs: the worker, the replay's frame rewriting thread (asleep between eighths of a lap) and, with capture, the writer.\n\n");
 	fprintf(f, "| round | case | vfgx | reference | ratio |\n| --- | --- | --- | --- | --- |\n");
 #if VFGX_HAVE_DPDK
-	dpdk_rounds(&o, f, &dk);
+	if (want_rows(&o, "dpdk"))
+		dpdk_rounds(&o, f, &dk);
 #endif
-	udp_rounds(&o, f, &udp);
-	pace_rounds(&o, f, pace, gap);
-	capture_rounds(&o, f, &cgb, &crate);
+	if (want_rows(&o, "udp"))
+		udp_rounds(&o, f, &udp);
+	if (want_rows(&o, "pacing"))
+		pace_rounds(&o, f, pace, gap);
+	if (want_rows(&o, "capture"))
+		capture_rounds(&o, f, &cgb, &crate);
 	fprintf(f, "\n%s\n\n", bench_ci_rule);
 	{
 		struct bench_target_rounds t[] = {
