@@ -359,8 +359,17 @@ out:
  * (its last packet's and its release's %globaltimer): latency from the
  * last packet written to the consumer's stream running it, one clock. */
 #define STREAM_CHUNKS 1000
-static int gpu_stream_latency(vfgx_ctx *ctx, double *p50, double *p99,
-			      double *rel99)
+#define STREAM_FIRST 100 /* the run's start, apart in the breakdown */
+#define STREAM_SLOW_NS 200000
+
+/* One run's latencies (us); the same without its first STREAM_FIRST
+ * chunks; the chunks over STREAM_SLOW_NS and the last of them. */
+struct stream_lat {
+	double p50, p99, rel99, later50, later99;
+	int slow, last_slow;
+};
+
+static int gpu_stream_latency(vfgx_ctx *ctx, struct stream_lat *sl)
 {
 	static uint64_t last[STREAM_CHUNKS], ready[STREAM_CHUNKS];
 	const char *y =
@@ -433,11 +442,21 @@ static int gpu_stream_latency(vfgx_ctx *ctx, double *p50, double *p99,
 		ret = -EIO;
 	if (ret)
 		goto out;
+	sl->slow = 0;
+	sl->last_slow = -1;
+	for (int i = 0; i < STREAM_CHUNKS; i++)
+		if (last[i] > STREAM_SLOW_NS) {
+			sl->slow++;
+			sl->last_slow = i;
+		}
+	qsort(last + STREAM_FIRST, STREAM_CHUNKS - STREAM_FIRST, sizeof(last[0]), cmp_u64);
+	sl->later50 = (double)last[STREAM_FIRST + (STREAM_CHUNKS - STREAM_FIRST) / 2] / 1e3;
+	sl->later99 = (double)last[STREAM_FIRST + (STREAM_CHUNKS - STREAM_FIRST) * 99 / 100] / 1e3;
 	qsort(last, STREAM_CHUNKS, sizeof(last[0]), cmp_u64);
 	qsort(ready, STREAM_CHUNKS, sizeof(ready[0]), cmp_u64);
-	*p50 = (double)last[STREAM_CHUNKS / 2] / 1e3;
-	*p99 = (double)last[STREAM_CHUNKS * 99 / 100] / 1e3;
-	*rel99 = (double)ready[STREAM_CHUNKS * 99 / 100] / 1e3;
+	sl->p50 = (double)last[STREAM_CHUNKS / 2] / 1e3;
+	sl->p99 = (double)last[STREAM_CHUNKS * 99 / 100] / 1e3;
+	sl->rel99 = (double)ready[STREAM_CHUNKS * 99 / 100] / 1e3;
 out:
 	if (ret)
 		fprintf(stderr, "vfgx bench chunks: CUDA-stream consumer: %s\n",
@@ -493,6 +512,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 	double sl99[MAX_ROUNDS]; /* the CUDA-stream consumer's rounds */
 #if VFGX_HAVE_CUDA
 	double sl50[MAX_ROUNDS], slrel99[MAX_ROUNDS];
+	struct stream_lat slr[MAX_ROUNDS];
 #endif
 	int n_sl = 0;
 	int n_gpu = 0;
@@ -595,10 +615,12 @@ int vfgx_bench_chunks(int argc, char **argv)
 			}
 #if VFGX_HAVE_CUDA
 		for (int i = 0; i < rounds; i++, n_sl++) {
-			if (gpu_stream_latency(ctx, &sl50[i], &sl99[i], &slrel99[i]))
+			if (gpu_stream_latency(ctx, &slr[i]))
 				break;
-			printf("round %d: CUDA-stream consumer of gpu-engine chunks: last packet -> stream p50 %.1f us p99 %.1f us (release -> stream p99 %.1f us)\n",
-			       i + 1, sl50[i], sl99[i], slrel99[i]);
+			sl50[i] = slr[i].p50, sl99[i] = slr[i].p99, slrel99[i] = slr[i].rel99;
+			printf("round %d: CUDA-stream consumer of gpu-engine chunks: last packet -> stream p50 %.1f us p99 %.1f us (release -> stream p99 %.1f us); after the first %d: p50 %.1f p99 %.1f us; %d over %d us, the last chunk %d\n",
+			       i + 1, sl50[i], sl99[i], slrel99[i], STREAM_FIRST, slr[i].later50,
+			       slr[i].later99, slr[i].slow, STREAM_SLOW_NS / 1000, slr[i].last_slow);
 		}
 #endif
 	}
@@ -663,9 +685,14 @@ int vfgx_bench_chunks(int argc, char **argv)
 	if (n_sl) {
 		fprintf(f, "- CUDA-stream consumer (the GPU side of chunk_ready_latency): the gpu engine places chunks of 64 x 512 B packets (one stream, 8 in flight, GPU memory) from a loopback source paced at 640 kpps (a chunk every 100 us, pinned frames); a CUDA stream has, for each of %d chunks, vfgx_chunk_stream_wait, a one-thread kernel and vfgx_chunk_stream_put, enqueued up to %d chunks ahead of the last stamp that ran.  The kernel reads %%globaltimer and the chunk's descriptor the placing kernel wrote: time from the chunk's last packet written (and from its release) to the consumer's kernel running, both on the GPU's clock.\n\n",
 			STREAM_CHUNKS, CHUNK_STAMPS_AHEAD);
-		fprintf(f, "| round | last packet -> stream p50 us | p99 us | release -> stream p99 us |\n|---|---|---|---|\n");
+		fprintf(f, "The target takes every chunk of the run; the columns after it leave out its first %d chunks, and count the chunks over %d us and give the last of them (chunk numbers from 0).\n\n",
+			STREAM_FIRST, STREAM_SLOW_NS / 1000);
+		fprintf(f, "| round | last packet -> stream p50 us | p99 us | release -> stream p99 us | p50 us after the first %d | p99 us after the first %d | chunks over %d us | the last of them |\n|---|---|---|---|---|---|---|---|\n",
+			STREAM_FIRST, STREAM_FIRST, STREAM_SLOW_NS / 1000);
 		for (int i = 0; i < n_sl; i++)
-			fprintf(f, "| %d | %.1f | %.1f | %.1f |\n", i + 1, sl50[i], sl99[i], slrel99[i]);
+			fprintf(f, "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d |\n", i + 1, sl50[i],
+				sl99[i], slrel99[i], slr[i].later50, slr[i].later99, slr[i].slow,
+				slr[i].last_slow);
 		fprintf(f, "\n");
 	}
 #endif

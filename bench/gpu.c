@@ -23,6 +23,7 @@
 #include "vfgx_build.h"
 
 #include "gpu_kernel.h"
+#include "pipeline/gpu_bench.h"
 #include "pipeline_work.h"
 
 #if VFGX_HAVE_CUDA
@@ -352,10 +353,20 @@ static void mode_opts(struct vfgx_gpu_opts *o, enum vfgx_gpu_mode mode)
  * a reset item so sequences start over (ordered on the GPU, no wait). */
 /* Passes over the frames (in order, or w's impaired traffic: then each pass
  * ends with a flush, and every pass must account for every frame). */
+/* One burst of the pass: copied into the list's descriptors
+ * (vfgx_gpu_proc_submit), or with staged records (pinned, mapped at
+ * rec_dev) handed over where they lie, as the runner's are. */
+static int64_t submit_burst(vfgx_gpu_proc *gp, const struct vfgx_pkt *p,
+			    const struct vfgx_pkt *rec_dev, uint32_t i, uint32_t n)
+{
+	return rec_dev ? vfgx_gpu_proc_submit_records(gp, rec_dev + i, n, 0) :
+			 vfgx_gpu_proc_submit(gp, p + i, n);
+}
+
 static int throughput_w(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
 			enum vfgx_gpu_mode mode, bool reorder, double seconds,
 			const struct work *w, void *gpu_frames, uint8_t *pinned,
-			uint32_t count, struct tput *res)
+			uint32_t count, bool staged, struct tput *res)
 {
 	struct vfgx_pipeline_config pc = bench_conf(size, reorder);
 	struct vfgx_pipeline_stats st0, st;
@@ -363,6 +374,8 @@ static int throughput_w(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
 	struct vfgx_pkt *p = calloc(count, sizeof(*p));
 	uint32_t stride = w ? w->stride : stride_of(size);
 	vfgx_gpu_proc *gp = NULL;
+	vfgx_region *rr = NULL;
+	const struct vfgx_pkt *rec = NULL;
 	uint64_t passes = 0, t0, ns;
 	int ret;
 
@@ -375,11 +388,18 @@ static int throughput_w(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
 		p[i] = (struct vfgx_pkt){ .data = base + (size_t)i * stride, .len = size,
 					  .flags = on_gpu ? VFGX_PKT_GPU : 0 };
 	}
+	if (staged) {
+		if ((ret = vfgx_region_create(ctx, VFGX_MEM_PINNED, (size_t)count * sizeof(*p), 0,
+					      false, &rr)))
+			goto out;
+		memcpy(vfgx_region_info(rr)->addr, p, (size_t)count * sizeof(*p));
+		rec = vfgx_region_info(rr)->dev_addr;
+	}
 	if ((ret = vfgx_gpu_proc_create(ctx, &pc, &o, &gp)))
 		goto out;
 	/* warm-up pass */
 	for (uint32_t i = 0; i < count && ret >= 0; i += o.burst)
-		ret = (int)vfgx_gpu_proc_submit(gp, p + i, count - i < o.burst ? count - i : o.burst);
+		ret = (int)submit_burst(gp, p, rec, i, count - i < o.burst ? count - i : o.burst);
 	if (ret < 0 || (w && (ret = vfgx_gpu_proc_flush(gp))) ||
 	    (ret = vfgx_gpu_proc_reset(gp)) || (ret = vfgx_gpu_proc_sync(gp)) ||
 	    (ret = vfgx_gpu_proc_stats(gp, &st0, NULL)))
@@ -387,8 +407,8 @@ static int throughput_w(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
 	t0 = vfgx_now_ns();
 	do {
 		for (uint32_t i = 0; i < count && ret >= 0; i += o.burst)
-			ret = (int)vfgx_gpu_proc_submit(gp, p + i,
-							count - i < o.burst ? count - i : o.burst);
+			ret = (int)submit_burst(gp, p, rec, i,
+						count - i < o.burst ? count - i : o.burst);
 		/* impaired input: the end of each pass delivers what the
 		 * windows hold, as the CPU's vfgx_proc_flush does */
 		if (ret < 0 || (w && (ret = vfgx_gpu_proc_flush(gp))) ||
@@ -425,6 +445,7 @@ out:
 			on_gpu ? "gpu" : "pinned", vfgx_gpu_mode_name(mode),
 			vfgx_last_error(ctx));
 	vfgx_gpu_proc_destroy(gp);
+	vfgx_region_destroy(rr);
 	free(p);
 	return ret < 0 ? ret : 0;
 }
@@ -432,8 +453,8 @@ out:
 /* One configuration on its own buffers: in-order frames of 64 streams, or
  * (impaired) bench/pipeline_work.c's traffic: 8 streams, 1% lost, 0.5%
  * duplicated, 1% swapped, fixed seed.  BUF_BYTES of frames either way. */
-static int run_cfg(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
-		   bool reorder, bool impaired, double seconds, struct tput *res)
+static int run_cfg_as(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
+		      bool reorder, bool impaired, bool staged, double seconds, struct tput *res)
 {
 	struct work w = { 0 };
 	uint32_t stride, count;
@@ -468,7 +489,7 @@ static int run_cfg(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode
 		if (!ret)
 			ret = throughput_w(ctx, size, on_gpu, mode, reorder, seconds,
 					   impaired ? &w : NULL, on_gpu ? ri->dev_addr : NULL,
-					   on_gpu ? NULL : ri->addr, count, res);
+					   on_gpu ? NULL : ri->addr, count, staged, res);
 	}
 	vfgx_region_destroy(r);
 	if (impaired)
@@ -478,10 +499,16 @@ static int run_cfg(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode
 	return ret;
 }
 
-int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
-			  enum vfgx_gpu_mode mode, double seconds, struct tput *res)
+static int run_cfg(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
+		   bool reorder, bool impaired, double seconds, struct tput *res)
 {
-	return run_cfg(ctx, size, on_gpu, mode, true, false, seconds, res);
+	return run_cfg_as(ctx, size, on_gpu, mode, reorder, impaired, false, seconds, res);
+}
+
+int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
+			  bool staged, double seconds, struct tput *res)
+{
+	return run_cfg_as(ctx, size, on_gpu, mode, true, false, staged, seconds, res);
 }
 
 void bench_gpu_driver_version(char *buf, size_t len)

@@ -18,9 +18,12 @@ struct tput {
 
 /* Frames of 64 flows built once (UDP checksums on) in GPU memory (on_gpu)
  * or pinned host memory; parse + checksum + filter + reorder (window 1024),
- * verify off; passes for `seconds`.  0 or -errno. */
-int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu,
-			  enum vfgx_gpu_mode mode, double seconds, struct tput *res);
+ * verify off; passes for `seconds`.  Each burst's descriptors copied into
+ * the comm list (vfgx_gpu_proc_submit, `vfgx bench gpu`'s figure) or, with
+ * staged, records built once in pinned memory handed over where they lie
+ * (the runner's way).  0 or -errno. */
+int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
+			  bool staged, double seconds, struct tput *res);
 /* The first line of /proc/driver/nvidia/version. */
 void bench_gpu_driver_version(char *buf, size_t len);
 /* `vfgx bench NAME` in a build without CUDA: says so, returns 77. */

@@ -38,9 +38,12 @@ uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct);
  * vfgx_now_ns() just before storing READY (ready_ns); the CPU clock the
  * GPU's 16-byte load of the status line returned with READY (clock_ns);
  * the GPU's %globaltimer just before and just after that load; the longest
- * gap between two of the CPU's clock writes while it waited (gap_ns). */
+ * gap between two of the CPU's clock writes while it waited (gap_ns); the
+ * CPU's clock two writes after the last write of clock_ns, each write
+ * fenced before the next clock read, so the load read the line before
+ * after2_ns (or the clock read after the wait, past the writes logged). */
 struct vfgx_gpu_handoff {
-	uint64_t ready_ns, clock_ns, g_before, g_after, gap_ns;
+	uint64_t ready_ns, clock_ns, g_before, g_after, gap_ns, after2_ns;
 };
 
 /* Persistent mode: submit an empty item and, until the GPU marks it DONE,

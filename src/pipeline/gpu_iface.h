@@ -16,6 +16,14 @@ extern "C" {
 #define GPUK_MAX_RANGES 16
 #define GPUK_GROUPS 64       /* stream groups: stream % GROUPS, one ticket each */
 #define GPUK_STAGE_MAX 9216  /* stage_copy: largest packet copied */
+/* Loads of an item's status line a persistent poller keeps in flight,
+ * issued GPUK_POLL_GAP_NS apart.  One: an H100 serves one thread's loads
+ * of the same host address one after another (4 in flight took 4.2 us
+ * each, one 1.2 us; lines 64 B apart did overlap), so more sample no more
+ * often and each one's flight, which bounds the hand-off, grows with the
+ * queue. */
+#define GPUK_POLL_DEPTH 1
+#define GPUK_POLL_GAP_NS 250
 
 /* pipeline.chunks placed by the GPU (chunk_gpu.c fills it; the kernels
  * of gpu_chunks.cuh read it).  Pointers are the GPU's views.  Counters of

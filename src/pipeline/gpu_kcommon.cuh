@@ -160,9 +160,6 @@ __device__ __forceinline__ void ld_item_hdr(const struct vfgx_comm_item *it,
 		     : "=l"(seq), "=l"(nc), "=l"(pkts) : "l"(it) : "memory");
 }
 
-#define POLL_DEPTH 4
-#define POLL_GAP_NS 250
-
 __device__ __forceinline__ uint64_t gtimer(void)
 {
 	uint64_t t;

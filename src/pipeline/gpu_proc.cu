@@ -140,25 +140,24 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			 * %globaltimer of the poll that first returned READY is
 			 * the observation time (bench: hand-off latency). */
 			uint64_t t_obs = 0, t_pre = 0, clk = 0, hseq = 0, hnc = 0, hpkts = 0;
-			uint64_t w0[POLL_DEPTH], w1[POLL_DEPTH], gs[POLL_DEPTH];
+			uint64_t w0[GPUK_POLL_DEPTH], w1[GPUK_POLL_DEPTH], gs[GPUK_POLL_DEPTH];
 			bool seen = false;
 
-			/* POLL_DEPTH 16-byte loads of the status line (status
+			/* GPUK_POLL_DEPTH 16-byte loads of the status line (status
 			 * and the CPU clock beside it) in flight, issued about
-			 * POLL_GAP_NS apart, so READY is sampled every round trip
-			 * / POLL_DEPTH instead of once per round trip.  Each load
-			 * is bracketed by %globaltimer just before it was issued
-			 * and just after its value was tested. */
+			 * GPUK_POLL_GAP_NS apart (gpu_iface.h says why one).
+			 * Each load is bracketed by %globaltimer just before it
+			 * was issued and just after its value was tested. */
 #pragma unroll
-			for (int d = 0; d < POLL_DEPTH; d++) {
+			for (int d = 0; d < GPUK_POLL_DEPTH; d++) {
 				gs[d] = gtimer();
 				ld_status_clock(&k.status[slot], w0[d], w1[d]);
-				while (gtimer() - gs[d] < POLL_GAP_NS)
+				while (gtimer() - gs[d] < GPUK_POLL_GAP_NS)
 					;
 			}
 			while (!seen && !quit) {
 #pragma unroll
-				for (int d = 0; d < POLL_DEPTH; d++) {
+				for (int d = 0; d < GPUK_POLL_DEPTH; d++) {
 					uint64_t g1 = gtimer_after((uint32_t)w0[d]);
 
 					if (!seen && (uint32_t)w0[d] == VFGX_COMM_READY &&

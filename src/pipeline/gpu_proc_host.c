@@ -613,12 +613,17 @@ int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
 	return 0;
 }
 
+/* The clocks written while one item waits; past the log's end the bound
+ * falls back to the clock read after the wait (a looser one). */
+#define HANDOFF_LOG 1024
+
 int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 				struct vfgx_gpu_handoff *h)
 {
+	uint64_t log[HANDOFF_LOG];
 	volatile uint64_t *clk;
-	uint64_t item, prev, gap = 0, t0;
-	uint32_t slot;
+	uint64_t item, prev, gap = 0, t0, t_end;
+	uint32_t slot, nlog = 0, k;
 	int ret;
 
 	if (gp->o.mode != VFGX_GPU_PERSISTENT)
@@ -635,6 +640,7 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 	gp->ts_min[slot] = 0;
 	prev = t0 = vfgx_now_ns();
 	*clk = t0; /* a READY seen before the first write below returns t0 */
+	log[nlog++] = t0;
 	gp->ready_ns[slot] = t0;
 	vfgx_comm_publish(gp->l, slot, gp->next++, 0, VFGX_COMM_CMD_BURST);
 	for (;;) {
@@ -642,6 +648,8 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 
 		*clk = t;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (nlog < HANDOFF_LOG)
+			log[nlog++] = t;
 		if (t - prev > gap)
 			gap = t - prev;
 		prev = t;
@@ -652,6 +660,7 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 		while (every_ns && vfgx_now_ns() - t < every_ns)
 			;
 	}
+	t_end = vfgx_now_ns();
 	if ((ret = wait_nokick(gp, item)))
 		return ret;
 	*clk = 0;
@@ -660,5 +669,10 @@ int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 	h->g_after = gp->l->seen_ns[4 * slot];
 	h->g_before = gp->l->seen_ns[4 * slot + 1];
 	h->gap_ns = gap;
+	/* the last write of the clock the GPU returned, then two on (or the
+	 * clock after the wait when the log has no such write) */
+	for (k = nlog; k > 0 && log[k - 1] != h->clock_ns; k--)
+		;
+	h->after2_ns = k && k + 1 < nlog ? log[k + 1] : t_end;
 	return 0;
 }

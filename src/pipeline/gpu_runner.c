@@ -98,6 +98,7 @@ struct vfgx_gpu_pipeline {
 	struct lane *lanes;
 	uint32_t nb_lanes, lane_next;
 	bool threaded;       /* lanes run on threads of their own */
+	uint32_t cap;        /* packets an array takes at most (item_cap) */
 	struct held *held;   /* every lane's arrays */
 	uint32_t nb_arrays;
 	/* per comm-list slot: the item a lane's array went out as, and the
@@ -236,11 +237,30 @@ static int make_arrays(vfgx_gpu_pipeline *gpl, bool bounce)
 	return 0;
 }
 
+/* The burst, and with chunks at most a RUN_LOW_INFLIGHT-th of the chunks
+ * in flight (all streams' together): an item holding more of one stream's
+ * chunks than the consumer has given back slots for waits inside the GPU
+ * until a chunk comes back, while the runner, seeing the GPU busy,
+ * gathers the next item larger still.  At 640 kpps with chunks of 64
+ * packets and 8 in flight, items of 1024 packets kept every chunk 0.8-1.6
+ * ms late from some point of a run on; items of 64 none (docs/chunks.md). */
+static uint32_t item_cap(const vfgx_gpu_pipeline *gpl)
+{
+	uint64_t c;
+
+	if (!gpl->chunks)
+		return gpl->opts.burst;
+	c = (uint64_t)gpl->chunks->conf.packets * gpl->chunks->conf.in_flight *
+	    gpl->chunks->conf.streams / RUN_LOW_INFLIGHT;
+	return c < gpl->opts.burst ? (c ? (uint32_t)c : 1) : gpl->opts.burst;
+}
+
 int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			     vfgx_port *const *ports, uint16_t nb_ports,
 			     struct vfgx_chunkset *chunks, vfgx_gpu_pipeline **out)
 {
 	struct vfgx_gpu_pipeline *gpl;
+	size_t len;
 	int ret;
 
 	*out = NULL;
@@ -265,6 +285,7 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->opts.queues = gpl->nb_rx;
 	if (gpl->opts.burst > RUN_BURST)
 		gpl->opts.burst = RUN_BURST;
+	gpl->cap = item_cap(gpl);
 	gpl->nb_slots = gpl->opts.mode == VFGX_GPU_GRAPH ? 2 * gpl->opts.graph_items :
 							   gpl->opts.items;
 	gpl->nb_lanes = lanes_for(gpl->nb_rx, gpl->opts.rx_threads);
@@ -273,11 +294,13 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	    (ret = make_arrays(gpl, !all_in_place(ports, nb_ports))) ||
 	    (ret = vfgx_gpu_proc_create_chunks(ctx, conf, &gpl->opts, chunks, &gpl->gp)))
 		goto fail;
-	if (gpl->threaded)
-		snprintf(gpl->desc, sizeof(gpl->desc), "%s, %u rx threads",
-			 vfgx_gpu_proc_describe(gpl->gp), gpl->nb_lanes);
-	else
-		snprintf(gpl->desc, sizeof(gpl->desc), "%s", vfgx_gpu_proc_describe(gpl->gp));
+	len = (size_t)snprintf(gpl->desc, sizeof(gpl->desc), "%s", vfgx_gpu_proc_describe(gpl->gp));
+	if (gpl->threaded && len < sizeof(gpl->desc))
+		len += (size_t)snprintf(gpl->desc + len, sizeof(gpl->desc) - len, ", %u rx threads",
+					gpl->nb_lanes);
+	if (gpl->cap < gpl->opts.burst && len < sizeof(gpl->desc))
+		snprintf(gpl->desc + len, sizeof(gpl->desc) - len,
+			 ", items of at most %u packets (pipeline.chunks)", gpl->cap);
 	*out = gpl;
 	return 0;
 fail:
@@ -408,7 +431,7 @@ static int lane_fill(struct lane *ln)
 {
 	vfgx_gpu_pipeline *gpl = ln->gpl;
 	uint64_t f = atomic_load_explicit(&ln->filled, memory_order_relaxed);
-	uint32_t cap = gpl->opts.burst, share = cap / ln->nb_rx ? cap / ln->nb_rx : 1;
+	uint32_t cap = gpl->cap, share = cap / ln->nb_rx ? cap / ln->nb_rx : 1;
 	bool more = true, all_done = true;
 	uint64_t t0, ts = UINT64_MAX;
 	struct held *h;

@@ -231,11 +231,18 @@ static void lb_spec(const struct lb_priv *lp, uint32_t stream, uint64_t seq,
 	s->udp_csum = lp->udp_csum;
 }
 
-/* Pick the next (stream, seq) to emit, applying loss.  false when done. */
+/* Losses in a row one call may draw before it gives up for now: an
+ * endless source with loss 1 (or near it) would otherwise never return. */
+#define LB_LOSS_RUN 4096
+
+/* Pick the next (stream, seq) to emit, applying loss.  false when done,
+ * or for now after LB_LOSS_RUN losses in a row (live_flows tells which). */
 static bool lb_next(struct lb_priv *lp, struct lb_queue *lq, uint16_t q,
 		    uint16_t nq, struct vfgx_pkt_spec *s)
 {
-	while (lq->live_flows) {
+	uint32_t lost = 0;
+
+	while (lq->live_flows && lost < LB_LOSS_RUN) {
 		struct lb_flow *f = &lq->flows[lq->cur];
 		uint32_t stream = q + lq->cur * nq;
 		bool last;
@@ -251,6 +258,7 @@ static bool lb_next(struct lb_priv *lp, struct lb_queue *lq, uint16_t q,
 		lq->rep.generated++;
 		if (chance(&lq->rng, lp->loss)) {
 			lq->rep.lost++;
+			lost++;
 			continue;
 		}
 		lb_spec(lp, stream, seq, last, s);
