@@ -89,6 +89,17 @@ struct cap_ref {
 
 enum { REF_OPEN, REF_CLAIMED, REF_COPIED };
 
+/* A reference's tag, which rx writes into its packet's flags (the bits
+ * VFGX_PKT_CAP_TAG): the low bits of its index, for the release to find
+ * it again (ref_match). */
+#define CAP_TAG_ONE (VFGX_PKT_CAP_TAG & -VFGX_PKT_CAP_TAG) /* the tag's lowest bit */
+#define CAP_TAG_STRIDE ((uint64_t)(VFGX_PKT_CAP_TAG / CAP_TAG_ONE) + 1)
+
+static inline uint64_t ref_tag(uint64_t ref)
+{
+	return ref & (CAP_TAG_STRIDE - 1);
+}
+
 #define CAP_GONE ((void *)~(uintptr_t)0)
 #define CAP_NONE UINT64_MAX /* a held packet the capture does not reference */
 
@@ -922,25 +933,34 @@ static void held_push(struct vfgx_capture_tap *t, const struct vfgx_pkt *p, uint
 }
 
 /* The reference of a released packet rx marked VFGX_PKT_CAP_REF: the
- * next one in rx order, or (released out of order) one of the next
- * CAP_MATCH_AHEAD records; CAP_NONE for one the writer has passed (match
- * is at or past its tail, so a packet older than match was written). */
-#define CAP_MATCH_AHEAD 64
-
-static uint64_t ref_match(struct vfgx_capture_tap *t, const void *handle, uint64_t head)
+ * next one in rx order, or (released out of order, however far) the one
+ * the packet's tag names; CAP_NONE for one the writer has passed.
+ *
+ * Every unwritten reference whose packet has not come back lies at or
+ * past match (match is at or past the writer's tail; what lies between
+ * was matched), and a buffer is referenced once while unwritten (it goes
+ * back to its backend only once written), so handle and tag find the
+ * packet's reference exactly: the references with its tag are one in
+ * CAP_TAG_STRIDE, at most nref / CAP_TAG_STRIDE of them to look at.  One
+ * not found there was written, and may go back at once: a buffer the
+ * writer has still to read never goes back to its backend. */
+static uint64_t ref_match(struct vfgx_capture_tap *t, const void *handle, uint64_t tag,
+			  uint64_t head)
 {
-	uint64_t mask = t->nref - 1, m = t->match;
+	uint64_t mask = t->nref - 1, m = t->match, x;
 
 	while (m != head && t->refs[m & mask].handle == CAP_GONE)
 		m++; /* copies, and references matched out of order */
 	t->match = m;
 	if (m == head)
 		return CAP_NONE;
-	if (t->refs[m & mask].handle == handle) {
+	if (ref_tag(m) == tag && t->refs[m & mask].handle == handle) {
 		t->match = m + 1;
 		return m;
 	}
-	for (uint64_t x = m + 1; x != head && x - m <= CAP_MATCH_AHEAD; x++) {
+	/* the first reference past m with the packet's tag */
+	for (x = m + 1 + ((tag - ref_tag(m + 1)) & (CAP_TAG_STRIDE - 1)); x < head;
+	     x += CAP_TAG_STRIDE) {
 		if (t->refs[x & mask].handle == handle) {
 			t->refs[x & mask].handle = CAP_GONE;
 			return x;
@@ -968,8 +988,10 @@ void vfgx_capture_tap_release(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts,
 		uint64_t ref = CAP_NONE;
 
 		if (pkts[i].flags & VFGX_PKT_CAP_REF) {
-			ref = ref_match(t, pkts[i].handle, head);
-			pkts[i].flags &= (uint16_t)~VFGX_PKT_CAP_REF;
+			uint64_t tag = (pkts[i].flags & VFGX_PKT_CAP_TAG) / CAP_TAG_ONE;
+
+			ref = ref_match(t, pkts[i].handle, tag, head);
+			pkts[i].flags &= (uint16_t)~(VFGX_PKT_CAP_REF | VFGX_PKT_CAP_TAG);
 		}
 		if (ref == CAP_NONE || ref < tail) {
 			/* a port that counts releases in rx order (the
@@ -1054,7 +1076,7 @@ static void tap_refs(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t
 			e->data = p->data;
 			e->handle = p->handle;
 			__atomic_store_n(&e->state, REF_OPEN, __ATOMIC_RELAXED);
-			p->flags |= VFGX_PKT_CAP_REF;
+			p->flags |= (uint16_t)(VFGX_PKT_CAP_REF | ref_tag(head) * CAP_TAG_ONE);
 			t->refs_made++;
 		} else {
 			memcpy(dst, p->data, cl);

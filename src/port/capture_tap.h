@@ -12,6 +12,8 @@ struct vfgx_capture_tap;
 /* Packets captured by reference carry this flag until released: the
  * capture reads their buffers until its writer has written them. */
 #define VFGX_PKT_CAP_REF 0x8000
+/* and their reference's tag (capture.c's ref_match) */
+#define VFGX_PKT_CAP_TAG 0x7f00
 
 void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t n);
 /* The backend release of pkts, less those the writer has still to write
