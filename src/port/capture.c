@@ -2,22 +2,15 @@
  * writer thread drains the tapped rx queues into files of the chosen
  * format (capture_file.h), rotating them by size.
  *
- * Packets in host or pinned memory are captured by reference: the queue's
- * thread records pcap's 16-byte record header and where the frame lies,
- * in rx order, and the writer hands header and frame straight from the
- * packet's buffer to writev(2) (IOV_MAX pieces a call), so the queue
- * copies nothing.  A packet the pipeline releases before the writer wrote
- * it is held and goes back to its backend later, on the queue's own
- * thread (its next rx or release), once the writer has passed it; a port
- * whose release counts packets in rx order (the loopback replay, which
- * rewrites a frame's sequence once it is released) gets nothing past a
- * held packet.  What the capture may hold is bounded: a sixteenth of the
- * queue's pool unwritten.  Past that, rx copies records into the tap's
- * ring (the arena) to take a burst, up to the ring's size until the
- * writer has been idle a while; then ring_full, the pipeline never waits
- * for the disk.  A queue that finds nothing to receive while it holds
- * packets (a replay that must have a frame back before it can go on)
- * copies the oldest held frames into the arena and gives them back.
+ * Packets in host or pinned memory are captured by reference
+ * (capture_ref.c, on the queue's thread): the queue records pcap's
+ * 16-byte record header and where the frame lies, in rx order, and the
+ * writer here hands header and frame straight from the packet's buffer
+ * to writev(2) (IOV_MAX pieces a call), so the queue copies nothing.  A
+ * packet the pipeline releases before the writer wrote it is held until
+ * the writer has passed it; copies rx or a rescue made into the tap's
+ * ring (the arena) are written from there, and free it up to the last
+ * one written.
  *
  * Packets in GPU memory are copied by the queue's thread (cudaMemcpyAsync)
  * into a byte ring holding pcap records back to back (a record may wrap
@@ -38,20 +31,16 @@
 #include <unistd.h>
 
 #include <vfgx/capture.h>
-#include <vfgx/stages.h>
 
 #include "backend.h"
 #include "capture_file.h"
+#include "capture_ref.h"
 #include "capture_tap.h"
-#include "vfgx_build.h"
-#if VFGX_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 #include "pcap_opts.h"
+#include "vfgx_build.h"
 
-#define CAP_FLUSH_NS 50000000ull  /* records wait at most this long for a span */
 #define CAP_SPAN_MIN (256u << 10) /* less in a ring (or a quarter of a smaller
-				   * ring) waits (above) */
+				   * ring) waits, up to CAP_FLUSH_NS */
 #define CAP_SPAN_MAX (1u << 20)   /* one write; the ring space goes back after it */
 #define CAP_IDLE_NS 200000        /* the writer's nap when the rings are empty */
 #define CAP_WAIT_NS 50000         /* its nap when a ring holds less than a span
@@ -59,105 +48,6 @@
 				   * queues capturing by reference hold their
 				   * packets meanwhile */
 
-/* A record in a ring: pcap's record header (sf-pcap.c's pcap_sf_pkthdr in
- * host order, nanoseconds as the file header says), then caplen bytes. */
-struct cap_rec {
-	uint32_t ts_sec;
-	uint32_t ts_nsec;
-	uint32_t caplen;
-	uint32_t len;
-};
-
-/* One record of a tap capturing host packets, in rx order: its record
- * header and where its frame lies.  A reference (copied false) points
- * into the packet's own buffer and keeps its backend handle, to know the
- * packet again when it is released (CAP_GONE once matched out of order);
- * a copy (made by rx while the references are at their bound, or later
- * by a rescue) lies in the tap's arena, up to arena position copy_end.
- * state: REF_OPEN until the writer claims it for a span (REF_CLAIMED) or
- * the queue's thread copies the frame out to give the packet back early
- * (REF_COPIED), whichever comes first. */
-struct cap_ref {
-	struct cap_rec r;
-	const uint8_t *data;
-	void *handle;
-	const uint8_t *copy;
-	uint64_t copy_end;
-	uint32_t state;
-	bool copied;
-};
-
-enum { REF_OPEN, REF_CLAIMED, REF_COPIED };
-
-/* A reference's tag, which rx writes into its packet's flags (the bits
- * VFGX_PKT_CAP_TAG): the low bits of its index, for the release to find
- * it again (ref_match). */
-#define CAP_TAG_ONE (VFGX_PKT_CAP_TAG & -VFGX_PKT_CAP_TAG) /* the tag's lowest bit */
-#define CAP_TAG_STRIDE ((uint64_t)(VFGX_PKT_CAP_TAG / CAP_TAG_ONE) + 1)
-
-static inline uint64_t ref_tag(uint64_t ref)
-{
-	return ref & (CAP_TAG_STRIDE - 1);
-}
-
-#define CAP_GONE ((void *)~(uintptr_t)0)
-#define CAP_NONE UINT64_MAX /* a held packet the capture does not reference */
-
-/* A released packet whose backend release waits for the writer: the
- * reference it is (CAP_NONE: none, held only to keep the release order
- * of a port that needs it). */
-struct cap_held {
-	struct vfgx_pkt pkt;
-	uint64_t ref;
-};
-
-/* The producer's fields and the writer's on cache lines of their own: the
- * queue's thread writes head (rhead) and its counters every burst, the
- * writer tail (rtail) every span; each reads the other's with acquire.
- * ring is the byte ring of GPU packets' records, or for host packets
- * (refs) the arena their copies go into; a queue whose memory the port
- * does not say gets both, and its first packet says which it uses. */
-struct vfgx_capture_tap {
-	struct vfgx_capture *cap;
-	struct vfgx_port *port;
-	uint16_t q;
-	uint8_t *ring;
-	uint64_t size;        /* ring bytes, a power of two */
-	int64_t wall_off_ns;  /* the capture's, for the record headers */
-	uint32_t snaplen, mode, sample_every;
-	uint32_t sample_left; /* sample mode: packets to skip before the next */
-	uint64_t room_tail;   /* the tail last read: free space without a load */
-#if VFGX_HAVE_CUDA
-	cudaStream_t stream; /* copies out of GPU memory */
-	bool gpu_err;
-#endif
-	/* host packets: nref records (a power of two), at most ref_bound
-	 * of them references the writer has still to write, copies in the
-	 * ring (the arena) for the rest; the queue thread's own fields */
-	struct cap_ref *refs;
-	uint64_t nref, ref_bound;
-	bool by_ref, mode_known;
-	bool in_order;        /* the backend wants releases in rx order */
-	uint64_t absorb_left; /* bytes rx may still copy (see tap_refs) */
-	uint64_t idle_since;  /* when the writer was first seen caught up */
-	uint64_t refs_made;   /* references recorded so far */
-	uint64_t match;       /* the next reference a release should be */
-	uint64_t rescue_at;   /* the next reference a rescue may copy */
-	uint64_t arena_head;  /* arena bytes handed out, in record order */
-	uint64_t arena_last;  /* the record of the last copy (CAP_NONE: none) */
-	uint64_t arena_tail_seen, rtail_refs_seen;
-	uint64_t rtail_seen, rtail_bytes_seen;
-	struct cap_held *held; /* released, waiting for the writer: a FIFO */
-	uint64_t held_cap, held_head, held_tail;
-	uint64_t head __attribute__((aligned(64))); /* producer; release-stored */
-	uint64_t rhead, rhead_bytes;                 /* the same, references */
-	/* producer's counters, read by any thread */
-	uint64_t seen, selected, ring_full, skipped_gpu;
-	uint64_t tail __attribute__((aligned(64))); /* writer; release-stored */
-	uint64_t rtail, rtail_bytes;                 /* the same, references */
-	uint64_t rtail_refs;  /* references written */
-	uint64_t arena_tail;  /* arena bytes written */
-};
 
 struct vfgx_capture {
 	vfgx_ctx *ctx;
@@ -615,38 +505,6 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 	return 0;
 }
 
-/* A tap's records for host packets: references up to a sixteenth of the
- * queue's pool (the pipeline keeps the rest whatever the writer does, and
- * a source that hands its buffers out in a fixed order, the loopback
- * replay, stays far from the buffers the capture holds), 512 where the
- * port keeps its buffers itself; records for the arena's copies besides
- * (one per 256 bytes of it).  The FIFO of released packets starts at
- * twice the references and grows. */
-static int ref_alloc(struct vfgx_capture_tap *t, vfgx_pool *pool, uint32_t ring_bytes)
-{
-	uint64_t bound = 512, n = 64;
-
-	if (pool) {
-		struct vfgx_pool_stats ps;
-
-		vfgx_pool_stats(pool, &ps);
-		bound = ps.num_bufs / 16;
-		if (!bound)
-			bound = 1;
-	}
-	while (n < bound + ring_bytes / 256)
-		n *= 2;
-	t->nref = n;
-	t->ref_bound = bound;
-	t->arena_last = CAP_NONE;
-	t->absorb_left = ring_bytes;
-	t->held_cap = 64;
-	while (t->held_cap < 2 * bound)
-		t->held_cap *= 2;
-	t->refs = calloc(n, sizeof(*t->refs));
-	t->held = malloc(sizeof(*t->held) * t->held_cap);
-	return t->refs && t->held ? 0 : -ENOMEM;
-}
 
 int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 {
@@ -676,7 +534,7 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 			memset(t, 0, sizeof(*t));
 			ok = (t->ring = aligned_alloc(64, c->conf.ring_bytes)) != NULL;
 			if (ok && !gpu)
-				ok = !ref_alloc(t, pool, c->conf.ring_bytes);
+				ok = !vfgx_cap_ref_alloc(t, pool, c->conf.ring_bytes);
 		}
 		if (!ok) {
 			if (t) {
@@ -746,31 +604,6 @@ static int gpu_wait(struct vfgx_capture_tap *t)
 }
 #endif
 
-/* Sample mode: the first packet, then one in sample_every. */
-static bool sample_pkt(struct vfgx_capture_tap *t)
-{
-	if (t->sample_left) {
-		t->sample_left--;
-		return false;
-	}
-	t->sample_left = t->sample_every - 1;
-	return true;
-}
-
-static bool select_pkt(struct vfgx_capture_tap *t, const struct vfgx_pkt *p)
-{
-	struct vfgx_parsed ps;
-
-	switch (t->mode) {
-	case VFGX_CAPTURE_DROPS:
-		return !(p->flags & VFGX_PKT_PAYLOAD) &&
-		       vfgx_parse(p->data, p->len, &ps) != VFGX_STAGE_PASS;
-	case VFGX_CAPTURE_SAMPLE:
-		return sample_pkt(t);
-	default:
-		return true;
-	}
-}
 
 /* Copy len bytes to ring offset pos (any: it wraps). */
 static void ring_put(struct vfgx_capture_tap *t, uint64_t pos, const void *src, uint32_t len)
@@ -796,308 +629,6 @@ static int ring_put_gpu(struct vfgx_capture_tap *t, uint64_t pos, const void *sr
 	       gpu_copy(t, t->ring, (const uint8_t *)src + first, len - (uint32_t)first);
 }
 
-/* ---- capture by reference: the queue's thread ----------------------------- */
-
-/* Hand the backend the held packets, oldest first, up to the first the
- * writer has not written (a reference at or past tail), in bursts. */
-static void held_release(struct vfgx_capture_tap *t, uint64_t tail)
-{
-	struct vfgx_pkt out[256];
-	uint64_t mask = t->held_cap - 1;
-	uint16_t k = 0;
-
-	while (t->held_tail != t->held_head) {
-		const struct cap_held *h = &t->held[t->held_tail & mask];
-
-		if (h->ref != CAP_NONE && h->ref >= tail &&
-		    __atomic_load_n(&t->refs[h->ref & (t->nref - 1)].state, __ATOMIC_RELAXED) !=
-			    REF_COPIED)
-			break;
-		out[k++] = h->pkt;
-		t->held_tail++;
-		if (k == 256) {
-			t->port->ops->release(t->port, t->q, out, k);
-			k = 0;
-		}
-	}
-	if (k)
-		t->port->ops->release(t->port, t->q, out, k);
-}
-
-void vfgx_capture_tap_reclaim(struct vfgx_capture_tap *t)
-{
-	if (t->held_tail != t->held_head)
-		held_release(t, __atomic_load_n(&t->rtail, __ATOMIC_ACQUIRE));
-}
-
-/* Room for a copy of cl bytes for record x in the arena (a copy lies
- * whole, so the arena's end may go unused): where, or NULL when the
- * writer has not given enough back.  Copies go in record order (the
- * writer frees the arena up to the last one it wrote). */
-static uint8_t *arena_get(struct vfgx_capture_tap *t, uint64_t x, uint32_t cl, uint64_t *end)
-{
-	uint64_t pos = t->arena_head, at = pos & (t->size - 1);
-
-	if (t->arena_last != CAP_NONE && x <= t->arena_last)
-		return NULL;
-	if (at + cl > t->size)
-		pos += t->size - at;
-	if (pos + cl - t->arena_tail_seen > t->size) {
-		t->arena_tail_seen = __atomic_load_n(&t->arena_tail, __ATOMIC_ACQUIRE);
-		if (pos + cl - t->arena_tail_seen > t->size)
-			return NULL;
-	}
-	*end = pos + cl;
-	return t->ring + (pos & (t->size - 1));
-}
-
-/* The queue found nothing to receive while it holds packets back for
- * the writer (which may be why: a source that hands its buffers out in
- * a fixed order, or a pool that ran dry): copy the frames of the oldest
- * references the writer has not claimed into the arena, in record
- * order, up to the oldest held packet's, and give back what that frees.
- * The queue's thread has nothing else to do. */
-#define CAP_RESCUE_MAX 256 /* copies a call */
-
-void vfgx_capture_tap_rescue(struct vfgx_capture_tap *t)
-{
-	uint64_t tail, upto = CAP_NONE, mask = t->nref - 1, x;
-	uint32_t done = 0;
-
-	if (t->held_tail == t->held_head)
-		return;
-	tail = __atomic_load_n(&t->rtail, __ATOMIC_ACQUIRE);
-	for (uint64_t i = t->held_tail; i != t->held_head; i++) {
-		const struct cap_held *h = &t->held[i & (t->held_cap - 1)];
-
-		if (h->ref != CAP_NONE && h->ref >= tail) {
-			upto = h->ref;
-			break;
-		}
-	}
-	if (upto == CAP_NONE) {
-		held_release(t, tail);
-		return;
-	}
-	x = t->rescue_at > tail ? t->rescue_at : tail;
-	for (; x <= upto && done < CAP_RESCUE_MAX; x++, done++) {
-		struct cap_ref *e = &t->refs[x & mask];
-		uint32_t st = REF_OPEN;
-		uint64_t end;
-		uint8_t *dst;
-
-		if (e->copied)
-			continue;
-		if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != REF_OPEN)
-			break; /* the writer is on it: written soon */
-		if (!(dst = arena_get(t, x, e->r.caplen, &end)))
-			break;
-		memcpy(dst, e->data, e->r.caplen);
-		e->copy = dst;
-		e->copy_end = end;
-		if (!__atomic_compare_exchange_n(&e->state, &st, REF_COPIED, false,
-						 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			break; /* claimed meanwhile: the copy is not used */
-		t->arena_head = end;
-		t->arena_last = x;
-	}
-	t->rescue_at = x;
-	held_release(t, tail);
-}
-
-/* Hold p (reference ref) until the writer has passed it; the FIFO
- * doubles when full (at most as many packets as the queue has out). */
-static void held_push(struct vfgx_capture_tap *t, const struct vfgx_pkt *p, uint64_t ref)
-{
-	if (t->held_head - t->held_tail == t->held_cap) {
-		struct cap_held *bigger = malloc(sizeof(*bigger) * t->held_cap * 2);
-		uint64_t n = t->held_head - t->held_tail;
-
-		if (!bigger) {
-			/* no memory: wait for the writer rather than let the
-			 * backend reuse a buffer it has not written */
-			while (t->held_head - t->held_tail == t->held_cap)
-				vfgx_capture_tap_reclaim(t);
-		} else {
-			for (uint64_t i = 0; i < n; i++)
-				bigger[i] = t->held[(t->held_tail + i) & (t->held_cap - 1)];
-			free(t->held);
-			t->held = bigger;
-			t->held_cap *= 2;
-			t->held_tail = 0;
-			t->held_head = n;
-		}
-	}
-	t->held[t->held_head & (t->held_cap - 1)] = (struct cap_held){ *p, ref };
-	t->held_head++;
-}
-
-/* The reference of a released packet rx marked VFGX_PKT_CAP_REF: the
- * next one in rx order, or (released out of order, however far) the one
- * the packet's tag names; CAP_NONE for one the writer has passed.
- *
- * Every unwritten reference whose packet has not come back lies at or
- * past match (match is at or past the writer's tail; what lies between
- * was matched), and a buffer is referenced once while unwritten (it goes
- * back to its backend only once written), so handle and tag find the
- * packet's reference exactly: the references with its tag are one in
- * CAP_TAG_STRIDE, at most nref / CAP_TAG_STRIDE of them to look at.  One
- * not found there was written, and may go back at once: a buffer the
- * writer has still to read never goes back to its backend. */
-static uint64_t ref_match(struct vfgx_capture_tap *t, const void *handle, uint64_t tag,
-			  uint64_t head)
-{
-	uint64_t mask = t->nref - 1, m = t->match, x;
-
-	while (m != head && t->refs[m & mask].handle == CAP_GONE)
-		m++; /* copies, and references matched out of order */
-	t->match = m;
-	if (m == head)
-		return CAP_NONE;
-	if (ref_tag(m) == tag && t->refs[m & mask].handle == handle) {
-		t->match = m + 1;
-		return m;
-	}
-	/* the first reference past m with the packet's tag */
-	for (x = m + 1 + ((tag - ref_tag(m + 1)) & (CAP_TAG_STRIDE - 1)); x < head;
-	     x += CAP_TAG_STRIDE) {
-		if (t->refs[x & mask].handle == handle) {
-			t->refs[x & mask].handle = CAP_GONE;
-			return x;
-		}
-	}
-	return CAP_NONE;
-}
-
-void vfgx_capture_tap_release(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t n)
-{
-	struct vfgx_port *port = t->port;
-	uint64_t tail, head = t->rhead;
-	uint16_t from = 0;
-
-	if (!t->by_ref && t->held_tail == t->held_head) {
-		port->ops->release(port, t->q, pkts, n);
-		return;
-	}
-	/* references before the writer's tail may be reused by rx: none is
-	 * looked at again */
-	tail = __atomic_load_n(&t->rtail, __ATOMIC_ACQUIRE);
-	if (t->match < tail)
-		t->match = tail;
-	for (uint16_t i = 0; i < n; i++) {
-		uint64_t ref = CAP_NONE;
-
-		if (pkts[i].flags & VFGX_PKT_CAP_REF) {
-			uint64_t tag = (pkts[i].flags & VFGX_PKT_CAP_TAG) / CAP_TAG_ONE;
-
-			ref = ref_match(t, pkts[i].handle, tag, head);
-			pkts[i].flags &= (uint16_t)~(VFGX_PKT_CAP_REF | VFGX_PKT_CAP_TAG);
-		}
-		if (ref == CAP_NONE || ref < tail) {
-			/* a port that counts releases in rx order (the
-			 * loopback replay) gets nothing past a held packet */
-			if (!t->in_order || t->held_tail == t->held_head)
-				continue;
-			ref = CAP_NONE;
-		}
-		if (i > from)
-			port->ops->release(port, t->q, pkts + from, (uint16_t)(i - from));
-		held_push(t, &pkts[i], ref);
-		from = (uint16_t)(i + 1);
-	}
-	if (n > from)
-		port->ops->release(port, t->q, pkts + from, (uint16_t)(n - from));
-	held_release(t, tail);
-}
-
-/* The burst's host packets the mode selects, in rx order: references
- * (marked VFGX_PKT_CAP_REF) up to ref_bound of them unwritten, then
- * copies into the arena, to take a burst the writer is behind on: at
- * most the arena's size of them until the writer has had nothing to
- * write for CAP_FLUSH_NS.  A writer that stays behind would otherwise
- * have rx copy as many records as it writes, at the writer's pace (the
- * copies slow rx down to it): the cost references save.  No room:
- * ring_full. */
-static void tap_refs(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t n)
-{
-	uint64_t head = t->rhead, hb = t->rhead_bytes, mask = t->nref - 1;
-	uint64_t sel = 0, full = 0, gpu = 0;
-
-	if (t->absorb_left < t->size) {
-		/* copies again once the writer has had nothing to write for
-		 * CAP_FLUSH_NS, at every burst in between */
-		uint64_t now = pkts[0].ts_ns ? pkts[0].ts_ns : vfgx_now_ns();
-
-		if (__atomic_load_n(&t->rtail, __ATOMIC_ACQUIRE) != head)
-			t->idle_since = 0;
-		else if (!t->idle_since)
-			t->idle_since = now;
-		else if (now - t->idle_since >= CAP_FLUSH_NS)
-			t->absorb_left = t->size;
-	}
-	for (uint16_t i = 0; i < n; i++) {
-		struct vfgx_pkt *p = &pkts[i];
-		struct cap_ref *e;
-		uint64_t wall, end = 0;
-		uint8_t *dst = NULL;
-		uint32_t cl;
-		bool ref;
-
-		if (p->flags & VFGX_PKT_GPU) {
-			/* a queue's packets are in one memory: not expected */
-			if (t->mode != VFGX_CAPTURE_DROPS)
-				gpu++;
-			continue;
-		}
-		if (!select_pkt(t, p))
-			continue;
-		sel++;
-		cl = p->len < t->snaplen ? p->len : t->snaplen;
-		if (head - t->rtail_seen >= t->nref ||
-		    t->refs_made - t->rtail_refs_seen >= t->ref_bound) {
-			/* what the writer gave back since the last look */
-			t->rtail_seen = __atomic_load_n(&t->rtail, __ATOMIC_ACQUIRE);
-			t->rtail_refs_seen = __atomic_load_n(&t->rtail_refs, __ATOMIC_ACQUIRE);
-		}
-		ref = t->refs_made - t->rtail_refs_seen < t->ref_bound;
-		if (head - t->rtail_seen >= t->nref ||
-		    (!ref && (cl > t->absorb_left || !(dst = arena_get(t, head, cl, &end))))) {
-			full++;
-			continue;
-		}
-		e = &t->refs[head & mask];
-		wall = (p->ts_ns ? p->ts_ns : vfgx_now_ns()) + (uint64_t)t->wall_off_ns;
-		e->r.ts_sec = (uint32_t)(wall / 1000000000);
-		e->r.ts_nsec = (uint32_t)(wall % 1000000000);
-		e->r.caplen = cl;
-		e->r.len = p->len;
-		e->copied = !ref;
-		if (ref) {
-			e->data = p->data;
-			e->handle = p->handle;
-			__atomic_store_n(&e->state, REF_OPEN, __ATOMIC_RELAXED);
-			p->flags |= (uint16_t)(VFGX_PKT_CAP_REF | ref_tag(head) * CAP_TAG_ONE);
-			t->refs_made++;
-		} else {
-			memcpy(dst, p->data, cl);
-			e->data = e->copy = dst;
-			e->copy_end = end;
-			e->handle = CAP_GONE;
-			__atomic_store_n(&e->state, REF_COPIED, __ATOMIC_RELAXED);
-			t->arena_head = end;
-			t->arena_last = head;
-			t->absorb_left -= cl;
-		}
-		head++;
-		hb += sizeof(e->r) + cl;
-	}
-	__atomic_store_n(&t->rhead_bytes, hb, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->rhead, head, __ATOMIC_RELEASE);
-	__atomic_store_n(&t->seen, t->seen + n, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->selected, t->selected + sel, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->ring_full, t->ring_full + full, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->skipped_gpu, t->skipped_gpu + gpu, __ATOMIC_RELAXED);
-}
 
 void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t n)
 {
@@ -1111,7 +642,7 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, u
 		t->mode_known = true;
 	}
 	if (t->by_ref) {
-		tap_refs(t, pkts, n);
+		vfgx_cap_tap_refs(t, pkts, n);
 		return;
 	}
 	for (uint16_t i = 0; i < n; i++) {
@@ -1128,9 +659,9 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, u
 			gpu++;
 			continue;
 #endif
-			if (t->mode == VFGX_CAPTURE_SAMPLE && !sample_pkt(t))
+			if (t->mode == VFGX_CAPTURE_SAMPLE && !cap_sample(t))
 				continue;
-		} else if (!select_pkt(t, p)) {
+		} else if (!cap_select(t, p)) {
 			continue;
 		}
 		sel++;
@@ -1216,7 +747,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 
 		/* the writer wrote every reference: what the pipeline
 		 * released goes back (the queues are not polled now) */
-		held_release(t, UINT64_MAX);
+		vfgx_cap_held_release(t, UINT64_MAX);
 		free(t->refs);
 		free(t->held);
 		c->taps[i]->port->tap[c->taps[i]->q] = NULL;
