@@ -1,9 +1,12 @@
 /* vfgx/capture.h - record received packets to capture files off the hot
- * path: each tapped rx queue copies (up to the snap length of) the packets
- * it receives into its own ring; one writer thread drains the rings into
- * nanosecond pcap files (libpcap) or pcapng files (libwiretap, where the
- * build has it), rotating them by size.  When the writer falls behind, a
- * full ring drops capture records and counts them: the pipeline never
+ * path: each tapped rx queue records (up to the snap length of) the
+ * packets it receives, by reference where they are in host memory (the
+ * writer reads them from the packets' buffers, which go back to their
+ * port once written) and copied into its own ring where they are in GPU
+ * memory; one writer thread writes them into nanosecond pcap files
+ * (libpcap) or pcapng files (libwiretap, where the build has it),
+ * rotating them by size.  When the writer falls behind, what a queue may
+ * hold is full and records are dropped and counted: the pipeline never
  * waits for the disk.  docs/send.md, "Capture files". */
 #ifndef VFGX_CAPTURE_H
 #define VFGX_CAPTURE_H
@@ -47,7 +50,10 @@ struct vfgx_capture_conf {
 	uint32_t snaplen;      /* [65535] bytes kept of each packet, 64..262144 */
 	uint64_t rotate_bytes; /* [0: never] start a new file past this size */
 	uint32_t rotate_files; /* [0: keep all] files kept; the oldest goes */
-	uint32_t ring_bytes;   /* [8 MiB] ring per tapped queue, 64 KiB..1 GiB */
+	uint32_t ring_bytes;   /* [8 MiB] ring per tapped queue, 64 KiB..1 GiB:
+				* GPU packets' copies, or the copies of host
+				* packets past what the queue may hold by
+				* reference (a burst's) */
 	/* -- version 2 (a version-1 struct, argsz 48, gets the default) -- */
 	uint32_t format;       /* [auto] enum vfgx_capture_format */
 };
@@ -84,8 +90,9 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port);
 /* Counters so far; any thread. */
 void vfgx_capture_stats(vfgx_capture *c, struct vfgx_capture_stats *st);
 /* Detach from the ports (after they stopped being polled), write what the
- * rings hold, close the file.  Returns the error that stopped writing, or
- * 0; c is freed either way. */
+ * rings hold, give the ports back the packets held for the writer, close
+ * the file.  Returns the error that stopped writing, or 0; c is freed
+ * either way. */
 int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st);
 
 #pragma GCC visibility pop

@@ -41,6 +41,9 @@ struct vfgx_pkt {
 /* tx: ts_ns is the packet's launch time, on the vfgx_now_ns() clock, for a
  * port whose launch times are on (vfgx_port_txtime_enable). */
 #define VFGX_PKT_TXTIME 0x4
+/* Bits 0x100 and above are the library's own: a capture (vfgx/capture.h)
+ * marks the packets whose buffers it still reads.  Hand packets back to
+ * vfgx_port_release with their flags as rx set them. */
 
 /* Why a packet was dropped.  Port-level and pipeline-level reasons share
  * the enum so one stats block describes a queue. */
@@ -120,7 +123,9 @@ void vfgx_port_close(vfgx_port *port);
 int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 		       uint16_t max);
 /* Give received packets back to their backend, in bulk.  Same thread as
- * the queue's rx_burst. */
+ * the queue's rx_burst.  On a captured queue, packets the capture's
+ * writer has not written yet go back to the backend later, from this
+ * queue's own rx_burst or release calls (or vfgx_capture_close). */
 void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 		       uint16_t n);
 /* Send n packets (data/len from caller memory; the backend copies or

@@ -23,6 +23,10 @@ struct vfgx_port {
 	void *priv;     /* backend state, ops->priv_size bytes, zeroed */
 	/* capture taps per rx queue (capture.c), NULL: not captured */
 	struct vfgx_capture_tap *tap[VFGX_MAX_QUEUES];
+	/* the backend's release counts packets in the order rx handed them
+	 * out (the loopback replay): a capture holding one back holds back
+	 * every later one too */
+	bool release_in_order;
 };
 
 struct vfgx_port_ops {

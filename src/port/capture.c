@@ -1,16 +1,27 @@
-/* capture.c - received packets to capture files, off the hot path.  Each
- * tapped rx queue has its own single-producer byte ring holding pcap
- * records back to back (pcap's 16-byte record header, then the frame up
- * to snaplen; a record may wrap around the ring's end): the queue's thread
- * copies the packets the mode selects into it, or counts them as
- * ring_full when the writer is behind; one writer thread drains the rings
- * into files of the chosen format (capture_file.h), rotating them by size.
- * For pcap the ring's bytes are the file's: the writer hands spans of
- * whole records to writev(2) as they lie; for pcapng each record goes
- * through libwiretap.  A write error (a full disk) cuts the file back to
- * its last whole record, so no file is left half-written, and counts what
- * follows as failed. */
+/* capture.c - received packets to capture files, off the hot path.  One
+ * writer thread drains the tapped rx queues into files of the chosen
+ * format (capture_file.h), rotating them by size.
+ *
+ * Packets in host or pinned memory are captured by reference
+ * (capture_ref.c, on the queue's thread): the queue records pcap's
+ * 16-byte record header and where the frame lies, in rx order, and the
+ * writer here hands header and frame straight from the packet's buffer
+ * to writev(2) (IOV_MAX pieces a call), so the queue copies nothing.  A
+ * packet the pipeline releases before the writer wrote it is held until
+ * the writer has passed it; copies rx or a rescue made into the tap's
+ * ring (the arena) are written from there, and free it up to the last
+ * one written.
+ *
+ * Packets in GPU memory are copied by the queue's thread (cudaMemcpyAsync)
+ * into a byte ring holding pcap records back to back (a record may wrap
+ * around the ring's end), whose spans the writer hands to writev(2) as
+ * they lie; a full ring drops the record as ring_full.
+ *
+ * pcapng records go through libwiretap one by one.  A write error (a full
+ * disk) cuts the file back to its last whole record, so no file is left
+ * half-written, and counts what follows as failed. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,54 +31,23 @@
 #include <unistd.h>
 
 #include <vfgx/capture.h>
-#include <vfgx/stages.h>
 
 #include "backend.h"
 #include "capture_file.h"
+#include "capture_ref.h"
 #include "capture_tap.h"
-#include "vfgx_build.h"
-#if VFGX_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 #include "pcap_opts.h"
+#include "vfgx_build.h"
 
-#define CAP_FLUSH_NS 50000000ull  /* records wait at most this long for a span */
 #define CAP_SPAN_MIN (256u << 10) /* less in a ring (or a quarter of a smaller
-				   * ring) waits (above) */
+				   * ring) waits, up to CAP_FLUSH_NS */
 #define CAP_SPAN_MAX (1u << 20)   /* one write; the ring space goes back after it */
-#define CAP_IDLE_NS 200000        /* the writer's nap when no ring holds a span */
+#define CAP_IDLE_NS 200000        /* the writer's nap when the rings are empty */
+#define CAP_WAIT_NS 50000         /* its nap when a ring holds less than a span
+				   * within 1 ms of a write (a busy capture):
+				   * queues capturing by reference hold their
+				   * packets meanwhile */
 
-/* A record in a ring: pcap's record header (sf-pcap.c's pcap_sf_pkthdr in
- * host order, nanoseconds as the file header says), then caplen bytes. */
-struct cap_rec {
-	uint32_t ts_sec;
-	uint32_t ts_nsec;
-	uint32_t caplen;
-	uint32_t len;
-};
-
-/* The producer's fields and the writer's on cache lines of their own: the
- * queue's thread writes head and its counters every burst, the writer
- * tail every span; each reads the other's with acquire. */
-struct vfgx_capture_tap {
-	struct vfgx_capture *cap;
-	struct vfgx_port *port;
-	uint16_t q;
-	uint8_t *ring;
-	uint64_t size;        /* ring bytes, a power of two */
-	int64_t wall_off_ns;  /* the capture's, for the record headers */
-	uint32_t snaplen, mode, sample_every;
-	uint32_t sample_left; /* sample mode: packets to skip before the next */
-	uint64_t room_tail;   /* the tail last read: free space without a load */
-#if VFGX_HAVE_CUDA
-	cudaStream_t stream; /* copies out of GPU memory */
-	bool gpu_err;
-#endif
-	uint64_t head __attribute__((aligned(64))); /* producer; release-stored */
-	/* producer's counters, read by any thread */
-	uint64_t seen, selected, ring_full, skipped_gpu;
-	uint64_t tail __attribute__((aligned(64))); /* writer; release-stored */
-};
 
 struct vfgx_capture {
 	vfgx_ctx *ctx;
@@ -82,6 +62,7 @@ struct vfgx_capture {
 	const struct cap_format *fmt;
 	struct cap_file *f;  /* the file being written; NULL after an error */
 	uint8_t *bounce;     /* formats without write_raw: a record that wraps */
+	struct iovec *iov;   /* IOV_MAX: a span of references */
 	int64_t good;        /* file offset after the last flushed record */
 	uint64_t flushed_ns; /* last flush */
 	uint32_t file_idx;
@@ -299,19 +280,127 @@ static uint64_t drain(struct vfgx_capture *c, struct vfgx_capture_tap *t, bool a
 	return n;
 }
 
+/* References [from, to) of t, their nrec records in iovcnt pieces (pcap):
+ * header and frame of each straight from where they lie.  On a write
+ * error as write_span. */
+static void write_ref_span(struct vfgx_capture *c, struct vfgx_capture_tap *t, uint64_t from,
+			   uint64_t to, int iovcnt)
+{
+	uint64_t nrec = to - from, done, whole = 0, k = 0;
+	int err;
+
+	if (!c->f) {
+		__atomic_fetch_add(&c->failed, nrec, __ATOMIC_RELAXED);
+		return;
+	}
+	if ((err = c->fmt->write_raw(c->f, c->iov, iovcnt, &done)) == 0) {
+		__atomic_fetch_add(&c->written, nrec, __ATOMIC_RELAXED);
+		c->good = c->fmt->size(c->f);
+		c->written_flushed = c->written;
+		if (c->conf.rotate_bytes && (uint64_t)c->good >= c->conf.rotate_bytes)
+			file_rotate(c);
+		return;
+	}
+	for (; k < nrec; k++) {
+		const struct cap_rec *r = &t->refs[(from + k) & (t->nref - 1)].r;
+
+		if (whole + sizeof(*r) + r->caplen > done)
+			break;
+		whole += sizeof(*r) + r->caplen;
+	}
+	__atomic_fetch_add(&c->written, k, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->failed, nrec - k, __ATOMIC_RELAXED);
+	c->good += (int64_t)whole;
+	c->written_flushed = c->written;
+	file_flush(c); /* the format returns err: the cut, the one line */
+}
+
+/* drain() for a tap capturing by reference: spans of up to IOV_MAX / 2
+ * records or CAP_SPAN_MAX bytes, each ending where the file reaches
+ * rotate_bytes; the references go back (and with them the packets the
+ * pipeline released) after each span. */
+static uint64_t drain_ref(struct vfgx_capture *c, struct vfgx_capture_tap *t, bool all)
+{
+	uint64_t head = __atomic_load_n(&t->rhead, __ATOMIC_ACQUIRE);
+	uint64_t tail = t->rtail, tail_bytes = t->rtail_bytes, n = 0;
+	uint64_t mask = t->nref - 1;
+
+	if (tail == head)
+		return 0;
+	if (!all) {
+		uint64_t pend = __atomic_load_n(&t->rhead_bytes, __ATOMIC_RELAXED) - tail_bytes;
+
+		/* or half the references the queue may hold */
+		if (pend < CAP_SPAN_MIN && pend < t->size / 4 && head - tail < t->ref_bound / 2)
+			return 0;
+	}
+	while (tail != head) {
+		uint64_t end = tail, bytes = 0;
+		uint64_t to_rotate = c->f && c->conf.rotate_bytes ?
+			c->conf.rotate_bytes - (uint64_t)c->fmt->size(c->f) : UINT64_MAX;
+		int k = 0;
+
+		/* at least one record a span (see drain) */
+		uint64_t arena_end = 0, nrefs = 0;
+
+		while (end != head && k + 2 <= IOV_MAX &&
+		       (end == tail || (bytes < CAP_SPAN_MAX && bytes < to_rotate))) {
+			struct cap_ref *e = &t->refs[end & mask];
+			uint32_t st = REF_OPEN;
+			const uint8_t *data = e->data;
+
+			/* the frame stays where it is from here on, unless the
+			 * queue's thread copied it out first */
+			if (!__atomic_compare_exchange_n(&e->state, &st, REF_CLAIMED, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				data = e->copy;
+				arena_end = e->copy_end;
+			}
+			nrefs += !e->copied;
+			c->iov[k++] = (struct iovec){ &e->r, sizeof(e->r) };
+			c->iov[k++] = (struct iovec){ (void *)data, e->r.caplen };
+			bytes += sizeof(e->r) + e->r.caplen;
+			end++;
+		}
+		if (c->fmt->write_raw) {
+			write_ref_span(c, t, tail, end, k);
+		} else {
+			for (int i = 0; i < k; i += 2)
+				write_rec(c, c->iov[i].iov_base, c->iov[i + 1].iov_base);
+		}
+		/* copies lie in the arena in record order: the last one's
+		 * end frees every one before it */
+		if (arena_end)
+			__atomic_store_n(&t->arena_tail, arena_end, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->rtail_refs, t->rtail_refs + nrefs, __ATOMIC_RELEASE);
+		n += end - tail;
+		tail = end;
+		tail_bytes += bytes;
+		__atomic_store_n(&t->rtail_bytes, tail_bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->rtail, tail, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
 static void *writer_main(void *arg)
 {
 	struct vfgx_capture *c = arg;
+	uint64_t wrote_ns = 0;
 
 	for (;;) {
-		bool stop = __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+		bool stop = __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE), pending = false;
 		/* a ring holding less than a span waits for more, up to 50 ms */
 		bool all = stop || vfgx_now_ns() - c->flushed_ns >= CAP_FLUSH_NS;
 		uint64_t n = 0;
 
 		pthread_mutex_lock(&c->lock);
-		for (uint32_t i = 0; i < c->nb_taps; i++)
-			n += drain(c, c->taps[i], all);
+		for (uint32_t i = 0; i < c->nb_taps; i++) {
+			struct vfgx_capture_tap *t = c->taps[i];
+
+			n += drain_ref(c, t, all) + drain(c, t, all);
+			pending |= __atomic_load_n(&t->rhead, __ATOMIC_ACQUIRE) != t->rtail ||
+				   __atomic_load_n(&t->head, __ATOMIC_ACQUIRE) != t->tail;
+		}
 		pthread_mutex_unlock(&c->lock);
 		/* what a format buffers (pcapng) goes out at least every 50 ms
 		 * and at the end; a write error is known then */
@@ -319,10 +408,13 @@ static void *writer_main(void *arg)
 			file_flush(c);
 		if (stop) /* the rings were drained after stop was seen */
 			break;
-		if (!n) {
+		if (n) {
+			wrote_ns = vfgx_now_ns();
+		} else {
 			/* an 8 MiB ring fills in 2 ms at 4 GB/s: look again
 			 * well before that */
-			struct timespec ts = { 0, CAP_IDLE_NS };
+			bool busy = pending && vfgx_now_ns() - wrote_ns < 1000000;
+			struct timespec ts = { 0, busy ? CAP_WAIT_NS : CAP_IDLE_NS };
 
 			nanosleep(&ts, NULL);
 		}
@@ -381,7 +473,9 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		free(c);
 		return -ENOTSUP;
 	}
-	if (!c->fmt->write_raw && !(c->bounce = malloc(c->conf.snaplen))) {
+	if ((!c->fmt->write_raw && !(c->bounce = malloc(c->conf.snaplen))) ||
+	    !(c->iov = malloc(sizeof(*c->iov) * IOV_MAX))) {
+		free(c->bounce);
 		free(c);
 		return -ENOMEM;
 	}
@@ -403,12 +497,14 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		pthread_mutex_destroy(&c->lock);
 		free(c->path);
 		free(c->bounce);
+		free(c->iov);
 		free(c);
 		return ret;
 	}
 	*out = c;
 	return 0;
 }
+
 
 int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 {
@@ -429,15 +525,29 @@ int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)
 	c->taps = taps;
 	for (uint16_t q = 0; q < nq; q++) {
 		struct vfgx_capture_tap *t = aligned_alloc(64, sizeof(*t));
+		vfgx_pool *pool = port->rx_pools[q];
+		bool gpu = pool &&
+			   vfgx_region_info(vfgx_pool_region(pool))->kind == VFGX_MEM_GPU;
+		bool ok = t != NULL;
 
 		if (t) {
 			memset(t, 0, sizeof(*t));
-			t->ring = aligned_alloc(64, c->conf.ring_bytes);
+			ok = (t->ring = aligned_alloc(64, c->conf.ring_bytes)) != NULL;
+			if (ok && !gpu)
+				ok = !vfgx_cap_ref_alloc(t, pool, c->conf.ring_bytes);
 		}
-		if (!t || !t->ring) {
+		if (!ok) {
+			if (t) {
+				free(t->ring);
+				free(t->refs);
+				free(t->held);
+			}
 			free(t);
 			return -ENOMEM; /* taps made so far stay attached: close frees them */
 		}
+		t->in_order = port->release_in_order;
+		t->by_ref = t->refs && pool;
+		t->mode_known = gpu || pool;
 		t->cap = c;
 		t->port = port;
 		t->q = q;
@@ -494,31 +604,6 @@ static int gpu_wait(struct vfgx_capture_tap *t)
 }
 #endif
 
-/* Sample mode: the first packet, then one in sample_every. */
-static bool sample_pkt(struct vfgx_capture_tap *t)
-{
-	if (t->sample_left) {
-		t->sample_left--;
-		return false;
-	}
-	t->sample_left = t->sample_every - 1;
-	return true;
-}
-
-static bool select_pkt(struct vfgx_capture_tap *t, const struct vfgx_pkt *p)
-{
-	struct vfgx_parsed ps;
-
-	switch (t->mode) {
-	case VFGX_CAPTURE_DROPS:
-		return !(p->flags & VFGX_PKT_PAYLOAD) &&
-		       vfgx_parse(p->data, p->len, &ps) != VFGX_STAGE_PASS;
-	case VFGX_CAPTURE_SAMPLE:
-		return sample_pkt(t);
-	default:
-		return true;
-	}
-}
 
 /* Copy len bytes to ring offset pos (any: it wraps). */
 static void ring_put(struct vfgx_capture_tap *t, uint64_t pos, const void *src, uint32_t len)
@@ -544,13 +629,22 @@ static int ring_put_gpu(struct vfgx_capture_tap *t, uint64_t pos, const void *sr
 	       gpu_copy(t, t->ring, (const uint8_t *)src + first, len - (uint32_t)first);
 }
 
-void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *pkts,
-			    uint16_t n)
+
+void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16_t n)
 {
 	uint64_t head = t->head, head0 = head;
 	uint64_t room = t->size - (head - t->room_tail);
 	uint64_t sel = 0, full = 0, gpu = 0, gpu_copies = 0, gpu_sel = 0;
 
+	if (!t->mode_known) {
+		/* a queue whose memory the port did not say: its first packet */
+		t->by_ref = !(pkts[0].flags & VFGX_PKT_GPU);
+		t->mode_known = true;
+	}
+	if (t->by_ref) {
+		vfgx_cap_tap_refs(t, pkts, n);
+		return;
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		const struct vfgx_pkt *p = &pkts[i];
 		struct cap_rec r;
@@ -565,9 +659,9 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, const struct vfgx_pkt *p
 			gpu++;
 			continue;
 #endif
-			if (t->mode == VFGX_CAPTURE_SAMPLE && !sample_pkt(t))
+			if (t->mode == VFGX_CAPTURE_SAMPLE && !cap_sample(t))
 				continue;
-		} else if (!select_pkt(t, p)) {
+		} else if (!cap_select(t, p)) {
 			continue;
 		}
 		sel++;
@@ -649,6 +743,13 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	}
 	err = c->error;
 	for (uint32_t i = 0; i < c->nb_taps; i++) {
+		struct vfgx_capture_tap *t = c->taps[i];
+
+		/* the writer wrote every reference: what the pipeline
+		 * released goes back (the queues are not polled now) */
+		vfgx_cap_held_release(t, UINT64_MAX);
+		free(t->refs);
+		free(t->held);
 		c->taps[i]->port->tap[c->taps[i]->q] = NULL;
 #if VFGX_HAVE_CUDA
 		if (c->taps[i]->stream)
@@ -661,6 +762,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
 	free(c->bounce);
+	free(c->iov);
 	free(c);
 	return err;
 }

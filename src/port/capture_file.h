@@ -25,10 +25,11 @@ struct cap_format {
 	int (*write)(struct cap_file *f, int64_t ts_ns, uint32_t caplen, uint32_t len,
 		     const void *data);
 	/* Formats whose records are the ring's (pcap): whole records, each
-	 * pcap's 16-byte header and the frame, in iovcnt (1 or 2) pieces
-	 * written as they are.  0, or the positive errno that stopped it;
-	 * *done: the bytes that reached the file either way. */
-	int (*write_raw)(struct cap_file *f, const struct iovec *iov, int iovcnt, uint64_t *done);
+	 * pcap's 16-byte header and the frame, in iovcnt (up to IOV_MAX)
+	 * pieces written as they are; iov is changed.  0, or the positive
+	 * errno that stopped it; *done: the bytes that reached the file
+	 * either way. */
+	int (*write_raw)(struct cap_file *f, struct iovec *iov, int iovcnt, uint64_t *done);
 	/* Bytes of the file so far, what is still buffered included. */
 	int64_t (*size)(struct cap_file *f);
 	/* Hand what is buffered to the kernel: 0, or the positive errno of

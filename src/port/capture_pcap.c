@@ -1,13 +1,15 @@
 /* capture_pcap.c - capture files as nanosecond pcap (capture_file.h).
  * libpcap writes the file header (pcap_dump_fopen: magic, version, snap
  * length, link type) and reads the files back (the pcap port, the tests);
- * the records go out as the ring already holds them, pcap's 16-byte
- * record header and the frame (capture.c), in spans of up to a megabyte
- * with one writev(2) each.  pcap_dump costs a call and a copy into stdio
- * per record: on a tmpfs, one writer thread moved 1500 B records at about
- * 0.75 of write(2)'s rate that way, below the 0.8 asked of it (issue 17,
- * docs/send.md "Capture files").  A failed write(2) says how far it got,
- * so the cut after it lands exactly on the last whole record. */
+ * the records go out as they lie, pcap's 16-byte record header and the
+ * frame (capture.c), in spans of up to a megabyte with one writev(2)
+ * each: the pieces of a byte ring, or each record's header and frame
+ * where they are (capture by reference).  pcap_dump costs a call and a
+ * copy into stdio per record: on a tmpfs, one writer thread moved 1500 B
+ * records at about 0.75 of write(2)'s rate that way, below the 0.8 asked
+ * of it (issue 17, docs/send.md "Capture files").  A failed write(2) says
+ * how far it got, so the cut after it lands exactly on the last whole
+ * record. */
 #include <errno.h>
 #include <limits.h>
 #include <pcap/pcap.h>
@@ -79,19 +81,13 @@ static int pc_open(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap
 	return 0;
 }
 
-static int pc_write_raw(struct cap_file *f, const struct iovec *iov, int iovcnt, uint64_t *done)
+static int pc_write_raw(struct cap_file *f, struct iovec *iov, int iovcnt, uint64_t *done)
 {
-	struct iovec v[2];
-	int n = 0;
-
 	*done = 0;
 	if (f->err)
 		return f->err;
-	for (int i = 0; i < iovcnt && i < 2; i++)
-		if (iov[i].iov_len)
-			v[n++] = iov[i];
-	while (n) {
-		ssize_t w = writev(f->fd, v, n);
+	while (iovcnt) {
+		ssize_t w = writev(f->fd, iov, iovcnt);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -102,14 +98,14 @@ static int pc_write_raw(struct cap_file *f, const struct iovec *iov, int iovcnt,
 		*done += (uint64_t)w;
 		f->size += w;
 		/* a short write: what is left of the span, then the error */
-		while (n && (size_t)w >= v[0].iov_len) {
-			w -= (ssize_t)v[0].iov_len;
-			v[0] = v[1];
-			n--;
+		while (iovcnt && (size_t)w >= iov[0].iov_len) {
+			w -= (ssize_t)iov[0].iov_len;
+			iov++;
+			iovcnt--;
 		}
-		if (n) {
-			v[0].iov_base = (char *)v[0].iov_base + w;
-			v[0].iov_len -= (size_t)w;
+		if (iovcnt) {
+			iov[0].iov_base = (char *)iov[0].iov_base + w;
+			iov[0].iov_len -= (size_t)w;
 		}
 	}
 	return 0;

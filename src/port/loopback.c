@@ -104,6 +104,7 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 	lp->udp_csum = o.udp_csum;
 	lp->replay = o.replay;
 	lp->replay_frames = o.replay_frames;
+	port->release_in_order = o.replay;
 	*seed = o.seed;
 	return 0;
 }

@@ -232,10 +232,15 @@ int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 		max = port->rx_burst[q];
 #if VFGX_HAVE_PCAP
 	if (port->tap[q]) {
-		int n = port->ops->rx_burst(port, q, pkts, max);
+		int n;
+
+		vfgx_capture_tap_reclaim(port->tap[q]);
+		n = port->ops->rx_burst(port, q, pkts, max);
 
 		if (n > 0)
 			vfgx_capture_tap_burst(port->tap[q], pkts, (uint16_t)n);
+		else if (n == 0)
+			vfgx_capture_tap_rescue(port->tap[q]);
 		return n;
 	}
 #endif
@@ -245,8 +250,15 @@ int vfgx_port_rx_burst(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 void vfgx_port_release(vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
 		       uint16_t n)
 {
-	if (n && q < port->nb_rx_queues)
-		port->ops->release(port, q, pkts, n);
+	if (!n || q >= port->nb_rx_queues)
+		return;
+#if VFGX_HAVE_PCAP
+	if (port->tap[q]) {
+		vfgx_capture_tap_release(port->tap[q], pkts, n);
+		return;
+	}
+#endif
+	port->ops->release(port, q, pkts, n);
 }
 
 int vfgx_port_tx_burst(vfgx_port *port, uint16_t q,

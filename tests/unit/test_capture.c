@@ -4,7 +4,10 @@
  * ThreadSanitizer too), the file read back with libpcap (every record,
  * nanosecond precision, bytes as received), snap length, the pcap port
  * reading the file back, pcapng (libwiretap) chosen by the key or the
- * name and read back with libpcap, a version-1 conf (argsz 48), and the
+ * name and read back with libpcap, a version-1 conf (argsz 48), capture
+ * by reference (frames released before the writer wrote them, from the
+ * loopback replay across laps and file rotations, at the bound on what
+ * the capture may hold, and released far out of rx order), and the
  * errors of conf, attach and open. */
 #include <errno.h>
 #include <pcap/pcap.h>
@@ -445,6 +448,287 @@ static void pcap_port_errors(void **state)
 	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
 }
 
+/* Captured by reference: what each received packet was, to compare with
+ * the files (a frame rewritten or reused before the writer wrote it
+ * would not match). */
+struct rx_log {
+	uint64_t *hash;
+	uint32_t *len;
+	uint64_t n, cap;
+};
+
+static uint64_t fnv64(const uint8_t *d, uint32_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ d[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void log_burst(struct rx_log *lg, const struct vfgx_pkt *pk, int n)
+{
+	for (int i = 0; i < n; i++) {
+		assert_true(lg->n < lg->cap);
+		lg->hash[lg->n] = fnv64(pk[i].data, pk[i].len);
+		lg->len[lg->n++] = pk[i].len;
+	}
+}
+
+/* The records of files STEM.pcap, STEM.1.pcap, ... (nfiles of them), in
+ * order, are the received packets less ring_full of them, each byte for
+ * byte; returns the records read. */
+static uint64_t check_files(const char *stem, uint32_t nfiles, const struct rx_log *lg,
+			    uint64_t ring_full)
+{
+	uint64_t j = 0, recs = 0, skipped = 0;
+
+	for (uint32_t f = 0; f < nfiles; f++) {
+		char path[300], err[PCAP_ERRBUF_SIZE];
+		struct pcap_pkthdr *h;
+		const u_char *d;
+		pcap_t *p;
+
+		if (f)
+			snprintf(path, sizeof(path), "%s/%s.%u.pcap", dir, stem, f);
+		else
+			snprintf(path, sizeof(path), "%s/%s.pcap", dir, stem);
+		p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+		assert_non_null(p);
+		while (pcap_next_ex(p, &h, &d) == 1) {
+			uint64_t hash = fnv64(d, h->caplen);
+
+			assert_int_equal(h->caplen, h->len);
+			while (j < lg->n && (lg->hash[j] != hash || lg->len[j] != h->len)) {
+				j++;
+				skipped++;
+			}
+			assert_true(j < lg->n); /* every record is a received packet, in order */
+			j++;
+			recs++;
+		}
+		pcap_close(p);
+	}
+	assert_int_equal(skipped + (lg->n - j), ring_full);
+	return recs;
+}
+
+/* Poll q until it is done or stop packets came in, releasing each burst at
+ * once (before the writer can have written it); the queue never stalls
+ * for good. */
+static void poll_release(vfgx_port *port, struct rx_log *lg, uint64_t stop)
+{
+	struct vfgx_pkt pk[64];
+	uint64_t empty = 0;
+
+	while (!vfgx_port_rx_done(port, 0) && (!lg || lg->n < stop)) {
+		int n = vfgx_port_rx_burst(port, 0, pk, 64);
+
+		assert_true(n >= 0);
+		if (!n) {
+			assert_true(++empty < 200000000ull);
+			continue;
+		}
+		empty = 0;
+		if (lg)
+			log_burst(lg, pk, n);
+		vfgx_port_release(port, 0, pk, (uint16_t)n);
+	}
+}
+
+/* Captured by reference from the loopback replay, which hands its frames
+ * out again lap after lap with new sequences: the pipeline releases each
+ * burst before the writer wrote it, the capture holds the frames back
+ * (the replay must not rewrite one the writer has not written) and
+ * rotates files across such spans.  Every record is a received frame,
+ * byte for byte, in rx order; the frames held at close go back to the
+ * port (the replay hands out the rest of the run after it). */
+static void capture_by_ref_replay(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo };
+	struct vfgx_capture_conf cc;
+	struct vfgx_capture_stats st;
+	struct rx_log lg = { 0 };
+	vfgx_capture *c;
+	vfgx_port *port = NULL;
+	char path[256];
+
+	(void)state;
+	vfgx_loopback_opts_default(&lo);
+	lo.replay = true;
+	lo.packets = 4 * 3072; /* 4 laps of 3072 frames (4 flows x 768) */
+	lo.packet_size = 700;
+	lo.flows = 4;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	path_of(path, sizeof(path), "rep.pcap");
+	vfgx_capture_conf_default(&cc);
+	cc.path = path;
+	cc.rotate_bytes = 256 << 10;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, port), 0);
+	lg.cap = lo.packets;
+	lg.hash = calloc(lg.cap, sizeof(*lg.hash));
+	lg.len = calloc(lg.cap, sizeof(*lg.len));
+	assert_true(lg.hash && lg.len);
+	poll_release(port, &lg, 3 * 3072 + 100); /* into the fourth lap */
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.seen, lg.n);
+	assert_int_equal(st.selected, st.seen);
+	assert_int_equal(st.written + st.ring_full, st.selected);
+	assert_int_equal(st.error, 0);
+	assert_true(st.files > 2);
+	assert_int_equal(check_files("rep", st.files, &lg, st.ring_full), st.written);
+	/* the rest of the run: every frame came back */
+	poll_release(port, NULL, 0);
+	assert_true(vfgx_port_rx_done(port, 0));
+	vfgx_port_close(port);
+	free(lg.hash);
+	free(lg.len);
+}
+
+/* References are bounded by the queue's pool (an eighth of 64 buffers
+ * here), and the arena takes only a burst's worth of copies while the
+ * writer stays behind: records past both are ring_full, the queue never
+ * waits, every record written is the packet received, and at close every
+ * buffer is back in the pool. */
+static void capture_by_ref_bound(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	vfgx_pool *pool = NULL;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo,
+				     .rx_pools = &pool };
+	struct vfgx_capture_conf cc;
+	struct vfgx_capture_stats st;
+	struct vfgx_pool_stats ps;
+	struct rx_log lg = { 0 };
+	vfgx_capture *c;
+	vfgx_port *port = NULL;
+	char path[256];
+
+	(void)state;
+	assert_int_equal(vfgx_pool_create(ctx, NULL, 2048, 64, &pool), 0);
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 20000;
+	lo.packet_size = 1500;
+	lo.flows = 4;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	path_of(path, sizeof(path), "bound.pcap");
+	vfgx_capture_conf_default(&cc);
+	cc.path = path;
+	cc.ring_bytes = 64 << 10;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, port), 0);
+	lg.cap = lo.packets;
+	lg.hash = calloc(lg.cap, sizeof(*lg.hash));
+	lg.len = calloc(lg.cap, sizeof(*lg.len));
+	assert_true(lg.hash && lg.len);
+	poll_release(port, &lg, lo.packets);
+	assert_int_equal(lg.n, lo.packets);
+	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	assert_int_equal(st.seen, lo.packets);
+	assert_int_equal(st.written + st.ring_full, st.selected);
+	assert_true(st.ring_full > 0);
+	assert_true(st.written > 0);
+	assert_int_equal(check_files("bound", st.files, &lg, st.ring_full), st.written);
+	vfgx_pool_stats(pool, &ps);
+	assert_int_equal(ps.available, ps.num_bufs);
+	assert_int_equal(ps.double_free, 0);
+	vfgx_port_close(port);
+	vfgx_pool_destroy(pool);
+	free(lg.hash);
+	free(lg.len);
+}
+
+/* Released far out of rx order (bursts of 192 received, then handed back
+ * last first, up to 191 records apart), from the loopback replay
+ * (which rewrites a frame once it is released) and from a pool (whose
+ * buffers rx fills again at once): a packet the writer has not written
+ * stays held wherever it lies, so every record is the bytes received,
+ * or counted ring_full; at close every buffer is back. */
+static void capture_by_ref_reversed(void **state)
+{
+	(void)state;
+	for (int use_pool = 0; use_pool < 2; use_pool++) {
+		struct vfgx_loopback_opts lo;
+		vfgx_pool *pool = NULL;
+		struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo",
+					     .backend = "loopback", .nb_rx_queues = 1,
+					     .burst = 64, .backend_opts = &lo,
+					     .rx_pools = use_pool ? &pool : NULL };
+		struct vfgx_capture_conf cc;
+		struct vfgx_capture_stats st;
+		struct rx_log lg = { 0 };
+		struct vfgx_pkt pk[192], rev[192];
+		uint64_t empty = 0;
+		vfgx_capture *c;
+		vfgx_port *port = NULL;
+		char path[256], stem[16];
+
+		if (use_pool)
+			assert_int_equal(vfgx_pool_create(ctx, NULL, 2048, 4096, &pool), 0);
+		vfgx_loopback_opts_default(&lo);
+		lo.replay = !use_pool;
+		lo.packets = use_pool ? 12000 : 4 * 3072;
+		lo.packet_size = 700;
+		lo.flows = 4;
+		assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+		snprintf(stem, sizeof(stem), "rev%d", use_pool);
+		snprintf(path, sizeof(path), "%s/%s.pcap", dir, stem);
+		vfgx_capture_conf_default(&cc);
+		cc.path = path;
+		cc.rotate_bytes = 1 << 20;
+		assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+		assert_int_equal(vfgx_capture_attach(c, port), 0);
+		lg.cap = lo.packets;
+		lg.hash = calloc(lg.cap, sizeof(*lg.hash));
+		lg.len = calloc(lg.cap, sizeof(*lg.len));
+		assert_true(lg.hash && lg.len);
+		while (!vfgx_port_rx_done(port, 0) && lg.n < lo.packets - 200) {
+			int n = 0;
+
+			/* up to three bursts; an empty poll lets the capture
+			 * give back what the writer wrote */
+			while (n < 192) {
+				int got = vfgx_port_rx_burst(port, 0, pk + n, 64);
+
+				assert_true(got >= 0);
+				if (!got)
+					break;
+				n += got;
+			}
+			if (!n) {
+				assert_true(++empty < 200000000ull);
+				continue;
+			}
+			empty = 0;
+			log_burst(&lg, pk, n);
+			for (int i = 0; i < n; i++)
+				rev[i] = pk[n - 1 - i];
+			vfgx_port_release(port, 0, rev, (uint16_t)n);
+		}
+		assert_int_equal(vfgx_capture_close(c, &st), 0);
+		assert_int_equal(st.seen, lg.n);
+		assert_int_equal(st.written + st.ring_full, st.selected);
+		assert_int_equal(st.error, 0);
+		assert_int_equal(check_files(stem, st.files, &lg, st.ring_full), st.written);
+		poll_release(port, NULL, 0);
+		if (use_pool) {
+			struct vfgx_pool_stats ps;
+
+			vfgx_pool_stats(pool, &ps);
+			assert_int_equal(ps.available, ps.num_bufs);
+			assert_int_equal(ps.double_free, 0);
+		}
+		vfgx_port_close(port);
+		vfgx_pool_destroy(pool);
+		free(lg.hash);
+		free(lg.len);
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -470,6 +754,9 @@ int main(void)
 		cmocka_unit_test(capture_snaplen_and_sample),
 		cmocka_unit_test(capture_pcapng),
 		cmocka_unit_test(capture_wraps),
+		cmocka_unit_test(capture_by_ref_replay),
+		cmocka_unit_test(capture_by_ref_bound),
+		cmocka_unit_test(capture_by_ref_reversed),
 		cmocka_unit_test(capture_errors),
 		cmocka_unit_test(pcap_port_errors),
 	};
