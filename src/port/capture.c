@@ -181,6 +181,17 @@ static void write_rec(struct vfgx_capture *c, const struct cap_rec *r, const voi
 	}
 }
 
+/* nrec whole records went into the file: count them, and rotate past
+ * rotate_bytes. */
+static void span_written(struct vfgx_capture *c, uint64_t nrec)
+{
+	__atomic_fetch_add(&c->written, nrec, __ATOMIC_RELAXED);
+	c->good = c->fmt->size(c->f);
+	c->written_flushed = c->written;
+	if (c->conf.rotate_bytes && (uint64_t)c->good >= c->conf.rotate_bytes)
+		file_rotate(c);
+}
+
 /* Records [from, to) of t, nrec of them, as they lie (pcap).  On a write
  * error the file is cut at the end of the last record that reached it
  * whole; those count written, the rest failed. */
@@ -200,11 +211,7 @@ static void write_span(struct vfgx_capture *c, struct vfgx_capture_tap *t, uint6
 		iov[1].iov_len = len - iov[0].iov_len;
 	}
 	if ((err = c->fmt->write_raw(c->f, iov, 2, &done)) == 0) {
-		__atomic_fetch_add(&c->written, nrec, __ATOMIC_RELAXED);
-		c->good = c->fmt->size(c->f);
-		c->written_flushed = c->written;
-		if (c->conf.rotate_bytes && (uint64_t)c->good >= c->conf.rotate_bytes)
-			file_rotate(c);
+		span_written(c, nrec);
 		return;
 	}
 	for (struct cap_rec r; k < nrec; k++) {
@@ -294,11 +301,7 @@ static void write_ref_span(struct vfgx_capture *c, struct vfgx_capture_tap *t, u
 		return;
 	}
 	if ((err = c->fmt->write_raw(c->f, c->iov, iovcnt, &done)) == 0) {
-		__atomic_fetch_add(&c->written, nrec, __ATOMIC_RELAXED);
-		c->good = c->fmt->size(c->f);
-		c->written_flushed = c->written;
-		if (c->conf.rotate_bytes && (uint64_t)c->good >= c->conf.rotate_bytes)
-			file_rotate(c);
+		span_written(c, nrec);
 		return;
 	}
 	for (; k < nrec; k++) {

@@ -536,6 +536,54 @@ static void poll_release(vfgx_port *port, struct rx_log *lg, uint64_t stop)
 	}
 }
 
+/* A capture of port's queue 0 into DIR/STEM.pcap (rotate_bytes and
+ * ring_bytes when not 0), and lg sized for cap packets. */
+static vfgx_capture *cap_start(vfgx_port *port, const char *stem, uint64_t rotate,
+			       uint32_t ring, struct rx_log *lg, uint64_t cap)
+{
+	struct vfgx_capture_conf cc;
+	vfgx_capture *c;
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s.pcap", dir, stem);
+	vfgx_capture_conf_default(&cc);
+	cc.path = path;
+	if (rotate)
+		cc.rotate_bytes = rotate;
+	if (ring)
+		cc.ring_bytes = ring;
+	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, port), 0);
+	lg->cap = cap;
+	lg->hash = calloc(cap, sizeof(*lg->hash));
+	lg->len = calloc(cap, sizeof(*lg->len));
+	assert_true(lg->hash && lg->len);
+	return c;
+}
+
+/* Close c: every packet seen was logged, each selected one written or
+ * ring_full, no error, and the files hold exactly the received bytes of
+ * the written ones, in rx order. */
+static void cap_finish(vfgx_capture *c, const char *stem, const struct rx_log *lg,
+		       struct vfgx_capture_stats *st)
+{
+	assert_int_equal(vfgx_capture_close(c, st), 0);
+	assert_int_equal(st->seen, lg->n);
+	assert_int_equal(st->written + st->ring_full, st->selected);
+	assert_int_equal(st->error, 0);
+	assert_int_equal(check_files(stem, st->files, lg, st->ring_full), st->written);
+}
+
+/* Every buffer of pool is back, none given back twice. */
+static void assert_pool_whole(vfgx_pool *pool)
+{
+	struct vfgx_pool_stats ps;
+
+	vfgx_pool_stats(pool, &ps);
+	assert_int_equal(ps.available, ps.num_bufs);
+	assert_int_equal(ps.double_free, 0);
+}
+
 /* Captured by reference from the loopback replay, which hands its frames
  * out again lap after lap with new sequences: the pipeline releases each
  * burst before the writer wrote it, the capture holds the frames back
@@ -548,12 +596,10 @@ static void capture_by_ref_replay(void **state)
 	struct vfgx_loopback_opts lo;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
 				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo };
-	struct vfgx_capture_conf cc;
 	struct vfgx_capture_stats st;
 	struct rx_log lg = { 0 };
 	vfgx_capture *c;
 	vfgx_port *port = NULL;
-	char path[256];
 
 	(void)state;
 	vfgx_loopback_opts_default(&lo);
@@ -562,24 +608,11 @@ static void capture_by_ref_replay(void **state)
 	lo.packet_size = 700;
 	lo.flows = 4;
 	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
-	path_of(path, sizeof(path), "rep.pcap");
-	vfgx_capture_conf_default(&cc);
-	cc.path = path;
-	cc.rotate_bytes = 256 << 10;
-	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-	assert_int_equal(vfgx_capture_attach(c, port), 0);
-	lg.cap = lo.packets;
-	lg.hash = calloc(lg.cap, sizeof(*lg.hash));
-	lg.len = calloc(lg.cap, sizeof(*lg.len));
-	assert_true(lg.hash && lg.len);
+	c = cap_start(port, "rep", 256 << 10, 0, &lg, lo.packets);
 	poll_release(port, &lg, 3 * 3072 + 100); /* into the fourth lap */
-	assert_int_equal(vfgx_capture_close(c, &st), 0);
-	assert_int_equal(st.seen, lg.n);
+	cap_finish(c, "rep", &lg, &st);
 	assert_int_equal(st.selected, st.seen);
-	assert_int_equal(st.written + st.ring_full, st.selected);
-	assert_int_equal(st.error, 0);
 	assert_true(st.files > 2);
-	assert_int_equal(check_files("rep", st.files, &lg, st.ring_full), st.written);
 	/* the rest of the run: every frame came back */
 	poll_release(port, NULL, 0);
 	assert_true(vfgx_port_rx_done(port, 0));
@@ -600,13 +633,10 @@ static void capture_by_ref_bound(void **state)
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
 				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo,
 				     .rx_pools = &pool };
-	struct vfgx_capture_conf cc;
 	struct vfgx_capture_stats st;
-	struct vfgx_pool_stats ps;
 	struct rx_log lg = { 0 };
 	vfgx_capture *c;
 	vfgx_port *port = NULL;
-	char path[256];
 
 	(void)state;
 	assert_int_equal(vfgx_pool_create(ctx, NULL, 2048, 64, &pool), 0);
@@ -615,27 +645,13 @@ static void capture_by_ref_bound(void **state)
 	lo.packet_size = 1500;
 	lo.flows = 4;
 	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
-	path_of(path, sizeof(path), "bound.pcap");
-	vfgx_capture_conf_default(&cc);
-	cc.path = path;
-	cc.ring_bytes = 64 << 10;
-	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-	assert_int_equal(vfgx_capture_attach(c, port), 0);
-	lg.cap = lo.packets;
-	lg.hash = calloc(lg.cap, sizeof(*lg.hash));
-	lg.len = calloc(lg.cap, sizeof(*lg.len));
-	assert_true(lg.hash && lg.len);
+	c = cap_start(port, "bound", 0, 64 << 10, &lg, lo.packets);
 	poll_release(port, &lg, lo.packets);
 	assert_int_equal(lg.n, lo.packets);
-	assert_int_equal(vfgx_capture_close(c, &st), 0);
-	assert_int_equal(st.seen, lo.packets);
-	assert_int_equal(st.written + st.ring_full, st.selected);
+	cap_finish(c, "bound", &lg, &st);
 	assert_true(st.ring_full > 0);
 	assert_true(st.written > 0);
-	assert_int_equal(check_files("bound", st.files, &lg, st.ring_full), st.written);
-	vfgx_pool_stats(pool, &ps);
-	assert_int_equal(ps.available, ps.num_bufs);
-	assert_int_equal(ps.double_free, 0);
+	assert_pool_whole(pool);
 	vfgx_port_close(port);
 	vfgx_pool_destroy(pool);
 	free(lg.hash);
@@ -658,14 +674,13 @@ static void capture_by_ref_reversed(void **state)
 					     .backend = "loopback", .nb_rx_queues = 1,
 					     .burst = 64, .backend_opts = &lo,
 					     .rx_pools = use_pool ? &pool : NULL };
-		struct vfgx_capture_conf cc;
 		struct vfgx_capture_stats st;
 		struct rx_log lg = { 0 };
 		struct vfgx_pkt pk[192], rev[192];
 		uint64_t empty = 0;
 		vfgx_capture *c;
 		vfgx_port *port = NULL;
-		char path[256], stem[16];
+		char stem[16];
 
 		if (use_pool)
 			assert_int_equal(vfgx_pool_create(ctx, NULL, 2048, 4096, &pool), 0);
@@ -676,16 +691,7 @@ static void capture_by_ref_reversed(void **state)
 		lo.flows = 4;
 		assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
 		snprintf(stem, sizeof(stem), "rev%d", use_pool);
-		snprintf(path, sizeof(path), "%s/%s.pcap", dir, stem);
-		vfgx_capture_conf_default(&cc);
-		cc.path = path;
-		cc.rotate_bytes = 1 << 20;
-		assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-		assert_int_equal(vfgx_capture_attach(c, port), 0);
-		lg.cap = lo.packets;
-		lg.hash = calloc(lg.cap, sizeof(*lg.hash));
-		lg.len = calloc(lg.cap, sizeof(*lg.len));
-		assert_true(lg.hash && lg.len);
+		c = cap_start(port, stem, 1 << 20, 0, &lg, lo.packets);
 		while (!vfgx_port_rx_done(port, 0) && lg.n < lo.packets - 200) {
 			int n = 0;
 
@@ -709,19 +715,10 @@ static void capture_by_ref_reversed(void **state)
 				rev[i] = pk[n - 1 - i];
 			vfgx_port_release(port, 0, rev, (uint16_t)n);
 		}
-		assert_int_equal(vfgx_capture_close(c, &st), 0);
-		assert_int_equal(st.seen, lg.n);
-		assert_int_equal(st.written + st.ring_full, st.selected);
-		assert_int_equal(st.error, 0);
-		assert_int_equal(check_files(stem, st.files, &lg, st.ring_full), st.written);
+		cap_finish(c, stem, &lg, &st);
 		poll_release(port, NULL, 0);
-		if (use_pool) {
-			struct vfgx_pool_stats ps;
-
-			vfgx_pool_stats(pool, &ps);
-			assert_int_equal(ps.available, ps.num_bufs);
-			assert_int_equal(ps.double_free, 0);
-		}
+		if (use_pool)
+			assert_pool_whole(pool);
 		vfgx_port_close(port);
 		vfgx_pool_destroy(pool);
 		free(lg.hash);
