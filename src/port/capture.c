@@ -651,7 +651,6 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, u
 	for (uint16_t i = 0; i < n; i++) {
 		const struct vfgx_pkt *p = &pkts[i];
 		struct cap_rec r;
-		uint64_t wall;
 		uint32_t cl;
 
 		if (p->flags & VFGX_PKT_GPU) {
@@ -668,7 +667,8 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, u
 			continue;
 		}
 		sel++;
-		cl = p->len < t->snaplen ? p->len : t->snaplen;
+		r = cap_rec_of(t, p);
+		cl = r.caplen;
 		if (sizeof(r) + cl > room) {
 			/* the space the writer gave back since the last look */
 			t->room_tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
@@ -678,11 +678,6 @@ void vfgx_capture_tap_burst(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, u
 				continue;
 			}
 		}
-		wall = (p->ts_ns ? p->ts_ns : vfgx_now_ns()) + (uint64_t)t->wall_off_ns;
-		r.ts_sec = (uint32_t)(wall / 1000000000);
-		r.ts_nsec = (uint32_t)(wall % 1000000000);
-		r.caplen = cl;
-		r.len = p->len;
 		ring_put(t, head, &r, sizeof(r));
 		if (p->flags & VFGX_PKT_GPU) {
 			gpu_copies += (uint64_t)ring_put_gpu(t, head + sizeof(r), p->data, cl);

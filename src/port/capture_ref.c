@@ -299,7 +299,7 @@ void vfgx_cap_tap_refs(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16
 	for (uint16_t i = 0; i < n; i++) {
 		struct vfgx_pkt *p = &pkts[i];
 		struct cap_ref *e;
-		uint64_t wall, end = 0;
+		uint64_t end = 0;
 		uint8_t *dst = NULL;
 		uint32_t cl;
 		bool ref;
@@ -327,11 +327,7 @@ void vfgx_cap_tap_refs(struct vfgx_capture_tap *t, struct vfgx_pkt *pkts, uint16
 			continue;
 		}
 		e = &t->refs[head & mask];
-		wall = (p->ts_ns ? p->ts_ns : vfgx_now_ns()) + (uint64_t)t->wall_off_ns;
-		e->r.ts_sec = (uint32_t)(wall / 1000000000);
-		e->r.ts_nsec = (uint32_t)(wall % 1000000000);
-		e->r.caplen = cl;
-		e->r.len = p->len;
+		e->r = cap_rec_of(t, p);
 		e->copied = !ref;
 		if (ref) {
 			e->data = p->data;

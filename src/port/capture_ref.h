@@ -134,6 +134,19 @@ static inline bool cap_select(struct vfgx_capture_tap *t, const struct vfgx_pkt 
 	}
 }
 
+/* pcap's record header of p as the tap keeps it (snap length, wall
+ * clock of its rx stamp, or of now when it has none). */
+static inline struct cap_rec cap_rec_of(const struct vfgx_capture_tap *t,
+					const struct vfgx_pkt *p)
+{
+	uint64_t wall = (p->ts_ns ? p->ts_ns : vfgx_now_ns()) + (uint64_t)t->wall_off_ns;
+
+	return (struct cap_rec){ .ts_sec = (uint32_t)(wall / 1000000000),
+				 .ts_nsec = (uint32_t)(wall % 1000000000),
+				 .caplen = p->len < t->snaplen ? p->len : t->snaplen,
+				 .len = p->len };
+}
+
 /* capture_ref.c: the records of a tap capturing host packets (attach);
  * 0 or -ENOMEM (the caller frees what was made). */
 int vfgx_cap_ref_alloc(struct vfgx_capture_tap *t, vfgx_pool *pool, uint32_t ring_bytes);
