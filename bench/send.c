@@ -190,6 +190,14 @@ static double sockperf_tp(const struct opts *o)
 	"      rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },\n" \
 	"      dpdk: { memory: { num_mbufs: 32767, fallback: host } } }\n"
 
+/* Paced below this rate, a wait is long enough to sleep in: the sending
+ * thread runs SCHED_FIFO and spins only the last PACE_FIFO_SPIN_US of each
+ * wait (send.sched_priority, send.spin_us); at and above it, the defaults
+ * (normal scheduling, waits spun whole). */
+#define PACE_FIFO_BELOW_PPS 500000
+#define PACE_FIFO_PRIORITY 50
+#define PACE_FIFO_SPIN_US 200
+
 /* A sender's config: on DPDK net_null (dpdk) or a UDP socket to the sink,
  * frame_size-byte generated frames, paced at rate (0: not).  Unpaced, the
  * generator replays frames built once (its fast mode; vfgx send advances
@@ -198,14 +206,17 @@ static double sockperf_tp(const struct opts *o)
 static int send_cfg(const struct opts *o, const char *path, bool dpdk, double rate,
 		    uint32_t frame_size, double seconds)
 {
-	char text[1024], iface[512];
+	char text[1024], iface[512], sched[96] = "";
 
 	snprintf(iface, sizeof(iface), dpdk ? NULL_IFACE : UDP_IFACE, SP_PORT);
+	if (rate > 0 && rate < PACE_FIFO_BELOW_PPS)
+		snprintf(sched, sizeof(sched), "  sched_priority: %d\n  spin_us: %d\n",
+			 PACE_FIFO_PRIORITY, PACE_FIFO_SPIN_US);
 	snprintf(text, sizeof(text),
 		 "log_level: warn\ninterfaces:\n%s"
-		 "send:\n  rate_pps: %.0f\n  burst: 32\n  duration_s: %g\n"
+		 "send:\n  rate_pps: %.0f\n  burst: 32\n  duration_s: %g\n%s"
 		 "  generator: { packets: 0, packet_size: %u, flows: 4, replay: %s }\n",
-		 iface, rate, seconds, frame_size, rate > 0 ? "false" : "true");
+		 iface, rate, seconds, sched, frame_size, rate > 0 ? "false" : "true");
 	(void)o;
 	return write_file(path, text);
 }
@@ -258,11 +269,19 @@ static void pace_rounds(const struct opts *o, FILE *f, struct series pace[2],
 				goto out;
 			double err = jnum(buf, "pacing", "rate_error_pct");
 			double p99 = jnum(buf, "pacing", "gap_error_p99_ns") / 1e3;
+			char how[64] = "";
+
+			/* the scheduling it got: asked below PACE_FIFO_BELOW_PPS */
+			if (rates[k] < PACE_FIFO_BELOW_PPS && jnum(buf, "sched", "fifo") > 0)
+				snprintf(how, sizeof(how), ", SCHED_FIFO %d, spin %d us",
+					 PACE_FIFO_PRIORITY, PACE_FIFO_SPIN_US);
+			else if (rates[k] < PACE_FIFO_BELOW_PPS)
+				snprintf(how, sizeof(how), ", sched_priority refused");
 
 			pace[k].m[pace[k].n++] = err < 0 ? -err : err;
 			gap[k].m[gap[k].n++] = p99;
-			fprintf(f, "| %d | paced %.0f pps, burst 32, 64 B on %s | achieved %.1f pps (error %+.4f%%) | gap error p50 %.1f us, p99 %.1f us, max %.1f us | |\n",
-				r + 1, rates[k], dpdk ? "DPDK net_null" : "UDP",
+			fprintf(f, "| %d | paced %.0f pps, burst 32, 64 B on %s%s | achieved %.1f pps (error %+.4f%%) | gap error p50 %.1f us, p99 %.1f us, max %.1f us | |\n",
+				r + 1, rates[k], dpdk ? "DPDK net_null" : "UDP", how,
 				jnum(buf, "pacing", "achieved_pps"), err,
 				jnum(buf, "pacing", "gap_error_p50_ns") / 1e3, p99,
 				jnum(buf, "pacing", "gap_error_max_ns") / 1e3);
@@ -334,7 +353,7 @@ static int run_cfg(const struct opts *o, const char *path, bool capture)
 		 "memory_regions:\n  - { name: rx, kind: host, buf_size: 2048, num_bufs: 8192 }\n"
 		 "interfaces:\n"
 		 "  - { name: lo0, backend: loopback, rx: { queues: [ { id: 0, memory_region: rx } ] },\n"
-		 "      loopback: { packets: 0, packet_size: 1500, flows: 4, replay: true } }\n"
+		 "      loopback: { packets: 0, packet_size: 1500, flows: 4, replay: true, replay_inline: true } }\n"
 		 "pipeline:\n  device: cpu\n  workers: 1\n  duration_s: %g\n"
 		 "  reorder: { enabled: true, window: 1024 }\n%s"
 		 "expect: { min_packets: 1 }\n",
@@ -470,8 +489,8 @@ int vfgx_bench_send(int argc, char **argv)
 	fprintf(f, "What runs is what a user runs: the `vfgx send` and `vfgx run` binaries, pinned with taskset, read back from their `--json` reports.\n\n"
 		   "- DPDK: `vfgx send` (generator in replay mode: one lap of frames built once) takes raw mbufs from its tx pool per burst, copies the lap's next frames straight into them with each copy's sequence and UDP checksum set for its lap, on the sending thread (no thread beside it), and calls rte_eth_tx_burst; testpmd txonly builds its 64-byte frames from a template into mbufs it allocates. Same lcore, burst 32, net_null, steady-state windows (testpmd: its Tx-pps lines; vfgx: its report, the send loop only).\n"
 		   "- UDP: both senders on the same CPU into the same `sockperf sr` on the other. They do not do equal work per syscall: `vfgx send` hands the socket port bursts of 32 (sendmmsg, with UDP GSO when the kernel has it); `sockperf tp` makes one sendto per message. The ratio compares the tools as a user runs them, not the per-datagram cost. The reference's rate also depends on its receiver keeping up on the shared machine (see its spread).\n"
-		   "- Pacing: `vfgx send` reports the rate achieved over its schedule and the error of each gap between bursts against the schedule's (100 ns resolution); paced runs build each frame (no rewriting thread) and, with the defaults, spin the last 1000 us of each wait (send.spin_us) under normal scheduling. On this 2-core virtual machine the p99 gap error is set by when the vCPU runs: the spread between rounds shows it.\n"
-		   "- Capture: `vfgx run` with a 1500 B loopback replay source, one worker, `pipeline.capture` to a tmpfs mounted for the bench (8 MiB rings, the default), against `write(2)` of the same bytes in 1 MiB blocks to the same tmpfs; the capture rate is the bytes the writer wrote over the run, the ring_full column what it could not keep up with. The worker records each packet it keeps by reference (pcap's record header and where the frame lies; a packet released before it is written goes back to the port once it is, a sixteenth of the pool held at most, a burst past that copied into the ring); the writer hands header and frame to writev(2) straight from the packet's buffer. The run's threads on the 2 CPUs: the worker, the replay's frame rewriting thread (asleep between eighths of a lap) and, with capture, the writer.\n\n");
+		   "- Pacing: `vfgx send` reports the rate achieved over its schedule and the error of each gap between bursts against the schedule's (100 ns resolution); paced runs build each frame (no rewriting thread). At 1 Mpps (32 us between bursts, too short to sleep in) with the defaults: each wait spun whole (send.spin_us: 1000) under normal scheduling. At 100 kpps (320 us) the sending thread runs SCHED_FIFO (send.sched_priority: 50) and spins the last 200 us of each wait, sleeping before (send.spin_us: 200); the row says so, or that the priority was refused. On this 2-core virtual machine the p99 gap error is set by when the vCPU runs: its 250 Hz timer tick holds a busy CPU for 8 us (median, up to 50 us) 250 times a second and the hypervisor takes it away about 120 times more (docs/send.md); the spread between rounds shows it.\n"
+		   "- Capture: `vfgx run` with a 1500 B loopback replay source, one worker, `pipeline.capture` to a tmpfs mounted for the bench (8 MiB rings, the default), against `write(2)` of the same bytes in 1 MiB blocks to the same tmpfs; the capture rate is the bytes the writer wrote over the run, the ring_full column what it could not keep up with. The worker records each packet it keeps by reference (pcap's record header and where the frame lies; a packet released before it is written goes back to the port once it is, a sixteenth of the pool held at most, a burst past that copied into the ring); the writer hands header and frame to writev(2) straight from the packet's buffer. The replay source's frames are advanced by the worker as it receives them (loopback.replay_inline: true, on both sides), so the run's threads on the 2 CPUs are the worker and, with capture, the writer (with the rewriting thread beside them, 9 pairs of runs before this one: the capture wrote 1.81 GB/s on average, 2.00 without it; docs/send.md).\n\n");
 	fprintf(f, "| round | case | vfgx | reference | ratio |\n| --- | --- | --- | --- | --- |\n");
 #if VFGX_HAVE_DPDK
 	if (want_rows(&o, "dpdk"))

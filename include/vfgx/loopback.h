@@ -38,6 +38,10 @@ struct vfgx_loopback_opts {
 	 * enough to load a GPU; docs/gpu.md) */
 	bool replay;
 	uint32_t replay_frames;    /* [0: all] pool buffers per queue the lap may use, ..2^26 */
+	/* [false] replay (host memory): the rx thread advances each frame's
+	 * sequence as it hands the frame out again, instead of a rewriting
+	 * thread of the port (vfgx_loopback_replay_inline) */
+	bool replay_inline;
 };
 
 void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o);

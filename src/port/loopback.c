@@ -50,6 +50,7 @@ static const struct vfgx_opt lb_opts[] = {
 	LB_OPT(BOOL, udp_csum, 1),
 	LB_OPT(BOOL, replay, 0),
 	LB_OPT(U32, replay_frames, 0, 0, 1u << 26),
+	LB_OPT(BOOL, replay_inline, 0),
 };
 #define LB_NOPTS (sizeof(lb_opts) / sizeof(lb_opts[0]))
 
@@ -68,6 +69,8 @@ int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
 	if (lp->packet_size < vfgx_pkt_min_len(lp->vlan))
 		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
 				      lp->packet_size, vfgx_pkt_min_len(lp->vlan));
+	if (lp->replay_inline && !lp->replay)
+		return vfgx_cfg_error(o, "replay_inline: true needs replay: true (it says who advances the replayed frames)");
 	return 0;
 }
 
@@ -84,6 +87,10 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 			ret = vfgx_set_error(port->ctx, -EINVAL,
 					     "%s: loopback options: packet_size %u is below %u, the headers with a VLAN tag",
 					     port->name, o.packet_size, vfgx_pkt_min_len(o.vlan));
+		if (!ret && o.replay_inline && !o.replay)
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: loopback options: replay_inline needs replay (it says who advances the replayed frames)",
+					     port->name);
 	} else {
 		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
 	}
@@ -104,6 +111,7 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 	lp->udp_csum = o.udp_csum;
 	lp->replay = o.replay;
 	lp->replay_frames = o.replay_frames;
+	lp->replay_inline = o.replay_inline;
 	port->release_in_order = o.replay;
 	*seed = o.seed;
 	return 0;

@@ -117,6 +117,7 @@ struct lb_priv {
 	bool udp_csum;
 	bool replay;
 	uint32_t replay_frames; /* per queue at most; 0: the whole pool */
+	bool replay_inline;     /* host frames advanced by rx, no rewriting thread */
 };
 
 /* loopback.c: the generator's next frames into bufs (want buffers of cap

@@ -13,9 +13,9 @@
  * host and pinned frames in place, GPU frames through one strided copy
  * (cudaMemcpy2DAsync) of those 18 bytes per frame; rx hands out only
  * frames already rewritten, and only after their release.  A consumer that
- * reads every frame on its rx thread anyway (vfgx send) stops that thread
- * (vfgx_loopback_replay_inline): rx advances host frames itself as it
- * hands them out.  Between eighths the thread spins a few microseconds,
+ * reads every frame on its rx thread anyway (vfgx send; a CPU worker, with
+ * loopback.replay_inline) stops that thread (vfgx_loopback_replay_inline):
+ * rx advances host frames itself as it hands them out.  Between eighths the thread spins a few microseconds,
  * then sleeps on a futex that release wakes once the eighth it waits for
  * is back: a spinning thread would take a CPU for nothing from whatever
  * shares the machine (a capture's writer, on 2 cores). */
@@ -202,6 +202,9 @@ int vfgx_lb_rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 	rp->cap = cap;
 	qsort(rp->bufs, nb, sizeof(*rp->bufs), cmp_ptr);
 	rp->gpu = ri->kind == VFGX_MEM_GPU;
+	if (rp->gpu && lp->replay_inline)
+		return vfgx_set_error(port->ctx, -EINVAL, "%s: replay_inline: queue %u replays GPU memory, which only the rewriting thread updates (set replay_inline: false, or a host or pinned memory_region)",
+				      port->name, q);
 	if ((uintptr_t)rp->bufs[nb - 1] - (uintptr_t)rp->bufs[0] != (uintptr_t)(nb - 1) * cap)
 		return vfgx_set_error(port->ctx, -EINVAL, "%s: replay: queue %u's buffers are not contiguous (a fresh pool's are)",
 				      port->name, q);
@@ -235,6 +238,13 @@ int vfgx_lb_rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 		rp->total = (c + period - 1) / period * used;
 	}
 	rp->base = rp->bufs[0];
+	if (!rp->gpu && lp->replay_inline) {
+		/* no rewriting thread: rx advances the frames (rp_advance) */
+		rp->inline_adv = true;
+		rp->adv_upto = rp->nb; /* lap 0 is as built */
+		rp->adv_j = 0;
+		return rp_compact(rp);
+	}
 	if (!rp->gpu)
 		return (ret = rp_compact(rp)) ? ret : rp_start(port, rp);
 #if VFGX_HAVE_CUDA
@@ -515,7 +525,7 @@ int vfgx_loopback_replay_copy_mode(vfgx_port *port, uint32_t room)
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
 		struct lb_replay *rp = lp->q[q].rp;
 
-		if (!rp || rp->gpu || rp->inline_adv || rp->len_max > room)
+		if (!rp || rp->gpu || rp->len_max > room)
 			return -ENOTSUP;
 		if (rp->handed)
 			return vfgx_set_error(port->ctx, -EBUSY, "%s: replay: queue %u has handed out frames already",
@@ -523,6 +533,8 @@ int vfgx_loopback_replay_copy_mode(vfgx_port *port, uint32_t room)
 	}
 	for (uint16_t q = 0; q < port->nb_rx_queues; q++) {
 		rp_stop_thread(lp->q[q].rp);
+		/* copies carry their lap's sequence: no frame is advanced */
+		lp->q[q].rp->inline_adv = false;
 		lp->q[q].rp->copy = true;
 	}
 	return 0;

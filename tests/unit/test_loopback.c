@@ -358,22 +358,32 @@ static int rp_record(void *user, uint32_t stream, uint64_t seq,
 }
 
 /* Two queues of replayed frames with every fault, 3 laps exactly (the
- * exact and copy tests below). */
-#define REPLAY_FAULTS_YAML                                                            \
+ * exact and copy tests below); KEYS more loopback keys, each with a comma. */
+#define REPLAY_FAULTS_YAML_WITH(KEYS)                                                 \
 	"memory_regions: [{name: r, num_bufs: 2048}]\n"                                 \
 	"interfaces:\n"                                                                 \
 	"  - backend: loopback\n"                                                       \
 	"    rx: {queues: [{id: 0, memory_region: r}, {id: 1, memory_region: r}]}\n"    \
-	"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true,\n"     \
+	"    loopback: {packets: 9216, flows: 4, packet_size: 200, replay: true," KEYS "\n" \
 	"               loss: 0.02, reorder: 0.05, duplicate: 0.03, corrupt: 0.02, seed: 9}\n"
+#define REPLAY_FAULTS_YAML REPLAY_FAULTS_YAML_WITH("")
 
-/* state: NULL, the rewriting thread; else sequences advanced inline */
+/* test_replay_exact's states */
+enum { REPLAY_THREAD, REPLAY_INLINE_CALL, REPLAY_INLINE_KEY };
+
+/* state: the rewriting thread, or the sequences advanced inline, asked by
+ * vfgx_loopback_replay_inline or by the key loopback.replay_inline */
 static void test_replay_exact(void **state)
 {
+	int mode = *(int *)*state;
 	/* 2 flows per queue, 2048 buffers: P = 768 sequences per flow and
 	 * lap; 4 x 768 x 3 packets = exactly 3 laps */
-	struct vfgx_config *cfg = cfg_of(REPLAY_FAULTS_YAML
-		"pipeline: {verify_payload: true, reorder: {window: 64}}\n");
+	struct vfgx_config *cfg = cfg_of(
+		mode == REPLAY_INLINE_KEY ?
+			REPLAY_FAULTS_YAML_WITH(" replay_inline: true,")
+			"pipeline: {verify_payload: true, reorder: {window: 64}}\n" :
+			REPLAY_FAULTS_YAML
+			"pipeline: {verify_payload: true, reorder: {window: 64}}\n");
 	static struct rp_log log;
 	struct vfgx_source_report rep = { 0 };
 	struct vfgx_pipeline_stats st;
@@ -383,7 +393,7 @@ static void test_replay_exact(void **state)
 
 	memset(&log, 0, sizeof(log));
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
-	if (*state)
+	if (mode == REPLAY_INLINE_CALL)
 		assert_int_equal(vfgx_loopback_replay_inline(port), 0);
 	assert_int_equal(vfgx_proc_create(ctx, &cfg->pipeline, &proc), 0);
 	vfgx_proc_set_user_stage(proc, rp_record, &log);
@@ -620,6 +630,30 @@ static void test_replay_copy(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* loopback.replay_inline: a bad value, or without replay: one line each */
+static void test_replay_inline_key_errors(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "{flows: 1, replay: true, replay_inline: sometimes}",
+		  "interfaces[0].loopback.replay_inline: 'sometimes' is not a boolean" },
+		{ "{flows: 1, replay_inline: true}", "replay_inline: true needs replay: true" },
+	};
+	struct vfgx_config *cfg;
+	vfgx_port *port;
+	char y[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(y, sizeof(y), "interfaces:\n  - backend: loopback\n    loopback: %s\n",
+			 bad[i][0]);
+		cfg = cfg_of(y);
+		assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), -EINVAL);
+		assert_non_null(strstr(vfgx_last_error(ctx), bad[i][1]));
+		assert_null(strchr(vfgx_last_error(ctx), '\n'));
+		vfgx_config_destroy(cfg);
+	}
+}
+
 static void test_replay_errors(void **state)
 {
 	struct vfgx_config *cfg = cfg_of(
@@ -638,7 +672,8 @@ static void test_replay_errors(void **state)
 
 int main(void)
 {
-	static int inline_mode = 1;
+	static int thread_mode = REPLAY_THREAD, inline_call = REPLAY_INLINE_CALL,
+		   inline_key = REPLAY_INLINE_KEY;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean_stream),
 		cmocka_unit_test(test_faults_accounted),
@@ -648,8 +683,10 @@ int main(void)
 		cmocka_unit_test(test_batch_size_per_queue),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_threaded_runner),
-		cmocka_unit_test_prestate(test_replay_exact, NULL),
-		cmocka_unit_test_prestate(test_replay_exact, &inline_mode),
+		cmocka_unit_test_prestate(test_replay_exact, &thread_mode),
+		cmocka_unit_test_prestate(test_replay_exact, &inline_call),
+		cmocka_unit_test_prestate(test_replay_exact, &inline_key),
+		cmocka_unit_test(test_replay_inline_key_errors),
 		cmocka_unit_test(test_replay_inline_release),
 		cmocka_unit_test(test_replay_inline_errors),
 		cmocka_unit_test(test_replay_release),
