@@ -10,19 +10,6 @@
 
 /* ---- phase A: a warp per packet, or 32 per warp (phase_a_chunks) --------------------------------------- */
 
-/* Exact (unfolded) sum of the big-endian 16-bit words of p[0..len), as
- * vfgx_csum_add computes it, split across the warp: 16-byte loads over the
- * aligned middle, bytes at the ends.  A byte at an even offset from p is a
- * high byte; the middle's even and odd bytes are summed apart and weighted
- * by the parity of p. */
-__device__ __forceinline__ void csum_word(uint32_t w, uint32_t &e, uint32_t &o)
-{
-	uint32_t a = w & 0x00ff00ffu, b = (w >> 8) & 0x00ff00ffu;
-
-	e += (a & 0xffff) + (a >> 16);
-	o += (b & 0xffff) + (b >> 16);
-}
-
 /* Payload verification folded into the same loads: the loopback pattern
  * (vfgx_pattern_byte) of the record body [body, body + blen) is
  * c + 13 * offset per byte, c = stream * 131 + seq * 7 + 1 (mod 256).
@@ -63,8 +50,12 @@ __device__ __forceinline__ bool pat_byte_bad(const uint8_t *p, uint32_t off,
  * multiples of 16 bytes from 16-byte aligned bases), and the ends cost no
  * round trips of their own.  span_part is one lane's share when L lanes
  * take the span (blocks sub, sub + L, ...), CSUM_DEPTH loads per lane in
- * flight before any is summed; e and o sum the bytes at even and odd
- * addresses; diff collects the bits of the body [body, body + blen) that
+ * flight before any is summed, the 32-bit words added into one 64-bit
+ * sum (two adds a word; the even and odd bytes summed apart cost about
+ * ten operations a word, which bounded phase A at 8 KiB); e and o get the
+ * low and high byte of that sum folded to 16 bits, and span_sum makes of
+ * them a value congruent to the exact sum (modulo 0xffff, all the fold
+ * needs); diff collects the bits of the body [body, body + blen) that
  * differ from the loopback pattern when verify is set. */
 __device__ __forceinline__ uint32_t span_mask(uintptr_t wa, uintptr_t start, uintptr_t end)
 {
@@ -85,6 +76,7 @@ __device__ __forceinline__ void span_part(uintptr_t start, uintptr_t end, uint32
 	uintptr_t a0 = start & ~(uintptr_t)15;
 	uint32_t nb = (uint32_t)((end + 15 - a0) / 16);
 	const uint4 *q = (const uint4 *)a0;
+	ull acc = 0;
 
 #pragma unroll 1
 	for (uint32_t j0 = sub; j0 < nb; j0 += L * CSUM_DEPTH) {
@@ -100,20 +92,34 @@ __device__ __forceinline__ void span_part(uintptr_t start, uintptr_t end, uint32
 		for (uint32_t u = 0; u < CSUM_DEPTH; u++) {
 			uintptr_t ba = a0 + 16 * (uintptr_t)(j0 + L * u);
 			uint32_t w[4] = { v[u].x, v[u].y, v[u].z, v[u].w };
-			bool whole = ba >= start && ba + 16 <= end;
 
 			if (j0 + L * u >= nb)
 				break;
+			if (verify) {
 #pragma unroll
-			for (int t = 0; t < 4; t++) {
-				uintptr_t wa = ba + 4 * t;
-
-				csum_word(whole ? w[t] : w[t] & span_mask(wa, start, end), e, o);
-				if (verify)
-					diff |= pat_diff(w[t], (int64_t)(wa - body), blen, c);
+				for (int t = 0; t < 4; t++)
+					diff |= pat_diff(w[t], (int64_t)(ba + 4 * t - body), blen, c);
 			}
+			/* only a block at either end holds bytes outside */
+			if (ba < start || ba + 16 > end) {
+#pragma unroll
+				for (int t = 0; t < 4; t++)
+					w[t] &= span_mask(ba + 4 * t, start, end);
+			}
+			acc += (ull)w[0] + w[1] + (ull)w[2] + w[3];
 		}
 	}
+	/* The little-endian words' sum, folded to 16 bits, is congruent
+	 * (modulo 0xffff) to E + 256 O, E and O the sums of the bytes at even
+	 * and odd addresses; its low and high bytes as e and o make
+	 * span_sum's value congruent to the exact one for either parity of
+	 * the start (256 x == x with its bytes swapped, modulo 0xffff). */
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	e += (uint32_t)(acc & 0xff);
+	o += (uint32_t)(acc >> 8);
 }
 
 /* The sums of the L lanes of each aligned segment of the warp, in all of
@@ -128,8 +134,8 @@ __device__ __forceinline__ void span_reduce(uint32_t L, uint32_t &e, uint32_t &o
 	}
 }
 
-/* The exact (unfolded) sum of the big-endian 16-bit words from start, as
- * vfgx_csum_add computes it: a byte at an even offset from start is a
+/* A sum of the big-endian 16-bit words from start congruent (modulo
+ * 0xffff) to vfgx_csum_add's: a byte at an even offset from start is a
  * high byte. */
 __device__ __forceinline__ ull span_sum(uintptr_t start, uint32_t e, uint32_t o)
 {
