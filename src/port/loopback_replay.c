@@ -15,10 +15,11 @@
  * frames already rewritten, and only after their release.  A consumer that
  * reads every frame on its rx thread anyway (vfgx send; a CPU worker, with
  * loopback.replay_inline) stops that thread (vfgx_loopback_replay_inline):
- * rx advances host frames itself as it hands them out.  Between eighths the thread spins a few microseconds,
- * then sleeps on a futex that release wakes once the eighth it waits for
- * is back: a spinning thread would take a CPU for nothing from whatever
- * shares the machine (a capture's writer, on 2 cores). */
+ * rx advances host frames itself as it hands them out.  Between eighths
+ * the thread spins a few microseconds, then sleeps on a futex that release
+ * wakes once the eighth it waits for is back: a spinning thread would take
+ * a CPU for nothing from whatever shares the machine (a capture's writer,
+ * on 2 cores). */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
