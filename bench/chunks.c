@@ -486,9 +486,9 @@ static int run_spectrometer(const char *path, bool fft, double *rate)
 	FILE *f;
 	int ret = -1;
 
-	/* 1,000,000 packets: 15625 chunks a run, a few seconds */
+	/* 4,000,000 packets: 62,500 chunks a run, about 2 s from the replay */
 	/* on the same two CPUs every run: placement moved the rate otherwise */
-	snprintf(cmd, sizeof(cmd), "taskset -c %s '%s' /dev/null --packets 1000000 %s 2>&1",
+	snprintf(cmd, sizeof(cmd), "taskset -c %s '%s' /dev/null --packets 4000000 %s 2>&1",
 		 sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? "2,3" : "0,1", path, fft ? "" : "--no-fft");
 	f = popen(cmd, "r");
 	if (!f)
@@ -661,7 +661,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 		bench_fmt_spread(d, sizeof(d), "%.3f", ratio, rounds));
 	fprintf(f, "| ready p99 us | %s |\n\n", bench_fmt_spread(a, sizeof(a), "%.1f", p99, rounds));
 	if (n_fft) {
-		fprintf(f, "- FFT consumer: examples/spectrometer --packets 1000000 (the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one copy per chunk; the consumer unpacks each, runs cuFFT over 8 x 4096 channels and accumulates the power, then gives it back) against the same program with --no-fft (each chunk taken and given back untouched); chunks per second of the whole run, both pinned to the same two CPUs (taskset), the two alternating (order flipped every round).\n\n");
+		fprintf(f, "- FFT consumer: examples/spectrometer --packets 4000000 (a loopback replay source, its frames advanced by the receiving worker; the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one copy per chunk; the consumer unpacks each, runs cuFFT over 8 x 4096 channels and accumulates the power, then gives it back) against the same program with --no-fft (each chunk taken and given back untouched); chunks per second of the whole run, both pinned to the same two CPUs (taskset), the two alternating (order flipped every round).\n\n");
 		fprintf(f, "| round | with cuFFT chunks/s | no consumer chunks/s | ratio |\n|---|---|---|---|\n");
 		for (int i = 0; i < n_fft; i++)
 			fprintf(f, "| %d | %.1f | %.1f | %.3f |\n", i + 1, fft[i], nofft[i], fft[i] / nofft[i]);

@@ -18,7 +18,8 @@ import vfgx
 NFFT = 4096
 CONFIG = """interfaces:
   - backend: loopback
-    loopback: { packets: 200000, flows: 1, packet_size: 1082, loss: 0.001 }
+    loopback: { packets: 200000, flows: 1, packet_size: 1082, loss: 0.001,
+                replay: true, replay_inline: true }
 pipeline:
   device: cpu
   chunks: { payload_bytes: 1024, packets: 64, in_flight: 8, mem: gpu }

@@ -16,7 +16,8 @@
 #define SPEC_YAML(MEM) \
 	"interfaces:\n" \
 	"  - backend: loopback\n" \
-	"    loopback: { packets: %lu, flows: 1, packet_size: 1082, loss: 0.001 }\n" \
+	"    loopback: { packets: %lu, flows: 1, packet_size: 1082, loss: 0.001,\n" \
+	"                replay: true, replay_inline: true }\n" \
 	"pipeline:\n" \
 	"  device: cpu\n" \
 	"  chunks: { payload_bytes: 1024, packets: 64, in_flight: 8, mem: " MEM " }\n"
