@@ -5,6 +5,7 @@
  * exact end-to-end checks.  Replay mode is in loopback_replay.c; the
  * state both share in loopback_priv.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,38 +60,44 @@ void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o)
 	vfgx_opts_default(lb_opts, LB_NOPTS, o, sizeof(*o));
 }
 
+/* The rules between options (from YAML or from a program): what is wrong
+ * into msg, or false when nothing is. */
+static bool lb_opts_bad(const struct vfgx_loopback_opts *o, char *msg, size_t len)
+{
+	if (o->packet_size < vfgx_pkt_min_len(o->vlan))
+		snprintf(msg, len, "packet_size: %u is below %u, the headers with a VLAN tag",
+			 o->packet_size, vfgx_pkt_min_len(o->vlan));
+	else if (o->replay_inline && !o->replay)
+		snprintf(msg, len, "replay_inline: true needs replay: true (it says who advances the replayed frames)");
+	else
+		return false;
+	return true;
+}
+
 int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
 				 struct vfgx_loopback_opts *lp)
 {
 	int ret = vfgx_opts_from_yaml(o, lb_opts, LB_NOPTS, lp, sizeof(*lp));
+	char msg[160];
 
 	if (ret)
 		return ret;
-	if (lp->packet_size < vfgx_pkt_min_len(lp->vlan))
-		return vfgx_cfg_error(o, "packet_size: %u is below %u, the headers with a VLAN tag",
-				      lp->packet_size, vfgx_pkt_min_len(lp->vlan));
-	if (lp->replay_inline && !lp->replay)
-		return vfgx_cfg_error(o, "replay_inline: true needs replay: true (it says who advances the replayed frames)");
-	return 0;
+	return lb_opts_bad(lp, msg, sizeof(msg)) ? vfgx_cfg_error(o, "%s", msg) : 0;
 }
 
 static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 		    const struct vfgx_port_conf *conf, uint64_t *seed)
 {
 	struct vfgx_loopback_opts o;
+	char msg[160];
 	int ret;
 
 	if (conf->backend_opts) {
 		ret = vfgx_opts_from_user(port->ctx, port->name, "loopback", lb_opts,
 					  LB_NOPTS, conf->backend_opts, &o, sizeof(o));
-		if (!ret && o.packet_size < vfgx_pkt_min_len(o.vlan))
-			ret = vfgx_set_error(port->ctx, -EINVAL,
-					     "%s: loopback options: packet_size %u is below %u, the headers with a VLAN tag",
-					     port->name, o.packet_size, vfgx_pkt_min_len(o.vlan));
-		if (!ret && o.replay_inline && !o.replay)
-			ret = vfgx_set_error(port->ctx, -EINVAL,
-					     "%s: loopback options: replay_inline needs replay (it says who advances the replayed frames)",
-					     port->name);
+		if (!ret && lb_opts_bad(&o, msg, sizeof(msg)))
+			ret = vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: %s",
+					     port->name, msg);
 	} else {
 		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
 	}
