@@ -101,6 +101,12 @@ static int make_memory(struct vfgx_chunkset *cs)
 		if (ret || (ret = vfgx_chunk_cuda_stream(&cs->copy_stream, (int)c->gpu_id,
 							   cs->ctx)))
 			return ret;
+		cs->copy_done = calloc(slots, sizeof(*cs->copy_done));
+		if (!cs->copy_done)
+			return -ENOMEM;
+		ret = vfgx_chunk_cuda_events(cs->copy_done, slots, cs->ctx);
+		if (ret)
+			return ret;
 		cs->stage = vfgx_region_info(cs->stage_region)->addr;
 		cs->host_base = cs->stage;
 	} else {
@@ -159,7 +165,8 @@ int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 		st->state = calloc(cs->conf.in_flight, sizeof(*st->state));
 		st->desc = calloc(cs->conf.in_flight, sizeof(*st->desc));
 		st->first_ns = calloc(cs->conf.in_flight, sizeof(*st->first_ns));
-		if (!st->state || !st->desc || !st->first_ns) {
+		st->copy_q = calloc(cs->conf.in_flight, sizeof(*st->copy_q));
+		if (!st->state || !st->desc || !st->first_ns || !st->copy_q) {
 			vfgx_chunkset_destroy(cs);
 			return -ENOMEM;
 		}
@@ -184,10 +191,14 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 		free(cs->streams[s].state);
 		free(cs->streams[s].desc);
 		free(cs->streams[s].first_ns);
+		free(cs->streams[s].copy_q);
 	}
 	vfgx_chunkset_gpu_detach(cs);
 	free(cs->streams);
 	free(cs->queue);
+	vfgx_chunk_cuda_events_destroy(cs->copy_done,
+				       (size_t)cs->conf.streams * cs->conf.in_flight);
+	free(cs->copy_done);
 	vfgx_chunk_cuda_stream_destroy(cs->copy_stream);
 	vfgx_region_destroy(cs->stage_region);
 	vfgx_region_destroy(cs->data_region);
@@ -241,8 +252,45 @@ static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 	pthread_mutex_unlock(&cs->lock);
 }
 
+/* Chunk d (ring slot r of stream s) is ready: to the consumer. */
+static void publish(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
+{
+	struct chunk_stream *st = &cs->streams[s];
+	struct vfgx_chunk *d = &st->desc[r];
+
+	d->ready_ns = vfgx_now_ns(); /* visible from here on (after any copy) */
+	atomic_store_explicit(&st->state[r], CHUNK_READY, memory_order_release);
+	atomic_store_explicit(&cs->ready_word[slot_index(cs, s, r)], d->index + 1,
+			      memory_order_release);
+	if (!atomic_load_explicit(&st->cuda_consumed, memory_order_relaxed))
+		enqueue(cs, d);
+}
+
+/* gpu memory: publish, oldest first, the released chunks of stream s
+ * whose copies to the GPU are done (with wait, every one). */
+static void copies_done(struct vfgx_chunkset *cs, uint32_t s, bool wait)
+{
+	struct chunk_stream *st = &cs->streams[s];
+
+	while (st->copy_qn) {
+		uint32_t r = st->copy_q[st->copy_qh];
+		int ret = vfgx_chunk_cuda_done(cs->copy_done[slot_index(cs, s, r)], wait,
+					       cs->ctx);
+
+		if (!ret)
+			return;
+		if (ret < 0)
+			vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
+				  st->desc[r].index, vfgx_last_error(cs->ctx));
+		publish(cs, s, r);
+		st->copy_qh = (st->copy_qh + 1) % cs->conf.in_flight;
+		st->copy_qn--;
+	}
+}
+
 /* Hand the head chunk out (or skip it when it got no packet) and advance.
- * later_known: a packet of a newer chunk has arrived. */
+ * later_known: a packet of a newer chunk has arrived.  A chunk in gpu
+ * memory goes out once its copy is done (copies_done). */
 static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 			 bool later_known)
 {
@@ -272,17 +320,19 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 	} else {
 		bump(&st->complete, 1);
 	}
-	if (cs->stage &&
-	    vfgx_chunk_cuda_copy(d->dev_data, host, cs->slot_stride, cs->copy_stream,
-				 cs->ctx))
-		vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": copy to the GPU failed: %s",
-			  s, d->index, vfgx_last_error(cs->ctx));
-	d->ready_ns = vfgx_now_ns(); /* visible from here on (after any copy) */
-	atomic_store_explicit(&st->state[r], CHUNK_READY, memory_order_release);
-	atomic_store_explicit(&cs->ready_word[slot_index(cs, s, r)], d->index + 1,
-			      memory_order_release);
-	if (!atomic_load_explicit(&st->cuda_consumed, memory_order_relaxed))
-		enqueue(cs, d);
+	if (cs->stage) {
+		/* a failed start leaves the event as it was (done): the chunk
+		 * then goes out in its turn, as it is */
+		if (vfgx_chunk_cuda_copy_start(d->dev_data, host, cs->slot_stride,
+					       cs->copy_stream,
+					       cs->copy_done[slot_index(cs, s, r)], cs->ctx))
+			vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
+				  d->index, vfgx_last_error(cs->ctx));
+		atomic_store_explicit(&st->state[r], CHUNK_COPYING, memory_order_relaxed);
+		st->copy_q[(st->copy_qh + st->copy_qn++) % cs->conf.in_flight] = r;
+	} else {
+		publish(cs, s, r);
+	}
 	st->head++;
 }
 
@@ -336,6 +386,8 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 
 	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) == CHUNK_FILLING)
 		return 0; /* holds n: every chunk in [head, head + in_flight) */
+	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) == CHUNK_COPYING)
+		copies_done(cs, s, true);
 	if (!slot_free(cs, s, r)) {
 		bump(&st->backpressure, 1);
 		pthread_mutex_lock(&cs->lock);
@@ -519,6 +571,14 @@ void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream)
 	for (uint32_t i = 0; i < cs->conf.in_flight && st->head <= st->top; i++)
 		release_head(cs, stream, VFGX_CHUNK_BY_END, st->head < st->top);
 	st->top = st->head;
+	if (cs->stage)
+		copies_done(cs, stream, true);
+}
+
+void vfgx_chunkset_copies(struct vfgx_chunkset *cs, uint32_t stream)
+{
+	if (cs->stage && stream < cs->conf.streams && cs->streams[stream].open)
+		copies_done(cs, stream, false);
 }
 
 void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
@@ -529,6 +589,7 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 		st->open = false;
 		st->pending_gaps = 0;
 		st->next_out = 0;
+		st->copy_qh = st->copy_qn = 0;
 		for (uint32_t r = 0; r < cs->conf.in_flight; r++)
 			atomic_store(&st->state[r], CHUNK_FREE);
 		atomic_store(&st->complete, 0);

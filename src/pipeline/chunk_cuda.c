@@ -2,8 +2,9 @@
  * operations on a ring slot's status word (the driver's
  * cuStreamWaitValue64 / cuStreamWriteValue64, found through the runtime so
  * libvfgx does not link libcuda) and the copy of a chunk the CPU assembled
- * into GPU memory.  Without CUDA in the build each says so. */
+ * into GPU memory, with an event that says when it is done.  Without CUDA in the build each says so. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "chunkset.h"
@@ -81,18 +82,51 @@ void vfgx_chunk_cuda_stream_destroy(void *stream)
 		cudaStreamDestroy((cudaStream_t)stream);
 }
 
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
-			 vfgx_ctx *ctx)
+int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		cudaError_t e = cudaEventCreateWithFlags((cudaEvent_t *)&ev[i],
+							 cudaEventDisableTiming);
+
+		if (e != cudaSuccess)
+			return vfgx_set_error(ctx, -EIO, "chunks: cudaEventCreate: %s",
+					      cudaGetErrorString(e));
+	}
+	return 0;
+}
+
+void vfgx_chunk_cuda_events_destroy(void **ev, size_t n)
+{
+	for (size_t i = 0; ev && i < n; i++)
+		if (ev[i])
+			cudaEventDestroy((cudaEvent_t)ev[i]);
+}
+
+int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
+			       void *ev, vfgx_ctx *ctx)
 {
 	cudaError_t e = cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice,
 					(cudaStream_t)stream);
 
 	if (e == cudaSuccess)
-		e = cudaStreamSynchronize((cudaStream_t)stream);
+		e = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
 	if (e != cudaSuccess)
 		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
 				      cudaGetErrorString(e));
 	return 0;
+}
+
+int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx)
+{
+	cudaError_t e = wait ? cudaEventSynchronize((cudaEvent_t)ev) :
+			       cudaEventQuery((cudaEvent_t)ev);
+
+	if (e == cudaErrorNotReady)
+		return 0;
+	if (e != cudaSuccess)
+		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
+				      cudaGetErrorString(e));
+	return 1;
 }
 #else
 static int no_cuda(vfgx_ctx *ctx)
@@ -126,10 +160,27 @@ void vfgx_chunk_cuda_stream_destroy(void *stream)
 	(void)stream;
 }
 
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
-			 vfgx_ctx *ctx)
+int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx)
 {
-	(void)dev, (void)host, (void)n, (void)stream;
+	(void)ev, (void)n;
+	return no_cuda(ctx);
+}
+
+void vfgx_chunk_cuda_events_destroy(void **ev, size_t n)
+{
+	(void)ev, (void)n;
+}
+
+int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
+			       void *ev, vfgx_ctx *ctx)
+{
+	(void)dev, (void)host, (void)n, (void)stream, (void)ev;
+	return no_cuda(ctx);
+}
+
+int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx)
+{
+	(void)ev, (void)wait;
 	return no_cuda(ctx);
 }
 #endif

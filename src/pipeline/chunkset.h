@@ -25,6 +25,7 @@ enum chunk_slot_state {
 	CHUNK_FILLING = 1,
 	CHUNK_READY = 2,
 	CHUNK_HELD = 3,
+	CHUNK_COPYING = 4, /* released, its copy to the GPU not yet done */
 };
 
 /* One stream's ring; every field but the atomics is the placer's. */
@@ -39,6 +40,9 @@ struct chunk_stream {
 	_Atomic uint32_t *state; /* in_flight slot states */
 	struct vfgx_chunk *desc; /* in_flight descriptors (host) */
 	uint64_t *first_ns;      /* per slot: time of its first packet */
+	/* gpu memory: the ring slots released with their copies to the GPU
+	 * not yet seen done, oldest first (a slot is in it at most once) */
+	uint32_t *copy_q, copy_qh, copy_qn;
 	/* single-writer counters (the placer): relaxed load + store */
 	_Atomic uint64_t complete, closed, skipped, placed, missing, late,
 		duplicates, out_of_range, backpressure, backpressure_drops,
@@ -60,6 +64,7 @@ struct vfgx_chunkset {
 	vfgx_region *stage_region;
 	uint8_t *stage;          /* the host copy (gpu memory), or NULL */
 	void *copy_stream;       /* its copies' CUDA stream */
+	void **copy_done;        /* per ring slot: a CUDA event after its copy */
 	vfgx_region *status_region;   /* ready and returned words */
 	_Atomic uint64_t *ready_word;    /* streams * in_flight: index + 1 */
 	_Atomic uint64_t *returned_word; /* written by CUDA streams */
@@ -101,7 +106,11 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 /* Release the chunks of `stream` whose timeout passed at now_ns. */
 void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t now_ns);
-/* End of input for stream: release every open chunk (BY_END). */
+/* gpu memory: hand out the released chunks of `stream` whose copies to
+ * the GPU are done (the placer, every pass of its loop). */
+void vfgx_chunkset_copies(struct vfgx_chunkset *cs, uint32_t stream);
+/* End of input for stream: release every open chunk (BY_END) and wait
+ * for their copies. */
 void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream);
 /* The consumer side of vfgx_chunk_get/put (cs NULL: -ENOTSUP). */
 int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
@@ -155,9 +164,15 @@ int vfgx_chunk_cuda_write(void *cuda_stream, uint64_t *dev_addr,
 /* A non-blocking CUDA stream for the copies below, and its end. */
 int vfgx_chunk_cuda_stream(void **stream, int gpu_id, vfgx_ctx *ctx);
 void vfgx_chunk_cuda_stream_destroy(void *stream);
-/* Copy n bytes host -> device on stream and wait (gpu chunk memory
- * assembled by the CPU). */
-int vfgx_chunk_cuda_copy(void *dev, const void *host, size_t n, void *stream,
-			 vfgx_ctx *ctx);
+/* n CUDA events (no timing) into ev[], and their end (NULLs skipped). */
+int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx);
+void vfgx_chunk_cuda_events_destroy(void **ev, size_t n);
+/* Start copying n bytes host -> device on stream and record ev after it
+ * (gpu chunk memory assembled by the CPU). */
+int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
+			       void *ev, vfgx_ctx *ctx);
+/* Has the work before ev finished?  1 yes, 0 not yet (only when !wait),
+ * -EIO when it failed (one line on ctx). */
+int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx);
 
 #endif

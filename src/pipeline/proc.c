@@ -335,7 +335,12 @@ static int chunk_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 
 void vfgx_proc_tick(vfgx_proc *p, uint64_t now)
 {
-	if (!p->chunks || !p->chunks->conf.timeout_ms || now - p->last_tick < 1000000)
+	if (!p->chunks)
+		return;
+	if (p->chunks->stage)
+		for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
+			vfgx_chunkset_copies(p->chunks, p->chunk_streams[i]);
+	if (!p->chunks->conf.timeout_ms || now - p->last_tick < 1000000)
 		return;
 	p->last_tick = now;
 	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
