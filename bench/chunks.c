@@ -661,7 +661,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 		bench_fmt_spread(d, sizeof(d), "%.3f", ratio, rounds));
 	fprintf(f, "| ready p99 us | %s |\n\n", bench_fmt_spread(a, sizeof(a), "%.1f", p99, rounds));
 	if (n_fft) {
-		fprintf(f, "- FFT consumer: examples/spectrometer --packets 4000000 (a loopback replay source, its frames advanced by the receiving worker; the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one copy per chunk; the consumer unpacks each, runs cuFFT over 8 x 4096 channels and accumulates the power, then gives it back) against the same program with --no-fft (each chunk taken and given back untouched); chunks per second of the whole run, both pinned to the same two CPUs (taskset), the two alternating (order flipped every round).\n\n");
+		fprintf(f, "- FFT consumer: examples/spectrometer --packets 4000000 (a loopback replay source, its frames advanced by the receiving worker; the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one asynchronous copy per chunk; the consumer runs each chunk's CUDA graph (unpack, cuFFT over 8 x 4096 channels, accumulate the power), keeps up to 4 chunks on the GPU and gives each back once its event has passed) against the same program with --no-fft (each chunk taken and given back untouched); chunks per second of the whole run, both pinned to the same two CPUs (taskset), the two alternating (order flipped every round).\n\n");
 		fprintf(f, "| round | with cuFFT chunks/s | no consumer chunks/s | ratio |\n|---|---|---|---|\n");
 		for (int i = 0; i < n_fft; i++)
 			fprintf(f, "| %d | %.1f | %.1f | %.3f |\n", i + 1, fft[i], nofft[i], fft[i] / nofft[i]);
