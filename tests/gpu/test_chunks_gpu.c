@@ -130,6 +130,54 @@ static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 	free(data);
 }
 
+/* cpu engine, GPU memory: a consumer that takes every chunk and gives none
+ * back.  The worker waits for a slot (its copies to the GPU done first),
+ * stopping ends the wait with the packet dropped and no hang, and every
+ * chunk handed out holds its bytes. */
+static void cpu_engine_held(vfgx_ctx *ctx)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	struct vfgx_chunk *held[8];
+	size_t bytes = 64 * 512;
+	uint8_t *data = malloc(bytes);
+	uint64_t present[1], bad = 0;
+	uint32_t lens[64], n = 0;
+	struct run r;
+
+	if (!data || open_run(ctx, &r, yaml("gpu", "", 100000))) {
+		free(data);
+		return;
+	}
+	CHECK(vfgx_pipeline_start(r.pl) == 0, "start");
+	/* 2 streams x 4 in flight; once one stream's 4 are held the worker
+	 * waits, and the other stream's chunks being filled stay open */
+	while (n < 8 && vfgx_chunk_get(r.pl, 300, &held[n]) == 0)
+		n++;
+	for (int i = 0; i < 100 && vfgx_chunk_stats(r.pl, &cs) == 0 && !cs.backpressure; i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	vfgx_pipeline_stop(r.pl);
+	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vfgx_chunk *c = held[i];
+
+		CHECK(cudaMemcpy(data, c->data, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		      cudaMemcpy(present, c->present, 8, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		      cudaMemcpy(lens, c->lens, sizeof(lens), cudaMemcpyDeviceToHost) == cudaSuccess,
+		      "copy back");
+		bad += check_host(c, data, present, lens);
+	}
+	CHECK(n >= 4, "held: %u chunks handed out before the worker waited", n);
+	CHECK(cs.backpressure > 0 && cs.backpressure_drops > 0,
+	      "held: %llu backpressure waits, %llu dropped at the stop",
+	      (unsigned long long)cs.backpressure, (unsigned long long)cs.backpressure_drops);
+	CHECK(bad == 0, "held: %llu bad bytes", (unsigned long long)bad);
+	printf("ok   cpu engine, gpu memory, chunks held: %u handed out, %llu backpressure waits, "
+	       "%llu dropped at the stop, no hang, every byte\n", n,
+	       (unsigned long long)cs.backpressure, (unsigned long long)cs.backpressure_drops);
+	close_run(&r);
+	free(data);
+}
+
 /* ---- gpu engine vs cpu engine: the same traffic, the same chunks ------- */
 
 /* What a run made of its chunks: per stream, in hand-out order, each
@@ -423,6 +471,7 @@ int main(void)
 	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
 	consume_and_check(ctx, "gpu");
 	consume_and_check(ctx, "pinned");
+	cpu_engine_held(ctx);
 	stream_consumer(ctx, "cpu");
 	stream_consumer(ctx, "gpu");
 	gpu_host_refused(ctx);
