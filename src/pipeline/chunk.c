@@ -101,12 +101,6 @@ static int make_memory(struct vfgx_chunkset *cs)
 		if (ret || (ret = vfgx_chunk_cuda_stream(&cs->copy_stream, (int)c->gpu_id,
 							   cs->ctx)))
 			return ret;
-		cs->copy_done = calloc(slots, sizeof(*cs->copy_done));
-		if (!cs->copy_done)
-			return -ENOMEM;
-		ret = vfgx_chunk_cuda_events(cs->copy_done, slots, cs->ctx);
-		if (ret)
-			return ret;
 		cs->stage = vfgx_region_info(cs->stage_region)->addr;
 		cs->host_base = cs->stage;
 	} else {
@@ -196,9 +190,6 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 	vfgx_chunkset_gpu_detach(cs);
 	free(cs->streams);
 	free(cs->queue);
-	vfgx_chunk_cuda_events_destroy(cs->copy_done,
-				       (size_t)cs->conf.streams * cs->conf.in_flight);
-	free(cs->copy_done);
 	vfgx_chunk_cuda_stream_destroy(cs->copy_stream);
 	vfgx_region_destroy(cs->stage_region);
 	vfgx_region_destroy(cs->data_region);
@@ -252,7 +243,8 @@ static void enqueue(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 	pthread_mutex_unlock(&cs->lock);
 }
 
-/* Chunk d (ring slot r of stream s) is ready: to the consumer. */
+/* Chunk d (ring slot r of stream s) is ready: to the consumer.  Its
+ * ready word may already say so (written by the copy's CUDA stream). */
 static void publish(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
 {
 	struct chunk_stream *st = &cs->streams[s];
@@ -267,21 +259,25 @@ static void publish(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
 }
 
 /* gpu memory: publish, oldest first, the released chunks of stream s
- * whose copies to the GPU are done (with wait, every one). */
+ * whose copies to the GPU are done: the copy's stream wrote the slot's
+ * ready word (a load of pinned memory, no CUDA call).  With wait, every
+ * one (after waiting for the copy stream). */
 static void copies_done(struct vfgx_chunkset *cs, uint32_t s, bool wait)
 {
 	struct chunk_stream *st = &cs->streams[s];
 
 	while (st->copy_qn) {
 		uint32_t r = st->copy_q[st->copy_qh];
-		int ret = vfgx_chunk_cuda_done(cs->copy_done[slot_index(cs, s, r)], wait,
-					       cs->ctx);
 
-		if (!ret)
-			return;
-		if (ret < 0)
-			vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
-				  st->desc[r].index, vfgx_last_error(cs->ctx));
+		if (atomic_load_explicit(&cs->ready_word[slot_index(cs, s, r)],
+					 memory_order_acquire) < st->desc[r].index + 1) {
+			if (!wait)
+				return;
+			/* a failed copy still goes out, as it is, with a line */
+			if (vfgx_chunk_cuda_sync(cs->copy_stream, cs->ctx))
+				vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
+					  st->desc[r].index, vfgx_last_error(cs->ctx));
+		}
 		publish(cs, s, r);
 		st->copy_qh = (st->copy_qh + 1) % cs->conf.in_flight;
 		st->copy_qn--;
@@ -321,15 +317,19 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 		bump(&st->complete, 1);
 	}
 	if (cs->stage) {
-		/* a failed start leaves the event as it was (done): the chunk
-		 * then goes out in its turn, as it is */
-		if (vfgx_chunk_cuda_copy_start(d->dev_data, host, cs->slot_stride,
-					       cs->copy_stream,
-					       cs->copy_done[slot_index(cs, s, r)], cs->ctx))
-			vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
-				  d->index, vfgx_last_error(cs->ctx));
+		int ret = vfgx_chunk_cuda_copy_start(d->dev_data, host, cs->slot_stride,
+						     cs->copy_stream,
+						     cs->dev_ready_word + slot_index(cs, s, r),
+						     d->index + 1, cs->ctx);
+
 		atomic_store_explicit(&st->state[r], CHUNK_COPYING, memory_order_relaxed);
 		st->copy_q[(st->copy_qh + st->copy_qn++) % cs->conf.in_flight] = r;
+		if (ret) {
+			/* it goes out at once, as it is, after those before it */
+			vfgx_warn(cs->ctx, "chunks: stream %u chunk %" PRIu64 ": %s", s,
+				  d->index, vfgx_last_error(cs->ctx));
+			copies_done(cs, s, true);
+		}
 	} else {
 		publish(cs, s, r);
 	}
@@ -606,6 +606,11 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 	}
 	if (cs->gpu)
 		vfgx_chunkset_gpu_reset(cs);
+	else
+		/* chunk indexes start again: no word may say a new one is
+		 * ready or returned */
+		memset((void *)cs->ready_word, 0, (size_t)cs->conf.streams *
+		       cs->conf.in_flight * 2 * sizeof(uint64_t));
 	pthread_mutex_lock(&cs->lock);
 	cs->q_head = cs->q_len = 0;
 	atomic_store(&cs->q_ready, 0);

@@ -2,9 +2,10 @@
  * operations on a ring slot's status word (the driver's
  * cuStreamWaitValue64 / cuStreamWriteValue64, found through the runtime so
  * libvfgx does not link libcuda) and the copy of a chunk the CPU assembled
- * into GPU memory, with an event that says when it is done.  Without CUDA in the build each says so. */
+ * into GPU memory, followed on its stream by the write of the slot's
+ * ready word.  Without CUDA in the build each says so. */
 #include <errno.h>
-#include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "chunkset.h"
@@ -16,47 +17,56 @@
 
 typedef CUresult (*value_op_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 
-static int entry(const char *sym, value_op_fn *fn, vfgx_ctx *ctx)
-{
-	enum cudaDriverEntryPointQueryResult q;
-	void *p = NULL;
-	cudaError_t e = cudaGetDriverEntryPointByVersion(sym, &p, 12000,
-							 cudaEnableDefault, &q);
+/* The driver's two entry points, looked up once (a lookup is a runtime
+ * call; the cpu engine writes a word after every chunk's copy). */
+static struct {
+	const char *sym;
+	value_op_fn fn;
+	cudaError_t e;
+} ops[2] = { { "cuStreamWaitValue64", NULL, cudaSuccess },
+	     { "cuStreamWriteValue64", NULL, cudaSuccess } };
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
 
-	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p)
-		return vfgx_set_error(ctx, -ENOTSUP, "chunks: the CUDA driver has no %s (%s)",
-				      sym, cudaGetErrorString(e));
-	*fn = (value_op_fn)p;
-	return 0;
+static void ops_find(void)
+{
+	for (int i = 0; i < 2; i++) {
+		enum cudaDriverEntryPointQueryResult q;
+		void *p = NULL;
+
+		ops[i].e = cudaGetDriverEntryPointByVersion(ops[i].sym, &p, 12000,
+							    cudaEnableDefault, &q);
+		if (ops[i].e == cudaSuccess && q == cudaDriverEntryPointSuccess)
+			ops[i].fn = (value_op_fn)p;
+	}
 }
 
-static int value_op(const char *sym, void *stream, uint64_t *addr,
-		    uint64_t value, unsigned int flags, vfgx_ctx *ctx)
+static int value_op(int op, void *stream, uint64_t *addr, uint64_t value,
+		    unsigned int flags, vfgx_ctx *ctx)
 {
-	value_op_fn fn = NULL;
 	CUresult r;
-	int ret = entry(sym, &fn, ctx);
 
-	if (ret)
-		return ret;
-	r = fn((CUstream)stream, (CUdeviceptr)(uintptr_t)addr, value, flags);
+	pthread_once(&ops_once, ops_find);
+	if (!ops[op].fn)
+		return vfgx_set_error(ctx, -ENOTSUP, "chunks: the CUDA driver has no %s (%s)",
+				      ops[op].sym, cudaGetErrorString(ops[op].e));
+	r = ops[op].fn((CUstream)stream, (CUdeviceptr)(uintptr_t)addr, value, flags);
 	if (r != CUDA_SUCCESS)
 		return vfgx_set_error(ctx, -EIO, "chunks: %s failed (CUresult %d)",
-				      sym, (int)r);
+				      ops[op].sym, (int)r);
 	return 0;
 }
 
 int vfgx_chunk_cuda_wait_geq(void *stream, uint64_t *addr, uint64_t value,
 			     vfgx_ctx *ctx)
 {
-	return value_op("cuStreamWaitValue64", stream, addr, value,
+	return value_op(0, stream, addr, value,
 			CU_STREAM_WAIT_VALUE_GEQ, ctx);
 }
 
 int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
 			  vfgx_ctx *ctx)
 {
-	return value_op("cuStreamWriteValue64", stream, addr, value,
+	return value_op(1, stream, addr, value,
 			CU_STREAM_WRITE_VALUE_DEFAULT, ctx);
 }
 
@@ -82,51 +92,26 @@ void vfgx_chunk_cuda_stream_destroy(void *stream)
 		cudaStreamDestroy((cudaStream_t)stream);
 }
 
-int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx)
-{
-	for (size_t i = 0; i < n; i++) {
-		cudaError_t e = cudaEventCreateWithFlags((cudaEvent_t *)&ev[i],
-							 cudaEventDisableTiming);
-
-		if (e != cudaSuccess)
-			return vfgx_set_error(ctx, -EIO, "chunks: cudaEventCreate: %s",
-					      cudaGetErrorString(e));
-	}
-	return 0;
-}
-
-void vfgx_chunk_cuda_events_destroy(void **ev, size_t n)
-{
-	for (size_t i = 0; ev && i < n; i++)
-		if (ev[i])
-			cudaEventDestroy((cudaEvent_t)ev[i]);
-}
-
 int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
-			       void *ev, vfgx_ctx *ctx)
+			       uint64_t *dev_word, uint64_t value, vfgx_ctx *ctx)
 {
 	cudaError_t e = cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice,
 					(cudaStream_t)stream);
 
-	if (e == cudaSuccess)
-		e = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
+	if (e != cudaSuccess)
+		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
+				      cudaGetErrorString(e));
+	return vfgx_chunk_cuda_write(stream, dev_word, value, ctx);
+}
+
+int vfgx_chunk_cuda_sync(void *stream, vfgx_ctx *ctx)
+{
+	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+
 	if (e != cudaSuccess)
 		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
 				      cudaGetErrorString(e));
 	return 0;
-}
-
-int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx)
-{
-	cudaError_t e = wait ? cudaEventSynchronize((cudaEvent_t)ev) :
-			       cudaEventQuery((cudaEvent_t)ev);
-
-	if (e == cudaErrorNotReady)
-		return 0;
-	if (e != cudaSuccess)
-		return vfgx_set_error(ctx, -EIO, "chunks: copy to the GPU: %s",
-				      cudaGetErrorString(e));
-	return 1;
 }
 #else
 static int no_cuda(vfgx_ctx *ctx)
@@ -160,27 +145,16 @@ void vfgx_chunk_cuda_stream_destroy(void *stream)
 	(void)stream;
 }
 
-int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx)
-{
-	(void)ev, (void)n;
-	return no_cuda(ctx);
-}
-
-void vfgx_chunk_cuda_events_destroy(void **ev, size_t n)
-{
-	(void)ev, (void)n;
-}
-
 int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
-			       void *ev, vfgx_ctx *ctx)
+			       uint64_t *dev_word, uint64_t value, vfgx_ctx *ctx)
 {
-	(void)dev, (void)host, (void)n, (void)stream, (void)ev;
+	(void)dev, (void)host, (void)n, (void)stream, (void)dev_word, (void)value;
 	return no_cuda(ctx);
 }
 
-int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx)
+int vfgx_chunk_cuda_sync(void *stream, vfgx_ctx *ctx)
 {
-	(void)ev, (void)wait;
+	(void)stream;
 	return no_cuda(ctx);
 }
 #endif

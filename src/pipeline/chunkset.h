@@ -64,7 +64,6 @@ struct vfgx_chunkset {
 	vfgx_region *stage_region;
 	uint8_t *stage;          /* the host copy (gpu memory), or NULL */
 	void *copy_stream;       /* its copies' CUDA stream */
-	void **copy_done;        /* per ring slot: a CUDA event after its copy */
 	vfgx_region *status_region;   /* ready and returned words */
 	_Atomic uint64_t *ready_word;    /* streams * in_flight: index + 1 */
 	_Atomic uint64_t *returned_word; /* written by CUDA streams */
@@ -164,15 +163,12 @@ int vfgx_chunk_cuda_write(void *cuda_stream, uint64_t *dev_addr,
 /* A non-blocking CUDA stream for the copies below, and its end. */
 int vfgx_chunk_cuda_stream(void **stream, int gpu_id, vfgx_ctx *ctx);
 void vfgx_chunk_cuda_stream_destroy(void *stream);
-/* n CUDA events (no timing) into ev[], and their end (NULLs skipped). */
-int vfgx_chunk_cuda_events(void **ev, size_t n, vfgx_ctx *ctx);
-void vfgx_chunk_cuda_events_destroy(void **ev, size_t n);
-/* Start copying n bytes host -> device on stream and record ev after it
- * (gpu chunk memory assembled by the CPU). */
+/* Start copying n bytes host -> device on stream, then have the stream
+ * write value into the 64-bit word at dev_word once the copy is done (gpu
+ * chunk memory assembled by the CPU; the word is the slot's ready word). */
 int vfgx_chunk_cuda_copy_start(void *dev, const void *host, size_t n, void *stream,
-			       void *ev, vfgx_ctx *ctx);
-/* Has the work before ev finished?  1 yes, 0 not yet (only when !wait),
- * -EIO when it failed (one line on ctx). */
-int vfgx_chunk_cuda_done(void *ev, bool wait, vfgx_ctx *ctx);
+			       uint64_t *dev_word, uint64_t value, vfgx_ctx *ctx);
+/* Wait for everything on stream; -EIO when it failed (one line on ctx). */
+int vfgx_chunk_cuda_sync(void *stream, vfgx_ctx *ctx);
 
 #endif
