@@ -19,17 +19,18 @@ typedef CUresult (*value_op_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int)
 
 /* The driver's two entry points, looked up once (a lookup is a runtime
  * call; the cpu engine writes a word after every chunk's copy). */
+enum { OP_WAIT, OP_WRITE, NB_OPS };
 static struct {
 	const char *sym;
 	value_op_fn fn;
 	cudaError_t e;
-} ops[2] = { { "cuStreamWaitValue64", NULL, cudaSuccess },
-	     { "cuStreamWriteValue64", NULL, cudaSuccess } };
+} ops[NB_OPS] = { [OP_WAIT] = { "cuStreamWaitValue64", NULL, cudaSuccess },
+		  [OP_WRITE] = { "cuStreamWriteValue64", NULL, cudaSuccess } };
 static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
 
 static void ops_find(void)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < NB_OPS; i++) {
 		enum cudaDriverEntryPointQueryResult q;
 		void *p = NULL;
 
@@ -59,14 +60,14 @@ static int value_op(int op, void *stream, uint64_t *addr, uint64_t value,
 int vfgx_chunk_cuda_wait_geq(void *stream, uint64_t *addr, uint64_t value,
 			     vfgx_ctx *ctx)
 {
-	return value_op(0, stream, addr, value,
+	return value_op(OP_WAIT, stream, addr, value,
 			CU_STREAM_WAIT_VALUE_GEQ, ctx);
 }
 
 int vfgx_chunk_cuda_write(void *stream, uint64_t *addr, uint64_t value,
 			  vfgx_ctx *ctx)
 {
-	return value_op(1, stream, addr, value,
+	return value_op(OP_WRITE, stream, addr, value,
 			CU_STREAM_WRITE_VALUE_DEFAULT, ctx);
 }
 

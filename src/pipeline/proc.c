@@ -337,9 +337,8 @@ void vfgx_proc_tick(vfgx_proc *p, uint64_t now)
 {
 	if (!p->chunks)
 		return;
-	if (p->chunks->stage)
-		for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
-			vfgx_chunkset_copies(p->chunks, p->chunk_streams[i]);
+	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
+		vfgx_chunkset_copies(p->chunks, p->chunk_streams[i]);
 	if (!p->chunks->conf.timeout_ms || now - p->last_tick < 1000000)
 		return;
 	p->last_tick = now;
