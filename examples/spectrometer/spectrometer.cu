@@ -70,6 +70,16 @@ struct held {
 	unsigned head, n;
 };
 
+/* The oldest held chunk, out of the list (h->n > 0). */
+static struct vfgx_chunk *pop(struct held *h)
+{
+	struct vfgx_chunk *c = h->c[h->head];
+
+	h->head = (h->head + 1) % SPEC_DEPTH;
+	h->n--;
+	return c;
+}
+
 /* Give back the oldest held chunk: at once if its work has passed, else
  * after waiting for it when `wait`.  1 when one went back, 0 when none
  * (none held, or not done and not `wait`), -1 on a CUDA error. */
@@ -86,9 +96,7 @@ static int give_back(vfgx_pipeline *pl, struct held *h, bool wait)
 		fprintf(stderr, "spectrometer: chunk work: %s\n", cudaGetErrorString(e));
 		return -1;
 	}
-	vfgx_chunk_put(pl, h->c[h->head]);
-	h->head = (h->head + 1) % SPEC_DEPTH;
-	h->n--;
+	vfgx_chunk_put(pl, pop(h));
 	return 1;
 }
 
@@ -251,12 +259,9 @@ int main(int argc, char **argv)
 out:
 	if (pl) {
 		while (held.n)
-			if (give_back(pl, &held, true) < 0) {
+			if (give_back(pl, &held, true) < 0)
 				/* the GPU failed: its reads are over either way */
-				vfgx_chunk_put(pl, held.c[held.head]);
-				held.head = (held.head + 1) % SPEC_DEPTH;
-				held.n--;
-			}
+				vfgx_chunk_put(pl, pop(&held));
 		vfgx_pipeline_destroy(pl);
 	}
 	for (uint32_t i = 0; graphs && i < slots; i++)
