@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,16 +164,31 @@ static int run_side(const struct work *w, struct side *s, double seconds, double
 /* --- ready latency: placer on this thread, consumer blocked in get ------ */
 struct lat {
 	struct vfgx_chunkset *cs;
+	int cpu; /* the consumer's; the placer takes the one below */
 	uint64_t ns[LAT_SAMPLES];
 	_Atomic uint32_t n;
 	atomic_bool stop;
 };
+
+/* This thread on `cpu` alone (saved: its CPUs before, when not NULL). */
+static void pin_to(int cpu, cpu_set_t *saved)
+{
+	cpu_set_t one;
+
+	if (saved && sched_getaffinity(0, sizeof(*saved), saved))
+		CPU_ZERO(saved); /* nothing to restore */
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
 
 static void *lat_consumer(void *arg)
 {
 	struct lat *l = arg;
 	struct vfgx_chunk *c;
 	int ret;
+
+	pin_to(l->cpu, NULL);
 
 	/* polling, as a consumer that owns a core does */
 	while ((ret = vfgx_chunkset_get(l->cs, 0, &c)) != -ENODATA) {
@@ -200,17 +216,22 @@ static int cmp_u64(const void *a, const void *b)
 
 /* Chunks of 64 packets of 64 B placed in order with a pause between
  * chunks (a consumer that is waiting, as an application's is): the time
- * from the last packet's write to the consumer's get returning it. */
+ * from the last packet's write to the consumer's get returning it.  The
+ * consumer polls on a CPU of its own (the last one), the placer on the
+ * one below it (where there is one). */
 static int measure_latency(vfgx_ctx *ctx, int chunks, double *p50, double *p99)
 {
 	struct vfgx_chunk_config cc;
 	struct lat *l = calloc(1, sizeof(*l));
 	uint8_t body[48] = { 0 };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t saved;
 	pthread_t t;
 	int ret = -1;
 
 	if (!l)
 		return -1;
+	l->cpu = ncpu > 1 ? (int)ncpu - 1 : 0;
 	vfgx_chunk_config_default(&cc);
 	cc.payload_bytes = sizeof(body);
 	cc.packets = 64;
@@ -219,6 +240,7 @@ static int measure_latency(vfgx_ctx *ctx, int chunks, double *p50, double *p99)
 		goto out;
 	if (pthread_create(&t, NULL, lat_consumer, l))
 		goto out;
+	pin_to(l->cpu > 0 ? l->cpu - 1 : 0, &saved);
 	for (int k = 0; k < chunks && k < LAT_SAMPLES; k++) {
 		struct timespec pause = { 0, 200000 };
 		const uint8_t *slot;
@@ -231,6 +253,8 @@ static int measure_latency(vfgx_ctx *ctx, int chunks, double *p50, double *p99)
 	vfgx_chunkset_flush(l->cs, 0);
 	vfgx_chunkset_finish(l->cs);
 	pthread_join(t, NULL);
+	if (CPU_COUNT(&saved))
+		sched_setaffinity(0, sizeof(saved), &saved);
 	uint32_t n = atomic_load(&l->n);
 
 	if (n < 10)
@@ -479,24 +503,33 @@ out:
 }
 #endif
 
-/* One spectrometer run: its chunks per second (fft or --no-fft). */
-static int run_spectrometer(const char *path, bool fft, double *rate)
+/* A spectrometer round: 131,250 chunks of 64 packets, the first phase of
+ * 5000 a warm-up, then 24 timed phases (6 groups of on off off on), about
+ * 5 s from the replay at 27,000 chunks/s. */
+#define SPEC_RUN_CHUNKS 131250
+#define SPEC_PHASE_CHUNKS 5000
+
+/* One spectrometer run alternating the cuFFT consumer on and off in
+ * phases (--alternate): the chunks per second of each side, both from the
+ * same process, so that what moves one run's rate against the next
+ * (placement, the host) moves both sides alike. */
+static int run_spectrometer(const char *path, double *fft, double *none)
 {
 	char cmd[1024], line[512];
 	FILE *f;
 	int ret = -1;
 
-	/* 4,000,000 packets: 62,500 chunks a run, about 2 s from the replay */
-	/* on the same two CPUs every run: placement moved the rate otherwise */
-	snprintf(cmd, sizeof(cmd), "taskset -c %s '%s' /dev/null --packets 4000000 %s 2>&1",
-		 sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? "2,3" : "0,1", path, fft ? "" : "--no-fft");
+	snprintf(cmd, sizeof(cmd), "taskset -c %s '%s' /dev/null --packets %lu --alternate %d 2>&1",
+		 sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? "2,3" : "0,1", path,
+		 (unsigned long)SPEC_RUN_CHUNKS * 64, SPEC_PHASE_CHUNKS);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		const char *p = strstr(line, "chunks_per_s ");
+		const char *p = strstr(line, "fft_chunks_per_s ");
 
-		if (p && sscanf(p, "chunks_per_s %lf", rate) == 1 && *rate > 0)
+		if (p && sscanf(p, "fft_chunks_per_s %lf none_chunks_per_s %lf", fft, none) == 2 &&
+		    *fft > 0 && *none > 0)
 			ret = 0;
 	}
 	if (pclose(f) != 0)
@@ -625,18 +658,13 @@ int vfgx_bench_chunks(int argc, char **argv)
 #endif
 	}
 	/* the cuFFT consumer on every chunk against none, same stream */
-	if (access(spectrometer, X_OK) == 0 && run_spectrometer(spectrometer, false, &nofft[0]) == 0) {
+	if (access(spectrometer, X_OK) == 0)
 		for (int i = 0; i < rounds; i++, n_fft++) {
-			bool fft_first = i % 2;
-
-			if ((fft_first && run_spectrometer(spectrometer, true, &fft[i])) ||
-			    run_spectrometer(spectrometer, false, &nofft[i]) ||
-			    (!fft_first && run_spectrometer(spectrometer, true, &fft[i])))
+			if (run_spectrometer(spectrometer, &fft[i], &nofft[i]))
 				break;
 			printf("round %d: spectrometer %.1f chunks/s with cuFFT, %.1f without (ratio %.3f)\n",
 			       i + 1, fft[i], nofft[i], fft[i] / nofft[i]);
 		}
-	}
 	load1 = bench_loadavg1();
 	f = bench_results_open(out, "chunks", "Ordered chunks: assembly cost and ready latency",
 			       path, sizeof(path));
@@ -650,7 +678,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 	fprintf(f, "- with chunks: one vfgx_proc on one thread, parse + validate + filter, each record's payload written into its slot of a chunk (%d packets, %u B slots, 4 in flight per stream, close_distance 2); a consumer inline between bursts takes and returns every ready chunk. Without: the same processor with reorder windows (1024 slots), the pipeline's default. Every pass is checked (each unique sequence placed, each copy late or duplicate, lost ones as gaps).\n",
 		CHUNK_PACKETS, w.size);
 	fprintf(f, "- rate = packets per second of the thread's CPU time; the two sides alternate in each round (order flipped every round).\n");
-	fprintf(f, "- ready latency: a placer thread writes chunks of 64 packets of 48 B in order, 200 us apart; a consumer thread polling vfgx_chunk_get's path (vfgx_chunkset_get with timeout 0, as a consumer owning a core does) stamps each complete chunk: time from the last packet's write (its last_packet_ns) to get returning it. 2000 chunks per round.\n\n");
+	fprintf(f, "- ready latency: a placer thread writes chunks of 64 packets of 48 B in order, 200 us apart; a consumer thread polling vfgx_chunk_get's path (vfgx_chunkset_get with timeout 0, as a consumer owning a core does; pinned to the last CPU, the placer to the one below) stamps each complete chunk: time from the last packet's write (its last_packet_ns) to get returning it. 2000 chunks per round.\n\n");
 	fprintf(f, "| round | chunks Mpps/core | reorder Mpps/core | ratio | ready p50 us | ready p99 us |\n|---|---|---|---|---|---|\n");
 	for (int i = 0; i < rounds; i++)
 		fprintf(f, "| %d | %.3f | %.3f | %.3f | %.1f | %.1f |\n", i + 1, with[i], without[i],
@@ -661,7 +689,9 @@ int vfgx_bench_chunks(int argc, char **argv)
 		bench_fmt_spread(d, sizeof(d), "%.3f", ratio, rounds));
 	fprintf(f, "| ready p99 us | %s |\n\n", bench_fmt_spread(a, sizeof(a), "%.1f", p99, rounds));
 	if (n_fft) {
-		fprintf(f, "- FFT consumer: examples/spectrometer --packets 4000000 (a loopback replay source, its frames advanced by the receiving worker; the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one asynchronous copy per chunk; the consumer runs each chunk's CUDA graph (unpack, cuFFT over 8 x 4096 channels, accumulate the power), keeps up to 4 chunks on the GPU and gives each back once its event has passed) against the same program with --no-fft (each chunk taken and given back untouched); chunks per second of the whole run, both pinned to the same two CPUs (taskset), the two alternating (order flipped every round).\n\n");
+		fprintf(f, "- FFT consumer: examples/spectrometer --packets %lu --alternate %d, one process a round (a loopback replay source, its frames advanced by the receiving worker; the cpu engine assembles chunks of 64 x 1024 B complex int8 samples in GPU memory, one asynchronous copy per chunk). After %d chunks of warm-up the run goes in phases of %d chunks, the consumer's cuFFT on and off in the order on off off on, repeated (the whole groups of four timed, %d phases or a group more where the source's losses add chunks): on, it runs each chunk's CUDA graph (unpack, cuFFT over 8 x 4096 channels, accumulate the power), keeps up to 4 chunks on the GPU and gives each back once its event has passed; off, it takes each chunk and gives it back untouched. Chunks per second of each side over its phases, each phase timed from its first chunk's get to the next phase's; pinned to two CPUs (taskset). Both sides share one process, so what moves one process's rate against the next (it varied by a third on these hosts) moves both alike.\n\n",
+			(unsigned long)SPEC_RUN_CHUNKS * 64, SPEC_PHASE_CHUNKS, SPEC_PHASE_CHUNKS,
+			SPEC_PHASE_CHUNKS, 4 * ((SPEC_RUN_CHUNKS / SPEC_PHASE_CHUNKS - 1) / 4));
 		fprintf(f, "| round | with cuFFT chunks/s | no consumer chunks/s | ratio |\n|---|---|---|---|\n");
 		for (int i = 0; i < n_fft; i++)
 			fprintf(f, "| %d | %.1f | %.1f | %.3f |\n", i + 1, fft[i], nofft[i], fft[i] / nofft[i]);

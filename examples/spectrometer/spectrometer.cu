@@ -6,18 +6,23 @@
  * channels, and its power added to an accumulated spectrum.  At the end
  * the spectrum is written to a file, one value per line:
  *
- *     spectrometer OUT.txt [--no-fft] [--packets N]
+ *     spectrometer OUT.txt [--no-fft | --alternate N] [--packets N]
  *
  * --no-fft takes and gives back every chunk without touching it (the
  * benchmark's "no consumer" side); both print the chunks per second.
+ * --alternate N measures the two sides in one run: after N chunks of
+ * warm-up, phases of N chunks each, the FFT on and off in the order
+ * on off off on (repeated, so a steady drift cancels), and prints the
+ * chunks per second of each side over the whole groups of four phases;
+ * the spectrum then covers the FFT phases only.
  * spectrometer_fftw.c computes the same spectrum with FFTW on the CPU.
  *
  * The work on a chunk (unpack, FFT, accumulate) is one CUDA graph per ring
  * slot, captured before the start: a slot's addresses are fixed
- * (vfgx_chunk_slot), so a chunk costs the CPU one graph launch and one
- * event.  Up to SPEC_DEPTH chunks are on the GPU at once; each goes back
- * (vfgx_chunk_put) once its event has passed, so the CPU never waits for
- * a chunk's FFT while another chunk is ready. */
+ * (vfgx_chunk_slot).  The chunk goes back from the CUDA stream after its
+ * graph (vfgx_chunk_stream_put), so a chunk costs the CPU one graph launch
+ * and one stream write, and the CPU never waits for the GPU: the pipeline
+ * reuses the slot once the stream has passed the write. */
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -59,47 +64,6 @@ static __global__ void accumulate(const cufftComplex *f, double *spec)
 	spec[ch] += p;
 }
 
-/* chunks on the GPU at once: half the ring, the other half the pipeline's */
-#define SPEC_DEPTH 4
-
-/* The chunks on the GPU, oldest first, each with the event recorded after
- * its work. */
-struct held {
-	struct vfgx_chunk *c[SPEC_DEPTH];
-	cudaEvent_t ev[SPEC_DEPTH];
-	unsigned head, n;
-};
-
-/* The oldest held chunk, out of the list (h->n > 0). */
-static struct vfgx_chunk *pop(struct held *h)
-{
-	struct vfgx_chunk *c = h->c[h->head];
-
-	h->head = (h->head + 1) % SPEC_DEPTH;
-	h->n--;
-	return c;
-}
-
-/* Give back the oldest held chunk: at once if its work has passed, else
- * after waiting for it when `wait`.  1 when one went back, 0 when none
- * (none held, or not done and not `wait`), -1 on a CUDA error. */
-static int give_back(vfgx_pipeline *pl, struct held *h, bool wait)
-{
-	cudaError_t e;
-
-	if (!h->n)
-		return 0;
-	e = wait ? cudaEventSynchronize(h->ev[h->head]) : cudaEventQuery(h->ev[h->head]);
-	if (e == cudaErrorNotReady)
-		return 0;
-	if (e != cudaSuccess) {
-		fprintf(stderr, "spectrometer: chunk work: %s\n", cudaGetErrorString(e));
-		return -1;
-	}
-	vfgx_chunk_put(pl, pop(h));
-	return 1;
-}
-
 /* The graph of ring slot `d`'s work: unpack, FFT, accumulate on `s`. */
 static int capture_slot(const struct vfgx_chunk *d, cudaStream_t s, cufftHandle plan,
 			cufftComplex *buf, double *spec, cudaGraphExec_t *out)
@@ -123,6 +87,15 @@ static int capture_slot(const struct vfgx_chunk *d, cudaStream_t s, cufftHandle 
 	return 0;
 }
 
+/* --alternate: phases kept (whole groups of four) */
+#define SPEC_PHASES_MAX 4096
+
+/* Phase p (1-based; 0 is the warm-up) runs the FFT: on off off on. */
+static bool phase_fft(unsigned long p)
+{
+	return p && ((p - 1) % 4 == 0 || (p - 1) % 4 == 3);
+}
+
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
 	fprintf(stderr, "spectrometer: %s: %s\n", #x, cudaGetErrorString(e_)); goto out; } } while (0)
 
@@ -140,29 +113,37 @@ int main(int argc, char **argv)
 	cudaStream_t s = NULL;
 	cudaGraphExec_t *graphs = NULL;
 	uint32_t slots = 0;
-	struct held held = {};
 	struct vfgx_chunk *c;
+	struct vfgx_chunk_stats cst = { .argsz = sizeof(cst) };
 	unsigned long chunks = 0;
 	vfgx_ctx *ctx = NULL;
 	int ret, rc = 1;
 	FILE *f;
 
-	bool fft = true;
+	bool fft = true, no_fft = false;
 	uint64_t t0 = 0;
 	double loop_s = 0;
+	unsigned long phase_len = 0, phase = 0; /* --alternate */
+	static uint64_t phase_t[SPEC_PHASES_MAX + 1]; /* phase p started at [p] */
 
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--no-fft"))
-			fft = false;
+			no_fft = true;
 		else if (!strcmp(argv[i], "--packets") && i + 1 < argc)
 			packets = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--alternate") && i + 1 < argc)
+			phase_len = strtoul(argv[++i], NULL, 10);
 		else
 			argc = 0;
 	}
-	if (argc < 2 || !packets) {
-		fprintf(stderr, "usage: spectrometer OUT.txt [--no-fft] [--packets N]\n");
+	if (argc < 2 || !packets || (no_fft && phase_len) ||
+	    (phase_len && packets / SPEC_PACKETS / phase_len < 5)) {
+		fprintf(stderr, "usage: spectrometer OUT.txt [--no-fft | --alternate N] [--packets N]\n"
+			"  (--alternate N needs at least 5 phases of N chunks: --packets >= %u x 5N)\n",
+			SPEC_PACKETS);
 		return 2;
 	}
+	fft = !no_fft && !phase_len;
 	snprintf(yaml, sizeof(yaml), SPEC_YAML("gpu"), packets);
 	CK(cudaStreamCreate(&s));
 	CK(cudaMalloc(&buf, sizeof(cufftComplex) * SPEC_SAMPLES));
@@ -189,31 +170,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "spectrometer: capturing slot %u's graph failed\n", i);
 			goto out;
 		}
-	for (int i = 0; i < SPEC_DEPTH; i++)
-		CK(cudaEventCreateWithFlags(&held.ev[i], cudaEventDisableTiming));
 	if (vfgx_pipeline_start(pl)) {
 		fprintf(stderr, "spectrometer: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
 	t0 = vfgx_now_ns();
 	for (;;) {
-		unsigned k;
-
-		while ((ret = give_back(pl, &held, false)) > 0)
-			;
-		if (ret < 0)
-			goto out;
-		/* holding chunks: poll, and while none is ready finish the oldest */
-		ret = vfgx_chunk_get(pl, held.n ? 0 : 1000, &c);
-		if (ret == -EAGAIN) {
-			if (give_back(pl, &held, true) < 0)
-				goto out;
-			continue;
-		}
+		ret = vfgx_chunk_get(pl, 1000, &c);
 		if (ret == -ENODATA)
 			break;
 		if (ret)
 			continue;
+		if (phase_len && chunks % phase_len == 0 && phase < SPEC_PHASES_MAX) {
+			phase = chunks / phase_len;
+			phase_t[phase] = vfgx_now_ns();
+			fft = phase_fft(phase);
+		}
 		chunks++;
 		if (!fft) {
 			vfgx_chunk_put(pl, c);
@@ -225,21 +197,16 @@ int main(int argc, char **argv)
 			vfgx_chunk_put(pl, c);
 			goto out;
 		}
-		if (held.n == SPEC_DEPTH && give_back(pl, &held, true) < 0) {
-			vfgx_chunk_put(pl, c);
+		CK(cudaGraphLaunch(graphs[c->ring_slot], s));
+		if (vfgx_chunk_stream_put(pl, c->stream, c->index, s)) {
+			fprintf(stderr, "spectrometer: %s\n", vfgx_last_error(ctx));
 			goto out;
 		}
-		k = (held.head + held.n) % SPEC_DEPTH;
-		held.c[k] = c;
-		held.n++;
-		CK(cudaGraphLaunch(graphs[c->ring_slot], s));
-		CK(cudaEventRecord(held.ev[k], s));
 	}
-	while ((ret = give_back(pl, &held, true)) > 0)
-		;
-	if (ret < 0)
-		goto out;
+	CK(cudaStreamSynchronize(s));
 	loop_s = (double)(vfgx_now_ns() - t0) / 1e9;
+	if (vfgx_chunk_stats(pl, &cst))
+		goto out;
 	CK(cudaMemcpy(host_spec, spec, sizeof(host_spec), cudaMemcpyDeviceToHost));
 	f = fopen(argv[1], "w");
 	if (!f) {
@@ -252,25 +219,40 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spectrometer: %s: %s\n", argv[1], strerror(errno));
 		goto out;
 	}
-	printf("spectrometer (cuFFT%s): %lu chunks, %d channels -> %s; chunks_per_s %.1f\n",
-	       fft ? "" : ", --no-fft", chunks, SPEC_NFFT, argv[1],
-	       loop_s > 0 ? (double)chunks / loop_s : 0.0);
+	if (phase_len) {
+		/* phases 1 .. 4g, each timed to the next one's start */
+		unsigned long groups = phase ? (phase - 1) / 4 : 0, n[2] = { 0, 0 };
+		uint64_t ns[2] = { 0, 0 };
+
+		for (unsigned long p = 1; p <= 4 * groups; p++) {
+			n[phase_fft(p)] += phase_len;
+			ns[phase_fft(p)] += phase_t[p + 1] - phase_t[p];
+		}
+		if (!groups || !ns[0] || !ns[1]) {
+			fprintf(stderr, "spectrometer: %lu chunks make no whole group of four phases of %lu\n",
+				chunks, phase_len);
+			goto out;
+		}
+		printf("spectrometer (cuFFT alternating every %lu chunks): %lu chunks, %lu phases, %d channels -> %s; backpressure waits %llu; fft_chunks_per_s %.1f none_chunks_per_s %.1f\n",
+		       phase_len, chunks, 4 * groups, SPEC_NFFT, argv[1],
+		       (unsigned long long)cst.backpressure,
+		       (double)n[1] * 1e9 / (double)ns[1], (double)n[0] * 1e9 / (double)ns[0]);
+	} else {
+		printf("spectrometer (cuFFT%s): %lu chunks, %d channels -> %s; backpressure waits %llu; chunks_per_s %.1f\n",
+		       fft ? "" : ", --no-fft", chunks, SPEC_NFFT, argv[1],
+		       (unsigned long long)cst.backpressure, loop_s > 0 ? (double)chunks / loop_s : 0.0);
+	}
 	rc = chunks ? 0 : 1;
 out:
-	if (pl) {
-		while (held.n)
-			if (give_back(pl, &held, true) < 0)
-				/* the GPU failed: its reads are over either way */
-				vfgx_chunk_put(pl, pop(&held));
-		vfgx_pipeline_destroy(pl);
-	}
+	/* the stream's writes of returned words end before the pipeline
+	 * frees them (after a GPU error nothing more runs) */
+	if (s)
+		cudaStreamSynchronize(s);
+	vfgx_pipeline_destroy(pl);
 	for (uint32_t i = 0; graphs && i < slots; i++)
 		if (graphs[i])
 			cudaGraphExecDestroy(graphs[i]);
 	free(graphs);
-	for (int i = 0; i < SPEC_DEPTH; i++)
-		if (held.ev[i])
-			cudaEventDestroy(held.ev[i]);
 	vfgx_port_close(port);
 	vfgx_config_destroy(cfg);
 	if (ctx)

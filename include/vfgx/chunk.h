@@ -124,7 +124,7 @@ struct vfgx_chunk_stats {
 	uint64_t backpressure;    /* waits for a slot the consumer held */
 	uint64_t backpressure_drops; /* packets dropped: stopped while waiting */
 	uint64_t handed_out;      /* chunks given by vfgx_chunk_get */
-	uint64_t returned;        /* chunks given back */
+	uint64_t returned;        /* chunks given back with vfgx_chunk_put */
 	uint64_t chunk_bytes;     /* memory of all rings */
 };
 
@@ -149,7 +149,10 @@ const struct vfgx_chunk_config *vfgx_chunk_conf(vfgx_pipeline *pl);
  * so the pipeline may reuse the slot once the work before it on that
  * stream is done.  A chunk returned this way is not also returned with
  * vfgx_chunk_put; a chunk the application waits for on a CUDA stream is
- * not taken with vfgx_chunk_get (use one or the other per stream).
+ * not taken with vfgx_chunk_get (use one or the other per stream).  A
+ * chunk taken with vfgx_chunk_get may be returned with stream_put (its
+ * stream and index) instead of vfgx_chunk_put: the CPU launches the work
+ * and never waits for it; the descriptor is not read after the call.
  * -ENOTSUP unless memory is pinned or gpu and the build has CUDA. */
 int vfgx_chunk_stream_wait(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
 			   void *cuda_stream);

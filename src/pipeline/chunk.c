@@ -18,6 +18,13 @@
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 /* Placers waiting for a held slot re-check this often (and on every put). */
 #define BACKPRESSURE_WAIT_NS 200000
+/* ...after polling a slot a CUDA stream may free for this long */
+#define STREAM_SPIN_NS 1000000
+#if defined(__x86_64__) || defined(__i386__)
+#define spin_pause() __builtin_ia32_pause()
+#else
+#define spin_pause() ((void)0)
+#endif
 /* A consumer waiting for chunks the GPU places looks this often. */
 #define GPU_PULL_NS 20000
 
@@ -358,7 +365,8 @@ static void advance_to(struct vfgx_chunkset *cs, uint32_t s, uint64_t target,
 }
 
 /* A slot returned from a CUDA stream is free once its returned word says
- * so. */
+ * so: a chunk the stream waited for (READY), or one taken with get and
+ * given back with stream_put (HELD). */
 static bool slot_free(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
 {
 	struct chunk_stream *st = &cs->streams[s];
@@ -366,7 +374,7 @@ static bool slot_free(struct vfgx_chunkset *cs, uint32_t s, uint32_t r)
 
 	if (v == CHUNK_FREE)
 		return true;
-	if (v == CHUNK_READY &&
+	if ((v == CHUNK_READY || v == CHUNK_HELD) &&
 	    atomic_load_explicit(&cs->returned_word[slot_index(cs, s, r)],
 				 memory_order_acquire) >= st->desc[r].index + 1) {
 		atomic_store_explicit(&st->state[r], CHUNK_FREE, memory_order_relaxed);
@@ -390,6 +398,13 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 		copies_done(cs, s, true);
 	if (!slot_free(cs, s, r)) {
 		bump(&st->backpressure, 1);
+		/* a CUDA stream frees a slot by writing its returned word and
+		 * rings no bell: look for it a while before sleeping */
+		if (cs->dev_returned_word)
+			for (uint64_t t0 = vfgx_now_ns();
+			     !slot_free(cs, s, r) && vfgx_now_ns() - t0 < STREAM_SPIN_NS &&
+			     !atomic_load_explicit(&cs->stopping, memory_order_relaxed);)
+				spin_pause();
 		pthread_mutex_lock(&cs->lock);
 		while (!slot_free(cs, s, r) &&
 		       !atomic_load_explicit(&cs->stopping, memory_order_relaxed)) {

@@ -33,6 +33,19 @@ else
 	fail "spectrometer: a run failed"
 fi
 
+# --- spectrometer --alternate (vfgx bench chunks' FFT row): 25,000 chunks
+# (a few more where the source's losses end a chunk early) in phases of
+# 1000 after a warm-up one: 20 or 24 timed phases (whole groups of four),
+# both rates printed; too few phases for one group is a usage error
+if out=$("$build/examples/spectrometer/spectrometer" "$tmp/alt.txt" --packets 1600000 --alternate 1000) &&
+	[[ $out =~ ", "2[04]" phases, ".*"fft_chunks_per_s "[1-9][0-9.]*" none_chunks_per_s "[1-9] ]]; then
+	echo "ok   spectrometer --alternate: $out"
+else
+	fail "spectrometer --alternate: '$out'"
+fi
+"$build/examples/spectrometer/spectrometer" "$tmp/alt.txt" --packets 64000 --alternate 1000 2>/dev/null
+[[ $? == 2 ]] || fail "spectrometer --alternate with 1000 chunks in all: not a usage error"
+
 # --- vfgx run with the CPU and the GPU flow_sum modules on pinned chunks
 cat >"$tmp/sum.yaml" <<YAML
 interfaces:

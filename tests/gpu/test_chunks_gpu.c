@@ -5,7 +5,8 @@
  * their device view; and a CUDA stream consumes chunks with no CPU in its
  * loop: vfgx_chunk_stream_wait, an async copy of the chunk's slot,
  * vfgx_chunk_stream_put, for every chunk of the run, enqueued before the
- * pipeline starts.  The gpu engine, whose kernels place the records
+ * pipeline starts; and chunks taken with vfgx_chunk_get given back from a
+ * CUDA stream.  The gpu engine, whose kernels place the records
  * themselves, gives the same chunks (every chunk's counts, mask and bytes)
  * and counters as the cpu engine on the same faulty traffic, in each
  * launch mode; CUDA streams consume its chunks the same way. */
@@ -176,6 +177,83 @@ static void cpu_engine_held(vfgx_ctx *ctx)
 	       (unsigned long long)cs.backpressure, (unsigned long long)cs.backpressure_drops);
 	close_run(&r);
 	free(data);
+}
+
+/* Chunks taken with vfgx_chunk_get and given back from a CUDA stream
+ * (vfgx_chunk_stream_put after an async copy of the chunk): the CPU never
+ * waits for the GPU, the pipeline reuses a slot only after the stream's
+ * copy of it (every byte of every chunk right), and the run ends. */
+static void get_stream_put(vfgx_ctx *ctx, const char *device)
+{
+	enum { MAX = 400 };
+	char y[640];
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	size_t bytes = 64 * 512;
+	uint8_t *host = NULL;
+	uint64_t (*present)[1] = NULL;
+	uint32_t (*lens)[64] = NULL;
+	struct vfgx_chunk *d = calloc(MAX, sizeof(*d)); /* descriptors at get */
+	uint64_t bad = 0, n = 0;
+	struct vfgx_chunk *c;
+	cudaStream_t s;
+	struct run r;
+	int ret;
+
+	/* 2 streams x 4 slots, 16,000 packets with losses: about 250 chunks */
+	snprintf(y, sizeof(y),
+		 "memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 4096}]\n"
+		 "interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		 "    loopback: { packets: 16000, flows: 2, loss: 0.01, reorder: 0.02 }\n"
+		 "pipeline:\n  device: %s\n"
+		 "  chunks: { payload_bytes: 512, packets: 64, streams: 2, in_flight: 4, mem: gpu }\n",
+		 device);
+	if (!d || open_run(ctx, &r, y)) {
+		free(d);
+		return;
+	}
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+	CHECK(cudaMallocHost((void **)&host, bytes * MAX) == cudaSuccess &&
+	      cudaMallocHost((void **)&present, sizeof(*present) * MAX) == cudaSuccess &&
+	      cudaMallocHost((void **)&lens, sizeof(*lens) * MAX) == cudaSuccess, "host buffers");
+	CHECK(vfgx_pipeline_start(r.pl) == 0, "start");
+	while ((ret = vfgx_chunk_get(r.pl, 1000, &c)) != -ENODATA) {
+		if (ret)
+			continue;
+		if (n == MAX) {
+			vfgx_chunk_put(r.pl, c);
+			continue;
+		}
+		d[n] = *c;
+		CHECK(cudaMemcpyAsync(host + n * bytes, c->data, bytes, cudaMemcpyDeviceToHost, s) ==
+			      cudaSuccess &&
+		      cudaMemcpyAsync(present[n], c->present, 8, cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+		      cudaMemcpyAsync(lens[n], c->lens, sizeof(lens[n]), cudaMemcpyDeviceToHost, s) ==
+			      cudaSuccess, "async copies");
+		CHECK(vfgx_chunk_stream_put(r.pl, c->stream, c->index, s) == 0, "stream_put: %s",
+		      vfgx_last_error(ctx));
+		n++;
+	}
+	CHECK(cudaStreamSynchronize(s) == cudaSuccess, "stream sync");
+	vfgx_pipeline_stop(r.pl);
+	for (uint64_t k = 0; k < n; k++)
+		bad += check_host(&d[k], host + k * bytes, present[k], lens[k]);
+	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
+	CHECK(n > 200 && n < MAX && cs.handed_out == n && cs.returned == 0 &&
+	      cs.backpressure_drops == 0,
+	      "get + stream_put (%s engine): %llu chunks, %llu handed out, %llu put, %llu dropped",
+	      device, (unsigned long long)n, (unsigned long long)cs.handed_out,
+	      (unsigned long long)cs.returned, (unsigned long long)cs.backpressure_drops);
+	CHECK(bad == 0, "get + stream_put (%s engine): %llu bad bytes", device,
+	      (unsigned long long)bad);
+	printf("ok   get + stream_put (%s engine): %llu chunks given back from a CUDA stream, "
+	       "%llu backpressure waits, every byte\n", device, (unsigned long long)n,
+	       (unsigned long long)cs.backpressure);
+	close_run(&r);
+	cudaFreeHost(host);
+	cudaFreeHost(present);
+	cudaFreeHost(lens);
+	cudaStreamDestroy(s);
+	free(d);
 }
 
 /* ---- gpu engine vs cpu engine: the same traffic, the same chunks ------- */
@@ -472,6 +550,8 @@ int main(void)
 	consume_and_check(ctx, "gpu");
 	consume_and_check(ctx, "pinned");
 	cpu_engine_held(ctx);
+	get_stream_put(ctx, "cpu");
+	get_stream_put(ctx, "gpu");
 	stream_consumer(ctx, "cpu");
 	stream_consumer(ctx, "gpu");
 	gpu_host_refused(ctx);
