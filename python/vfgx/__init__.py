@@ -107,8 +107,18 @@ class Chunk:
             raise TypeError("vfgx chunk: host memory has no GPU view (use chunk.data)")
         return self._raw.device_data()
 
-    def release(self):
-        self._raw.release()
+    def release(self, stream=None):
+        """Give the chunk back.  With `stream` (a CuPy or PyTorch CUDA
+        stream, or a raw handle as an int) it goes back from that stream
+        once the work queued on it so far is done, without waiting here
+        (pinned and GPU chunks).  Arrays viewing the chunk are deleted
+        first either way."""
+        if stream is not None and not isinstance(stream, int):
+            stream = getattr(stream, "ptr", None) if hasattr(stream, "ptr") \
+                else getattr(stream, "cuda_stream", None)
+            if stream is None:
+                raise TypeError("vfgx chunk: release(stream=): a CuPy or PyTorch stream or an int handle")
+        self._raw.release(stream=stream)
 
     def __enter__(self):
         return self

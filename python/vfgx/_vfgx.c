@@ -7,7 +7,8 @@
  *   - a chunk holds a reference to its pipeline, and every export holds a
  *     reference to its chunk: the pipeline is destroyed only after the
  *     last chunk and the last array are gone;
- *   - release() gives the chunk back to the pipeline; it refuses (and
+ *   - release() gives the chunk back to the pipeline (release(stream=) from
+ *     a CUDA stream, after the work queued on it); it refuses (and
  *     raises BufferError) while an array still views it, and after it no
  *     new export is possible;
  *   - a chunk dropped without release() is given back when its last
@@ -374,16 +375,38 @@ static void chunk_dealloc(ChunkObject *ch)
 	PyObject_Free(ch);
 }
 
-static PyObject *chunk_release(ChunkObject *ch, PyObject *unused)
+/* release(stream=None): with a CUDA stream handle (an int; the package
+ * passes CuPy's .ptr or PyTorch's .cuda_stream), the chunk goes back once
+ * the work queued on that stream so far is done (vfgx_chunk_stream_put),
+ * with no wait here. */
+static PyObject *chunk_release(ChunkObject *ch, PyObject *args, PyObject *kw)
 {
-	(void)unused;
+	static char *names[] = { "stream", NULL };
+	PyObject *stream = Py_None;
+	void *cs = NULL;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:release", names, &stream))
+		return NULL;
+	if (stream != Py_None) {
+		cs = PyLong_AsVoidPtr(stream);
+		if (!cs && PyErr_Occurred())
+			return NULL;
+	}
 	if (ch->exports) {
 		PyErr_Format(PyExc_BufferError,
 			     "vfgx chunk: %zd array(s) still view its memory; delete them before release()",
 			     ch->exports);
 		return NULL;
 	}
-	chunk_give_back(ch);
+	if (stream == Py_None || !ch->c) {
+		chunk_give_back(ch);
+		Py_RETURN_NONE;
+	}
+	if (vfgx_chunk_stream_put(ch->pipe->pl, ch->c->stream, ch->c->index, cs)) {
+		PyErr_SetString(PyExc_OSError, vfgx_last_error(ch->pipe->ctx));
+		return NULL;
+	}
+	ch->c = NULL;
 	Py_RETURN_NONE;
 }
 
@@ -680,7 +703,8 @@ static PyObject *chunk_lens_bytes(ChunkObject *ch, PyObject *unused)
 }
 
 static PyMethodDef chunk_methods[] = {
-	{ "release", (PyCFunction)chunk_release, METH_NOARGS, "give the chunk back" },
+	{ "release", (PyCFunction)(void (*)(void))chunk_release, METH_VARARGS | METH_KEYWORDS,
+	  "give the chunk back (after the work on a CUDA stream handle, with stream=)" },
 	{ "device_data", (PyCFunction)chunk_device_data, METH_NOARGS, "GPU view of the data" },
 	{ "device_present", (PyCFunction)chunk_device_present, METH_NOARGS, "GPU view of the bitmap" },
 	{ "present_words", (PyCFunction)chunk_present_words, METH_NOARGS, "bitmap bytes (host)" },

@@ -1,7 +1,8 @@
 """The Python package on the CPU (make test): configs and their errors,
 chunks as NumPy arrays that alias the pipeline's memory, every byte
 against the loopback generator, lifetimes (release with arrays alive,
-use after release, stop and delete with arrays alive), the per-chunk
+use after release, release from a stream refused for host chunks, stop
+and delete with arrays alive), the per-chunk
 callback, and Ctrl-C."""
 import ctypes
 import os
@@ -76,6 +77,22 @@ def test_release_refused_while_viewed_and_use_after_release():
         with pytest.raises(ValueError, match="used after release"):
             chunk.seq
         assert total > 0
+
+
+def test_release_from_a_stream_needs_gpu_reachable_chunks():
+    """Host chunks cannot go back from a CUDA stream: one OSError line, and
+    the chunk stays held and whole (no data lost); a stream of the wrong
+    type is a TypeError."""
+    with vfgx.Pipeline(loopback(packets=5000)) as p:
+        chunk = p.get(timeout=5)
+        with pytest.raises(OSError, match="stream_put needs pinned or gpu chunk memory"):
+            chunk.release(stream=0)
+        with pytest.raises(TypeError, match="CuPy or PyTorch stream"):
+            chunk.release(stream="s")
+        assert not chunk.released
+        check_bytes(chunk)
+        chunk.release()
+        assert chunk.released
 
 
 def test_stop_and_delete_with_arrays_alive():

@@ -1,8 +1,10 @@
 """The Python package on a GPU (make test-gpu): GPU chunks handed to CuPy
 and PyTorch through DLPack and __cuda_array_interface__ see the device
 pointer the pipeline wrote (no copy) and its bytes; release is refused
-while a GPU array views the chunk; the CuPy spectrometer's spectrum equals
-the C cuFFT spectrometer's."""
+while a GPU array views the chunk; chunks given back from a CuPy or
+PyTorch stream (release(stream=)) are reused only after the work queued
+before; the CuPy spectrometer's spectrum equals the C cuFFT
+spectrometer's."""
 import os
 import subprocess
 import sys
@@ -44,6 +46,44 @@ def test_dlpack_and_cai_alias_the_device_pointer():
         chunk.release()
         with pytest.raises(ValueError, match="used after release"):
             chunk.data
+
+
+def test_release_from_a_stream():
+    """Each chunk copied on a CUDA stream and given back from it (CuPy's
+    and PyTorch's in turn): 20,000 packets over 2 streams x 8 slots make
+    about 157 chunks, so slots are refilled many times; every copy holds
+    the chunk's bytes (a slot refilled before its copy ran would not), and
+    the run ends."""
+    s = cp.cuda.Stream(non_blocking=True)
+    ts = torch.cuda.Stream()
+    copies, n = [], 0
+    with vfgx.Pipeline(CONFIG) as p:
+        for chunk in p.chunks(timeout=5.0):
+            if n % 2:
+                with s:
+                    x, w = cp.from_dlpack(chunk), cp.from_dlpack(chunk.present)
+                    copies.append((chunk.stream, chunk.seq, x.copy(), w.copy()))
+                del x, w
+                chunk.release(stream=s)
+            else:
+                with torch.cuda.stream(ts), cp.cuda.ExternalStream(ts.cuda_stream):
+                    t, w = torch.from_dlpack(chunk), cp.from_dlpack(chunk.present)
+                    copies.append((chunk.stream, chunk.seq, t.clone(), w.copy()))
+                del t, w
+                chunk.release(stream=ts)
+            assert chunk.released
+            n += 1
+        st = p.chunk_stats()
+    s.synchronize()
+    ts.synchronize()
+    assert n == len(copies) > 16 and st["returned"] == 0 and st["handed_out"] == n
+    for stream, seq, x, w in copies:
+        host = x.cpu().numpy() if isinstance(x, torch.Tensor) else cp.asnumpy(x)
+        words = w.cpu().numpy() if isinstance(w, torch.Tensor) else cp.asnumpy(w)
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        assert bits[:128].any()
+        for i in np.flatnonzero(bits[:128]):  # 512 B frames: 454 B after the app header
+            assert host[i, :454].tobytes() == vfgx.pattern(stream, seq + int(i), 454)
 
 
 def test_cupy_fft_equals_c_spectrometer(tmp_path):
