@@ -48,6 +48,14 @@ def test_dlpack_and_cai_alias_the_device_pointer():
             chunk.data
 
 
+def cupy_view_of(ts):
+    """CuPy's stream object for a PyTorch stream (from_external where this
+    CuPy has it; ExternalStream, deprecated since, before)."""
+    if hasattr(cp.cuda.Stream, "from_external") and hasattr(ts, "__cuda_stream__"):
+        return cp.cuda.Stream.from_external(ts)
+    return cp.cuda.ExternalStream(ts.cuda_stream)
+
+
 def test_release_from_a_stream():
     """Each chunk copied on a CUDA stream and given back from it (CuPy's
     and PyTorch's in turn): 20,000 packets over 2 streams x 8 slots make
@@ -66,7 +74,7 @@ def test_release_from_a_stream():
                 del x, w
                 chunk.release(stream=s)
             else:
-                with torch.cuda.stream(ts), cp.cuda.ExternalStream(ts.cuda_stream):
+                with torch.cuda.stream(ts), cupy_view_of(ts):
                     t, w = torch.from_dlpack(chunk), cp.from_dlpack(chunk.present)
                     copies.append((chunk.stream, chunk.seq, t.clone(), w.copy()))
                 del t, w
