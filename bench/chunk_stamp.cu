@@ -128,6 +128,84 @@ extern "C" int chunk_stamps_read(struct chunk_stamps *s, uint64_t *since_last,
 	return 0;
 }
 
+/* Writes 1..n into *word, gap_ns apart, after a first gap of 2 ms (the
+ * waits enqueued first); tw[i] = %globaltimer just before write i + 1. */
+__global__ void floor_writer(volatile unsigned long long *word, unsigned long long *tw,
+			     uint32_t n, unsigned long long gap_ns)
+{
+	unsigned long long last, t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(last));
+	for (uint32_t i = 0; i < n; i++) {
+		do
+			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		while (t - last < (i ? gap_ns : 2000000ull));
+		last = t;
+		tw[i] = t;
+		__threadfence_system();
+		*word = i + 1;
+		__threadfence_system();
+	}
+}
+
+extern "C" int chunk_stamps_floor(struct chunk_stamps *s, uint32_t n, uint64_t gap_ns,
+				  int (*wait)(void *stream, uint64_t *dev_word, uint64_t value,
+					      void *arg),
+				  void *arg, uint64_t *since, char *err, size_t len)
+{
+	unsigned long long *word = NULL, *word_dev = NULL, *tw = NULL;
+	cudaStream_t ws = NULL;
+	uint64_t *unused = NULL;
+	cudaError_t e;
+	int ret = 0;
+
+	if (n > s->n || !(unused = (uint64_t *)malloc(sizeof(*unused) * s->n)))
+		return n > s->n ? -EINVAL : -ENOMEM;
+	if ((e = cudaHostAlloc((void **)&word, 64, cudaHostAllocMapped)) != cudaSuccess ||
+	    (e = cudaHostGetDevicePointer((void **)&word_dev, word, 0)) != cudaSuccess ||
+	    (e = cudaMalloc((void **)&tw, sizeof(*tw) * n)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking)) != cudaSuccess) {
+		ret = fail(err, len, "stamp floor", e);
+		goto out;
+	}
+	*word = 0;
+	floor_writer<<<1, 1, 0, ws>>>(word_dev, tw, n, gap_ns);
+	if ((e = cudaGetLastError()) != cudaSuccess) {
+		ret = fail(err, len, "stamp floor writer", e);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n && !ret; i++) {
+		if (i >= CHUNK_STAMPS_AHEAD &&
+		    (ret = chunk_stamps_done(s, i - CHUNK_STAMPS_AHEAD, err, len)))
+			break;
+		if ((ret = wait(s->stream, (uint64_t *)word_dev, i + 1, arg))) {
+			snprintf(err, len, "stamp floor: waiting on a CUDA stream failed");
+			break;
+		}
+		ret = chunk_stamps_add(s, i, (const uint64_t *)(tw + i), (const uint64_t *)(tw + i),
+				       err, len);
+	}
+	if (ret) {
+		*word = n; /* let every wait queued pass */
+		cudaStreamSynchronize(s->stream);
+		goto out;
+	}
+	if ((e = cudaStreamSynchronize(ws)) != cudaSuccess) {
+		ret = fail(err, len, "stamp floor writer", e);
+		goto out;
+	}
+	ret = chunk_stamps_read(s, since, unused, err, len);
+out:
+	if (ws) {
+		cudaStreamSynchronize(ws);
+		cudaStreamDestroy(ws);
+	}
+	cudaFree(tw);
+	cudaFreeHost(word);
+	free(unused);
+	return ret;
+}
+
 extern "C" void chunk_stamps_close(struct chunk_stamps *s)
 {
 	if (!s)

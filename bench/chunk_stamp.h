@@ -34,6 +34,17 @@ int chunk_stamps_done(struct chunk_stamps *s, uint32_t i, char *err, size_t len)
 /* Wait for the stream; since_last[i], since_ready[i] in ns. */
 int chunk_stamps_read(struct chunk_stamps *s, uint64_t *since_last,
 		      uint64_t *since_ready, char *err, size_t len);
+/* The floor of that path: a one-thread kernel on another stream writes
+ * value i + 1 into a pinned word (as the placing kernel writes a chunk's
+ * ready word) every gap_ns, stamping %globaltimer just before each write;
+ * this stream waits for each value with wait() (the call
+ * vfgx_chunk_stream_wait makes) and runs the same stamp kernel, kept
+ * CHUNK_STAMPS_AHEAD ahead.  since[i] = stamp - write (ns) for i < n (n
+ * at most open's; since has room for open's n): an instant release's
+ * latency to the consumer. */
+int chunk_stamps_floor(struct chunk_stamps *s, uint32_t n, uint64_t gap_ns,
+		       int (*wait)(void *stream, uint64_t *dev_word, uint64_t value, void *arg),
+		       void *arg, uint64_t *since, char *err, size_t len);
 void chunk_stamps_close(struct chunk_stamps *s);
 
 #ifdef __cplusplus
