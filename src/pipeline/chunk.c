@@ -598,6 +598,8 @@ void vfgx_chunkset_copies(struct vfgx_chunkset *cs, uint32_t stream)
 
 void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 {
+	size_t slots = (size_t)cs->conf.streams * cs->conf.in_flight;
+
 	for (uint32_t s = 0; s < cs->conf.streams; s++) {
 		struct chunk_stream *st = &cs->streams[s];
 
@@ -619,13 +621,12 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 		atomic_store(&st->backpressure_drops, 0);
 		atomic_store(&st->gaps, 0);
 	}
+	/* chunk indexes start again: no word may say a new one is ready or
+	 * returned (either engine) */
+	memset((void *)cs->ready_word, 0, slots * sizeof(uint64_t));
+	memset((void *)cs->returned_word, 0, slots * sizeof(uint64_t));
 	if (cs->gpu)
 		vfgx_chunkset_gpu_reset(cs);
-	else
-		/* chunk indexes start again: no word may say a new one is
-		 * ready or returned */
-		memset((void *)cs->ready_word, 0, (size_t)cs->conf.streams *
-		       cs->conf.in_flight * 2 * sizeof(uint64_t));
 	pthread_mutex_lock(&cs->lock);
 	cs->q_head = cs->q_len = 0;
 	atomic_store(&cs->q_ready, 0);

@@ -235,7 +235,5 @@ void vfgx_chunkset_gpu_reset(struct vfgx_chunkset *cs)
 	memset(g->seen, 0, slots * sizeof(*g->seen));
 	memset(g->rel_seen, 0, cs->conf.streams * sizeof(*g->rel_seen));
 	memset((void *)g->pub, 0, cs->conf.streams * sizeof(*g->pub));
-	memset((void *)cs->ready_word, 0, slots * sizeof(uint64_t));
-	memset((void *)cs->returned_word, 0, slots * sizeof(uint64_t));
 	*g->stop = 0;
 }

@@ -149,6 +149,8 @@ const struct gpuk_chunk_desc *vfgx_chunkset_gpu_desc_dev(const struct vfgx_chunk
 void vfgx_chunkset_gpu_stop(struct vfgx_chunkset *cs);
 /* Did a kernel wait for the consumer since the last call? */
 bool vfgx_chunkset_gpu_waiting(struct vfgx_chunkset *cs);
+/* The gpu engine's own state back to its start (vfgx_chunkset_reset
+ * clears the ready and returned words for either engine). */
 void vfgx_chunkset_gpu_reset(struct vfgx_chunkset *cs);
 
 /* The pipeline's chunk set, or NULL (pipeline.c). */
