@@ -86,13 +86,26 @@ static uint64_t check_host(const struct vfgx_chunk *c, const uint8_t *data,
 	return bad;
 }
 
+/* check_host on a chunk of 64 x 512 B in GPU memory, copied back into
+ * data (its bytes) first. */
+static uint64_t check_device(const struct vfgx_chunk *c, uint8_t *data)
+{
+	uint64_t present[1] = { 0 };
+	uint32_t lens[64] = { 0 };
+
+	CHECK(cudaMemcpy(data, c->data, 64 * 512, cudaMemcpyDeviceToHost) == cudaSuccess &&
+	      cudaMemcpy(present, c->present, 8, cudaMemcpyDeviceToHost) == cudaSuccess &&
+	      cudaMemcpy(lens, c->lens, sizeof(lens), cudaMemcpyDeviceToHost) == cudaSuccess,
+	      "copy back");
+	return check_host(c, data, present, lens);
+}
+
 static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 {
 	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
 	size_t bytes = 64 * 512;
 	uint8_t *data = malloc(bytes);
-	uint64_t present[1], bad = 0, chunks = 0;
-	uint32_t lens[64];
+	uint64_t bad = 0, chunks = 0;
 	struct vfgx_chunk *c;
 	struct run r;
 	int ret;
@@ -105,11 +118,7 @@ static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 			continue;
 		CHECK(c->dev_data != NULL, "%s chunk without a device address", mem);
 		if (!strcmp(mem, "gpu")) {
-			CHECK(cudaMemcpy(data, c->data, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-			      cudaMemcpy(present, c->present, 8, cudaMemcpyDeviceToHost) == cudaSuccess &&
-			      cudaMemcpy(lens, c->lens, sizeof(lens), cudaMemcpyDeviceToHost) == cudaSuccess,
-			      "copy back");
-			bad += check_host(c, data, present, lens);
+			bad += check_device(c, data);
 		} else {
 			/* in place, and through the GPU's view of the same bytes */
 			bad += check_host(c, c->data, c->present, c->lens);
@@ -141,8 +150,8 @@ static void cpu_engine_held(vfgx_ctx *ctx)
 	struct vfgx_chunk *held[8];
 	size_t bytes = 64 * 512;
 	uint8_t *data = malloc(bytes);
-	uint64_t present[1], bad = 0;
-	uint32_t lens[64], n = 0;
+	uint64_t bad = 0;
+	uint32_t n = 0;
 	struct run r;
 
 	if (!data || open_run(ctx, &r, yaml("gpu", "", 100000))) {
@@ -161,11 +170,7 @@ static void cpu_engine_held(vfgx_ctx *ctx)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vfgx_chunk *c = held[i];
 
-		CHECK(cudaMemcpy(data, c->data, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-		      cudaMemcpy(present, c->present, 8, cudaMemcpyDeviceToHost) == cudaSuccess &&
-		      cudaMemcpy(lens, c->lens, sizeof(lens), cudaMemcpyDeviceToHost) == cudaSuccess,
-		      "copy back");
-		bad += check_host(c, data, present, lens);
+		bad += check_device(c, data);
 	}
 	CHECK(n >= 4, "held: %u chunks handed out before the worker waited", n);
 	CHECK(cs.backpressure > 0 && cs.backpressure_drops > 0,
