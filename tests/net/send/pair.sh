@@ -21,3 +21,21 @@ maca=$(ip -n "$A" -br link show "$A"0 | awk '{print $3}')
 macb=$(ip -n "$B" -br link show "$B"0 | awk '{print $3}')
 ip -n "$A" neigh replace "$IPB" lladdr "$macb" dev "$A"0 nud permanent
 ip -n "$B" neigh replace "$IPA" lladdr "$maca" dev "$B"0 nud permanent
+
+# rx_settle PORT: after the sender has exited, wait until the receiver has
+# read everything queued on its sockets at PORT in $B (their Recv-Q 0 on
+# two looks 0.2 s apart; 60 s at most), then 1 s more for what is still in
+# flight: an emulated (TCG) receiver can be seconds behind, and what it had
+# not read when interrupted would be counted nowhere
+rx_settle() {
+	local zero=0
+	for _ in $(seq 300); do
+		if ip netns exec "$B" ss -Hntua "sport = :$1" | awk '$3 > 0 { busy = 1 } END { exit busy }'; then
+			((++zero >= 2)) && break
+		else
+			zero=0
+		fi
+		sleep 0.2
+	done
+	sleep 1
+}

@@ -84,7 +84,7 @@ case_run() { # NAME SEND-IFACE RECV-IFACE [TEXT THE SENDER'S JSON HAS]
 	ip netns exec "$A" "$vfgx" send --json "$tmp/$n-send.yaml" >"$tmp/$n-sent.json" 2>"$tmp/$n-send.log"
 	local src=$?
 	# the receiver runs until told: what is in flight lands first
-	sleep 1
+	rx_settle 5000
 	kill -INT $bgpid
 	wait $bgpid; local rrc=$?; bgpid=
 	if ((src == 0 && rrc == 0)) && grep -q "result: PASSED" "$tmp/$n-recv.log" &&

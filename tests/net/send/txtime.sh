@@ -78,16 +78,23 @@ run_pair() {
 	sleep 0.3
 	ip netns exec "$A" "$vfgx" send --json "$tmp/$n-send.yaml" >"$tmp/$n-sent.json" 2>"$tmp/$n-send.log"
 	src=$?
-	sleep 1 # what is in flight lands first
+	rx_settle 5000
 	kill -INT $bgpid
 	wait $bgpid
 	rrc=$?
 	bgpid=
 }
 
-show() { # NAME: the logs of a failed case
+show() { # NAME: the logs of a failed case, and where packets went
 	sed 's/^/  send: /' "$tmp/$1-send.log" "$tmp/$1-sent.json"
-	sed 's/^/  recv: /' "$tmp/$1-recv.log"
+	sed 's/^/  recv: /' "$tmp/$1-recv.log" "$tmp/$1-recv.json"
+	{
+		ip netns exec "$A" tc -s qdisc show dev "$A"0
+		ip -n "$A" -s link show "$A"0
+		ip -n "$B" -s link show "$B"0
+		ip netns exec "$B" nstat -az 'Udp*' 'Ip*Discards' 'IpInReceives'
+		cat /proc/net/softnet_stat
+	} 2>&1 | sed 's/^/  kern: /'
 }
 
 # generated = delivered + dropped at the receiver's socket (buffer full) +
@@ -198,11 +205,16 @@ if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
 
 	# the same with a wider delta (5 ms): the qdisc wakes that much before
 	# each launch time; the counts are printed, only the accounting checked
-	ip netns exec "$A" tc qdisc replace dev "${A}0" root etf clockid CLOCK_TAI delta 5000000
+	# (ETF cannot change in place: tc's replace of one is refused)
+	if ! err=$(ip netns exec "$A" tc qdisc del dev "${A}0" root 2>&1 &&
+		ip netns exec "$A" tc qdisc add dev "${A}0" root etf clockid CLOCK_TAI delta 5000000 2>&1); then
+		fail "etf delta 5 ms: cannot put the qdisc there: $err"
+	fi
 	((have_cap)) && capture_start "$tmp/wide.pcap"
 	run_pair wide 4000 20000
 	((have_cap)) && capture_stop
-	if ((rrc == 0)) && [ "$(jget "$tmp/wide-sent.json" txtime.used)" = true ] && accounted wide; then
+	if ((rrc == 0)) && [ "$(jget "$tmp/wide-sent.json" txtime.used)" = true ] &&
+		[ "$(jget "$tmp/wide-sent.json" txtime.delta_ns)" = 5000000 ] && accounted wide; then
 		ok "etf delta 5 ms: $acct"
 	else
 		fail "etf delta 5 ms: send exit $src, receive exit $rrc; ${acct:-}"
