@@ -114,8 +114,7 @@ class Chunk:
         (pinned and GPU chunks).  Arrays viewing the chunk are deleted
         first either way."""
         if stream is not None and not isinstance(stream, int):
-            stream = getattr(stream, "ptr", None) if hasattr(stream, "ptr") \
-                else getattr(stream, "cuda_stream", None)
+            stream = getattr(stream, "ptr", getattr(stream, "cuda_stream", None))
             if stream is None:
                 raise TypeError("vfgx chunk: release(stream=): a CuPy or PyTorch stream or an int handle")
         self._raw.release(stream=stream)
