@@ -12,6 +12,8 @@
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "gpu_resident.h"
 #endif
 
 #define HUGE_2M (2u << 20)
@@ -151,6 +153,14 @@ int vfgx_region_create(vfgx_ctx *ctx, enum vfgx_mem_kind kind, size_t size,
 				      "%s region of %zu bytes is larger than this machine's memory (%llu bytes): lower num_bufs or buf_size",
 				      vfgx_mem_kind_name(kind), size,
 				      (unsigned long long)vfgx_host_ram_bytes());
+#if VFGX_HAVE_CUDA
+	/* cudaHostRegister and cudaMalloc may wait for the device like the
+	 * frees do (gpu_resident.c): refuse rather than hang */
+	if (kind >= VFGX_MEM_PINNED && vfgx_gpu_resident())
+		return vfgx_set_error(ctx, -EBUSY,
+				      "%s region: a device: gpu pipeline is running in this process and CUDA would wait for its persistent kernel; create this before starting that pipeline, or after stopping it",
+				      vfgx_mem_kind_name(kind));
+#endif
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -201,10 +211,13 @@ void vfgx_region_destroy(vfgx_region *r)
 	if (!r)
 		return;
 #if VFGX_HAVE_CUDA
-	if (r->info.kind == VFGX_MEM_PINNED)
-		cudaHostUnregister(r->info.addr);
+	if (r->info.kind == VFGX_MEM_PINNED) {
+		/* unmapped after the unregister, which may wait (gpu_resident.c) */
+		vfgx_gpu_release(VFGX_GPU_UNREGISTER, r->info.addr, r->map_len);
+		r->info.addr = NULL;
+	}
 	if (r->info.kind == VFGX_MEM_GPU)
-		cudaFree(r->raw);
+		vfgx_gpu_release(VFGX_GPU_FREE_DEVICE, r->raw, 0);
 #endif
 	if (r->info.addr)
 		munmap(r->info.addr, r->map_len);

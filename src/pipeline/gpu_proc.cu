@@ -32,6 +32,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../mem/gpu_resident.h"
 #include "gpu_kcommon.cuh"
 #include "gpu_phase_a.cuh"
 #include "gpu_phase_b.cuh"
@@ -253,6 +254,7 @@ struct gpuk {
 	cudaGraphExec_t graph[2];
 	bool graph_ok[2];
 	bool launched, failed;
+	bool resident; /* counted in gpu_resident.c until seen to end */
 	uint32_t grid_a, grid_b, blocks;
 	ull *cnt_host;
 	char name[256];
@@ -336,6 +338,11 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	*out = NULL;
 	if (!g)
 		return -ENOMEM;
+	if (vfgx_gpu_resident()) {
+		free(g);
+		snprintf(err, errlen, "a device: gpu pipeline is already running in this process and CUDA would wait for its persistent kernel; create this one before starting that one, or after stopping it");
+		return -EBUSY;
+	}
 	kparams &k = g->k;
 	g->c = *c;
 	if ((e = cudaSetDevice((int)c->gpu_id)) != cudaSuccess ||
@@ -492,6 +499,9 @@ extern "C" int gpuk_start(struct gpuk *g, char *err, size_t errlen)
 	cudaError_t e;
 
 	if (g->c.mode == 0) {
+		/* counted before the launch: from here CUDA frees are queued */
+		vfgx_gpu_resident_add(1);
+		g->resident = true;
 		kernel_persistent<<<g->blocks, THREADS, 0, g->stream>>>(g->k);
 		g->launched = true;
 		e = cudaGetLastError();
@@ -623,8 +633,12 @@ extern "C" int gpuk_stop(struct gpuk *g, uint32_t timeout_ms)
 	for (;;) {
 		cudaError_t e = cudaStreamQuery(g->stream);
 
-		if (e != cudaErrorNotReady)
+		if (e != cudaErrorNotReady) {
+			if (g->resident)
+				vfgx_gpu_resident_add(-1);
+			g->resident = false;
 			return 0;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >
 		    (long)timeout_ms) {
@@ -650,10 +664,13 @@ extern "C" void gpuk_destroy(struct gpuk *g)
 	for (int h = 0; h < 2; h++)
 		if (g->graph_ok[h])
 			cudaGraphExecDestroy(g->graph[h]);
+	if (g->resident && cudaStreamQuery(g->stream) != cudaErrorNotReady)
+		vfgx_gpu_resident_add(-1);
+	/* queued while another pipeline's persistent kernel runs */
 	for (int i = 0; i < g->nb_allocs; i++)
-		cudaFree(g->allocs[i]);
+		vfgx_gpu_release(VFGX_GPU_FREE_DEVICE, g->allocs[i], 0);
 	for (int i = 0; i < g->nb_hallocs; i++)
-		cudaFreeHost(g->hallocs[i]);
+		vfgx_gpu_release(VFGX_GPU_FREE_HOST, g->hallocs[i], 0);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
 	if (g->stats_stream)

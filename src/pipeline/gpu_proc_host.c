@@ -17,6 +17,7 @@
 #include "core/argsz.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
+#include "gpu_runner.h"
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
@@ -94,6 +95,7 @@ int vfgx_gpu_probe(vfgx_ctx *ctx, uint32_t gpu_id, char *desc, size_t len)
 struct vfgx_gpu_proc {
 	vfgx_ctx *ctx;
 	struct gpuk *g;
+	bool quit; /* gpu_proc_quit done: the kernel was told to end */
 	struct vfgx_comm_list *l;
 	struct vfgx_gpu_opts o;
 	uint32_t nb_items;
@@ -586,13 +588,21 @@ int64_t vfgx_gpu_proc_log(vfgx_gpu_proc *gp, struct vfgx_gpu_delivery *recs,
 	return n;
 }
 
+void gpu_proc_quit(vfgx_gpu_proc *gp)
+{
+	if (!gp || !gp->g || gp->quit)
+		return;
+	gp->quit = true;
+	if (gpuk_stop(gp->g, gp->o.timeout_ms) == -ETIMEDOUT)
+		vfgx_err(gp->ctx, "GPU %s: kernel did not stop within %u ms after the quit flag; leaving its memory to process exit",
+			 gpuk_device_name(gp->g), gp->o.timeout_ms);
+}
+
 void vfgx_gpu_proc_destroy(vfgx_gpu_proc *gp)
 {
 	if (!gp)
 		return;
-	if (gp->g && gpuk_stop(gp->g, gp->o.timeout_ms) == -ETIMEDOUT)
-		vfgx_err(gp->ctx, "GPU %s: kernel did not stop within %u ms after the quit flag; leaving its memory to process exit",
-			 gpuk_device_name(gp->g), gp->o.timeout_ms);
+	gpu_proc_quit(gp);
 	gpuk_destroy(gp->g);
 	free(gp->ts_min);
 	free(gp->npk);

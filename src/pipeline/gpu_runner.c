@@ -770,6 +770,7 @@ void vfgx_gpu_pipeline_stop(vfgx_gpu_pipeline *gpl)
 	atomic_store(&gpl->stop, true);
 	if (gpl->started)
 		pthread_join(gpl->thread, NULL);
+	gpu_proc_quit(gpl->gp);
 	gpl->started = false;
 	gpl->stopped = true;
 }

@@ -22,5 +22,9 @@ void vfgx_gpu_pipeline_stats(vfgx_gpu_pipeline *gpl, struct vfgx_pipeline_stats 
 int vfgx_gpu_pipeline_error(vfgx_gpu_pipeline *gpl);
 const char *vfgx_gpu_pipeline_describe(const vfgx_gpu_pipeline *gpl);
 void vfgx_gpu_pipeline_destroy(vfgx_gpu_pipeline *gpl);
+/* Ends the persistent kernel (once; the engine's stop, after its
+ * dispatcher has ended): until then CUDA frees and module loads in the
+ * process wait for it (src/mem/gpu_resident.c).  Internal, not exported. */
+void gpu_proc_quit(vfgx_gpu_proc *gp);
 
 #endif

@@ -33,6 +33,9 @@
 
 #include "loopback_priv.h"
 #include "loopback_replay.h"
+#if VFGX_HAVE_CUDA
+#include "mem/gpu_resident.h"
+#endif
 
 #define RP_SPIN 2000 /* looks at released before sleeping (a few us) */
 
@@ -74,8 +77,7 @@ void vfgx_lb_rp_free(struct vfgx_port *port, uint16_t q, struct lb_replay *rp)
 		cudaStreamSynchronize(rp->stream);
 		cudaStreamDestroy(rp->stream);
 	}
-	if (rp->shadow)
-		cudaFreeHost(rp->shadow);
+	vfgx_gpu_release(VFGX_GPU_FREE_HOST, rp->shadow, 0);
 #endif
 	if (rp->bufs && rp->nb_bufs)
 		vfgx_pool_free_bulk(port->rx_pools[q], rp->bufs, rp->nb_bufs);
