@@ -154,24 +154,6 @@ static void check_gpudirect(struct doctor *d)
 	       "no GPUDirect RDMA path: nvidia-peermem not loaded and no dma-buf%s", why);
 }
 
-static void check_gdrdrv(struct doctor *d)
-{
-	if (!d->s->nb_gpus) {
-		report(d, SKIP, "gdrdrv", NULL, "no GPU");
-		return;
-	}
-	if (sysroot_exists(d->sr, "/dev/gdrdrv")) {
-		report(d, PASS, "gdrdrv", NULL, "/dev/gdrdrv present (GDRCopy)");
-		return;
-	}
-	if (sysroot_exists(d->sr, "/sys/module/gdrdrv"))
-		report(d, WARN, "gdrdrv", "reload it: `rmmod gdrdrv && modprobe gdrdrv` (GDRCopy's insmod.sh creates the node)",
-		       "gdrdrv module loaded but /dev/gdrdrv is missing");
-	else
-		report(d, WARN, "gdrdrv", "install GDRCopy (gdrdrv kernel module) and `modprobe gdrdrv`",
-		       "gdrdrv not loaded: the CPU reads GPU-resident state through cudaMemcpy instead of GDRCopy");
-}
-
 static void check_iommu(struct doctor *d)
 {
 	struct hw_scan *s = d->s;
@@ -580,7 +562,6 @@ int vfgx_cmd_doctor(int argc, char **argv)
 		d.checks = json_object_new_array();
 	check_gpu(&d);
 	check_gpudirect(&d);
-	check_gdrdrv(&d);
 	check_iommu(&d);
 	check_acs(&d);
 	check_pcie(&d);

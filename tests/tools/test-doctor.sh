@@ -39,7 +39,7 @@ count() {
 # --- doctor ------------------------------------------------------------------
 t=healthy-cx7-h100
 run_doctor $t 0
-count $t '^pass  ' 12
+count $t '^pass  ' 11
 hasnt $t '^(warn|fail|skip) '
 has $t '^pass  gpudirect    nvidia-peermem loaded; dma-buf also possible$'
 has $t '^pass  iommu        IOMMU in passthrough \(identity\) mode'
@@ -204,7 +204,8 @@ out=$("$vfgx" devices --bogus 2>&1)
 out=$("$vfgx" doctor 2>&1)
 rc=$?
 [ "$rc" -le 2 ] || fail "live doctor: exit $rc"
-count live '^(pass|skip|warn|fail)  ' 12
+count live '^(pass|skip|warn|fail)  ' 11
+hasnt live 'gdrdrv'
 if ! grep -qs 0x10de /sys/bus/pci/devices/*/vendor; then
 	has live '^skip  gpu          no NVIDIA GPU'
 fi
