@@ -36,6 +36,32 @@ static void test_checksum_known_values(void **state)
 	assert_int_equal(vfgx_csum_add(0, d, 3), 0x0001 + 0xf200);
 }
 
+/* The generator's payload pattern pinned by fixed vectors, written out
+ * from the documented rule (byte i after the app header of stream s,
+ * sequence q: s*131 + (q mod 2^32)*7 + i*13 + 1, mod 256) rather than
+ * computed by vfgx_pattern_byte, which every payload check uses as its
+ * oracle: a change to the rule fails here, not silently everywhere. */
+static void test_pattern_fixed_vectors(void **state)
+{
+	static const uint8_t s3q99[16] = { 0x3f, 0x4c, 0x59, 0x66, 0x73, 0x80, 0x8d, 0x9a,
+					   0xa7, 0xb4, 0xc1, 0xce, 0xdb, 0xe8, 0xf5, 0x02 };
+	static const uint8_t far[8] = { 0xc8, 0xd5, 0xe2, 0xef, 0xfc, 0x09, 0x16, 0x23 };
+	struct vfgx_parsed p = { 0 };
+	uint8_t f[256];
+
+	(void)state;
+	for (uint32_t i = 0; i < 16; i++)
+		assert_int_equal(vfgx_pattern_byte(3, 99, i), s3q99[i]);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(vfgx_pattern_byte(0x12345678u, (1ull << 40) + 5, 300 + i), far[i]);
+	/* and on the wire: the builder's payload after the 16-byte app header */
+	struct vfgx_pkt_spec sp = spec(200, 0);
+
+	assert_int_equal(vfgx_pkt_build(f, sizeof(f), &sp), 200);
+	assert_int_equal(vfgx_parse(f, 200, &p), VFGX_STAGE_PASS);
+	assert_memory_equal(f + p.payload_off + VFGX_APP_HLEN, s3q99, sizeof(s3q99));
+}
+
 static void test_good_frames(void **state)
 {
 	uint8_t f[2048];
@@ -146,6 +172,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_checksum_known_values),
+		cmocka_unit_test(test_pattern_fixed_vectors),
 		cmocka_unit_test(test_good_frames),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_filter),
