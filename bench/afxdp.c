@@ -43,6 +43,8 @@
 #define UDP_PORT 5000
 #define MAX_SENDERS 64
 #define MAX_QUEUES 64 /* VFGX_MAX_QUEUES */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define HDRS 42 /* Ethernet + IPv4 + UDP */
 #define MAX_ROUNDS 15
 enum { RX_AFXDP, RX_RECVMMSG, RX_TESTPMD, RX_REUSEPORT };
@@ -588,15 +590,6 @@ out:
 	return ret;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: vfgx bench afxdp [--seconds S] [--rounds N] [--senders N] [--queues Q] [--testpmd PATH|none] [--touch] [--out DIR]\n"
-		   "  --touch: vfgx reads each frame's last byte (testpmd rxonly reads none)\n"
-		   "  needs root; run from the repository root (uses scripts/netns-veth.sh);\n"
-		   "  creates namespaces " NS "-a/" NS "-b (198.18." NET ".0/24) with a veth of Q queue\n"
-		   "  pairs (default Q = N senders, at most %d) and removes them\n", MAX_QUEUES);
-}
-
 static void write_results(FILE *f, struct result (*rr)[NB_SIZES], bool have_tp)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -712,6 +705,9 @@ const struct cli_cmd vfgx_bench_cli_afxdp = {
 	.name = "bench afxdp",
 	.summary = "AF_XDP receive over veth vs recvmmsg and dpdk-testpmd (root; uses scripts/netns-veth.sh)",
 	.opts = afxdp_opts,
+	.more = "needs root; run from the repository root (uses scripts/netns-veth.sh);\n"
+		"creates namespaces " NS "-a/" NS "-b (198.18." NET ".0/24) with a veth of Q queue\n"
+		"pairs (default Q = N senders, at most " STR(MAX_QUEUES) ") and removes them\n",
 };
 
 int vfgx_bench_afxdp(int argc, char **argv)
@@ -759,7 +755,6 @@ int vfgx_bench_afxdp(int argc, char **argv)
 			B.out = optarg;
 			break;
 		case 'h':
-			usage(stdout);
 			cli_usage(stdout, &vfgx_bench_cli_afxdp);
 			return 0;
 		default:

@@ -26,6 +26,11 @@
 #include "pipeline/gpu_bench.h"
 #include "pipeline_work.h"
 
+/* --help's summary line and --seconds' upper bound, the same in a build
+ * without CUDA (options are parsed before the build is looked at) */
+#define GPU_SUMMARY "GPU data plane: hand-off, throughput, floors (--seconds: per configuration)"
+#define GPU_MAX_SECONDS 60
+
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
 
@@ -594,9 +599,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 	FILE *f;
 	int c, ret = 1;
 
-	c = bench_parse_common(argc, argv, "gpu",
-			       "usage: vfgx bench gpu [--seconds S per configuration] [--out DIR]",
-			       60, &out, &seconds);
+	c = bench_parse_common(argc, argv, "gpu", GPU_SUMMARY, GPU_MAX_SECONDS, &out, &seconds);
 	if (c >= 0)
 		return c;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -763,9 +766,11 @@ out:
 #else
 int vfgx_bench_gpu(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return bench_gpu_no_cuda("gpu");
+	const char *out = "bench/results";
+	double seconds = 0.5;
+	int c = bench_parse_common(argc, argv, "gpu", GPU_SUMMARY, GPU_MAX_SECONDS, &out, &seconds);
+
+	return c >= 0 ? c : bench_gpu_no_cuda("gpu");
 }
 #endif
 

@@ -868,13 +868,6 @@ static int report(const struct opts *o, const char *ip, const char *out,
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [-I inline_size] [-Q cq_mod] [--rdma_cm] [server_ip]\n"
-		   "       vfgx bench rdma --report [-d dev] [-x gid_index] --ip IP [--rounds N] [--out DIR]\n"
-		   "TEST: write_bw write_lat send_bw send_lat read_lat; without server_ip: server\n");
-}
-
 static const struct cli_opt rdma_opts[] = {
 	{ "dev", 'd', "DEV", "RDMA device" },
 	{ "gid-index", 'x', "N", "GID index" },
@@ -897,6 +890,10 @@ const struct cli_cmd vfgx_bench_cli_rdma = {
 	.name = "bench rdma", .operands = "[TEST [server_ip]]",
 	.summary = "verbs tests against perftest",
 	.opts = rdma_opts,
+	.more = "forms:\n"
+		"  vfgx bench rdma TEST [-d dev] [-x gid_index] [-s size] [-n iterations] [-p port] [-I inline_size] [-Q cq_mod] [--rdma_cm] [server_ip]\n"
+		"  vfgx bench rdma --report [-d dev] [-x gid_index] --ip IP [--rounds N] [--out DIR]\n"
+		"TEST: write_bw write_lat send_bw send_lat read_lat; without server_ip: server\n",
 };
 
 int vfgx_bench_rdma(int argc, char **argv)
@@ -949,7 +946,7 @@ int vfgx_bench_rdma(int argc, char **argv)
 			if (vfgx_flag_int("bench rdma", "--rounds", optarg, 1, MAX_ROUNDS, &rounds))
 				return 2;
 			break;
-		case 'h': usage(stdout); cli_usage(stdout, &vfgx_bench_cli_rdma); return 0;
+		case 'h': cli_usage(stdout, &vfgx_bench_cli_rdma); return 0;
 		default: return 2;
 		}
 	}
@@ -967,16 +964,15 @@ int vfgx_bench_rdma(int argc, char **argv)
 		self[n] = 0;
 		return report(&o, ip, out, self, rounds);
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return cli_bad_operands(&vfgx_bench_cli_rdma,
+					"which test? write_bw write_lat send_bw send_lat read_lat, or --report");
 	for (o.test = 0; o.test < NB_TESTS; o.test++)
 		if (!strcmp(argv[optind], test_names[o.test]))
 			break;
 	if (o.test == NB_TESTS) {
-		fprintf(stderr, "vfgx bench rdma: unknown test '%s'\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr, "vfgx bench rdma: unknown test '%s' (write_bw write_lat send_bw send_lat read_lat)\n",
+			cli_esc(argv[optind]));
 		return 2;
 	}
 	if (optind + 1 < argc)

@@ -93,11 +93,11 @@ void bench_target(FILE *f, const char *name, double measured, double reference,
 }
 
 int bench_parse_common(int argc, char **argv, const char *name,
-		       const char *usage, double max_seconds, const char **out,
+		       const char *summary, double max_seconds, const char **out,
 		       double *seconds)
 {
 	char cname[64];
-	struct cli_cmd cmd = { .name = cname, .summary = usage, .opts = bench_common_opts };
+	struct cli_cmd cmd = { .name = cname, .summary = summary, .opts = bench_common_opts };
 	int c;
 
 	snprintf(cname, sizeof(cname), "bench %s", name);
@@ -122,6 +122,8 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			return 2;
 		}
 	}
+	if (optind < argc)
+		return cli_bad_operands(&cmd, "takes no operands");
 	return -1;
 }
 

@@ -27,10 +27,11 @@ const char *bench_results_path(void);
 extern const struct cli_opt bench_common_opts[];
 
 /* The options every benchmark shares: --out DIR, --seconds S (0 < S <=
- * max_seconds), -h (prints usage).  Returns -1 to go on, otherwise the exit
- * code (0 after -h, 2 for bad usage). */
+ * max_seconds), -h (prints the usage with summary under it); no operands.
+ * Returns -1 to go on, otherwise the exit code (0 after -h, 2 for bad
+ * usage). */
 int bench_parse_common(int argc, char **argv, const char *name,
-		       const char *usage, double max_seconds, const char **out,
+		       const char *summary, double max_seconds, const char **out,
 		       double *seconds);
 
 /* 1-minute load average, -1 when unknown. */
