@@ -82,14 +82,10 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 	return f;
 }
 
-void bench_target(FILE *f, const char *name, double measured, double reference,
-		  double goal, bool higher_better)
+void bench_target_unmeasured(FILE *f, const char *name, double goal, const char *reason)
 {
-	bool met = higher_better ? measured >= goal : measured <= goal;
-
-	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.3f goal=%.4g met=%s\n",
-		name, measured, reference, reference > 0 ? measured / reference : 0,
-		goal, met ? "yes" : "no");
+	fprintf(f, "target: %s measured=none reference=none ratio=none goal=%.4g met=no (%s)\n",
+		name, goal, reason);
 }
 
 int bench_parse_common(int argc, char **argv, const char *name,
@@ -234,8 +230,18 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 	double *ratio = NULL;
 	bool met;
 
-	if (t->n < 1 || bench_stat(t->measured, t->n, &m))
+	if (t->n < 1 || bench_stat(t->measured, t->n, &m)) {
+		bench_target_unmeasured(f, t->name, t->goal, "no round measured");
 		return -1;
+	}
+	/* a ratio needs a reference measured above 0 in every round: a round
+	 * without one is no round (its ratio of 0 would meet any upper goal) */
+	for (int i = 0; t->goal_on_ratio && i < t->n; i++)
+		if (!(t->reference ? t->reference[i] > 0 : t->ref_value > 0)) {
+			bench_target_unmeasured(f, t->name, t->goal,
+						"a round without a reference above 0: no ratio");
+			return -1;
+		}
 	if (t->reference || t->ref_value > 0) {
 		ratio = malloc(sizeof(double) * (size_t)t->n);
 		if (!ratio)
@@ -251,8 +257,6 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 		else
 			r.median = t->ref_value;
 		free(ratio);
-	} else if (t->goal_on_ratio) {
-		return -1;
 	}
 	on = t->goal_on_ratio ? &q : &m;
 	met = t->higher_better ? on->lo >= t->goal : on->hi <= t->goal;

@@ -14,10 +14,10 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 			 char *path, size_t path_len);
 /* Machine line: CPU model, cores, kernel. */
 void bench_machine(FILE *f);
-/* "target: NAME measured=X reference=Y ratio=R goal=G met=yes|no";
- * met when measured >= goal (higher_better) or <= goal. */
-void bench_target(FILE *f, const char *name, double measured, double reference,
-		  double goal, bool higher_better);
+/* A target this run could not measure:
+ * "target: NAME measured=none reference=none ratio=none goal=G met=no (REASON)".
+ * met=yes is written only by bench_target_rounds, from measured rounds. */
+void bench_target_unmeasured(FILE *f, const char *name, double goal, const char *reason);
 
 /* Path of the results file opened last (vfgx bench reads it back for
  * --json and the plot), NULL before any. */
@@ -79,7 +79,10 @@ struct bench_target_rounds {
 	bool goal_on_ratio;
 	bool higher_better;
 };
-/* Writes the line to f; returns 1 when met, 0 when not, -1 on bad input. */
+/* Writes the line to f; returns 1 when met, 0 when not, -1 on input with
+ * nothing to compute from (no round, or a goal on the ratio with a round
+ * whose reference is not above 0), for which the line is
+ * bench_target_unmeasured's (met=no and why). */
 int bench_target_rounds(FILE *f, const struct bench_target_rounds *t);
 /* "median (min..max)" of v into buf with printf format fmt for each. */
 const char *bench_fmt_spread(char *buf, size_t len, const char *fmt,

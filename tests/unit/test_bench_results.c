@@ -98,6 +98,45 @@ static void target_absolute_and_lower_better(void **state)
 	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
 }
 
+/* issue #41: a latency class with no round where both sides ran printed
+ * "measured=0 reference=0 ratio=0.000 goal=1 met=yes" (0 <= 1) */
+static void target_without_rounds_is_not_met(void **state)
+{
+	double m[] = { 0 }, r[] = { 0 };
+	struct bench_target_rounds t = {
+		.name = "lat", .measured = m, .reference = r, .n = 0,
+		.goal = 1.05, .goal_on_ratio = true, .higher_better = false,
+	};
+	char buf[512] = "";
+
+	(void)state;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
+	assert_non_null(strstr(buf, "target: lat measured=none reference=none ratio=none goal=1.05 met=no (no round measured)"));
+	assert_null(strstr(buf, "met=yes"));
+	/* a round whose reference gave nothing is no ratio either: 0 / 0
+	 * would be a ratio of 0, under any upper goal */
+	t.n = 1;
+	buf[0] = '\0';
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
+	assert_non_null(strstr(buf, "met=no (a round without a reference above 0: no ratio)"));
+	assert_null(strstr(buf, "met=yes"));
+	r[0] = 10;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "measured=0 reference=10 ratio=0.0000 goal=1.05 met=yes rounds=1"));
+}
+
+static void target_unmeasured_line(void **state)
+{
+	char buf[256];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	(void)state;
+	assert_non_null(f);
+	bench_target_unmeasured(f, "x_usec", 1.05, "no round where both ran");
+	fclose(f);
+	assert_string_equal(buf, "target: x_usec measured=none reference=none ratio=none goal=1.05 met=no (no round where both ran)\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +144,8 @@ int main(void)
 		cmocka_unit_test(stat_few_rounds_is_min_max),
 		cmocka_unit_test(target_met_needs_whole_interval),
 		cmocka_unit_test(target_absolute_and_lower_better),
+		cmocka_unit_test(target_without_rounds_is_not_met),
+		cmocka_unit_test(target_unmeasured_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
