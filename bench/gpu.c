@@ -593,7 +593,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 	struct handoff_res ho;
 	const char *out = "bench/results";
 	double seconds = 0.5, load0;
-	char path[512], desc[256], drv[256], err[256], b1[96], b2[96], b3[96];
+	char path[512], desc[256], drv[256], err[256], b1[96], b2[96], b3[96], b4[96];
 	int cores = 1;
 	vfgx_ctx *ctx;
 	FILE *f;
@@ -732,7 +732,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 		bench_fmt_spread(b1, sizeof(b1), "%.1f", rr.g64, ROUNDS),
 		bench_fmt_spread(b2, sizeof(b2), "%.0f", rr.g8k, ROUNDS),
 		bench_fmt_spread(b3, sizeof(b3), "%.1f", rr.g1500, ROUNDS), cores,
-		bench_fmt_spread(b1, sizeof(b1), "%.1f", rr.c1500, ROUNDS));
+		bench_fmt_spread(b4, sizeof(b4), "%.1f", rr.c1500, ROUNDS));
 	fprintf(f, "The CPU goal: the old goal was 20x one core; against all %d cores the same bar is 20/%d = %.2fx.\n\n",
 		cores, cores, 20.0 / cores);
 	bench_target_rounds(f, &(struct bench_target_rounds){
