@@ -613,6 +613,7 @@ int vfgx_bench_eba(int argc, char **argv)
 	struct opts o = { .dev = "rxe0", .addr = "198.18.74.1", .out = "bench/results",
 			  .seconds = 5, .port = 7480, .rounds = 10 };
 	static struct eba_rounds e;
+	vfgx_rdma_dev *dev;
 	double load0;
 	char path[512];
 	vfgx_ctx *ctx;
@@ -654,6 +655,14 @@ int vfgx_bench_eba(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (vfgx_ctx_create(&ctx))
 		return 1;
+	/* as bench rdma: no device, one line and no run (every round would
+	 * fail and the results would be all zeros) */
+	if (vfgx_rdma_dev_open(ctx, o.dev, 1, -1, &dev)) {
+		fprintf(stderr, "vfgx bench eba: %s\n", vfgx_last_error(ctx));
+		vfgx_ctx_destroy(ctx);
+		return 1;
+	}
+	vfgx_rdma_dev_close(dev);
 	load0 = bench_loadavg1();
 	if (run_rounds(ctx, &o, &e)) {
 		vfgx_ctx_destroy(ctx);
