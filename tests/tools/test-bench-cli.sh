@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-bench-cli.sh VFGX - issue #44: a benchmark refuses what it cannot do
 # before it runs: bench eba without the RDMA device (one line, exit 1, no
-# results file), as bench rdma does.
+# results file), as bench rdma does; bench dpdk takes the --seconds its
+# help allows and no other.
 set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
@@ -26,8 +27,24 @@ refused() {
 	fi
 }
 
+mapfile -t benches < <("$vfgx" completion list | awk '$1 == "bench" && $2 !~ /^--/ {print $2}')
+
 refused 1 "bench eba without the RDMA device" bench eba --dev vfgx-no-such-rdma0 --out "$tmp/eba"
 [ -e "$tmp/eba/eba.md" ] && fail "bench eba without the device wrote eba.md"
 
-[ "$fails" = 0 ] && echo "bench-cli: eba without its device is refused at once"
+# bench dpdk: --seconds' range is what a run can measure (testpmd's samples
+# come one a second), and its low end runs
+if [[ " ${benches[*]} " == *" dpdk "* ]]; then
+	refused 2 "bench dpdk --seconds 0.5" bench dpdk --seconds 0.5 --out "$tmp/dpdk"
+	if ((EUID == 0)) && command -v dpdk-testpmd >/dev/null; then
+		if ! timeout 120 "$vfgx" bench dpdk --seconds 1 --rounds 1 --no-veth --out "$tmp/dpdk" >"$tmp/dpdk.log" 2>&1 ||
+			! grep -q "^target: dpdk_net_null_rx_mpps_vs_testpmd " "$tmp/dpdk/dpdk.md"; then
+			fail "bench dpdk --seconds 1: $(tail -3 "$tmp/dpdk.log")"
+		fi
+	else
+		echo "SKIP: bench dpdk --seconds 1: needs root and dpdk-testpmd"
+	fi
+fi
+
+[ "$fails" = 0 ] && echo "bench-cli: eba without its device is refused at once; dpdk's --seconds range holds"
 exit $((fails > 0))
