@@ -782,6 +782,8 @@ int vfgx_bench_afxdp(int argc, char **argv)
 			MAX_SENDERS);
 		return 2;
 	}
+	if (bench_out_check(B.out, "afxdp"))
+		return 1;
 	if (!B.queues)
 		B.queues = B.senders < MAX_QUEUES ? B.senders : MAX_QUEUES;
 	B.ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -446,6 +446,8 @@ int vfgx_bench_dpdk(int argc, char **argv)
 	ret = parse_args(argc, argv, &o, &out);
 	if (ret)
 		return ret == 1 ? 0 : ret;
+	if (bench_out_check(out, "dpdk"))
+		return 1;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || o.core < 0 ||
 	    o.core >= sysconf(_SC_NPROCESSORS_ONLN)) {
 		fprintf(stderr, "vfgx bench dpdk: needs 2 cores and --core within them (testpmd's main lcore takes another)\n");

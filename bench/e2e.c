@@ -381,6 +381,8 @@ int vfgx_bench_e2e(int argc, char **argv)
 	c = bench_parse_common(argc, argv, "e2e", E2E_SUMMARY, E2E_MAX_SECONDS, &out, &seconds);
 	if (c >= 0)
 		return c;
+	if (bench_out_check(out, "e2e"))
+		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	load0 = bench_loadavg1();
 	if (vfgx_ctx_create(&ctx))

@@ -652,6 +652,8 @@ int vfgx_bench_eba(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (bench_out_check(o.out, "eba"))
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	if (vfgx_ctx_create(&ctx))
 		return 1;

@@ -602,6 +602,8 @@ int vfgx_bench_gpu(int argc, char **argv)
 	c = bench_parse_common(argc, argv, "gpu", GPU_SUMMARY, GPU_MAX_SECONDS, &out, &seconds);
 	if (c >= 0)
 		return c;
+	if (bench_out_check(out, "gpu"))
+		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (vfgx_ctx_create(&ctx))
 		return 1;

@@ -962,6 +962,8 @@ int vfgx_bench_rdma(int argc, char **argv)
 			return 2;
 		}
 		self[n] = 0;
+		if (bench_out_check(out, "rdma"))
+			return 1;
 		return report(&o, ip, out, self, rounds);
 	}
 	if (optind >= argc)

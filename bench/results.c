@@ -1,5 +1,6 @@
 /* results.c - shared writer for benchmark result files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -58,6 +59,51 @@ void bench_machine(FILE *f)
 	uname(&u);
 	fprintf(f, "- machine: %s, %ld online cores, Linux %s %s\n", cpu,
 		sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine);
+}
+
+/* path can be written: created (and removed again) when it is not there,
+ * opened for appending (nothing truncated) when it is; errno otherwise */
+static int can_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd >= 0) {
+		close(fd);
+		return unlink(path);
+	}
+	if (errno != EEXIST)
+		return -1;
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int bench_out_check(const char *dir, const char *name)
+{
+	static const char *const ext[] = { "md", "svg" };
+	char path[600];
+	struct stat st;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "vfgx bench: cannot create %s: %s (use --out DIR)\n",
+			dir, strerror(errno));
+		return 1;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "vfgx bench: %s is not a directory (use --out DIR)\n", dir);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext[i]);
+		if (can_write(path)) {
+			fprintf(stderr, "vfgx bench: cannot write %s: %s (use --out DIR)\n",
+				path, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
 }
 
 FILE *bench_results_open(const char *dir, const char *name, const char *title,

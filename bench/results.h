@@ -12,6 +12,11 @@
  * title, date and machine description.  NULL with a message on failure. */
 FILE *bench_results_open(const char *dir, const char *name, const char *title,
 			 char *path, size_t path_len);
+/* Before any work: DIR (created when missing) is a directory in which
+ * NAME.md and NAME.svg can be written (an existing file is not changed).
+ * 0, or 1 after one line on stderr.  Every benchmark calls it once its
+ * options are parsed, so a bad --out fails at once, not after the run. */
+int bench_out_check(const char *dir, const char *name);
 /* Machine line: CPU model, cores, kernel. */
 void bench_machine(FILE *f);
 /* A target this run could not measure:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test-bench-cli.sh VFGX - issue #44: a benchmark refuses what it cannot do
-# before it runs: bench eba without the RDMA device (one line, exit 1, no
-# results file), as bench rdma does; bench dpdk takes the --seconds its
-# help allows and no other.
+# before it runs: an --out it cannot write (every benchmark, one line, exit
+# 1, nothing measured; gpu and e2e in a build without CUDA say that, exit
+# 77), bench eba without the RDMA device (one line, exit 1, no results
+# file), as bench rdma does; bench dpdk takes the --seconds its help allows
+# and no other.
 set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
@@ -28,6 +30,18 @@ refused() {
 }
 
 mapfile -t benches < <("$vfgx" completion list | awk '$1 == "bench" && $2 !~ /^--/ {print $2}')
+((${#benches[@]} >= 5)) || fail "vfgx completion list names ${#benches[@]} benchmarks"
+for b in "${benches[@]}"; do
+	args=(bench "$b" --out /dev/null/x)
+	[ "$b" = rdma ] && args+=(--report --ip 127.0.0.1)
+	[[ "$("$vfgx" bench "$b" --help)" == *--out* ]] || continue
+	want=1
+	# a build without CUDA says so once the options are read, before --out
+	[[ "$b" =~ ^(gpu|e2e)$ ]] && [[ "$("$vfgx" bench "$b" --out /dev/null/x 2>&1)" == *"has no CUDA"* ]] && want=77
+	refused "$want" "bench $b --out /dev/null/x" "${args[@]}"
+	[ "$want" = 77 ] && continue
+	grep -q "/dev/null/x" "$tmp/err" || fail "bench $b: the error does not name the --out: $(cat "$tmp/err")"
+done
 
 refused 1 "bench eba without the RDMA device" bench eba --dev vfgx-no-such-rdma0 --out "$tmp/eba"
 [ -e "$tmp/eba/eba.md" ] && fail "bench eba without the device wrote eba.md"
@@ -46,5 +60,5 @@ if [[ " ${benches[*]} " == *" dpdk "* ]]; then
 	fi
 fi
 
-[ "$fails" = 0 ] && echo "bench-cli: eba without its device is refused at once; dpdk's --seconds range holds"
+[ "$fails" = 0 ] && echo "bench-cli: ${#benches[@]} benchmarks refuse a bad --out at once; eba without its device too; dpdk's --seconds range holds"
 exit $((fails > 0))

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -137,6 +139,43 @@ static void target_unmeasured_line(void **state)
 	assert_string_equal(buf, "target: x_usec measured=none reference=none ratio=none goal=1.05 met=no (no round where both ran)\n");
 }
 
+/* issue #44: --out is checked before the run, nothing written or cut */
+static void out_checked_before_the_run(void **state)
+{
+	char dir[] = "/tmp/test_bench_results-XXXXXX", path[600], sub[600];
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(bench_out_check("/dev/null/x", "pipeline-cpu"), 1);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bench_out_check(dir, "pipeline-cpu"), 0);
+	snprintf(path, sizeof(path), "%s/pipeline-cpu.md", dir);
+	assert_int_equal(stat(path, &st), -1); /* the probe left nothing */
+	/* an existing results file is kept whole */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("old", f);
+	fclose(f);
+	assert_int_equal(bench_out_check(dir, "pipeline-cpu"), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 3);
+	/* a missing directory is made, as bench_results_open does */
+	snprintf(sub, sizeof(sub), "%s/new", dir);
+	assert_int_equal(bench_out_check(sub, "x"), 0);
+	assert_int_equal(stat(sub, &st), 0);
+	rmdir(sub);
+	/* a file where the directory should be */
+	assert_int_equal(bench_out_check(path, "x"), 1);
+	if (geteuid() != 0) { /* root writes anywhere */
+		chmod(dir, 0555);
+		assert_int_equal(bench_out_check(dir, "y"), 1);
+		chmod(dir, 0755);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +185,7 @@ int main(void)
 		cmocka_unit_test(target_absolute_and_lower_better),
 		cmocka_unit_test(target_without_rounds_is_not_met),
 		cmocka_unit_test(target_unmeasured_line),
+		cmocka_unit_test(out_checked_before_the_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
