@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_commit.h"
 #include "cliopt.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -48,6 +49,11 @@ static void cpu_model(char *buf, size_t len)
 		}
 	}
 	fclose(f);
+}
+
+const char *bench_commit(void)
+{
+	return VFGX_BENCH_COMMIT;
 }
 
 void bench_machine(FILE *f)
@@ -123,7 +129,7 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 		return NULL;
 	}
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-	fprintf(f, "# %s\n\n- date: %s\n", title, date);
+	fprintf(f, "# %s\n\n- date: %s\n- commit: %s\n", title, date, bench_commit());
 	bench_machine(f);
 	return f;
 }

@@ -9,7 +9,9 @@
 #include "cliopt.h"
 
 /* Opens DIR/NAME.md (DIR from --out, default bench/results) and writes the
- * title, date and machine description.  NULL with a message on failure. */
+ * title, date, the commit measured ("- commit: HASH", "-dirty" when the
+ * build had uncommitted changes; scripts/bench-stale.py reads it) and the
+ * machine description.  NULL with a message on failure. */
 FILE *bench_results_open(const char *dir, const char *name, const char *title,
 			 char *path, size_t path_len);
 /* Before any work: DIR (created when missing) is a directory in which
@@ -27,6 +29,10 @@ void bench_target_unmeasured(FILE *f, const char *name, double goal, const char 
 /* Path of the results file opened last (vfgx bench reads it back for
  * --json and the plot), NULL before any. */
 const char *bench_results_path(void);
+
+/* The commit vfgx-bench was built from (git describe --always --dirty),
+ * "unknown" outside a git checkout. */
+const char *bench_commit(void);
 
 /* --out, --seconds, --json (taken by `vfgx bench` itself), --help */
 extern const struct cli_opt bench_common_opts[];

@@ -139,6 +139,32 @@ static void target_unmeasured_line(void **state)
 	assert_string_equal(buf, "target: x_usec measured=none reference=none ratio=none goal=1.05 met=no (no round where both ran)\n");
 }
 
+/* issue #41: every results file names the commit it measured */
+static void results_name_their_commit(void **state)
+{
+	char dir[] = "/tmp/test_bench_results-XXXXXX", path[512], text[4096] = "", want[128];
+	const char *c = bench_commit();
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	assert_true(c && *c);
+	assert_true(!strcmp(c, "unknown") || strspn(c, "0123456789abcdef") >= 7);
+	assert_non_null(mkdtemp(dir));
+	f = bench_results_open(dir, "x", "title", path, sizeof(path));
+	assert_non_null(f);
+	fclose(f);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	snprintf(want, sizeof(want), "\n- commit: %s\n", c);
+	assert_non_null(strstr(text, want));
+	unlink(path);
+	rmdir(dir);
+}
+
 /* issue #44: --out is checked before the run, nothing written or cut */
 static void out_checked_before_the_run(void **state)
 {
@@ -185,6 +211,7 @@ int main(void)
 		cmocka_unit_test(target_absolute_and_lower_better),
 		cmocka_unit_test(target_without_rounds_is_not_met),
 		cmocka_unit_test(target_unmeasured_line),
+		cmocka_unit_test(results_name_their_commit),
 		cmocka_unit_test(out_checked_before_the_run),
 	};
 
