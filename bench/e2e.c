@@ -1,6 +1,6 @@
-/* e2e.c - `vfgx bench e2e`: `vfgx run`'s own path on the GPU, measured
- * from the wire side: a loopback port in replay mode (frames built once in
- * pinned host or GPU memory) -> the GPU runner (a thread per rx queue and
+/* e2e.c - `vfgx bench e2e`: `vfgx run`'s own path on the GPU, from
+ * replayed frames (no wire, no NIC): a loopback port in replay mode (frames
+ * built once in pinned host or GPU memory) -> the GPU runner (a thread per rx queue and
  * the dispatcher) -> the
  * GPU processor -> release, for 64, 512, 1500 and 8192 B frames, every
  * launch mode, with and without payload verification, at full load and at
@@ -466,7 +466,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 					       r->exact && l->exact ? "" : " (NOT EXACT)");
 				}
 
-	f = bench_results_open(out, "e2e", "GPU data plane end to end: vfgx run's path from the wire side",
+	f = bench_results_open(out, "e2e", "GPU data plane end to end: vfgx run's path from replayed frames (no wire)",
 			       path, sizeof(path));
 	if (!f)
 		goto out;
@@ -549,6 +549,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 				i + 1, rr[i].e64, rr[i].k64, rr[i].p99full, rr[i].p99low, rr[i].e8p,
 				rr[i].pcie, rr[i].dgpu, rr[i].dcpu, rr[i].src);
 		fprintf(f, "%s\n\n", bench_ci_rule);
+		fprintf(f, "e2e_64B_gpu_mpps: vfgx run's GPU path at 64 B from replayed frames in GPU memory (the loopback port's replay mode: no wire, no NIC).\n\n");
 		bench_target_rounds(f, &(struct bench_target_rounds){
 			.name = "e2e_64B_gpu_vs_kernel", .measured = v[0], .reference = v[1],
 			.n = ROUNDS, .goal = 0.8, .goal_on_ratio = true, .higher_better = true });
