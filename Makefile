@@ -6,7 +6,7 @@ BUILD ?= build
 SAN ?= build-san
 VFGX := $(BUILD)/src/cli/vfgx
 
-.PHONY: all deps build demo test test-gpu bench lint clean
+.PHONY: all deps build demo test test-gpu bench bench-stale lint clean
 
 all: build
 
@@ -36,6 +36,11 @@ test-gpu:
 BENCH_OUT ?= $(BUILD)/bench-results
 bench: build
 	$(VFGX) bench pipeline --out $(BENCH_OUT) $(BENCH_ARGS)
+
+# the committed results whose measured sources changed since the commit
+# each names (scripts/bench-stale.py: the map of sources is there)
+bench-stale:
+	@scripts/bench-stale.py
 
 lint:
 	@scripts/lint.sh

@@ -626,6 +626,8 @@ int vfgx_bench_chunks(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_bad_operands(&vfgx_bench_cli_chunks, "unexpected operand");
+	if (bench_out_check(out, "chunks"))
+		return 1;
 	ws = ws_mb ? (size_t)ws_mb << 20 : 2 * llc;
 	if (!ws_mb && ws < (64u << 20))
 		ws = 64u << 20;

@@ -386,12 +386,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *o,
 			*out = optarg;
 			break;
 		case 's':
-			if (vfgx_flag_double("bench dpdk", "--seconds", optarg, 0, 60, &o->seconds))
+			/* testpmd's rate is the mean of its samples, one a
+			 * second: a window holds one from 1 s on */
+			if (vfgx_flag_double("bench dpdk", "--seconds", optarg, 1, 60, &o->seconds))
 				return 2;
-			if (o->seconds <= 0) {
-				fprintf(stderr, "vfgx bench dpdk: --seconds must be 0..60\n");
-				return 2;
-			}
 			break;
 		case 'r':
 			if (vfgx_flag_int("bench dpdk", "--rounds", optarg, 1, MAX_ROUNDS, &o->rounds))
@@ -416,7 +414,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o,
 
 static const struct cli_opt dpdk_opts[] = {
 	{ "out", 'o', "DIR", "write dpdk.md and dpdk.svg into DIR (default bench/results)" },
-	{ "seconds", 's', "S", "seconds per round, 0..60" },
+	{ "seconds", 's', "S", "seconds per round, 1..60 (default 3)" },
 	{ "rounds", 'r', "N", "rounds" },
 	{ "core", 'c', "C", "the polling core" },
 	{ "no-veth", 'n', NULL, "skip the veth (net_af_packet) measurement" },
@@ -448,6 +446,8 @@ int vfgx_bench_dpdk(int argc, char **argv)
 	ret = parse_args(argc, argv, &o, &out);
 	if (ret)
 		return ret == 1 ? 0 : ret;
+	if (bench_out_check(out, "dpdk"))
+		return 1;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || o.core < 0 ||
 	    o.core >= sysconf(_SC_NPROCESSORS_ONLN)) {
 		fprintf(stderr, "vfgx bench dpdk: needs 2 cores and --core within them (testpmd's main lcore takes another)\n");

@@ -1,6 +1,6 @@
-/* e2e.c - `vfgx bench e2e`: `vfgx run`'s own path on the GPU, measured
- * from the wire side: a loopback port in replay mode (frames built once in
- * pinned host or GPU memory) -> the GPU runner (a thread per rx queue and
+/* e2e.c - `vfgx bench e2e`: `vfgx run`'s own path on the GPU, from
+ * replayed frames (no wire, no NIC): a loopback port in replay mode (frames
+ * built once in pinned host or GPU memory) -> the GPU runner (a thread per rx queue and
  * the dispatcher) -> the
  * GPU processor -> release, for 64, 512, 1500 and 8192 B frames, every
  * launch mode, with and without payload verification, at full load and at
@@ -21,6 +21,11 @@
 #include "gpu_kernel.h"
 #include "results.h"
 #include "vfgx_build.h"
+
+/* --help's summary line and --seconds' upper bound, the same in a build
+ * without CUDA (options are parsed before the build is looked at) */
+#define E2E_SUMMARY "GPU product path end to end: vfgx run's GPU pipeline on replayed traffic (--seconds: per run)"
+#define E2E_MAX_SECONDS 30
 
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
@@ -373,11 +378,11 @@ int vfgx_bench_e2e(int argc, char **argv)
 	FILE *f;
 	int c, ret = 1;
 
-	c = bench_parse_common(argc, argv, "e2e",
-			       "usage: vfgx bench e2e [--seconds S per run] [--out DIR]",
-			       30, &out, &seconds);
+	c = bench_parse_common(argc, argv, "e2e", E2E_SUMMARY, E2E_MAX_SECONDS, &out, &seconds);
 	if (c >= 0)
 		return c;
+	if (bench_out_check(out, "e2e"))
+		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	load0 = bench_loadavg1();
 	if (vfgx_ctx_create(&ctx))
@@ -461,7 +466,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 					       r->exact && l->exact ? "" : " (NOT EXACT)");
 				}
 
-	f = bench_results_open(out, "e2e", "GPU data plane end to end: vfgx run's path from the wire side",
+	f = bench_results_open(out, "e2e", "GPU data plane end to end: vfgx run's path from replayed frames (no wire)",
 			       path, sizeof(path));
 	if (!f)
 		goto out;
@@ -544,6 +549,7 @@ int vfgx_bench_e2e(int argc, char **argv)
 				i + 1, rr[i].e64, rr[i].k64, rr[i].p99full, rr[i].p99low, rr[i].e8p,
 				rr[i].pcie, rr[i].dgpu, rr[i].dcpu, rr[i].src);
 		fprintf(f, "%s\n\n", bench_ci_rule);
+		fprintf(f, "e2e_64B_gpu_mpps: vfgx run's GPU path at 64 B from replayed frames in GPU memory (the loopback port's replay mode: no wire, no NIC).\n\n");
 		bench_target_rounds(f, &(struct bench_target_rounds){
 			.name = "e2e_64B_gpu_vs_kernel", .measured = v[0], .reference = v[1],
 			.n = ROUNDS, .goal = 0.8, .goal_on_ratio = true, .higher_better = true });
@@ -576,8 +582,10 @@ out:
 #else
 int vfgx_bench_e2e(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return bench_gpu_no_cuda("e2e");
+	const char *out = "bench/results";
+	double seconds = 0.5;
+	int c = bench_parse_common(argc, argv, "e2e", E2E_SUMMARY, E2E_MAX_SECONDS, &out, &seconds);
+
+	return c >= 0 ? c : bench_gpu_no_cuda("e2e");
 }
 #endif

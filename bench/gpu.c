@@ -26,6 +26,11 @@
 #include "pipeline/gpu_bench.h"
 #include "pipeline_work.h"
 
+/* --help's summary line and --seconds' upper bound, the same in a build
+ * without CUDA (options are parsed before the build is looked at) */
+#define GPU_SUMMARY "GPU data plane: hand-off, throughput, floors (--seconds: per configuration)"
+#define GPU_MAX_SECONDS 60
+
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
 
@@ -588,17 +593,17 @@ int vfgx_bench_gpu(int argc, char **argv)
 	struct handoff_res ho;
 	const char *out = "bench/results";
 	double seconds = 0.5, load0;
-	char path[512], desc[256], drv[256], err[256], b1[96], b2[96], b3[96];
+	char path[512], desc[256], drv[256], err[256], b1[96], b2[96], b3[96], b4[96];
 	int cores = 1;
 	vfgx_ctx *ctx;
 	FILE *f;
 	int c, ret = 1;
 
-	c = bench_parse_common(argc, argv, "gpu",
-			       "usage: vfgx bench gpu [--seconds S per configuration] [--out DIR]",
-			       60, &out, &seconds);
+	c = bench_parse_common(argc, argv, "gpu", GPU_SUMMARY, GPU_MAX_SECONDS, &out, &seconds);
 	if (c >= 0)
 		return c;
+	if (bench_out_check(out, "gpu"))
+		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (vfgx_ctx_create(&ctx))
 		return 1;
@@ -729,7 +734,7 @@ int vfgx_bench_gpu(int argc, char **argv)
 		bench_fmt_spread(b1, sizeof(b1), "%.1f", rr.g64, ROUNDS),
 		bench_fmt_spread(b2, sizeof(b2), "%.0f", rr.g8k, ROUNDS),
 		bench_fmt_spread(b3, sizeof(b3), "%.1f", rr.g1500, ROUNDS), cores,
-		bench_fmt_spread(b1, sizeof(b1), "%.1f", rr.c1500, ROUNDS));
+		bench_fmt_spread(b4, sizeof(b4), "%.1f", rr.c1500, ROUNDS));
 	fprintf(f, "The CPU goal: the old goal was 20x one core; against all %d cores the same bar is 20/%d = %.2fx.\n\n",
 		cores, cores, 20.0 / cores);
 	bench_target_rounds(f, &(struct bench_target_rounds){
@@ -763,9 +768,11 @@ out:
 #else
 int vfgx_bench_gpu(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return bench_gpu_no_cuda("gpu");
+	const char *out = "bench/results";
+	double seconds = 0.5;
+	int c = bench_parse_common(argc, argv, "gpu", GPU_SUMMARY, GPU_MAX_SECONDS, &out, &seconds);
+
+	return c >= 0 ? c : bench_gpu_no_cuda("gpu");
 }
 #endif
 

@@ -198,6 +198,8 @@ int vfgx_bench_python(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_bad_operands(&vfgx_bench_cli_python, "unexpected operand");
+	if (bench_out_check(out, "python"))
+		return 1;
 	load0 = bench_loadavg1();
 	for (int i = 0; i < rounds; i++) {
 		bool py_first = i % 2;

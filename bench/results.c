@@ -1,5 +1,6 @@
 /* results.c - shared writer for benchmark result files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_commit.h"
 #include "cliopt.h"
 #include "results.h"
 #include "core/numparse.h"
@@ -49,6 +51,11 @@ static void cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
+const char *bench_commit(void)
+{
+	return VFGX_BENCH_COMMIT;
+}
+
 void bench_machine(FILE *f)
 {
 	struct utsname u;
@@ -58,6 +65,51 @@ void bench_machine(FILE *f)
 	uname(&u);
 	fprintf(f, "- machine: %s, %ld online cores, Linux %s %s\n", cpu,
 		sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine);
+}
+
+/* path can be written: created (and removed again) when it is not there,
+ * opened for appending (nothing truncated) when it is; errno otherwise */
+static int can_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd >= 0) {
+		close(fd);
+		return unlink(path);
+	}
+	if (errno != EEXIST)
+		return -1;
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int bench_out_check(const char *dir, const char *name)
+{
+	static const char *const ext[] = { "md", "svg" };
+	char path[600];
+	struct stat st;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "vfgx bench: cannot create %s: %s (use --out DIR)\n",
+			dir, strerror(errno));
+		return 1;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "vfgx bench: %s is not a directory (use --out DIR)\n", dir);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext[i]);
+		if (can_write(path)) {
+			fprintf(stderr, "vfgx bench: cannot write %s: %s (use --out DIR)\n",
+				path, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
 }
 
 FILE *bench_results_open(const char *dir, const char *name, const char *title,
@@ -77,27 +129,23 @@ FILE *bench_results_open(const char *dir, const char *name, const char *title,
 		return NULL;
 	}
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-	fprintf(f, "# %s\n\n- date: %s\n", title, date);
+	fprintf(f, "# %s\n\n- date: %s\n- commit: %s\n", title, date, bench_commit());
 	bench_machine(f);
 	return f;
 }
 
-void bench_target(FILE *f, const char *name, double measured, double reference,
-		  double goal, bool higher_better)
+void bench_target_unmeasured(FILE *f, const char *name, double goal, const char *reason)
 {
-	bool met = higher_better ? measured >= goal : measured <= goal;
-
-	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.3f goal=%.4g met=%s\n",
-		name, measured, reference, reference > 0 ? measured / reference : 0,
-		goal, met ? "yes" : "no");
+	fprintf(f, "target: %s measured=none reference=none ratio=none goal=%.4g met=no (%s)\n",
+		name, goal, reason);
 }
 
 int bench_parse_common(int argc, char **argv, const char *name,
-		       const char *usage, double max_seconds, const char **out,
+		       const char *summary, double max_seconds, const char **out,
 		       double *seconds)
 {
 	char cname[64];
-	struct cli_cmd cmd = { .name = cname, .summary = usage, .opts = bench_common_opts };
+	struct cli_cmd cmd = { .name = cname, .summary = summary, .opts = bench_common_opts };
 	int c;
 
 	snprintf(cname, sizeof(cname), "bench %s", name);
@@ -122,6 +170,8 @@ int bench_parse_common(int argc, char **argv, const char *name,
 			return 2;
 		}
 	}
+	if (optind < argc)
+		return cli_bad_operands(&cmd, "takes no operands");
 	return -1;
 }
 
@@ -232,8 +282,18 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 	double *ratio = NULL;
 	bool met;
 
-	if (t->n < 1 || bench_stat(t->measured, t->n, &m))
+	if (t->n < 1 || bench_stat(t->measured, t->n, &m)) {
+		bench_target_unmeasured(f, t->name, t->goal, "no round measured");
 		return -1;
+	}
+	/* a ratio needs a reference measured above 0 in every round: a round
+	 * without one is no round (its ratio of 0 would meet any upper goal) */
+	for (int i = 0; t->goal_on_ratio && i < t->n; i++)
+		if (!(t->reference ? t->reference[i] > 0 : t->ref_value > 0)) {
+			bench_target_unmeasured(f, t->name, t->goal,
+						"a round without a reference above 0: no ratio");
+			return -1;
+		}
 	if (t->reference || t->ref_value > 0) {
 		ratio = malloc(sizeof(double) * (size_t)t->n);
 		if (!ratio)
@@ -249,8 +309,6 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 		else
 			r.median = t->ref_value;
 		free(ratio);
-	} else if (t->goal_on_ratio) {
-		return -1;
 	}
 	on = t->goal_on_ratio ? &q : &m;
 	met = t->higher_better ? on->lo >= t->goal : on->hi <= t->goal;

@@ -9,28 +9,40 @@
 #include "cliopt.h"
 
 /* Opens DIR/NAME.md (DIR from --out, default bench/results) and writes the
- * title, date and machine description.  NULL with a message on failure. */
+ * title, date, the commit measured ("- commit: HASH", "-dirty" when the
+ * build had uncommitted changes; scripts/bench-stale.py reads it) and the
+ * machine description.  NULL with a message on failure. */
 FILE *bench_results_open(const char *dir, const char *name, const char *title,
 			 char *path, size_t path_len);
+/* Before any work: DIR (created when missing) is a directory in which
+ * NAME.md and NAME.svg can be written (an existing file is not changed).
+ * 0, or 1 after one line on stderr.  Every benchmark calls it once its
+ * options are parsed, so a bad --out fails at once, not after the run. */
+int bench_out_check(const char *dir, const char *name);
 /* Machine line: CPU model, cores, kernel. */
 void bench_machine(FILE *f);
-/* "target: NAME measured=X reference=Y ratio=R goal=G met=yes|no";
- * met when measured >= goal (higher_better) or <= goal. */
-void bench_target(FILE *f, const char *name, double measured, double reference,
-		  double goal, bool higher_better);
+/* A target this run could not measure:
+ * "target: NAME measured=none reference=none ratio=none goal=G met=no (REASON)".
+ * met=yes is written only by bench_target_rounds, from measured rounds. */
+void bench_target_unmeasured(FILE *f, const char *name, double goal, const char *reason);
 
 /* Path of the results file opened last (vfgx bench reads it back for
  * --json and the plot), NULL before any. */
 const char *bench_results_path(void);
 
+/* The commit vfgx-bench was built from (git describe --always --dirty),
+ * "unknown" outside a git checkout. */
+const char *bench_commit(void);
+
 /* --out, --seconds, --json (taken by `vfgx bench` itself), --help */
 extern const struct cli_opt bench_common_opts[];
 
 /* The options every benchmark shares: --out DIR, --seconds S (0 < S <=
- * max_seconds), -h (prints usage).  Returns -1 to go on, otherwise the exit
- * code (0 after -h, 2 for bad usage). */
+ * max_seconds), -h (prints the usage with summary under it); no operands.
+ * Returns -1 to go on, otherwise the exit code (0 after -h, 2 for bad
+ * usage). */
 int bench_parse_common(int argc, char **argv, const char *name,
-		       const char *usage, double max_seconds, const char **out,
+		       const char *summary, double max_seconds, const char **out,
 		       double *seconds);
 
 /* 1-minute load average, -1 when unknown. */
@@ -78,7 +90,10 @@ struct bench_target_rounds {
 	bool goal_on_ratio;
 	bool higher_better;
 };
-/* Writes the line to f; returns 1 when met, 0 when not, -1 on bad input. */
+/* Writes the line to f; returns 1 when met, 0 when not, -1 on input with
+ * nothing to compute from (no round, or a goal on the ratio with a round
+ * whose reference is not above 0), for which the line is
+ * bench_target_unmeasured's (met=no and why). */
 int bench_target_rounds(FILE *f, const struct bench_target_rounds *t);
 /* "median (min..max)" of v into buf with printf format fmt for each. */
 const char *bench_fmt_spread(char *buf, size_t len, const char *fmt,

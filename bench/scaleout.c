@@ -185,6 +185,8 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_bad_operands(&vfgx_bench_cli_scaleout, "unexpected operand");
+	if (bench_out_check(out, "scaleout"))
+		return 1;
 	load0 = bench_loadavg1();
 	for (int i = 0; i < rounds; i++) {
 		if (run_once(4, bench_rounds, i % 2, &boot[i], &init[i], &ring[i], &a2a[i]))

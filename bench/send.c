@@ -463,6 +463,8 @@ int vfgx_bench_send(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (bench_out_check(o.out, "send"))
+		return 1;
 	o.other = (o.core + 1) % (int)sysconf(_SC_NPROCESSORS_ONLN);
 	n = readlink("/proc/self/exe", o.vfgx, sizeof(o.vfgx) - 8);
 	if (n <= 0 || !(slash = strrchr((o.vfgx[n] = '\0', o.vfgx), '/'))) {

@@ -700,6 +700,8 @@ int vfgx_bench_socket(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (bench_out_check(out, "socket"))
+		return 1;
 	if (system("sockperf --version >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "vfgx bench socket: sockperf not found: install the Debian package sockperf (scripts/install-deps.sh)\n");
 		return 1;

@@ -150,6 +150,11 @@ int testpmd_measure(const struct testpmd_run *o, struct testpmd_rate *res)
 	w1 = vfgx_now_ns();
 	c1 = thread_run_ns(pid, &tid);
 	usleep((useconds_t)((o->seconds + 0.5) * 1e6));
+	/* testpmd prints a sample a second, late on a busy machine: the
+	 * window ends once it holds one (at most 2 s more), so a short
+	 * --seconds measures instead of failing with no sample */
+	for (int i = 0; i < 20 && pps_samples(out_path, o->sample, 0, NULL, NULL) <= k1; i++)
+		usleep(100000);
 	c2 = thread_run_ns(pid, &tid);
 	w2 = vfgx_now_ns();
 	/* the samples printed inside [w1, w2]; the first covers up to a

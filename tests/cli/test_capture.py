@@ -210,7 +210,7 @@ with tempfile.TemporaryDirectory() as tmp:
     capng = os.path.join(tmp, "run.pcapng")
     rn, jn = jrun("run", "-q", "--capture", capng, gen)
     if "no libwiretap" in rn.stderr:
-        print("skip - pcapng: this build has no libwiretap (libwiretap-dev): %s" % rn.stderr.strip())
+        print("SKIP: pcapng: this build has no libwiretap (libwiretap-dev): %s" % rn.stderr.strip())
         check(rn.returncode == 2 and len(rn.stderr.strip().splitlines()) == 1 and
               not os.path.exists(capng), "pcapng by the name: refused with one line, no file left")
         kng = cfg(tmp, "kng.yaml", SOURCE + PIPE % ", format: pcapng")
@@ -331,7 +331,7 @@ with tempfile.TemporaryDirectory() as tmp:
               % (ext, r8.returncode, lines))
     for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
         if not (os.geteuid() == 0 and shutil.which("unshare")):
-            print("skip - full disk: needs root and unshare for a private tmpfs")
+            print("SKIP: full disk: needs root and unshare for a private tmpfs")
             break
         # a 256 KiB tmpfs in a private mount namespace fills up mid-run
         full = os.path.join(tmp, "full")

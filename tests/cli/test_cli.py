@@ -65,6 +65,8 @@ for cmd, opts in sorted(commands.items()):
         check("usage: vfgx " + cmd in r.stdout, "vfgx %s %s: no usage line on stdout" % (cmd, h))
         check(r.stderr == "", "vfgx %s %s: wrote to stderr: %r" % (cmd, h, r.stderr[-300:]))
     helptext = run(*argv, "--help").stdout
+    check(helptext.count("usage:") == 1, "vfgx %s --help: %d 'usage:' lines, wanted 1"
+          % (cmd, helptext.count("usage:")))
     for o in opts:
         m = re.search(r"^\s+-(\S), --%s\b" % re.escape(o), helptext, re.M)
         check(m is not None, "vfgx %s --help: option --%s has no '-x, --%s' line" % (cmd, o, o))

@@ -66,7 +66,7 @@ one_line "backend config error"
 # rdma ring mode's own checks (the port refuses before it opens a device)
 printf 'interfaces:\n  - backend: rdma\n    rdma: { peer: "10.0.0.1:7471", mode: ring, ring_bytes: 5000 }\n' >"$tmp/ring.yaml"
 if "$vfgx" run "$tmp/ring.yaml" 2>&1 | grep -q "backend 'rdma'.*not"; then
-	echo "skip rdma ring options: this build has no RDMA backend"
+	echo "SKIP: rdma ring options: this build has no RDMA backend"
 else
 	expect_rc "rdma ring_bytes not a power of two" 2 "^vfgx: $tmp/ring.yaml:3:11: interfaces\\[0\\].rdma: ring_bytes: 5000 is not a power of two$" "$vfgx" run "$tmp/ring.yaml"
 	one_line "rdma ring_bytes not a power of two"

@@ -162,7 +162,7 @@ with tempfile.TemporaryDirectory() as tmp:
               "sched_priority refused: one line, normal scheduling, all sent (exit %d): %s"
               % (r.returncode, lines))
     else:
-        print("skip - sched_priority refused: needs root, setpriv and prlimit")
+        print("SKIP: sched_priority: refused; needs root, setpriv and prlimit")
     sink, r, doc = send_to_sink(tmp, "send: { rate_pps: 20000, generator: { packets: 100 } }\n")
     check(doc and doc["sched"] is None and doc["pacing"]["spin_us"] == 1000 and
           doc["tx_in_place"] is False,

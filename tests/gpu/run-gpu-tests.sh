@@ -33,7 +33,7 @@ step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
 if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
 	step "capture from GPU memory" tests/gpu/test-gpu-capture.sh "$build"
 else
-	echo "SKIP capture from GPU memory: this build has no libpcap (libpcap-dev)"
+	echo "SKIP: capture from GPU memory: this build has no libpcap (libpcap-dev)"
 fi
 # the Python package with CuPy and PyTorch: the interpreter that has them
 pyg=${VFGX_PYTHON:-python3}

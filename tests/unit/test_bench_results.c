@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -98,6 +100,108 @@ static void target_absolute_and_lower_better(void **state)
 	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
 }
 
+/* issue #41: a latency class with no round where both sides ran printed
+ * "measured=0 reference=0 ratio=0.000 goal=1 met=yes" (0 <= 1) */
+static void target_without_rounds_is_not_met(void **state)
+{
+	double m[] = { 0 }, r[] = { 0 };
+	struct bench_target_rounds t = {
+		.name = "lat", .measured = m, .reference = r, .n = 0,
+		.goal = 1.05, .goal_on_ratio = true, .higher_better = false,
+	};
+	char buf[512] = "";
+
+	(void)state;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
+	assert_non_null(strstr(buf, "target: lat measured=none reference=none ratio=none goal=1.05 met=no (no round measured)"));
+	assert_null(strstr(buf, "met=yes"));
+	/* a round whose reference gave nothing is no ratio either: 0 / 0
+	 * would be a ratio of 0, under any upper goal */
+	t.n = 1;
+	buf[0] = '\0';
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), -1);
+	assert_non_null(strstr(buf, "met=no (a round without a reference above 0: no ratio)"));
+	assert_null(strstr(buf, "met=yes"));
+	r[0] = 10;
+	assert_int_equal(target_line(&t, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "measured=0 reference=10 ratio=0.0000 goal=1.05 met=yes rounds=1"));
+}
+
+static void target_unmeasured_line(void **state)
+{
+	char buf[256];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	(void)state;
+	assert_non_null(f);
+	bench_target_unmeasured(f, "x_usec", 1.05, "no round where both ran");
+	fclose(f);
+	assert_string_equal(buf, "target: x_usec measured=none reference=none ratio=none goal=1.05 met=no (no round where both ran)\n");
+}
+
+/* issue #41: every results file names the commit it measured */
+static void results_name_their_commit(void **state)
+{
+	char dir[] = "/tmp/test_bench_results-XXXXXX", path[512], text[4096] = "", want[128];
+	const char *c = bench_commit();
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	assert_true(c && *c);
+	assert_true(!strcmp(c, "unknown") || strspn(c, "0123456789abcdef") >= 7);
+	assert_non_null(mkdtemp(dir));
+	f = bench_results_open(dir, "x", "title", path, sizeof(path));
+	assert_non_null(f);
+	fclose(f);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	snprintf(want, sizeof(want), "\n- commit: %s\n", c);
+	assert_non_null(strstr(text, want));
+	unlink(path);
+	rmdir(dir);
+}
+
+/* issue #44: --out is checked before the run, nothing written or cut */
+static void out_checked_before_the_run(void **state)
+{
+	char dir[] = "/tmp/test_bench_results-XXXXXX", path[600], sub[600];
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(bench_out_check("/dev/null/x", "pipeline-cpu"), 1);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bench_out_check(dir, "pipeline-cpu"), 0);
+	snprintf(path, sizeof(path), "%s/pipeline-cpu.md", dir);
+	assert_int_equal(stat(path, &st), -1); /* the probe left nothing */
+	/* an existing results file is kept whole */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("old", f);
+	fclose(f);
+	assert_int_equal(bench_out_check(dir, "pipeline-cpu"), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 3);
+	/* a missing directory is made, as bench_results_open does */
+	snprintf(sub, sizeof(sub), "%s/new", dir);
+	assert_int_equal(bench_out_check(sub, "x"), 0);
+	assert_int_equal(stat(sub, &st), 0);
+	rmdir(sub);
+	/* a file where the directory should be */
+	assert_int_equal(bench_out_check(path, "x"), 1);
+	if (geteuid() != 0) { /* root writes anywhere */
+		chmod(dir, 0555);
+		assert_int_equal(bench_out_check(dir, "y"), 1);
+		chmod(dir, 0755);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +209,10 @@ int main(void)
 		cmocka_unit_test(stat_few_rounds_is_min_max),
 		cmocka_unit_test(target_met_needs_whole_interval),
 		cmocka_unit_test(target_absolute_and_lower_better),
+		cmocka_unit_test(target_without_rounds_is_not_met),
+		cmocka_unit_test(target_unmeasured_line),
+		cmocka_unit_test(results_name_their_commit),
+		cmocka_unit_test(out_checked_before_the_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -150,6 +150,7 @@ static void test_promtool(void **state)
 	(void)state;
 	if (system("command -v promtool >/dev/null 2>&1")) {
 		free(s);
+		printf("SKIP: test_promtool: promtool not installed (prometheus package)\n");
 		skip();
 	}
 	fill(s);

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -224,8 +225,10 @@ static void test_device_gpu_without_gpu(void **state)
 	char desc[256];
 
 	(void)state;
-	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc)) == 0)
-		skip(); /* a GPU is here: tests/gpu covers the gpu engine */
+	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc)) == 0) {
+		printf("SKIP: test_device_gpu_without_gpu: a GPU is here (tests/gpu covers the gpu engine)\n");
+		skip();
+	}
 	assert_int_equal(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg), 0);
 	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
 	assert_int_equal(vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl), -ENODEV);
@@ -411,8 +414,10 @@ static void test_typed_afxdp_checks(void **state)
 	};
 	vfgx_port *port;
 	(void)state;
-	if (!have_backend("afxdp"))
-		skip(); /* no libxdp in this build */
+	if (!have_backend("afxdp")) {
+		printf("SKIP: test_typed_afxdp_checks: this build has no AF_XDP backend (libxdp)\n");
+		skip();
+	}
 	vfgx_afxdp_opts_default(&ao);
 	ao.fill_ring = 3000;
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
@@ -442,10 +447,13 @@ static void test_typed_dpdk(void **state)
 	(void)state;
 #if !VFGX_HAVE_DPDK
 	(void)bad; (void)eal; (void)conf; (void)pk; (void)port; (void)n;
-	skip(); /* no libdpdk in this build: vfgx_dpdk_opts_default is not linked */
+	printf("SKIP: test_typed_dpdk: this build has no DPDK backend (libdpdk)\n");
+	skip();
 #else
-	if (!have_backend("dpdk"))
+	if (!have_backend("dpdk")) {
+		printf("SKIP: test_typed_dpdk: the dpdk backend is not registered\n");
 		skip();
+	}
 	vfgx_dpdk_opts_default(&dk);
 	dk.eal_args = eal;
 	dk.nb_eal_args = 5;

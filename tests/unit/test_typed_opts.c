@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -81,7 +82,8 @@ static void dpdk_lists(void **state)
 {
 #if !VFGX_HAVE_DPDK
 	(void)state;
-	skip(); /* no libdpdk in this build: vfgx_dpdk_opts_from_yaml is not linked */
+	printf("SKIP: dpdk_lists: this build has no DPDK backend (libdpdk)\n");
+	skip();
 #else
 	struct vfgx_config *cfg = load_iface("dpdk",
 		"      eal_args: [\"-l\", \"0\", \"--no-pci\"]\n"

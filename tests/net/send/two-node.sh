@@ -100,7 +100,7 @@ case_run() { # NAME SEND-IFACE RECV-IFACE [TEXT THE SENDER'S JSON HAS]
 	fi
 }
 
-skip_case() { echo "skip - $1: $2"; }
+skip_case() { echo "SKIP: $1: $2"; }
 
 case_run udp "  - { name: out, backend: socket, address: udp://$IPB:5000,
       rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },

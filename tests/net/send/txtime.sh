@@ -225,7 +225,7 @@ if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
 elif [ "$mode" = guest ]; then
 	fail "cannot install the ETF qdisc in the guest: $err"
 else
-	echo "skip - ETF cases: this kernel has no ETF qdisc (${etf[*]}: $(head -1 <<<"$err"))"
+	echo "SKIP: ETF cases: this kernel has no ETF qdisc (${etf[*]}: $(head -1 <<<"$err"))"
 fi
 
 # no ETF on the device: one line, the token bucket alone, everything sent
@@ -288,7 +288,7 @@ if [ "$mode" = host ]; then
 			fail "txtime on AF_XDP: exit $rc, '$out'"
 		fi
 	else
-		echo "skip - txtime on AF_XDP: this build has no AF_XDP backend"
+		echo "SKIP: txtime on AF_XDP: this build has no AF_XDP backend"
 	fi
 fi
 echo "$passes passed, $fails failed"

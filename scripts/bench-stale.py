@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""bench-stale.py - the committed benchmark results against the code.
+
+  bench-stale.py [--results DIR]          list the results files whose
+      measured sources changed since the commit the file names ("- commit:"
+      line, written by bench/results.c), or that name none; always exit 0
+      (exit 1 only for a results file the source map below lacks)
+  bench-stale.py --check [--results DIR]  exit 1 when a `target:` line says
+      met=yes without the numbers behind it: no measurement, no reference
+      for a ratio, a ratio that is not measured/reference, an interval that
+      does not meet the goal; and when a bench/*.c call passes one buffer to
+      bench_fmt_spread twice (both figures would print the last one)
+  bench-stale.py --readme                 the README line naming the stale
+      files (the listing says whether README.md has it)
+
+The map from each results file to the sources it measures is SOURCES below,
+the one place it is kept: the benchmark's own files, bench/results.c, and
+the library code on its measured path (a directory stands for every file
+under it).
+"""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+COMMON = ["bench/results.c", "bench/results.h"]
+SOURCES = {
+    "pipeline-cpu.md": ["bench/pipeline_cpu.c", "bench/pipeline_work.c", "bench/pipeline_work.h",
+                        "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/packet.c",
+                        "src/pipeline/pipeline.c", "src/mem", "include/vfgx/stages.h"],
+    "socket.md": ["bench/socket.c", "bench/socket_tcp.c", "bench/socket_priv.h", "bench/lo_rps.c",
+                  "bench/lo_rps.h", "src/port/socket.c", "src/port/socket_udp.c",
+                  "src/port/socket_tcp.c", "src/port/socket_priv.h", "src/port/port.c"],
+    "gpu.md": ["bench/gpu.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
+               "bench/pipeline_work.c", "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
+               "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
+               "src/pipeline/gpu_kcommon.cuh", "src/pipeline/commlist.c", "src/pipeline/commlist.h",
+               "src/pipeline/proc.c"],
+    "e2e.md": ["bench/e2e.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
+               "src/pipeline/gpu_runner.c", "src/pipeline/engine_gpu.c", "src/pipeline/gpu_proc.cu",
+               "src/pipeline/gpu_proc_host.c", "src/pipeline/gpu_phase_a.cuh",
+               "src/pipeline/gpu_phase_b.cuh", "src/pipeline/commlist.c",
+               "src/port/loopback.c", "src/port/loopback_replay.c", "src/pipeline/pipeline.c"],
+    "afxdp.md": ["bench/afxdp.c", "bench/testpmd.c", "bench/testpmd.h", "scripts/netns-veth.sh",
+                 "src/port/afxdp.c", "src/port/afxdp_opts.c", "src/port/port.c"],
+    "chunks.md": ["bench/chunks.c", "bench/chunk_stamp.cu", "bench/chunk_stamp.h",
+                  "bench/pipeline_work.c", "src/pipeline/chunk.c", "src/pipeline/chunk_cuda.c",
+                  "src/pipeline/chunk_gpu.c", "src/pipeline/chunkset.h", "src/pipeline/proc.c",
+                  "examples/spectrometer"],
+    "python.md": ["bench/python_bench.c", "bench/python_consumer.py", "python/vfgx",
+                  "src/pipeline/chunk.c"],
+    "send.md": ["bench/send.c", "bench/testpmd.c", "bench/testpmd.h", "src/cli/send.c",
+                "src/cli/send_pace.c", "src/cli/run_capture.c", "src/port/capture.c",
+                "src/port/capture_pcap.c", "src/port/capture_ref.c", "src/port/dpdk.c",
+                "src/port/socket_udp.c"],
+    "dpdk.md": ["bench/dpdk.c", "bench/testpmd.c", "bench/testpmd.h", "src/port/dpdk.c",
+                "src/port/dpdk_setup.c", "src/port/dpdk_opts.c", "src/port/port.c"],
+    "eba.md": ["bench/eba.c", "src/eba", "src/rdma"],
+    "rdma.md": ["bench/rdma.c", "src/rdma"],
+    "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
+}
+
+TARGET = re.compile(r"^target: (\S+) (.*)$")
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+
+
+def results_files(d):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.md")))
+
+
+def named_commit(path):
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^- commit: ([0-9a-f]{7,40})(-dirty)?\b", line)
+            if m:
+                return m.group(1), bool(m.group(2))
+    return None, False
+
+
+def stale(d):
+    """[(file, reason)] for the stale files; SystemExit on a map error."""
+    out = []
+    missing = [f for f in results_files(d) if f not in SOURCES]
+    if missing:
+        print("bench-stale: no sources declared for %s (add them to SOURCES in %s)"
+              % (", ".join(missing), os.path.relpath(__file__, ROOT)), file=sys.stderr)
+        sys.exit(1)
+    for f in results_files(d):
+        commit, dirty = named_commit(os.path.join(d, f))
+        if not commit:
+            out.append((f, "names no commit (measured before results files named theirs)"))
+            continue
+        if git("cat-file", "-e", commit + "^{commit}").returncode:
+            out.append((f, "names commit %s, not in this repository" % commit))
+            continue
+        paths = SOURCES[f] + COMMON
+        # the commit against the working tree: committed and uncommitted changes
+        changed = git("diff", "--name-only", commit, "--", *paths).stdout.split()
+        if changed:
+            out.append((f, "measured at %s; changed since: %s" % (commit[:12], " ".join(changed))))
+        elif dirty:
+            out.append((f, "measured at %s with uncommitted changes" % commit[:12]))
+    return out
+
+
+def readme_line(st):
+    if not st:
+        return "Stale results (`make bench-stale`): none."
+    return "Stale results (`make bench-stale`): %s." % ", ".join(f for f, _ in st)
+
+
+def num(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_target(name, rest):
+    """None when a met=yes line has its numbers behind it, else why not."""
+    kv = dict(re.findall(r"(\w+)=(\[[^\]]*\]|\S+)", rest))
+    if kv.get("met") != "yes":
+        return None
+    m, r, q, g = (num(kv.get(k)) for k in ("measured", "reference", "ratio", "goal"))
+    if None in (m, r, q, g):
+        return "met=yes without measured, reference, ratio and goal all numbers"
+    iv = re.fullmatch(r"\[([^,]+),([^\]]+)\]", kv.get("interval", ""))
+    lo, hi = (num(iv.group(1)), num(iv.group(2))) if iv else (None, None)
+    if "rounds" in kv:
+        n = num(kv["rounds"])
+        if not n or n < 1:
+            return "met=yes over %s rounds" % kv["rounds"]
+        if lo is None or hi is None or kv.get("on") not in ("ratio", "measured"):
+            return "met=yes from rounds without interval=[lo,hi] and on=ratio|measured"
+        if kv["on"] == "ratio" and not (r > 0 and q > 0):
+            return "met=yes on a ratio with reference=%g ratio=%g (no ratio computed)" % (r, q)
+        med = q if kv["on"] == "ratio" else m
+        if not lo <= med <= hi:
+            return "met=yes with the median %g outside its interval [%g,%g]" % (med, lo, hi)
+        if not (lo >= g or hi <= g):
+            return "met=yes with the interval [%g,%g] across the goal %g" % (lo, hi, g)
+        return None
+    # one value, no rounds: the ratio must be measured/reference
+    if not r > 0:
+        return "met=yes with reference=%g: no ratio computed from a measurement" % r
+    if abs(q - m / r) > 0.0051 * max(1.0, abs(q)):
+        return "met=yes with ratio=%g, but measured/reference = %g" % (q, m / r)
+    if lo is not None and not (lo >= g or hi <= g):
+        return "met=yes with the interval [%g,%g] across the goal %g" % (lo, hi, g)
+    return None
+
+
+def check(d):
+    bad = []
+    for f in results_files(d):
+        with open(os.path.join(d, f), encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                t = TARGET.match(line.rstrip("\n"))
+                if t:
+                    why = check_target(t.group(1), t.group(2))
+                    if why:
+                        bad.append("%s:%d: %s: %s" % (f, i, t.group(1), why))
+    # one buffer twice in one call: every use prints what was written last
+    for src in sorted(glob.glob(os.path.join(ROOT, "bench", "*.c"))):
+        text = open(src, encoding="utf-8").read()
+        for stmt in re.finditer(r"[^;{}]*bench_fmt_spread\([^;]*;", text):
+            bufs = re.findall(r"bench_fmt_spread\(\s*(\w+)", stmt.group(0))
+            dup = sorted({b for b in bufs if bufs.count(b) > 1})
+            if dup:
+                line = text.count("\n", 0, stmt.start()) + 1
+                bad.append("%s:%d: %s passed to bench_fmt_spread twice in one statement"
+                           % (os.path.relpath(src, ROOT), line, ", ".join(dup)))
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--readme", action="store_true")
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
+    a = ap.parse_args()
+    a.results = os.path.relpath(os.path.abspath(a.results), ROOT)
+    os.chdir(ROOT)
+    if a.check:
+        bad = check(a.results)
+        for b in bad:
+            print("FAIL: " + b)
+        n = sum(1 for f in results_files(a.results)
+                for line in open(os.path.join(a.results, f), encoding="utf-8")
+                if line.startswith("target: ") and " met=yes" in line)
+        print("bench-stale --check: %d met=yes lines in %s, %d without their numbers; %d problems"
+              % (n, os.path.relpath(a.results, ROOT), sum(1 for b in bad if ".md:" in b), len(bad)))
+        return 1 if bad else 0
+    st = stale(a.results)
+    if a.readme:
+        print(readme_line(st))
+        return 0
+    for f, why in st:
+        print("stale: bench/results/%s: %s" % (f, why))
+    print("%d of %d results files stale" % (len(st), len(results_files(a.results))))
+    want = readme_line(st)
+    have = [l.rstrip("\n") for l in open(os.path.join(ROOT, "README.md"), encoding="utf-8")
+            if l.startswith("Stale results (`make bench-stale`):")]
+    if have == [want]:
+        print("README.md's line is current: " + want)
+    else:
+        print("README.md should say: " + want)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

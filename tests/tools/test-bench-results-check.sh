@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# test-bench-results-check.sh - issue #41: no committed results file says
+# met=yes without the numbers behind it (scripts/bench-stale.py --check), and
+# the check itself fails on such a line (the one an unmeasured latency class
+# used to print) and on one buffer passed twice to bench_fmt_spread.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+script=$root/scripts/bench-stale.py
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+python3 "$script" --check || { echo "FAIL: bench/results has met=yes lines without their numbers (above)"; fails=$((fails + 1)); }
+# the check can fail: a fixture with lines that must be refused
+cat >"$tmp/rdma.md" <<'M'
+target: rdma_read_lat_small_usec measured=0 reference=0 ratio=0.000 goal=1 met=yes
+target: one_value measured=10 reference=5 ratio=3.000 goal=1.5 met=yes
+target: ratio_rounds measured=0 reference=0 ratio=0.0000 goal=1.05 met=yes rounds=3 min=0 max=0 interval=[0,0] level=0.750 on=ratio
+target: across_goal measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=3 max=6 interval=[3,6] level=0.984 on=measured
+target: fine measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=4.5 max=6 interval=[4.5,6] level=0.984 on=measured
+target: not_measured measured=none reference=none ratio=none goal=1.05 met=no (no round measured)
+M
+out=$(python3 "$script" --check --results "$tmp")
+rc=$?
+echo "$out"
+[ "$rc" = 1 ] || { echo "FAIL: --check passed a fixture with unbacked met=yes lines"; fails=$((fails + 1)); }
+for want in rdma.md:1:.rdma_read_lat_small_usec rdma.md:2:.one_value rdma.md:3:.ratio_rounds rdma.md:4:.across_goal; do
+	grep -q "^FAIL: ${want}" <<<"$out" || { echo "FAIL: --check did not refuse ${want}"; fails=$((fails + 1)); }
+done
+grep -q "rdma.md:[56]:" <<<"$out" && { echo "FAIL: --check refused a backed line or a met=no line"; fails=$((fails + 1)); }
+# a results file must have its sources declared for the stale listing
+mkdir "$tmp/undeclared" && echo "# x" >"$tmp/undeclared/new-bench.md"
+python3 "$script" --results "$tmp/undeclared" >/dev/null 2>&1 &&
+	{ echo "FAIL: a results file without declared sources was accepted"; fails=$((fails + 1)); }
+[ "$fails" = 0 ] && echo "bench-results-check: ok"
+exit $((fails > 0))
