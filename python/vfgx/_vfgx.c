@@ -41,6 +41,8 @@ typedef struct {
 	PyObject_HEAD
 	PipelineObject *pipe; /* a reference */
 	struct vfgx_chunk *c; /* NULL once given back */
+	uint32_t stream;      /* which chunk c is, taken at get: the put */
+	uint64_t index;       /* names it, never only its ring slot */
 	Py_ssize_t exports;   /* buffer views and DLPack tensors alive */
 	Py_ssize_t shape[2];
 } ChunkObject;
@@ -304,11 +306,13 @@ static PyObject *pipeline_get(PipelineObject *p, PyObject *args)
 	}
 	ch = PyObject_New(ChunkObject, &ChunkType);
 	if (!ch) {
-		vfgx_chunk_put(p->pl, c);
+		vfgx_chunk_put(p->pl, c->stream, c->index);
 		return NULL;
 	}
 	ch->pipe = (PipelineObject *)Py_NewRef((PyObject *)p);
 	ch->c = c;
+	ch->stream = c->stream;
+	ch->index = c->index;
 	ch->exports = 0;
 	ch->shape[0] = c->packets;
 	ch->shape[1] = c->payload_bytes;
@@ -362,7 +366,7 @@ static int chunk_live(ChunkObject *ch)
 static void chunk_give_back(ChunkObject *ch)
 {
 	if (ch->c) {
-		vfgx_chunk_put(ch->pipe->pl, ch->c);
+		vfgx_chunk_put(ch->pipe->pl, ch->stream, ch->index);
 		ch->c = NULL;
 	}
 }
@@ -402,7 +406,7 @@ static PyObject *chunk_release(ChunkObject *ch, PyObject *args, PyObject *kw)
 		chunk_give_back(ch);
 		Py_RETURN_NONE;
 	}
-	if (vfgx_chunk_stream_put(ch->pipe->pl, ch->c->stream, ch->c->index, cs)) {
+	if (vfgx_chunk_stream_put(ch->pipe->pl, ch->stream, ch->index, cs)) {
 		PyErr_SetString(PyExc_OSError, vfgx_last_error(ch->pipe->ctx));
 		return NULL;
 	}

@@ -52,8 +52,15 @@ static void *consume(void *arg)
 	int ret;
 
 	while ((ret = vfgx_chunk_get(rc->pl, 200, &c)) != -ENODATA) {
+		uint32_t stream;
+		uint64_t index;
+
 		if (ret)
 			continue; /* -ETIMEDOUT: look again */
+		/* which chunk to give back, before user code sees the
+		 * descriptor */
+		stream = c->stream;
+		index = c->index;
 		rc->chunks++;
 		if (c->flags & VFGX_CHUNK_COMPLETE)
 			rc->complete++;
@@ -64,7 +71,7 @@ static void *consume(void *arg)
 			rc->user_errors++;
 			atomic_store(&rc->failed, true);
 		}
-		vfgx_chunk_put(rc->pl, c);
+		vfgx_chunk_put(rc->pl, stream, index);
 	}
 	return NULL;
 }

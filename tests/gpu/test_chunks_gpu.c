@@ -127,7 +127,7 @@ static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 			CHECK(!memcmp(data, c->data, bytes), "pinned device view differs");
 		}
 		chunks++;
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
@@ -225,7 +225,7 @@ static void get_stream_put(vfgx_ctx *ctx, const char *device)
 		if (ret)
 			continue;
 		if (n == MAX) {
-			vfgx_chunk_put(r.pl, c);
+			vfgx_chunk_put(r.pl, c->stream, c->index);
 			continue;
 		}
 		d[n] = *c;
@@ -342,7 +342,7 @@ static int collect(vfgx_ctx *ctx, const char *y, uint32_t packets,
 		}
 		out->sum[c->stream % 4] = h;
 		out->n++;
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &out->cs) == 0, "chunk stats");
@@ -469,7 +469,7 @@ static void gpu_timeout_backpressure(vfgx_ctx *ctx)
 
 			nanosleep(&hold, NULL);
 		}
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
