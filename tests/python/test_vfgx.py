@@ -189,3 +189,55 @@ def test_numpy_consumer_example():
     run = subprocess.run([sys.executable, ex], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert ", 0 bad slots," in run.stdout
+
+
+def test_stop_before_start_refused():
+    """stop() before start() and start() after stop() raise one line; the
+    pipeline stays unstarted and can still be started (before, stop()
+    passed and start() then ran a pipeline whose get() ended at once)."""
+    p = vfgx.Pipeline(loopback(packets=2560, flows=1))
+    with pytest.raises(RuntimeError, match=r"stop\(\) before start\(\)"):
+        p.stop()
+    with p:
+        n = sum(1 for _ in p.chunks())
+    assert n == 20
+    with pytest.raises(RuntimeError, match=r"start\(\) after stop\(\); a pipeline runs once"):
+        p.start()
+
+
+def test_fork_child_refuses_and_exits():
+    """A child of fork() cannot use an inherited pipeline or chunk (one
+    RuntimeError line) and exits without hanging in the pipeline's teardown
+    (before: pthread_cond_destroy in vfgx_chunkset_destroy waited for the
+    parent's consumer threads, for ever); the parent goes on."""
+    code = textwrap.dedent("""
+        import os, sys, vfgx
+        cfg = sys.argv[1]
+        p = vfgx.Pipeline(cfg)
+        p.start()
+        c = p.get(5.0)
+        assert c is not None
+        pid = os.fork()
+        if pid == 0:
+            errs = []
+            for use in (lambda: p.get(0), p.stats, lambda: c.index, c.release):
+                try:
+                    use()
+                    errs.append("used")
+                except RuntimeError as e:
+                    errs.append(str(e))
+            ok = all("inherited through fork()" in e and "\\n" not in e for e in errs)
+            print("child:", "ok" if ok else errs, flush=True)
+            # a normal exit: the pipeline and the chunk are torn down here
+            sys.exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        c.release()
+        n = 1 + sum(1 for _ in p.chunks())
+        p.stop()
+        print("parent:", n, flush=True)
+    """)
+    r = subprocess.run([sys.executable, "-c", code, loopback(packets=2560, flows=1)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "child: ok" in r.stdout and "parent: 20" in r.stdout, r.stdout + r.stderr
