@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# test_run_inputs.sh VFGX - `vfgx run` refuses inputs the engine cannot read
+# in one line at load, before any region, port or GPU is made (so on a
+# host without a GPU too): replayed frames in GPU memory for the cpu engine
+# (it segfaulted in vfgx_parse_headers), host buffers larger than the gpu
+# engine's 2048-byte bounce slot (EMSGSIZE mid-run).
+set -uo pipefail
+vfgx=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN, quickly
+	local out rc
+	out=$(timeout -s KILL 30 "$vfgx" run -q "$3" 2>&1)
+	rc=$?
+	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -qE -- "$2" <<<"$out"; then
+		ok "$1: $out"
+	else
+		bad "$1: exit $rc, want 2 and one line /$2/"; sed 's/^/     /' <<<"$out" | tail -15
+	fi
+}
+
+# configs/gpu-loopback-replay.yaml with only the device changed
+sed 's/^  device: gpu$/  device: cpu/' configs/gpu-loopback-replay.yaml >"$tmp/replay-cpu.yaml"
+grep -q '^  device: cpu$' "$tmp/replay-cpu.yaml" || bad "replay-cpu.yaml: the device line was not found"
+refused "GPU replay frames on the cpu engine" \
+	"^vfgx: $tmp/replay-cpu.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read \\(.*use memory_regions\\[\\]\\.kind: pinned, or pipeline\\.device: gpu\\)$" \
+	"$tmp/replay-cpu.yaml"
+# the same without replay
+sed '/replay: true/d' "$tmp/replay-cpu.yaml" >"$tmp/noreplay-cpu.yaml"
+refused "GPU memory on the cpu engine, no replay" "GPU memory, which the cpu engine cannot read" \
+	"$tmp/noreplay-cpu.yaml"
+
+# host frames above the bounce slot for the gpu engine
+cat >"$tmp/host-big.yaml" <<'Y'
+memory_regions:
+  - { name: rx, kind: host, buf_size: 4096, num_bufs: 1024 }
+interfaces:
+  - name: lb0
+    backend: loopback
+    rx: { queues: [ { id: 0, memory_region: rx } ] }
+    loopback: { packets: 1000, packet_size: 3000 }
+pipeline: { device: gpu }
+Y
+refused "host 4096-byte buffers on the gpu engine" \
+	"^vfgx: $tmp/host-big.yaml: interface lb0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots \\(use memory_regions\\[\\]\\.kind: pinned, or buf_size: 2048 or less\\)$" \
+	"$tmp/host-big.yaml"
+
+echo "$fails failed"
+exit $((fails > 0))
