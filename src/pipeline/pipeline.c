@@ -72,6 +72,12 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 	}
 	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
 	if (conf->device == VFGX_DEVICE_GPU) {
+		if (ret == -ENOTSUP) {
+			/* the probe's own line carries advice: say it once */
+			*err = vfgx_set_error(ctx, -ENODEV,
+					      "pipeline.device: gpu, but this build has no CUDA (install the CUDA toolkit so meson finds nvcc and rebuild, or use device: cpu or auto)");
+			return NULL;
+		}
 		if (ret) {
 			char why[256];
 

@@ -3,7 +3,8 @@
 # in one line at load, before any region, port or GPU is made (so on a
 # host without a GPU too): replayed frames in GPU memory for the cpu engine
 # (it segfaulted in vfgx_parse_headers), host buffers larger than the gpu
-# engine's 2048-byte bounce slot (EMSGSIZE mid-run).
+# engine's 2048-byte bounce slot (EMSGSIZE mid-run); the device: gpu
+# advice is given once.
 set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
@@ -48,6 +49,18 @@ Y
 refused "host 4096-byte buffers on the gpu engine" \
 	"^vfgx: $tmp/host-big.yaml: interface lb0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots \\(use memory_regions\\[\\]\\.kind: pinned, or buf_size: 2048 or less\\)$" \
 	"$tmp/host-big.yaml"
+
+# device: gpu where there is none (or no CUDA in the build): the advice once
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+	printf 'interfaces:\n  - backend: loopback\npipeline: {device: gpu}\n' >"$tmp/gpu.yaml"
+	out=$("$vfgx" run -q "$tmp/gpu.yaml" 2>&1)
+	n=$(grep -o 'device: cpu' <<<"$out" | wc -l)
+	if [ "$n" = 1 ] && [ "$(grep -c . <<<"$out")" = 1 ]; then
+		ok "device gpu without a GPU: the advice once: $out"
+	else
+		bad "device gpu without a GPU: 'device: cpu' said $n times"$'\n'"$out"
+	fi
+fi
 
 echo "$fails failed"
 exit $((fails > 0))
