@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <vfgx/capture.h>
 #include <vfgx/chunk.h>
@@ -596,11 +597,18 @@ int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
 	size_t cap = 0, len = 0;
 	int ret;
 
+	struct stat st;
 
 	*out = NULL;
 	if (!f)
 		return vfgx_set_error(ctx, -errno, "%s: cannot open config: %s",
 				      path, strerror(errno));
+	/* fopen opens a directory; its read fails with EISDIR */
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return vfgx_set_error(ctx, -EISDIR, "%s: cannot open config: %s",
+				      path, strerror(EISDIR));
+	}
 	for (;;) {
 		if (len + 4096 > cap) {
 			char *nb;
@@ -627,7 +635,10 @@ int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
 			break;
 	}
 	if (ferror(f)) {
-		ret = vfgx_set_error(ctx, -EIO, "%s: read error", path);
+		int err = errno ? errno : EIO;
+
+		ret = vfgx_set_error(ctx, -err, "%s: cannot read config: %s", path,
+				     strerror(err));
 		fclose(f);
 		free(buf);
 		return ret;

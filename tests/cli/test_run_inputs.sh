@@ -3,9 +3,9 @@
 # in one line at load, before any region, port or GPU is made (so on a
 # host without a GPU too): replayed frames in GPU memory for the cpu engine
 # (it segfaulted in vfgx_parse_headers), host buffers larger than the gpu
-# engine's 2048-byte bounce slot (EMSGSIZE mid-run); the device: gpu
-# advice is given once; a memory fallback warns once a run, not once a
-# queue.
+# engine's 2048-byte bounce slot (EMSGSIZE mid-run); a directory as the
+# config names it and the problem; the device: gpu advice is given once;
+# a memory fallback warns once a run, not once a queue.
 set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
@@ -50,6 +50,9 @@ Y
 refused "host 4096-byte buffers on the gpu engine" \
 	"^vfgx: $tmp/host-big.yaml: interface lb0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots \\(use memory_regions\\[\\]\\.kind: pinned, or buf_size: 2048 or less\\)$" \
 	"$tmp/host-big.yaml"
+
+# a directory as the config: its path and the problem, not "read error"
+refused "a directory as the config" "^vfgx: $tmp: cannot open config: Is a directory$" "$tmp"
 
 # device: gpu where there is none (or no CUDA in the build): the advice once
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then

@@ -134,9 +134,16 @@ def test_config_errors_match_vfgx_run(tmp_path):
     with pytest.raises(vfgx.ConfigError) as e:
         vfgx.Pipeline({"pipeline": {"chunks": {"mem": "hugepage"}}})
     assert "chunks live in host, pinned or gpu memory" in e.value.message
-    with pytest.raises(vfgx.ConfigError) as e:
-        vfgx.Pipeline(str(tmp_path / "missing.yaml"))
-    assert e.value.file.endswith("missing.yaml")
+    # a missing file and a directory: the same one line as vfgx run
+    for path in (tmp_path / "missing.yaml", tmp_path):
+        with pytest.raises(vfgx.ConfigError) as e:
+            vfgx.Pipeline(str(path))
+        assert e.value.file == str(path)
+        run = subprocess.run([os.path.join(BUILD, "src/cli/vfgx"), "run", str(path)],
+                             capture_output=True, text=True)
+        assert run.returncode == 2
+        assert run.stderr.strip() == "vfgx: " + e.value.message
+        assert "cannot open config: " in e.value.message
     with pytest.raises(TypeError):
         vfgx.Pipeline(42)
     with pytest.raises(ValueError, match="no pipeline.chunks"):
@@ -241,3 +248,4 @@ def test_fork_child_refuses_and_exits():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "child: ok" in r.stdout and "parent: 20" in r.stdout, r.stdout + r.stderr
+
