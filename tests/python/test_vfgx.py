@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import vfgx
-from conftest import BUILD, loopback
+from conftest import BUILD, ROOT, loopback
 
 
 def check_bytes(chunk):
@@ -249,3 +249,17 @@ def test_fork_child_refuses_and_exits():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "child: ok" in r.stdout and "parent: 20" in r.stdout, r.stdout + r.stderr
 
+
+def test_cupy_example_without_cupy(tmp_path):
+    """examples/python/cupy_spectrometer.py where CuPy cannot be imported
+    (blocked here, so the check also runs where CuPy is installed): one
+    line naming CuPy and exit 1, not a traceback."""
+    script = os.path.join(ROOT, "examples", "python", "cupy_spectrometer.py")
+    code = ("import runpy, sys; sys.modules['cupy'] = None; sys.argv = [sys.argv[1], sys.argv[2]]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code, script, str(tmp_path / "out.txt")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cupy_spectrometer: needs CuPy ("), r.stderr
