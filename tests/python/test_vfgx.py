@@ -218,12 +218,15 @@ def test_fork_child_refuses_and_exits():
     (before: pthread_cond_destroy in vfgx_chunkset_destroy waited for the
     parent's consumer threads, for ever); the parent goes on."""
     code = textwrap.dedent("""
-        import os, sys, vfgx
+        import os, sys, time, vfgx
         cfg = sys.argv[1]
         p = vfgx.Pipeline(cfg)
         p.start()
         c = p.get(5.0)
         assert c is not None
+        # the worker fills the other slots and waits for this chunk's: a
+        # condition variable the child inherits with a waiter
+        time.sleep(0.5)
         pid = os.fork()
         if pid == 0:
             errs = []
@@ -244,10 +247,18 @@ def test_fork_child_refuses_and_exits():
         p.stop()
         print("parent:", n, flush=True)
     """)
-    r = subprocess.run([sys.executable, "-c", code, loopback(packets=2560, flows=1)],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "child: ok" in r.stdout and "parent: 20" in r.stdout, r.stdout + r.stderr
+    # a session of its own: a hung child is killed with its parent
+    proc = subprocess.Popen([sys.executable, "-c", code, loopback(packets=2560, flows=1)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail("the forked child or its parent hung (30 s)\n" + out + err)
+    assert proc.returncode == 0, out + err
+    assert "child: ok" in out and "parent: 20" in out, out + err
 
 
 def test_cupy_example_without_cupy(tmp_path):
