@@ -103,7 +103,7 @@ static void drain(struct side *s)
 	struct vfgx_chunk *c;
 
 	while (s->cs && !vfgx_chunkset_get(s->cs, 0, &c))
-		vfgx_chunkset_put(s->cs, c);
+		vfgx_chunkset_put(s->cs, c->stream, c->index);
 }
 
 /* Each unique sequence placed (or delivered), every copy late or a
@@ -202,7 +202,7 @@ static void *lat_consumer(void *arg)
 			l->ns[i] = now - c->last_packet_ns;
 			atomic_store(&l->n, i + 1);
 		}
-		vfgx_chunkset_put(l->cs, c);
+		vfgx_chunkset_put(l->cs, c->stream, c->index);
 	}
 	return NULL;
 }
@@ -293,7 +293,7 @@ static void *gpu_consumer(void *arg)
 	while ((ret = vfgx_chunk_get(g->pl, 100, &c)) != -ENODATA) {
 		if (!ret) {
 			g->chunks++;
-			vfgx_chunk_put(g->pl, c);
+			vfgx_chunk_put(g->pl, c->stream, c->index);
 		} else if (atomic_load(&g->stop)) {
 			break;
 		}

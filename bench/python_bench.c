@@ -115,7 +115,7 @@ static int run_c(double seconds, double *rate)
 		/* polling, as the Python side does */
 		if (vfgx_chunk_get(pl, 0, &c) == 0) {
 			sink += word_sum(c->data, (size_t)c->packets * c->payload_bytes);
-			vfgx_chunk_put(pl, c);
+			vfgx_chunk_put(pl, c->stream, c->index);
 			n++;
 		}
 		t = vfgx_now_ns();

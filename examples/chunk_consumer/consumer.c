@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 			for (uint32_t j = 0; j < c->lens[i]; j++)
 				bad += p[j] != vfgx_pattern_byte(c->stream, c->first + i, j);
 		}
-		vfgx_chunk_put(pl, c);
+		vfgx_chunk_put(pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(pl);
 	vfgx_chunk_stats(pl, &cs);

@@ -216,7 +216,7 @@ static int corner_turn(struct state *s, vfgx_pipeline *pl, uint8_t *buf,
 					flip = false;
 				}
 				if ((ret = send_slice(s, d, buf, len))) {
-					vfgx_chunk_put(pl, c);
+					vfgx_chunk_put(pl, c->stream, c->index);
 					return ret;
 				}
 			}
@@ -224,7 +224,7 @@ static int corner_turn(struct state *s, vfgx_pipeline *pl, uint8_t *buf,
 		s->packets = c->packets;
 		if (c->index != *chunks)
 			s->bad++; /* our own chunks skipped one */
-		vfgx_chunk_put(pl, c);
+		vfgx_chunk_put(pl, c->stream, c->index);
 		++*chunks;
 		/* release what arrived meanwhile (see bench) */
 		if ((ret = drain(s, false)) < 0)

@@ -13,7 +13,12 @@ the two files hold the same spectrum (tests/gpu/python compares them).
 """
 import sys
 
-import cupy as cp
+try:
+    import cupy as cp
+except ImportError as e:
+    # one line, not a traceback: what is missing and how to get it
+    sys.exit("cupy_spectrometer: needs CuPy (%s; pip install cupy-cuda12x, "
+             "or the wheel for your CUDA)" % e)
 
 import vfgx
 
@@ -52,4 +57,7 @@ def main(out):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: cupy_spectrometer.py OUT.txt\n")
+        sys.exit(2)
     sys.exit(main(sys.argv[1]))

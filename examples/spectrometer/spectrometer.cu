@@ -188,13 +188,13 @@ int main(int argc, char **argv)
 		}
 		chunks++;
 		if (!fft) {
-			vfgx_chunk_put(pl, c);
+			vfgx_chunk_put(pl, c->stream, c->index);
 			continue;
 		}
 		if (c->ring_slot >= slots || c->data != vfgx_chunk_slot(pl, 0, c->ring_slot)->data) {
 			fprintf(stderr, "spectrometer: chunk %lu is not at its slot's address\n",
 				(unsigned long)c->index);
-			vfgx_chunk_put(pl, c);
+			vfgx_chunk_put(pl, c->stream, c->index);
 			goto out;
 		}
 		CK(cudaGraphLaunch(graphs[c->ring_slot], s));

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 			buf[i][0] = in ? (float)d[2 * i] : 0.0f;
 			buf[i][1] = in ? (float)d[2 * i + 1] : 0.0f;
 		}
-		vfgx_chunk_put(pl, c);
+		vfgx_chunk_put(pl, c->stream, c->index);
 		fftwf_execute(plan);
 		for (int b = 0; b < SPEC_FFTS; b++)
 			for (int ch = 0; ch < SPEC_NFFT; ch++) {

@@ -134,8 +134,16 @@ struct vfgx_chunk_stats {
  * chunk was handed out, -ENOTSUP when the pipeline has no chunks.  Any
  * thread; several consumers may call it. */
 int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out);
-/* Give a chunk back; its ring slot may be reused after this. */
-void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c);
+/* Give back chunk `index` of `stream` (the descriptor's stream and index,
+ * read before the put: the descriptor belongs to the ring slot and is
+ * rewritten once the slot holds a newer chunk); its ring slot may be
+ * reused after this.  A put names the exact chunk, never only its slot:
+ * 0; -ESTALE when that chunk is not held (given back already, or never
+ * handed out: a repeated or stale put, e.g. after another consumer took
+ * the newer chunk of the same slot), -EINVAL for a stream without a ring,
+ * -ENOTSUP without chunks.  Nothing changes on an error (one line on the
+ * pipeline's ctx). */
+int vfgx_chunk_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index);
 /* -EINVAL for an unknown argsz, -ENOTSUP without chunks. */
 int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *st);
 /* The pipeline's chunk options (argsz and all), or NULL without chunks. */

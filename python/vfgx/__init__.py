@@ -34,7 +34,8 @@ def _config_text(config):
             with open(path, encoding="utf-8") as f:
                 return f.read(), path
         except OSError as e:
-            err = ConfigError("%s: %s" % (path, e.strerror))
+            # the line `vfgx run` prints after "vfgx: " (src/core/config.c)
+            err = ConfigError("%s: cannot open config: %s" % (path, e.strerror))
             err.message, err.file, err.line, err.column = str(err), path, None, None
             raise err from None
     if isinstance(config, str):

@@ -12,19 +12,38 @@
  *     raises BufferError) while an array still views it, and after it no
  *     new export is possible;
  *   - a chunk dropped without release() is given back when its last
- *     reference (arrays included) goes.
+ *     reference (arrays included) goes;
+ *   - a Pipeline belongs to the process that made it: in a child of
+ *     fork() it and its chunks are inherited memory without the threads
+ *     that run them, so every use raises one RuntimeError and their
+ *     teardown is skipped (destroying a condition variable the parent's
+ *     threads waited on hangs the child at exit);
+ *   - a pipeline runs once: start() after stop() and stop() before
+ *     start() raise RuntimeError.
  * The Python C API alone (no binding generator): the surface is small. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dlpack/dlpack.h>
 #include <vfgx/vfgx.h>
 
 static PyObject *ConfigError;
+
+/* How many fork()s this process is from the one that loaded the module:
+ * each object keeps the value it was made in, and differs from it in a
+ * child (pthread_atfork, so os.fork and any C library's fork count). */
+static volatile unsigned long fork_generation;
+
+static void after_fork_in_child(void)
+{
+	fork_generation++;
+}
 
 /* --- Pipeline -------------------------------------------------------------- */
 typedef struct {
@@ -35,12 +54,16 @@ typedef struct {
 	uint16_t nb_ports;
 	vfgx_pipeline *pl;
 	int started, stopped;
+	unsigned long generation; /* fork_generation when made */
+	long owner_pid;           /* its process, for the message */
 } PipelineObject;
 
 typedef struct {
 	PyObject_HEAD
 	PipelineObject *pipe; /* a reference */
 	struct vfgx_chunk *c; /* NULL once given back */
+	uint32_t stream;      /* which chunk c is, taken at get: the put */
+	uint64_t index;       /* names it, never only its ring slot */
 	Py_ssize_t exports;   /* buffer views and DLPack tensors alive */
 	Py_ssize_t shape[2];
 } ChunkObject;
@@ -82,8 +105,32 @@ static PyObject *config_error(const char *msg)
 	return NULL;
 }
 
+static int inherited(const PipelineObject *p)
+{
+	return p->owner_pid && p->generation != fork_generation;
+}
+
+/* One line for every use of an inherited pipeline or chunk. */
+static int refuse_inherited(const PipelineObject *p)
+{
+	PyErr_Format(PyExc_RuntimeError,
+		     "vfgx.Pipeline: made in process %ld and inherited through fork(); a child cannot use it (make a new vfgx.Pipeline in the child)",
+		     p->owner_pid);
+	return -1;
+}
+
 static void pipeline_close(PipelineObject *p)
 {
+	/* a child's copy: the parent's threads are not here to end, and
+	 * destroying what they waited on would hang; the process's exit
+	 * frees the memory */
+	if (inherited(p)) {
+		p->pl = NULL;
+		p->nb_ports = 0;
+		p->cfg = NULL;
+		p->ctx = NULL;
+		return;
+	}
 	if (p->pl) {
 		Py_BEGIN_ALLOW_THREADS
 		vfgx_pipeline_destroy(p->pl);
@@ -113,6 +160,8 @@ static int pipeline_init(PipelineObject *p, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "vfgx.Pipeline: already initialised");
 		return -1;
 	}
+	p->generation = fork_generation;
+	p->owner_pid = (long)getpid();
 	if (vfgx_ctx_create(&p->ctx)) {
 		PyErr_NoMemory();
 		return -1;
@@ -159,6 +208,8 @@ static void pipeline_dealloc(PipelineObject *p)
 
 static int need_pipeline(PipelineObject *p)
 {
+	if (inherited(p))
+		return refuse_inherited(p);
 	if (p->pl)
 		return 0;
 	PyErr_SetString(PyExc_ValueError, "vfgx.Pipeline: not initialised");
@@ -170,6 +221,11 @@ static PyObject *pipeline_start(PipelineObject *p, PyObject *unused)
 	(void)unused;
 	if (need_pipeline(p))
 		return NULL;
+	if (p->stopped) {
+		PyErr_SetString(PyExc_RuntimeError,
+				"vfgx.Pipeline: start() after stop(); a pipeline runs once (make a new vfgx.Pipeline)");
+		return NULL;
+	}
 	if (p->started) {
 		PyErr_SetString(PyExc_RuntimeError, "vfgx.Pipeline: started already");
 		return NULL;
@@ -187,6 +243,11 @@ static PyObject *pipeline_stop(PipelineObject *p, PyObject *unused)
 	(void)unused;
 	if (need_pipeline(p))
 		return NULL;
+	if (!p->started) {
+		PyErr_SetString(PyExc_RuntimeError,
+				"vfgx.Pipeline: stop() before start(); start() it first (a pipeline never started needs no stop)");
+		return NULL;
+	}
 	/* chunk memory stays until the last chunk object goes */
 	Py_BEGIN_ALLOW_THREADS
 	vfgx_pipeline_stop(p->pl);
@@ -304,11 +365,13 @@ static PyObject *pipeline_get(PipelineObject *p, PyObject *args)
 	}
 	ch = PyObject_New(ChunkObject, &ChunkType);
 	if (!ch) {
-		vfgx_chunk_put(p->pl, c);
+		vfgx_chunk_put(p->pl, c->stream, c->index);
 		return NULL;
 	}
 	ch->pipe = (PipelineObject *)Py_NewRef((PyObject *)p);
 	ch->c = c;
+	ch->stream = c->stream;
+	ch->index = c->index;
 	ch->exports = 0;
 	ch->shape[0] = c->packets;
 	ch->shape[1] = c->payload_bytes;
@@ -353,6 +416,8 @@ static PyTypeObject PipelineType = {
 /* --- Chunk ----------------------------------------------------------------- */
 static int chunk_live(ChunkObject *ch)
 {
+	if (inherited(ch->pipe))
+		return refuse_inherited(ch->pipe);
 	if (ch->c)
 		return 0;
 	PyErr_SetString(PyExc_ValueError, "vfgx chunk: used after release()");
@@ -361,8 +426,10 @@ static int chunk_live(ChunkObject *ch)
 
 static void chunk_give_back(ChunkObject *ch)
 {
+	if (ch->c && inherited(ch->pipe))
+		ch->c = NULL; /* the parent's to give back, not the child's */
 	if (ch->c) {
-		vfgx_chunk_put(ch->pipe->pl, ch->c);
+		vfgx_chunk_put(ch->pipe->pl, ch->stream, ch->index);
 		ch->c = NULL;
 	}
 }
@@ -387,6 +454,10 @@ static PyObject *chunk_release(ChunkObject *ch, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:release", names, &stream))
 		return NULL;
+	if (inherited(ch->pipe)) {
+		refuse_inherited(ch->pipe);
+		return NULL;
+	}
 	if (stream != Py_None) {
 		cs = PyLong_AsVoidPtr(stream);
 		if (!cs && PyErr_Occurred())
@@ -402,7 +473,7 @@ static PyObject *chunk_release(ChunkObject *ch, PyObject *args, PyObject *kw)
 		chunk_give_back(ch);
 		Py_RETURN_NONE;
 	}
-	if (vfgx_chunk_stream_put(ch->pipe->pl, ch->c->stream, ch->c->index, cs)) {
+	if (vfgx_chunk_stream_put(ch->pipe->pl, ch->stream, ch->index, cs)) {
 		PyErr_SetString(PyExc_OSError, vfgx_last_error(ch->pipe->ctx));
 		return NULL;
 	}
@@ -528,6 +599,8 @@ static PyObject *make_view(ChunkObject *ch, void *ptr, int ndim, int64_t d0,
 
 static int view_live(DeviceViewObject *v)
 {
+	if (v->chunk && inherited(v->chunk->pipe))
+		return refuse_inherited(v->chunk->pipe);
 	if (v->chunk && v->chunk->c)
 		return 0;
 	PyErr_SetString(PyExc_ValueError, "vfgx chunk: used after release()");
@@ -792,6 +865,8 @@ PyMODINIT_FUNC PyInit__vfgx(void)
 	if (PyType_Ready(&PipelineType) || PyType_Ready(&ChunkType) ||
 	    PyType_Ready(&DeviceViewType))
 		return NULL;
+	if (pthread_atfork(NULL, NULL, after_fork_in_child))
+		return PyErr_NoMemory();
 	m = PyModule_Create(&moddef);
 	if (!m)
 		return NULL;

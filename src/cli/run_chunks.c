@@ -4,17 +4,86 @@
  * callback, then give it back), and report what chunks did. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cliopt.h"
 #include "run_chunks.h"
 
+/* The module's name as text that is safe to print (it is the module's). */
+static const char *mod_name(const struct run_chunks *rc)
+{
+	return rc->mod && rc->mod->name ? cli_esc(rc->mod->name) : "?";
+}
+
+/* A path (with a slash; a bare name is dlopen's search of the system
+ * library directories) must be a regular file: dlopen of a FIFO blocks in
+ * open(2) where SIGINT and SIGTERM cannot end it.  Opened O_NONBLOCK to
+ * look, so a FIFO does not block here either.  0, or 2 after one line. */
+static int check_regular(const struct vfgx_config *cfg, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (!strchr(path, '/'))
+		return 0;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0; /* dlopen says why, as it always has */
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library: %s: %s\n",
+			cli_esc(cfg->source), cli_esc(path), strerror(errno));
+		close(fd);
+		return 2;
+	}
+	close(fd);
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library: %s is not a regular file (a %s; name the module's .so file)\n",
+			cli_esc(cfg->source), cli_esc(path),
+			S_ISFIFO(st.st_mode) ? "FIFO" : S_ISDIR(st.st_mode) ? "directory" :
+			S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device" :
+			S_ISSOCK(st.st_mode) ? "socket" : "special file");
+		return 2;
+	}
+	return 0;
+}
+
+/* vfgx_user_module must be data of the struct's size, aligned: a function
+ * (or a smaller object) of that name would be read as the struct, past
+ * its end and misaligned.  The ELF symbol says which it is. */
+static int check_symbol(const struct vfgx_config *cfg, const char *path, const void *sym)
+{
+	const ElfW(Sym) *es = NULL;
+	Dl_info info;
+
+	if (!dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) || !es) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library %s: %s has no ELF symbol entry (define it as const struct vfgx_user_module; see include/vfgx/user.h)\n",
+			cli_esc(cfg->source), cli_esc(path), VFGX_USER_MODULE_SYMBOL);
+		return 2;
+	}
+	if (ELF64_ST_TYPE(es->st_info) != STT_OBJECT ||
+	    es->st_size < sizeof(struct vfgx_user_module) ||
+	    (uintptr_t)sym % _Alignof(struct vfgx_user_module)) {
+		fprintf(stderr, "vfgx: %s: pipeline.user.library %s: %s is %s of %zu bytes, not a struct vfgx_user_module (%zu bytes; define it as const struct vfgx_user_module, see include/vfgx/user.h)\n",
+			cli_esc(cfg->source), cli_esc(path), VFGX_USER_MODULE_SYMBOL,
+			ELF64_ST_TYPE(es->st_info) == STT_FUNC ? "a function" :
+			ELF64_ST_TYPE(es->st_info) == STT_OBJECT ? "an object" : "a symbol",
+			(size_t)es->st_size, sizeof(struct vfgx_user_module));
+		return 2;
+	}
+	return 0;
+}
+
 int run_chunks_load(struct run_chunks *rc, const struct vfgx_config *cfg)
 {
 	const char *path = cfg->user_library;
-
+	void *sym;
 	int ret;
 
 	memset(rc, 0, sizeof(*rc));
@@ -23,18 +92,24 @@ int run_chunks_load(struct run_chunks *rc, const struct vfgx_config *cfg)
 		return ret;
 	if (!path || !path[0])
 		return 0;
+	if ((ret = check_regular(cfg, path)))
+		return ret;
 	rc->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!rc->dl) {
+		/* dlerror's text quotes the file and its contents' names */
 		fprintf(stderr, "vfgx: %s: pipeline.user.library: %s\n",
-			cli_esc(cfg->source), dlerror());
+			cli_esc(cfg->source), cli_esc(dlerror()));
 		return 2;
 	}
-	rc->mod = dlsym(rc->dl, VFGX_USER_MODULE_SYMBOL);
-	if (!rc->mod) {
+	sym = dlsym(rc->dl, VFGX_USER_MODULE_SYMBOL);
+	if (!sym) {
 		fprintf(stderr, "vfgx: %s: pipeline.user.library %s defines no %s (see include/vfgx/user.h)\n",
 			cli_esc(cfg->source), cli_esc(path), VFGX_USER_MODULE_SYMBOL);
 		return 2;
 	}
+	if ((ret = check_symbol(cfg, path, sym)))
+		return ret;
+	rc->mod = sym;
 	if (rc->mod->abi_version != VFGX_USER_ABI_VERSION) {
 		fprintf(stderr, "vfgx: %s: pipeline.user.library %s: module ABI version %u, this vfgx runs version %u (rebuild the module against this include/vfgx/user.h)\n",
 			cli_esc(cfg->source), cli_esc(path), rc->mod->abi_version,
@@ -52,8 +127,15 @@ static void *consume(void *arg)
 	int ret;
 
 	while ((ret = vfgx_chunk_get(rc->pl, 200, &c)) != -ENODATA) {
+		uint32_t stream;
+		uint64_t index;
+
 		if (ret)
 			continue; /* -ETIMEDOUT: look again */
+		/* which chunk to give back, before user code sees the
+		 * descriptor */
+		stream = c->stream;
+		index = c->index;
 		rc->chunks++;
 		if (c->flags & VFGX_CHUNK_COMPLETE)
 			rc->complete++;
@@ -64,7 +146,7 @@ static void *consume(void *arg)
 			rc->user_errors++;
 			atomic_store(&rc->failed, true);
 		}
-		vfgx_chunk_put(rc->pl, c);
+		vfgx_chunk_put(rc->pl, stream, index);
 	}
 	return NULL;
 }
@@ -76,14 +158,14 @@ int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl)
 	rc->pl = pl;
 	if (rc->mod && rc->mod->chunk && !vfgx_chunk_conf(pl)) {
 		fprintf(stderr, "vfgx: user module %s has a chunk callback but the pipeline has no chunks (add pipeline.chunks)\n",
-			rc->mod->name ? rc->mod->name : "?");
+			mod_name(rc));
 		return 2;
 	}
 	if (rc->mod && rc->mod->init) {
 		errno = 0;
 		if (rc->mod->init(rc->user_arg, &rc->state)) {
 			fprintf(stderr, "vfgx: user module %s: init failed%s%s\n",
-				rc->mod->name ? rc->mod->name : "?",
+				mod_name(rc),
 				errno ? ": " : "", errno ? strerror(errno) : "");
 			return 1;
 		}
@@ -92,7 +174,7 @@ int run_chunks_start(struct run_chunks *rc, vfgx_ctx *ctx, vfgx_pipeline *pl)
 	if (rc->mod && rc->mod->stage &&
 	    (ret = vfgx_pipeline_set_user_stage(pl, rc->mod->stage, rc->state))) {
 		fprintf(stderr, "vfgx: user module %s: %s\n",
-			rc->mod->name ? rc->mod->name : "?", vfgx_last_error(ctx));
+			mod_name(rc), vfgx_last_error(ctx));
 		return 2;
 	}
 	if (!vfgx_chunk_conf(pl))
@@ -139,11 +221,11 @@ bool run_chunks_report(const struct run_chunks *rc)
 	}
 	if (rc->mod)
 		printf("user module %s: %" PRIu64 " chunks, %" PRIu64 " user errors%s\n",
-		       rc->mod->name ? rc->mod->name : "?", rc->chunks, rc->user_errors,
+		       mod_name(rc), rc->chunks, rc->user_errors,
 		       rc->fini_ret ? ", fini FAILED" : "");
 	if (rc->gpu.loaded)
-		printf("user gpu module %s: %" PRIu64 " kernel launches%s%s\n", rc->gpu.path,
-		       rc->gpu.launches, rc->gpu.error[0] ? "; FAILED: " : "", rc->gpu.error);
+		printf("user gpu module %s: %" PRIu64 " kernel launches%s%s\n", cli_esc(rc->gpu.path),
+		       rc->gpu.launches, rc->gpu.error[0] ? "; FAILED: " : "", cli_esc(rc->gpu.error));
 	return rc->fini_ret == 0 && rc->user_errors == 0 && !rc->gpu.error[0];
 }
 

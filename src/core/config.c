@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <vfgx/capture.h>
 #include <vfgx/chunk.h>
@@ -16,6 +17,7 @@
 #include "numparse.h"
 #include "opts.h"
 #include "pipeline/chunk_opts.h"
+#include "pipeline/rx_memory.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
@@ -392,6 +394,33 @@ static int parse_metrics(struct vfgx_config *cfg,
 	return 0;
 }
 
+/* Every rx queue's memory_region against pipeline.device, at load: before
+ * any region is made, so also on a host without the GPU (the rule is
+ * src/pipeline/rx_memory.h's, shared with vfgx_pipeline_create). */
+static int check_rx_memory(struct vfgx_config *cfg)
+{
+	for (uint16_t i = 0; i < cfg->nb_ifaces; i++) {
+		const struct vfgx_iface_config *f = &cfg->ifaces[i];
+
+		for (uint16_t q = 0; q < f->nb_rx_queues; q++) {
+			const struct vfgx_region_config *r;
+			char who[1024];
+			int ret;
+
+			if (!f->rx_queues[q].region[0] ||
+			    !(r = vfgx_config_find_region(cfg, f->rx_queues[q].region)))
+				continue;
+			snprintf(who, sizeof(who), "%s: interface %s rx queue %u: memory_region %s",
+				 cfg->source, f->name, f->rx_queues[q].id, r->name);
+			ret = vfgx_rx_memory_check(cfg->doc->ctx, cfg->pipeline.device, who,
+						   r->kind, r->buf_size);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int parse_all(struct vfgx_config *cfg)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug",
@@ -410,7 +439,8 @@ static int parse_all(struct vfgx_config *cfg)
 	cfg->log_level = (enum vfgx_log_level)lvl;
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
 	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)) ||
-	    (ret = parse_metrics(cfg, &root)) || (ret = vfgx_config_parse_ranks(cfg, &root)))
+	    (ret = parse_metrics(cfg, &root)) || (ret = vfgx_config_parse_ranks(cfg, &root)) ||
+	    (ret = check_rx_memory(cfg)))
 		return ret;
 	return 0;
 }
@@ -567,10 +597,18 @@ int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
 	size_t cap = 0, len = 0;
 	int ret;
 
+	struct stat st;
+
 	*out = NULL;
 	if (!f)
 		return vfgx_set_error(ctx, -errno, "%s: cannot open config: %s",
 				      path, strerror(errno));
+	/* fopen opens a directory; its read fails with EISDIR */
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return vfgx_set_error(ctx, -EISDIR, "%s: cannot open config: %s",
+				      path, strerror(EISDIR));
+	}
 	for (;;) {
 		if (len + 4096 > cap) {
 			char *nb;
@@ -597,7 +635,10 @@ int vfgx_config_load_file(vfgx_ctx *ctx, const char *path,
 			break;
 	}
 	if (ferror(f)) {
-		ret = vfgx_set_error(ctx, -EIO, "%s: read error", path);
+		int err = errno ? errno : EIO;
+
+		ret = vfgx_set_error(ctx, -err, "%s: cannot read config: %s", path,
+				     strerror(err));
 		fclose(f);
 		free(buf);
 		return ret;

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "ctx_internal.h"
+#include "ctx_once.h"
 #include "escape.h"
 
 int vfgx_ctx_create(vfgx_ctx **out)
@@ -17,6 +18,15 @@ int vfgx_ctx_create(vfgx_ctx **out)
 	ctx->level = VFGX_LOG_INFO;
 	*out = ctx;
 	return 0;
+}
+
+bool vfgx_ctx_once(vfgx_ctx *ctx, enum vfgx_once what)
+{
+	bool first = ctx && !(ctx->once & what);
+
+	if (ctx)
+		ctx->once |= what;
+	return first;
 }
 
 void vfgx_ctx_destroy(vfgx_ctx *ctx)

@@ -11,6 +11,7 @@ struct vfgx_ctx {
 	enum vfgx_log_level level;
 	vfgx_log_fn log_fn;
 	void *log_user;
+	unsigned once; /* enum vfgx_once bits already said (ctx_once.h) */
 };
 
 #endif

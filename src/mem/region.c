@@ -8,6 +8,7 @@
 
 #include <vfgx/mem.h>
 
+#include "core/ctx_once.h"
 #include "core/hostmem.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
@@ -177,8 +178,10 @@ int vfgx_region_create(vfgx_ctx *ctx, enum vfgx_mem_kind kind, size_t size,
 		if (ret) {
 			/* Without free huge pages the region still works, slower
 			 * (more TLB misses); say how to fix it. */
-			vfgx_warn(ctx, "hugepage region of %zu bytes: %s; using normal pages (echo N > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
-				  size, strerror(-ret));
+			vfgx_log(ctx, vfgx_ctx_once(ctx, VFGX_ONCE_HUGEPAGE_FALLBACK) ?
+					 VFGX_LOG_WARN : VFGX_LOG_DEBUG,
+				 "hugepage region of %zu bytes: %s; using normal pages (echo N > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; said once a run)",
+				 size, strerror(-ret));
 			ret = host_alloc(r, size);
 		}
 		break;
@@ -190,8 +193,11 @@ int vfgx_region_create(vfgx_ctx *ctx, enum vfgx_mem_kind kind, size_t size,
 		break;
 	}
 	if (ret && kind >= VFGX_MEM_PINNED && allow_fallback) {
-		vfgx_warn(ctx, "%s; using host memory (memory fallback: host)",
-			  vfgx_last_error(ctx));
+		/* once a run, not once a queue's region */
+		vfgx_log(ctx, vfgx_ctx_once(ctx, VFGX_ONCE_MEM_FALLBACK) ?
+				 VFGX_LOG_WARN : VFGX_LOG_DEBUG,
+			 "%s; using host memory (memory fallback: host; said once a run)",
+			 vfgx_last_error(ctx));
 		ret = host_alloc(r, size);
 	}
 	if (ret) {

@@ -95,6 +95,29 @@ static int decode_block(vfgx_ctx *ctx, int r, const uint8_t *block,
 	return 0;
 }
 
+/* Every rank learns whether every rank can take part, before the exchange:
+ * the lowest rank with a local error (bad arguments, descriptors that do
+ * not encode, no memory) and its code, through one MPI_Allreduce that every
+ * rank joins whatever its arguments.  0 when all can go on; else this
+ * rank's own error (detail already on ctx) or -ECOMM naming that rank. */
+static int agree(vfgx_ctx *ctx, MPI_Comm comm, int rank, int size, int own_err)
+{
+	struct {
+		int rank;
+		int err;
+	} in = { own_err ? rank : size, own_err }, worst;
+
+	if (MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
+		return vfgx_set_error(ctx, -EIO, "mpi exchange: MPI_Allreduce failed");
+	if (worst.rank >= size)
+		return 0;
+	if (own_err)
+		return own_err;
+	return vfgx_set_error(ctx, -ECOMM,
+			      "mpi exchange: rank %d could not publish its descriptors: %s",
+			      worst.rank, vfgx_strerror(worst.err));
+}
+
 int vfgx_eba_exchange_mpi(vfgx_ctx *ctx, MPI_Comm comm,
 			  const struct vfgx_eba_desc *local, uint16_t nb_local,
 			  struct vfgx_eba_peer_table *peers, uint64_t now_ns)
@@ -104,27 +127,29 @@ int vfgx_eba_exchange_mpi(vfgx_ctx *ctx, MPI_Comm comm,
 	uint64_t *ids = NULL;
 	int rank, size, ret, own_err;
 
-	if (!peers || (nb_local && !local))
-		return vfgx_set_error(ctx, -EINVAL, "mpi exchange: no peer table or no descriptors");
 	if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
 	    MPI_Comm_size(comm, &size) != MPI_SUCCESS)
 		return vfgx_set_error(ctx, -EIO, "mpi exchange: not a valid communicator");
-	/* a local error still goes into the collective, so no rank waits */
-	own_err = encode_block(ctx, rank, local, nb_local, mine);
-	all = malloc((size_t)size * VFGX_MPI_BLOCK_LEN);
-	if (!all) {
-		/* the others would wait in the collective for ever */
-		vfgx_set_error(ctx, -ENOMEM, "mpi exchange: out of memory for %d blocks", size);
-		MPI_Abort(comm, 1);
-		return -ENOMEM;
+	/* a local error still joins the agreement, so no rank waits for ever
+	 * in a collective this one skipped */
+	if (!peers || (nb_local && !local))
+		own_err = vfgx_set_error(ctx, -EINVAL,
+					 "mpi exchange: %s (pass a peer table and nb_local descriptors, or nb_local 0)",
+					 !peers ? "no peer table" : "descriptors NULL with a count above 0");
+	else
+		own_err = encode_block(ctx, rank, local, nb_local, mine);
+	if (!own_err) {
+		all = malloc((size_t)size * VFGX_MPI_BLOCK_LEN);
+		if (!all)
+			own_err = vfgx_set_error(ctx, -ENOMEM,
+						 "mpi exchange: out of memory for %d blocks", size);
 	}
+	ret = agree(ctx, comm, rank, size, own_err);
+	if (ret)
+		goto out;
 	if (MPI_Allgather(mine, VFGX_MPI_BLOCK_LEN, MPI_BYTE, all,
 			  VFGX_MPI_BLOCK_LEN, MPI_BYTE, comm) != MPI_SUCCESS) {
 		ret = vfgx_set_error(ctx, -EIO, "mpi exchange: MPI_Allgather failed");
-		goto out;
-	}
-	if (own_err) {
-		ret = own_err; /* detail already on ctx */
 		goto out;
 	}
 	f = calloc(1, sizeof(*f));

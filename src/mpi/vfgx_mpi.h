@@ -39,15 +39,17 @@ extern "C" {
  * vfgx_eba_peers_expire drops what was not renewed in time.  The rank's
  * own frame is not entered.
  *
- * Errors are agreed: a rank whose own descriptors do not encode still
- * takes part and sends its error code, so every rank returns an error
- * naming that rank instead of waiting for it.
+ * Errors are agreed: every rank first joins one MPI_Allreduce saying
+ * whether it can take part (its arguments, its descriptors, its memory),
+ * so a rank with NULL arguments, a bad count or bad descriptors returns
+ * its own -EINVAL and every other rank -ECOMM naming the lowest such rank
+ * and its error, instead of waiting for it in a collective it skipped.
  * Returns the number of peer ranks entered (size - 1), or -errno:
- * -EINVAL (bad local descriptors, a peer's frame failing a check, two
- * ranks with one node id), -ECOMM (a peer reported its own error),
- * -ENOSPC (peer table full), -EIO (MPI error).  Detail on ctx.  Out of
- * memory for the receive buffer (size * VFGX_MPI_BLOCK_LEN) is MPI_Abort:
- * the other ranks would wait for this one in the collective.
+ * -EINVAL (bad local arguments or descriptors, a peer's frame failing a
+ * check, two ranks with one node id), -ECOMM (another rank reported its
+ * own error), -ENOSPC (peer table full), -ENOMEM (no memory for the
+ * receive buffer, size * VFGX_MPI_BLOCK_LEN), -EIO (MPI error).  Detail on
+ * ctx.
  */
 int vfgx_eba_exchange_mpi(vfgx_ctx *ctx, MPI_Comm comm,
 			  const struct vfgx_eba_desc *local, uint16_t nb_local,

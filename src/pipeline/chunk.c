@@ -796,29 +796,43 @@ int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 	return ret;
 }
 
-void vfgx_chunkset_put(struct vfgx_chunkset *cs, struct vfgx_chunk *c)
+int vfgx_chunkset_put(struct vfgx_chunkset *cs, uint32_t stream, uint64_t index)
 {
 	struct chunk_stream *st;
+	uint32_t r;
+	int ret = -ESTALE;
 
-	if (!cs || !c || c->stream >= cs->conf.streams ||
-	    c->ring_slot >= cs->conf.in_flight ||
-	    c != &cs->streams[c->stream].desc[c->ring_slot])
-		return;
-	st = &cs->streams[c->stream];
+	if (!cs)
+		return -ENOTSUP;
+	if (stream >= cs->conf.streams)
+		return vfgx_set_error(cs->ctx, -EINVAL,
+				      "chunks: put of stream %u, the pipeline has streams 0..%u",
+				      stream, cs->conf.streams - 1);
+	st = &cs->streams[stream];
+	r = (uint32_t)(index % cs->conf.in_flight);
 	pthread_mutex_lock(&cs->lock);
-	if (atomic_load_explicit(&st->state[c->ring_slot], memory_order_relaxed) ==
-	    CHUNK_HELD) {
+	/* the exact chunk, not only its slot: a repeated or stale put must
+	 * not free the slot under the consumer that holds its newer chunk
+	 * (the descriptor's index is the placer's while the slot is not
+	 * HELD, and HELD is set under this lock) */
+	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) == CHUNK_HELD &&
+	    st->desc[r].index == index) {
 		cs->returned++;
 		/* for a GPU placer: the slot may be written again */
-		atomic_store_explicit(&cs->returned_word[slot_index(cs, c->stream, c->ring_slot)],
-				      c->index + 1, memory_order_release);
+		atomic_store_explicit(&cs->returned_word[slot_index(cs, stream, r)],
+				      index + 1, memory_order_release);
 		/* release: the consumer's reads finish before the slot is
 		 * written again */
-		atomic_store_explicit(&st->state[c->ring_slot], CHUNK_FREE,
-				      memory_order_release);
+		atomic_store_explicit(&st->state[r], CHUNK_FREE, memory_order_release);
 		pthread_cond_broadcast(&cs->free_cv);
+		ret = 0;
 	}
 	pthread_mutex_unlock(&cs->lock);
+	if (ret)
+		vfgx_set_error(cs->ctx, ret,
+			       "chunks: put of stream %u chunk %llu, which is not held (given back already, or never handed out); nothing changed",
+			       stream, (unsigned long long)index);
+	return ret;
 }
 
 int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
@@ -826,9 +840,9 @@ int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
 	return vfgx_chunkset_get(chunkset_of(pl), timeout_ms, out);
 }
 
-void vfgx_chunk_put(vfgx_pipeline *pl, struct vfgx_chunk *c)
+int vfgx_chunk_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index)
 {
-	vfgx_chunkset_put(chunkset_of(pl), c);
+	return vfgx_chunkset_put(chunkset_of(pl), stream, index);
 }
 
 int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)

@@ -114,7 +114,7 @@ void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream);
 /* The consumer side of vfgx_chunk_get/put (cs NULL: -ENOTSUP). */
 int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
 		      struct vfgx_chunk **out);
-void vfgx_chunkset_put(struct vfgx_chunkset *cs, struct vfgx_chunk *c);
+int vfgx_chunkset_put(struct vfgx_chunkset *cs, uint32_t stream, uint64_t index);
 /* Every stream back to no packet seen, counters zero, queue empty (a
  * benchmark's next pass; not while anything runs). */
 void vfgx_chunkset_reset(struct vfgx_chunkset *cs);

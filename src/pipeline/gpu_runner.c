@@ -25,10 +25,11 @@
 #include "gpu_iface.h"
 #include "gpu_runner.h"
 #include "port/backend.h"
+#include "rx_memory.h"
 
 #define RUN_BURST 1024   /* packets per item at most */
 #define RUN_SEGS 64      /* rx bursts per item at most */
-#define BOUNCE_SLOT 2048 /* bytes per packet in the bounce area */
+#define BOUNCE_SLOT VFGX_GPU_BOUNCE_SLOT /* bytes per packet in the bounce area */
 /* Items in flight under which a partly filled item goes out at once. */
 #define RUN_LOW_INFLIGHT 4
 /* The dispatcher waits (with the processor's timeout) for the oldest item

@@ -12,6 +12,7 @@
 #include "chunkset.h"
 #include "core/argsz.h"
 #include "engine.h"
+#include "rx_memory.h"
 
 struct vfgx_pipeline {
 	vfgx_ctx *ctx;
@@ -71,6 +72,12 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 	}
 	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
 	if (conf->device == VFGX_DEVICE_GPU) {
+		if (ret == -ENOTSUP) {
+			/* the probe's own line carries advice: say it once */
+			*err = vfgx_set_error(ctx, -ENODEV,
+					      "pipeline.device: gpu, but this build has no CUDA (install the CUDA toolkit so meson finds nvcc and rebuild, or use device: cpu or auto)");
+			return NULL;
+		}
 		if (ret) {
 			char why[256];
 
@@ -93,6 +100,51 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 	}
 	vfgx_info(ctx, "pipeline.device auto: using %s", desc);
 	return &vfgx_engine_gpu;
+}
+
+int vfgx_rx_memory_check(vfgx_ctx *ctx, enum vfgx_device_choice device,
+			 const char *who, enum vfgx_mem_kind kind, uint32_t buf_size)
+{
+	/* cpu workers parse every header with the CPU: GPU memory faults */
+	if (device == VFGX_DEVICE_CPU && kind == VFGX_MEM_GPU)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "%s: GPU memory, which the cpu engine cannot read (pipeline.device: cpu reads packets with the CPU; use memory_regions[].kind: pinned, or pipeline.device: gpu)",
+				      who);
+	if (device == VFGX_DEVICE_GPU &&
+	    (kind == VFGX_MEM_HOST || kind == VFGX_MEM_HUGEPAGE) &&
+	    buf_size > VFGX_GPU_BOUNCE_SLOT)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "%s: host memory with %u-byte buffers, but the gpu engine copies host-memory packets through %u-byte slots (use memory_regions[].kind: pinned, or buf_size: %u or less)",
+				      who, buf_size, VFGX_GPU_BOUNCE_SLOT, VFGX_GPU_BOUNCE_SLOT);
+	return 0;
+}
+
+/* Every rx queue's pool against the cpu engine, for programs that open
+ * ports themselves (vfgx run and Python checked the config already, before
+ * any port was opened).  Host pools under the gpu engine are not refused
+ * here: their sizes are the backends' own and frames are usually smaller;
+ * the bounce refuses a frame too large when one comes. */
+static int check_ports_memory(vfgx_ctx *ctx, const struct vfgx_engine_ops *ops,
+			      vfgx_port *const *ports, uint16_t nb_ports)
+{
+	if (ops != &vfgx_engine_cpu)
+		return 0;
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
+			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
+			char who[96];
+			int ret;
+
+			if (!pool || !vfgx_pool_region(pool))
+				continue;
+			snprintf(who, sizeof(who), "%s rx queue %u", vfgx_port_name(ports[i]), q);
+			ret = vfgx_rx_memory_check(ctx, VFGX_DEVICE_CPU, who,
+						   vfgx_region_info(vfgx_pool_region(pool))->kind,
+						   vfgx_pool_buf_size(pool));
+			if (ret)
+				return ret;
+		}
+	return 0;
 }
 
 void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
@@ -134,7 +186,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return -ENOMEM;
 	pl->ctx = ctx;
 	pl->ops = choose_engine(ctx, conf, &ret);
-	if (!pl->ops) {
+	if (!pl->ops || (ret = check_ports_memory(ctx, pl->ops, ports, nb_ports))) {
 		free(pl);
 		return ret;
 	}

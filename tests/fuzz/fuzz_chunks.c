@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the consumer: take what is ready, return it */
 		for (struct vfgx_chunk *d; !vfgx_chunkset_get(cs, 0, &d);) {
 			check_chunk(cs, d);
-			vfgx_chunkset_put(cs, d);
+			vfgx_chunkset_put(cs, d->stream, d->index);
 		}
 	}
 	for (uint32_t s = 0; s < cs->conf.streams; s++)

@@ -9,7 +9,8 @@
  * CUDA stream.  The gpu engine, whose kernels place the records
  * themselves, gives the same chunks (every chunk's counts, mask and bytes)
  * and counters as the cpu engine on the same faulty traffic, in each
- * launch mode; CUDA streams consume its chunks the same way. */
+ * launch mode; CUDA streams consume its chunks the same way; a stale put
+ * is refused on it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +128,7 @@ static void consume_and_check(vfgx_ctx *ctx, const char *mem)
 			CHECK(!memcmp(data, c->data, bytes), "pinned device view differs");
 		}
 		chunks++;
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
@@ -225,7 +226,7 @@ static void get_stream_put(vfgx_ctx *ctx, const char *device)
 		if (ret)
 			continue;
 		if (n == MAX) {
-			vfgx_chunk_put(r.pl, c);
+			vfgx_chunk_put(r.pl, c->stream, c->index);
 			continue;
 		}
 		d[n] = *c;
@@ -342,7 +343,7 @@ static int collect(vfgx_ctx *ctx, const char *y, uint32_t packets,
 		}
 		out->sum[c->stream % 4] = h;
 		out->n++;
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &out->cs) == 0, "chunk stats");
@@ -437,6 +438,67 @@ static void gpu_host_refused(vfgx_ctx *ctx)
 	vfgx_config_destroy(cfg);
 }
 
+/* A put names the exact chunk on the gpu engine too (the kernels place,
+ * the consumer side is chunk.c's): chunk A given back twice, and again
+ * once B, two chunks on, holds A's ring slot, is refused with -ESTALE and
+ * changes nothing (returned stays; B still held until its own put). */
+static void gpu_engine_stale_put(vfgx_ctx *ctx)
+{
+	struct vfgx_chunk_stats before = { .argsz = sizeof(before) };
+	struct vfgx_chunk_stats after = { .argsz = sizeof(after) };
+	struct vfgx_chunk *c;
+	uint64_t a_index = 0, b_index = 0;
+	uint32_t a_slot = 0;
+	bool have_a = false, have_b = false;
+	struct run r;
+	int ret;
+
+	if (open_run(ctx, &r,
+		     "memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 8192}]\n"
+		     "interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 0, memory_region: r}]}\n"
+		     "    loopback: { packets: 1280, flows: 1 }\n"
+		     "pipeline:\n  device: gpu\n"
+		     "  chunks: { payload_bytes: 512, packets: 64, in_flight: 2, mem: gpu }\n"))
+		return;
+	CHECK(vfgx_pipeline_start(r.pl) == 0, "start");
+	while ((ret = vfgx_chunk_get(r.pl, 2000, &c)) != -ENODATA) {
+		if (ret) {
+			CHECK(0, "stale put (gpu engine): get: %d", ret);
+			break;
+		}
+		if (!have_a) {
+			have_a = true;
+			a_index = c->index;
+			a_slot = c->ring_slot;
+			CHECK(vfgx_chunk_put(r.pl, c->stream, a_index) == 0, "put A");
+			CHECK(vfgx_chunk_put(r.pl, 0, a_index) == -ESTALE,
+			      "a second put of A: %s", vfgx_last_error(ctx));
+			continue;
+		}
+		if (!have_b && c->ring_slot == a_slot) {
+			have_b = true;
+			b_index = c->index;
+			CHECK(vfgx_chunk_stats(r.pl, &before) == 0, "stats");
+			CHECK(vfgx_chunk_put(r.pl, 0, a_index) == -ESTALE &&
+			      strstr(vfgx_last_error(ctx), "which is not held"),
+			      "A's stale put while B holds its slot: %s", vfgx_last_error(ctx));
+			CHECK(vfgx_chunk_stats(r.pl, &after) == 0 && after.returned == before.returned,
+			      "the stale put counted as returned");
+			CHECK(vfgx_chunk_put(r.pl, 0, b_index) == 0, "put B: %s", vfgx_last_error(ctx));
+			CHECK(vfgx_chunk_put(r.pl, 0, b_index) == -ESTALE, "a second put of B");
+			continue;
+		}
+		CHECK(vfgx_chunk_put(r.pl, c->stream, c->index) == 0, "put");
+	}
+	vfgx_pipeline_stop(r.pl);
+	CHECK(have_a && have_b && b_index == a_index + 2,
+	      "stale put (gpu engine): chunks A %llu and B %llu in one slot",
+	      (unsigned long long)a_index, (unsigned long long)b_index);
+	printf("ok   gpu engine refuses a stale put: chunk %llu's put after chunk %llu took its slot\n",
+	       (unsigned long long)a_index, (unsigned long long)b_index);
+	close_run(&r);
+}
+
 /* The gpu engine's clock and its waits: a paced lossy stream whose
  * chunks close by timeout_ms (the feeder's tick items), and a consumer
  * that holds its first chunks while the GPU needs their slots (the
@@ -469,7 +531,7 @@ static void gpu_timeout_backpressure(vfgx_ctx *ctx)
 
 			nanosleep(&hold, NULL);
 		}
-		vfgx_chunk_put(r.pl, c);
+		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
 	vfgx_pipeline_stop(r.pl);
 	CHECK(vfgx_chunk_stats(r.pl, &cs) == 0, "stats");
@@ -560,6 +622,7 @@ int main(void)
 	stream_consumer(ctx, "cpu");
 	stream_consumer(ctx, "gpu");
 	gpu_host_refused(ctx);
+	gpu_engine_stale_put(ctx);
 	gpu_timeout_backpressure(ctx);
 	/* faults: loss, reorder, duplicates, corruption; chunks closed by
 	 * distance and by the ring; 3 streams, one without a ring */

@@ -8,7 +8,9 @@
  * the runner must hold it back (full comm list) and still account for
  * every packet.  Each GPU case runs with the queues polled on the
  * dispatcher's thread (rx_threads 1) and on a thread each (rx_threads 2:
- * items of both lanes interleaved on the comm list).  Exits 77 with the reason when no GPU is present. */
+ * items of both lanes interleaved on the comm list).  Frames in GPU
+ * memory for the cpu engine are refused at load and at create.  Exits 77
+ * with the reason when no GPU is present. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -96,6 +98,52 @@ out:
 	return ret;
 }
 
+/* Replay frames in GPU memory and the cpu engine (its workers segfaulted
+ * reading them): refused at config load, and by vfgx_pipeline_create for
+ * a program that opens the port itself and asks for the cpu engine, one
+ * line each, before anything runs. */
+static void gpu_frames_cpu_engine_refused(vfgx_ctx *ctx)
+{
+	char y[2048];
+	struct vfgx_config *cfg = NULL;
+	vfgx_port *port = NULL;
+	vfgx_pipeline *pl = NULL;
+	int ret;
+
+	snprintf(y, sizeof(y), yaml_fmt, "gpu", 64u, 64u, 1000u, 3u, "cpu", "false",
+		 "persistent", 1u);
+	ret = vfgx_config_load_string(ctx, y, strlen(y), "e2e.yaml", &cfg);
+	if (ret != -EINVAL || cfg ||
+	    !strstr(vfgx_last_error(ctx), "e2e.yaml: interface rp rx queue 0: memory_region r: GPU memory, which the cpu engine cannot read")) {
+		printf("FAIL gpu frames, device cpu, at load: %d: %s\n", ret, vfgx_last_error(ctx));
+		failures++;
+	}
+	vfgx_config_destroy(cfg);
+	cfg = NULL;
+	snprintf(y, sizeof(y), yaml_fmt, "gpu", 64u, 64u, 1000u, 3u, "gpu", "false",
+		 "persistent", 1u);
+	if (vfgx_config_load_string(ctx, y, strlen(y), "e2e.yaml", &cfg) ||
+	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)) {
+		printf("FAIL gpu frames: open: %s\n", vfgx_last_error(ctx));
+		failures++;
+		goto out;
+	}
+	cfg->pipeline.device = VFGX_DEVICE_CPU;
+	ret = vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
+	if (ret != -EINVAL || pl ||
+	    !strstr(vfgx_last_error(ctx), "rp rx queue 0: GPU memory, which the cpu engine cannot read") ||
+	    strchr(vfgx_last_error(ctx), '\n')) {
+		printf("FAIL gpu frames, cpu engine, at create: %d: %s\n", ret, vfgx_last_error(ctx));
+		failures++;
+	} else {
+		printf("ok   gpu frames refused by the cpu engine: %s\n", vfgx_last_error(ctx));
+	}
+out:
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
 #define CHECK(c, ...)                                                          \
 	do {                                                                   \
 		if (!(c)) {                                                    \
@@ -165,6 +213,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	printf("%s\n", desc);
+	gpu_frames_cpu_engine_refused(ctx);
 	for (int v = 0; v < 2; v++) {
 		struct outcome cpu;
 

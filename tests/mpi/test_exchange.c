@@ -4,6 +4,7 @@
  * on two ranks) are returned on every rank, naming the rank, without a
  * hang.  Rank 0 prints the result; exit 0 only when every rank passed. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +125,37 @@ static void test_bad_rank(vfgx_ctx *ctx)
 	vfgx_eba_peers_fini(&t);
 }
 
+/* One rank passes bad arguments (no peer table; then descriptors NULL with
+ * a count): it gets -EINVAL, the others -ECOMM naming it, nobody waits in
+ * a collective that rank skipped (before the fix they hung here). */
+static void test_bad_args(vfgx_ctx *ctx, bool no_table)
+{
+	struct vfgx_eba_peer_table t;
+	struct vfgx_eba_desc d;
+	char want[64];
+	int ret, bad = size - 1;
+
+	make_desc(rank, 0, &d);
+	CHECK(vfgx_eba_peers_init(&t, 64) == 0, "peers_init");
+	if (rank != bad)
+		ret = vfgx_eba_exchange_mpi(ctx, MPI_COMM_WORLD, &d, 1, &t, 1);
+	else if (no_table)
+		ret = vfgx_eba_exchange_mpi(ctx, MPI_COMM_WORLD, &d, 1, NULL, 1);
+	else
+		ret = vfgx_eba_exchange_mpi(ctx, MPI_COMM_WORLD, NULL, 3, &t, 1);
+	snprintf(want, sizeof(want), "rank %d could not publish", bad);
+	if (rank == bad)
+		CHECK(ret == -EINVAL && strstr(vfgx_last_error(ctx),
+					       no_table ? "no peer table" : "descriptors NULL"),
+		      "bad rank got %d (%s)", ret, vfgx_last_error(ctx));
+	else
+		CHECK(ret == -ECOMM && strstr(vfgx_last_error(ctx), want) &&
+			      strstr(vfgx_last_error(ctx), "Invalid argument"),
+		      "got %d (%s)", ret, vfgx_last_error(ctx));
+	CHECK(t.nb == 0, "peers entered despite the error");
+	vfgx_eba_peers_fini(&t);
+}
+
 static void test_same_node_id(vfgx_ctx *ctx)
 {
 	struct vfgx_eba_peer_table t;
@@ -175,6 +207,8 @@ int main(int argc, char **argv)
 	test_exchange(ctx);
 	test_presence(ctx);
 	test_bad_rank(ctx);
+	test_bad_args(ctx, true);
+	test_bad_args(ctx, false);
 	test_same_node_id(ctx);
 	test_table_full(ctx);
 	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import vfgx
-from conftest import BUILD, loopback
+from conftest import BUILD, ROOT, loopback
 
 
 def check_bytes(chunk):
@@ -134,9 +134,16 @@ def test_config_errors_match_vfgx_run(tmp_path):
     with pytest.raises(vfgx.ConfigError) as e:
         vfgx.Pipeline({"pipeline": {"chunks": {"mem": "hugepage"}}})
     assert "chunks live in host, pinned or gpu memory" in e.value.message
-    with pytest.raises(vfgx.ConfigError) as e:
-        vfgx.Pipeline(str(tmp_path / "missing.yaml"))
-    assert e.value.file.endswith("missing.yaml")
+    # a missing file and a directory: the same one line as vfgx run
+    for path in (tmp_path / "missing.yaml", tmp_path):
+        with pytest.raises(vfgx.ConfigError) as e:
+            vfgx.Pipeline(str(path))
+        assert e.value.file == str(path)
+        run = subprocess.run([os.path.join(BUILD, "src/cli/vfgx"), "run", str(path)],
+                             capture_output=True, text=True)
+        assert run.returncode == 2
+        assert run.stderr.strip() == "vfgx: " + e.value.message
+        assert "cannot open config: " in e.value.message
     with pytest.raises(TypeError):
         vfgx.Pipeline(42)
     with pytest.raises(ValueError, match="no pipeline.chunks"):
@@ -189,3 +196,81 @@ def test_numpy_consumer_example():
     run = subprocess.run([sys.executable, ex], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert ", 0 bad slots," in run.stdout
+
+
+def test_stop_before_start_refused():
+    """stop() before start() and start() after stop() raise one line; the
+    pipeline stays unstarted and can still be started (before, stop()
+    passed and start() then ran a pipeline whose get() ended at once)."""
+    p = vfgx.Pipeline(loopback(packets=2560, flows=1))
+    with pytest.raises(RuntimeError, match=r"stop\(\) before start\(\)"):
+        p.stop()
+    with p:
+        n = sum(1 for _ in p.chunks())
+    assert n == 20
+    with pytest.raises(RuntimeError, match=r"start\(\) after stop\(\); a pipeline runs once"):
+        p.start()
+
+
+def test_fork_child_refuses_and_exits():
+    """A child of fork() cannot use an inherited pipeline or chunk (one
+    RuntimeError line) and exits without hanging in the pipeline's teardown
+    (before: pthread_cond_destroy in vfgx_chunkset_destroy waited for the
+    parent's consumer threads, for ever); the parent goes on."""
+    code = textwrap.dedent("""
+        import os, sys, time, vfgx
+        cfg = sys.argv[1]
+        p = vfgx.Pipeline(cfg)
+        p.start()
+        c = p.get(5.0)
+        assert c is not None
+        # the worker fills the other slots and waits for this chunk's: a
+        # condition variable the child inherits with a waiter
+        time.sleep(0.5)
+        pid = os.fork()
+        if pid == 0:
+            errs = []
+            for use in (lambda: p.get(0), p.stats, lambda: c.index, c.release):
+                try:
+                    use()
+                    errs.append("used")
+                except RuntimeError as e:
+                    errs.append(str(e))
+            ok = all("inherited through fork()" in e and "\\n" not in e for e in errs)
+            print("child:", "ok" if ok else errs, flush=True)
+            # a normal exit: the pipeline and the chunk are torn down here
+            sys.exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        c.release()
+        n = 1 + sum(1 for _ in p.chunks())
+        p.stop()
+        print("parent:", n, flush=True)
+    """)
+    # a session of its own: a hung child is killed with its parent
+    proc = subprocess.Popen([sys.executable, "-c", code, loopback(packets=2560, flows=1)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail("the forked child or its parent hung (30 s)\n" + out + err)
+    assert proc.returncode == 0, out + err
+    assert "child: ok" in out and "parent: 20" in out, out + err
+
+
+def test_cupy_example_without_cupy(tmp_path):
+    """examples/python/cupy_spectrometer.py where CuPy cannot be imported
+    (blocked here, so the check also runs where CuPy is installed): one
+    line naming CuPy and exit 1, not a traceback."""
+    script = os.path.join(ROOT, "examples", "python", "cupy_spectrometer.py")
+    code = ("import runpy, sys; sys.modules['cupy'] = None; sys.argv = [sys.argv[1], sys.argv[2]]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code, script, str(tmp_path / "out.txt")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cupy_spectrometer: needs CuPy ("), r.stderr

@@ -3,7 +3,7 @@
  * by a header field (with its step), ring wrap, late, duplicate and
  * out-of-range records, a far jump, completion, close by distance, by
  * timeout and at the end, gaps, and a placer that stops while the consumer
- * holds its slot.  Then whole pipelines over a real loopback port with the
+ * holds its slot, and a stale put refused.  Then whole pipelines over a real loopback port with the
  * generator's faults: every byte of every slot checked against the
  * generator's pattern, masks against lengths, a consumer that holds every
  * chunk (backpressure, then progress), one that never returns them (stop
@@ -66,7 +66,7 @@ static struct vfgx_chunk *next_ready(struct vfgx_chunkset *cs)
 
 static void give_back(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
 {
-	vfgx_chunkset_put(cs, d);
+	vfgx_chunkset_put(cs, d->stream, d->index);
 }
 
 static bool bit(const struct vfgx_chunk *d, uint32_t i)
@@ -288,6 +288,55 @@ static void test_stopped_placer_drops(void **state)
 	vfgx_chunkset_destroy(cs);
 }
 
+/* A put names the exact chunk, not only its ring slot: consumer A gives
+ * chunk 0 back, B takes chunk 2 from the same slot, A's repeated put of
+ * chunk 0 is refused (-ESTALE) and leaves B's chunk held (before, it freed
+ * the slot and the placer refilled it under B). */
+static void test_stale_put(void **state)
+{
+	struct vfgx_chunkset *cs = make_set(2, 2, 1, 0, 0);
+	struct vfgx_chunk *a, *b1, *b2;
+
+	(void)state;
+	for (uint64_t s = 0; s < 2; s++)
+		assert_int_equal(put_rec(cs, 0, s, 1), VFGX_STAGE_PASS);
+	a = next_ready(cs);
+	assert_non_null(a);
+	assert_int_equal(a->index, 0);
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 0), 0);
+	/* the same put again: nothing held under that name */
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 0), -ESTALE);
+	for (uint64_t s = 2; s < 6; s++)
+		assert_int_equal(put_rec(cs, 0, s, 1), VFGX_STAGE_PASS);
+	b1 = next_ready(cs);
+	b2 = next_ready(cs);
+	assert_non_null(b1);
+	assert_non_null(b2);
+	assert_int_equal(b2->index, 2);
+	assert_int_equal(b2->ring_slot, 0);
+	assert_ptr_equal(b2, a); /* one descriptor per slot */
+	/* A's stale put: refused, one line, B's chunk still held */
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 0), -ESTALE);
+	assert_non_null(strstr(vfgx_last_error(ctx), "stream 0 chunk 0, which is not held"));
+	assert_int_equal(atomic_load(&cs->streams[0].state[0]), CHUNK_HELD);
+	assert_int_equal(cs->returned, 1);
+	assert_int_equal(atomic_load(&cs->returned_word[0]), 1);
+	/* an index ahead of what is held, and a stream without a ring */
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 4), -ESTALE);
+	assert_int_equal(vfgx_chunkset_put(cs, 1, 2), -EINVAL);
+	assert_int_equal(vfgx_chunkset_put(NULL, 0, 2), -ENOTSUP);
+	/* the slot stays B's: chunk 4 would need it, so a stopped placer
+	 * drops instead of writing under B */
+	vfgx_chunkset_stop(cs);
+	assert_int_equal(put_rec(cs, 0, 8, 1), VFGX_DROP_NOBUFS);
+	for (uint32_t i = 0; i < 2; i++)
+		check_slot_bytes(b2, i);
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 2), 0);
+	assert_int_equal(vfgx_chunkset_put(cs, 0, 1), 0);
+	assert_int_equal(cs->returned, 3);
+	vfgx_chunkset_destroy(cs);
+}
+
 static void test_bad_options(void **state)
 {
 	struct vfgx_chunk_config c;
@@ -392,7 +441,7 @@ static void *consume(void *arg)
 
 			nanosleep(&ts, NULL);
 		}
-		vfgx_chunk_put(r->pl, c);
+		vfgx_chunk_put(r->pl, c->stream, c->index);
 	}
 	return NULL;
 }
@@ -601,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_close_distance_timeout_end),
 		cmocka_unit_test(test_place_by_field),
 		cmocka_unit_test(test_stopped_placer_drops),
+		cmocka_unit_test(test_stale_put),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_pipeline_every_byte),
 		cmocka_unit_test(test_pipeline_loss_and_duplicates),

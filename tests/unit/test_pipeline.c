@@ -235,6 +235,9 @@ static void test_device_gpu_without_gpu(void **state)
 	assert_null(pl);
 	assert_non_null(strstr(vfgx_last_error(ctx), "pipeline.device: gpu, but "));
 	assert_non_null(strstr(vfgx_last_error(ctx), "(use device: cpu or auto)"));
+	/* the advice once (a build without CUDA said it twice: the probe's
+	 * "set pipeline.device: cpu" and then the same again) */
+	assert_null(strstr(strstr(vfgx_last_error(ctx), "device: cpu") + 1, "device: cpu"));
 	/* auto falls back to the cpu engine */
 	cfg->pipeline.device = VFGX_DEVICE_AUTO;
 	assert_int_equal(vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl), 0);
@@ -246,6 +249,57 @@ static void test_device_gpu_without_gpu(void **state)
 
 /* pipeline.gpu.rx_threads: 0 (auto) by default, a count up to 64, and a
  * file:line error past it, with or without a GPU here. */
+/* Rx memory an engine cannot read is refused at load, in one line, before
+ * any region is made (so also here, without a GPU): GPU memory for the cpu
+ * engine (its workers segfaulted reading replayed GPU frames), host
+ * buffers above the gpu engine's 2048-byte bounce slot (EMSGSIZE mid-run
+ * before).  auto and what each engine reads pass. */
+static void test_rx_memory_refused_at_load(void **state)
+{
+	static const char fmt[] =
+		"memory_regions:\n"
+		"  - { name: rx, kind: %s, buf_size: %u, num_bufs: 64 }\n"
+		"interfaces:\n"
+		"  - name: rp0\n"
+		"    backend: loopback\n"
+		"    rx: { queues: [ { id: 0, memory_region: rx }, { id: 1, memory_region: rx } ] }\n"
+		"    loopback: { packets: 1000, replay: true }\n"
+		"pipeline: { device: %s }\n";
+	static const struct {
+		const char *kind, *device;
+		unsigned buf_size;
+		const char *want; /* NULL: loads */
+	} cases[] = {
+		{ "gpu", "cpu", 512, "t.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read" },
+		{ "host", "gpu", 4096, "t.yaml: interface rp0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots" },
+		{ "hugepage", "gpu", 2049, "2049-byte buffers" },
+		{ "host", "gpu", 2048, NULL },
+		{ "pinned", "gpu", 9000, NULL },
+		{ "pinned", "cpu", 512, NULL },
+		{ "gpu", "auto", 512, NULL },
+		{ "host", "auto", 9000, NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vfgx_config *cfg = NULL;
+		char y[1024];
+		int ret;
+
+		snprintf(y, sizeof(y), fmt, cases[i].kind, cases[i].buf_size, cases[i].device);
+		ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg);
+		if (!cases[i].want) {
+			assert_int_equal(ret, 0);
+			vfgx_config_destroy(cfg);
+			continue;
+		}
+		assert_int_equal(ret, -EINVAL);
+		assert_null(cfg);
+		assert_non_null(strstr(vfgx_last_error(ctx), cases[i].want));
+		assert_null(strchr(vfgx_last_error(ctx), '\n'));
+	}
+}
+
 static void test_gpu_rx_threads_option(void **state)
 {
 	static const char *const y[] = {
@@ -501,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_observer_lifecycle),
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
+		cmocka_unit_test(test_rx_memory_refused_at_load),
 		cmocka_unit_test(test_gpu_rx_threads_option),
 		cmocka_unit_test(test_typed_options),
 		cmocka_unit_test(test_typed_socket),
