@@ -17,6 +17,7 @@
 #include <vfgx/metrics.h>
 
 #include "core/argsz.h"
+#include "core/numparse.h"
 #include "vfgx_build.h"
 
 struct vfgx_metrics {
@@ -370,10 +371,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 static int parse_listen(vfgx_ctx *ctx, const char *listen,
 			struct sockaddr_storage *ss, bool *v6)
 {
-	char host[64];
+	char host[64], err[VFGX_NUM_ERR_MAX];
 	const char *colon;
-	char *end;
-	unsigned long port;
+	uint64_t port;
 	size_t hl;
 
 	memset(ss, 0, sizeof(*ss));
@@ -397,10 +397,11 @@ static int parse_listen(vfgx_ctx *ctx, const char *listen,
 		memcpy(host, listen, hl);
 	}
 	host[hl] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port > 65535 || colon[1] == '-')
-		goto bad;
+	/* the project's number rules: "+80", " 80", "0080", "\n80" are not 80 */
+	if (vfgx_num_u64(colon + 1, 0, 65535, 0, &port, err, sizeof(err)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "metrics: '%s': port %s; expected ADDR:PORT (127.0.0.1:9464, [::1]:9464 or :9464)",
+				      listen, err);
 	*v6 = listen[0] == '[';
 	if (*v6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;

@@ -78,6 +78,15 @@ def one_line(args, want_rc, pattern, what):
 one_line(["--metrics", "localhost"], 2, r"expected ADDR:PORT", "--metrics localhost")
 one_line(["--metrics", "127.0.0.1:99999"], 2, r"expected ADDR:PORT", "--metrics port 99999")
 one_line([config("metrics: { listen: \"nonsense\" }\n")], 2, r"nonsense.*ADDR:PORT", "metrics.listen nonsense")
+# the port follows the project's number rules: a sign, a blank, a leading
+# zero or a newline before the digits is refused, in the config and on the
+# command line, with one line naming the value (never port 80)
+for bad, shown in (("+80", "+80"), (" 80", " 80"), ("0080", "0080"), ("\n80", "\\n80")):
+    one_line(["--metrics", "127.0.0.1:" + bad], 2, r"'127\.0\.0\.1:%s': port '%s' " % (re.escape(shown), re.escape(shown)),
+             "--metrics 127.0.0.1:%r" % bad)
+    one_line([config("metrics: { listen: %s }\n" % json.dumps("127.0.0.1:" + bad))], 2,
+             r"'127\.0\.0\.1:%s': port '%s' " % (re.escape(shown), re.escape(shown)),
+             "metrics.listen 127.0.0.1:%r" % bad)
 one_line([config("metrics: { port: 9464 }\n")], 2, r":\d+:\d+: metrics.*port", "metrics.port (unknown key)")
 busy = socket.socket()
 busy.bind(("127.0.0.1", 0))
