@@ -41,7 +41,8 @@ struct vfgx_socket_opts {
 	bool nodelay;                /* [true] TCP_NODELAY */
 	int8_t end_on_close;         /* [-1: client yes, server no] 0 or 1 */
 	uint32_t max_conns;          /* [64] TCP server: connections per rx queue, 1..4096 */
-	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection silent both ways this long; 0 never */
+	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection that sent no whole record
+				      * (and was sent no whole burst) this long; bytes alone do not count; 0 never */
 };
 
 void vfgx_socket_opts_default(struct vfgx_socket_opts *o);

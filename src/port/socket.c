@@ -604,7 +604,6 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 		}
 		got = recv(c->fd, c->stage, SK_STAGE, 0);
 		if (got > 0) {
-			c->last_ns = vfgx_now_ns();
 			c->s_len = (uint32_t)got;
 			c->short_read = got < SK_STAGE;
 			return 1;

@@ -36,7 +36,10 @@ struct sk_conn {
 	int fd;
 	uint32_t slot;     /* place in sk_queue.conns, fixed for its life */
 	uint32_t handle;   /* pkt.flow of its records: slot | generation */
-	uint64_t last_ns;  /* last byte received or sent (idle timeout) */
+	uint64_t last_ns;  /* accepted, last whole record received or burst
+			    * sent whole (idle timeout: bytes do not count) */
+	bool waiting;      /* header read, no buffer yet: the pool is empty
+			    * (not idle: ours) */
 	char peer[64];
 	/* receive: staged stream bytes and the record being assembled */
 	uint8_t *stage;

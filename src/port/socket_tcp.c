@@ -1,7 +1,11 @@
 /* socket_tcp.c - the socket backend's TCP connections and records: a
  * fixed slot per connection (its handle in pkt.flow names it until it
- * closes), accept with a connection limit, idle timeout, records parsed
- * from staged stream bytes, sends with partial-write tails. */
+ * closes), accept with a connection limit, records parsed from staged
+ * stream bytes, sends with partial-write tails.  A peer is judged by whole
+ * records, never by bytes: idle_timeout_ms closes a connection that
+ * delivered no whole record that long, so peers sending a byte now and
+ * then cannot keep the connection slots from the others
+ * (docs/security.md). */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -130,7 +134,7 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 				  err ? strerror(err) : "closed", c->hdr_got,
 				  VFGX_SOCKET_REC_HLEN);
 	} else if (err == ETIMEDOUT) {
-		vfgx_info(port->ctx, "%s: rx queue %u: peer %s idle for %u ms: closed (idle_timeout_ms)",
+		vfgx_info(port->ctx, "%s: rx queue %u: peer %s sent no whole record for %u ms: closed (idle_timeout_ms)",
 			  port->name, q, c->peer, sp->idle_ms);
 	} else if (err) {
 		vfgx_warn(port->ctx, "%s: rx queue %u: peer %s: %s", port->name,
@@ -188,8 +192,10 @@ static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
 	}
 }
 
-/* Close server connections that neither sent nor received for
- * idle_timeout_ms; checked a few times per timeout, not per call. */
+/* Close server connections that delivered no whole record (and were sent
+ * no whole burst) for idle_timeout_ms; bytes that trickle in do not count.
+ * A connection waiting for a buffer waits on us, not idles.  Checked a few
+ * times per timeout, not per call. */
 static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
 			      uint16_t q, uint64_t now)
 {
@@ -201,9 +207,7 @@ static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
 	for (uint32_t k = 0; k < sq->nb_conns;) {
 		struct sk_conn *c = sq->conns[sq->live[k]];
 
-		/* unparsed staged bytes: our backpressure, not the peer's
-		 * silence */
-		if (now >= c->last_ns + idle_ns && c->s_off == c->s_len) {
+		if (!c->waiting && now >= c->last_ns + idle_ns) {
 			sq->idle_closed++;
 			sk_tcp_drop_conn(port, q, c, ETIMEDOUT);
 			continue; /* live[k] now holds another slot */
@@ -229,9 +233,10 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 
 		if (c->in_rec && c->got == c->rec_len) {
 			c->in_rec = false;
+			c->last_ns = vfgx_now_ns(); /* a whole record: not idle */
 			if (c->cur) {
 				vfgx_sk_fill(&pkts[n++], q, c->cur, c->rec_len,
-					c->handle, vfgx_now_ns());
+					c->handle, c->last_ns);
 				sq->st.rx_packets++;
 				sq->st.rx_bytes += c->rec_len;
 				c->cur = NULL;
@@ -262,9 +267,11 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 					  sp->max_record);
 			} else if (vfgx_pool_alloc_bulk(pool, (void **)&c->cur, 1) < 0) {
 				/* backpressure: keep the header, retry later */
+				c->waiting = true;
 				*stalled = true;
 				break;
 			}
+			c->waiting = false;
 			c->hdr_got = 0;
 			c->in_rec = true;
 			avail = c->s_len - c->s_off;
@@ -284,7 +291,7 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
  * negative return -(n + 1): the connection closed, n packets kept. */
 static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			  struct sk_conn *c, struct vfgx_pkt *pkts,
-			  uint16_t max, uint64_t now)
+			  uint16_t max)
 {
 	uint16_t n = 0;
 	bool stalled;
@@ -309,7 +316,6 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			if (r > 0) {
 				c->got += (uint32_t)r;
 				c->s_off = c->s_len = 0;
-				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
@@ -326,7 +332,6 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			r = recv(c->fd, c->stage + c->s_len, want, MSG_DONTWAIT);
 			if (r > 0) {
 				c->s_len += (uint32_t)r;
-				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
@@ -350,7 +355,7 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	struct sk_queue *sq = &sp->q[q];
 	uint64_t now = vfgx_now_ns();
 	uint16_t n = 0;
-	uint32_t nb;
+	uint32_t nb, k;
 
 	if (sp->role == SK_SERVER) {
 		/* a newcomer waits at most SK_ACCEPT_NS (or one call after
@@ -362,10 +367,8 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 			sq->next_accept_ns = now + SK_ACCEPT_NS;
 			sk_tcp_accept(port, sp, q);
 		}
-		if (sp->idle_ms && now >= sq->next_idle_ns)
-			sk_tcp_idle_sweep(port, sp, q, now);
 	}
-	for (uint32_t k = 0; k < sq->nb_conns; k++) {
+	for (k = 0; k < sq->nb_conns; k++) {
 		struct sk_conn *c = sq->conns[sq->live[k]];
 
 		if (c->pend_off < c->pend_len)
@@ -374,19 +377,25 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	/* a close reorders live[]: walk a copy (no accept happens meanwhile,
 	 * so a slot emptied by a close stays empty) */
 	nb = sq->nb_conns;
-	for (uint32_t k = 0; k < nb; k++)
+	for (k = 0; k < nb; k++)
 		sq->scan[k] = sq->live[(sq->rr + k) % nb];
-	for (uint32_t k = 0; k < nb && n < max; k++) {
+	for (k = 0; k < nb && n < max; k++) {
 		struct sk_conn *c = sq->conns[sq->scan[k]];
 		int r;
 
 		if (!c)
 			continue;
-		r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n), now);
+		r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n));
 		/* negative: the connection closed, -r - 1 packets kept (they
 		 * keep its handle; a reply to them gets -ENOTCONN) */
 		n += (uint16_t)(r < 0 ? -r - 1 : r);
 	}
+	/* after every connection was read this call (or a second late, when
+	 * full bursts keep ending the round early): what waited in the kernel
+	 * while the application did not call counts for the peer */
+	if (sp->role == SK_SERVER && sp->idle_ms && now >= sq->next_idle_ns &&
+	    (k == nb || now >= sq->next_idle_ns + 1000000000ull))
+		sk_tcp_idle_sweep(port, sp, q, now);
 	if (sq->nb_conns)
 		sq->rr = (sq->rr + 1) % sq->nb_conns;
 	return n;
@@ -404,9 +413,9 @@ int vfgx_sk_tcp_flush(struct sk_conn *c)
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		c->pend_off += (size_t)r;
-		c->last_ns = vfgx_now_ns();
 	}
 	c->pend_off = c->pend_len = 0;
+	c->last_ns = vfgx_now_ns(); /* a burst went out whole */
 	return 1;
 }
 
@@ -509,9 +518,6 @@ int vfgx_sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		} else {
 			r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
-		if (r > 0)
-			c->last_ns = vfgx_now_ns();
-
 		if (r < 0) {
 			int err = errno;
 
@@ -534,6 +540,8 @@ int vfgx_sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		ret = sk_tcp_keep(c, iov, niov, (size_t)r);
 		if (ret)
 			return ret;
+		if (c->pend_len == 0)
+			c->last_ns = vfgx_now_ns(); /* the burst went out whole */
 		vfgx_sk_tcp_flush(c);
 	}
 	return done;

@@ -376,6 +376,109 @@ static void test_too_big_cut(void)
 	vfgx_config_destroy(cfg);
 }
 
+/* The next byte of a trickle: -1 once the server closed fd. */
+static int trickle(int fd, uint8_t b)
+{
+	uint8_t c;
+	ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+		return -1;
+	send(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return 0;
+}
+
+#define TR_IDLE 4
+
+/* Peers that send a byte every 200 ms and never a whole record (issue
+ * #43: 64 such connections held every slot at the default idle timeout):
+ * with max_conns 5 and idle_timeout_ms 1000, TR_IDLE of them inside a
+ * record above max_record are closed idle (bytes are not records), while
+ * a client that sends whole records stays and every record gets through;
+ * a newcomer then gets a slot. */
+static void test_trickle(void)
+{
+	const char *what = "tcp trickling peers";
+	struct vfgx_config *cfg = NULL;
+	struct vfgx_socket_info si = { 0 };
+	struct vfgx_pkt pk[64];
+	int idle[TR_IDLE], good = -1, late = -1, idle_seen = 0, r;
+	uint32_t sent = 0, got = 0;
+	uint8_t hdr[4];
+	uint64_t next_byte = 0, end;
+	vfgx_port *sp;
+
+	sp = tcp_server("max_conns: 5, idle_timeout_ms: 1000", &cfg);
+	if (!sp)
+		return;
+	for (int i = 0; i < TR_IDLE; i++)
+		idle[i] = -1;
+	for (int i = 0; i < TR_IDLE; i++) {
+		idle[i] = tcp_client(sk_port_of(sp));
+		if (idle[i] < 0)
+			goto out;
+		vfgx_wr32(hdr, 0x7fffffffu);
+		send(idle[i], hdr, 4, MSG_NOSIGNAL);
+		ms_sleep(3);
+		vfgx_port_rx_burst(sp, 0, pk, 64);
+	}
+	good = tcp_client(sk_port_of(sp));
+	if (good < 0)
+		goto out;
+	for (end = vfgx_now_ns() + 30ull * 1000000000ull; vfgx_now_ns() < end;) {
+		int n = vfgx_port_rx_burst(sp, 0, pk, 64);
+
+		CHECK(n >= 0, "%s: rx: %s", what, vfgx_last_error(ctx));
+		if (n < 0)
+			break;
+		for (int k = 0; k < n; k++)
+			got += pk[k].data[0] == 'G';
+		if (n > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)n);
+		if (vfgx_now_ns() >= next_byte) {
+			next_byte = vfgx_now_ns() + 200000000ull;
+			for (int i = 0; i < TR_IDLE; i++)
+				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
+					close(idle[i]);
+					idle[i] = -1;
+					idle_seen++;
+				}
+			send_record(good, 'G', 64);
+			sent++;
+		}
+		if (idle_seen == TR_IDLE && got >= 10 && got == sent)
+			break;
+		if (!n)
+			ms_sleep(2);
+	}
+	vfgx_socket_info(sp, &si);
+	printf("  %s: %llu closed idle, good client %u of %u records\n", what,
+	       (unsigned long long)si.idle_closed, got, sent);
+	CHECK(idle_seen == TR_IDLE && si.idle_closed == TR_IDLE,
+	      "%s: %d of %d peers trickling without a record saw the close; %llu closed idle",
+	      what, idle_seen, TR_IDLE, (unsigned long long)si.idle_closed);
+	CHECK(got == sent && got >= 10, "%s: the good client got %u of %u records through", what,
+	      got, sent);
+	CHECK(si.conns == 1, "%s: %u connections open at the end, want the good one", what, si.conns);
+	late = tcp_client(sk_port_of(sp));
+	if (late >= 0) {
+		send_record(late, 'L', 8);
+		r = rx_until(sp, pk, 0, 1);
+		CHECK(r == 1 && pk[0].data[0] == 'L', "%s: a newcomer's record not received", what);
+		if (r > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)r);
+		close(late);
+	}
+out:
+	for (int i = 0; i < TR_IDLE; i++)
+		if (idle[i] >= 0)
+			close(idle[i]);
+	if (good >= 0)
+		close(good);
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+}
+
 /* --- one stream over two workers ------------------------------------------ */
 
 #define SPLIT_N 20000
@@ -509,6 +612,7 @@ int main(void)
 	test_conn_limit();
 	test_accept_prompt();
 	test_too_big_cut();
+	test_trickle();
 	test_stream_split();
 	vfgx_ctx_destroy(ctx);
 	printf("%s (%d failures)\n", failures ? "FAILED" : "passed", failures);
