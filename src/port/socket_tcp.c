@@ -3,9 +3,10 @@
  * closes), accept with a connection limit, records parsed from staged
  * stream bytes, sends with partial-write tails.  A peer is judged by whole
  * records, never by bytes: idle_timeout_ms closes a connection that
- * delivered no whole record that long, so peers sending a byte now and
- * then cannot keep the connection slots from the others
- * (docs/security.md). */
+ * delivered no whole record that long, record_timeout_ms one whose record
+ * holds an rx buffer that long, and max_staged_records bounds the buffers
+ * records still arriving hold, so trickling peers cannot keep the pool or
+ * the connection slots from the others (docs/security.md). */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -90,8 +91,10 @@ void vfgx_sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c,
 		if (vfgx_sk_tcp_flush(c) < 0 || poll(&pfd, 1, 10) < 0)
 			break;
 	}
-	if (c->cur)
+	if (c->cur) {
 		vfgx_pool_free_bulk(port->rx_pools[q], (void **)&c->cur, 1);
+		((struct sk_priv *)port->priv)->q[q].staged--;
+	}
 	close(c->fd);
 	free(c->stage);
 	free(c->pend);
@@ -110,7 +113,7 @@ void vfgx_sk_tcp_tune(struct sk_priv *sp, int fd)
 
 /* Close connection c of queue q: its slot is free for a newcomer, whose
  * handle differs (sk_handle_new).  err 0: the peer closed; ETIMEDOUT:
- * idle_timeout_ms; otherwise a socket error. */
+ * idle_timeout_ms; ETIME: record_timeout_ms; otherwise a socket error. */
 static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 			     struct sk_conn *c, int err)
 {
@@ -119,7 +122,16 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 
 	/* a record already counted as too_big (being skipped, c->cur NULL)
 	 * is not counted again as truncated */
-	if ((c->in_rec && c->cur) || (!c->in_rec && c->hdr_got)) {
+	if (err == ETIME) {
+		sq->st.drops[VFGX_DROP_TRUNCATED]++;
+		/* one line at the 1st, 2nd, 4th ... such close: a flood of
+		 * slow peers must not flood the log */
+		if (!(sq->slow_closed & (sq->slow_closed - 1)))
+			vfgx_warn(port->ctx,
+				  "%s: rx queue %u: peer %s sent %u of a %u-byte record in %u ms: closed, record dropped (socket.record_timeout_ms); %llu closed so far",
+				  port->name, q, c->peer, c->got, c->rec_len,
+				  sp->record_ms, (unsigned long long)sq->slow_closed);
+	} else if ((c->in_rec && c->cur) || (!c->in_rec && c->hdr_got)) {
 		sq->st.drops[VFGX_DROP_TRUNCATED]++;
 		if (c->in_rec)
 			vfgx_warn(port->ctx,
@@ -193,24 +205,36 @@ static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
 }
 
 /* Close server connections that delivered no whole record (and were sent
- * no whole burst) for idle_timeout_ms; bytes that trickle in do not count.
- * A connection waiting for a buffer waits on us, not idles.  Checked a few
+ * no whole burst) for idle_timeout_ms, or whose record has held an rx
+ * buffer for record_timeout_ms; bytes that trickle in do not count.  A
+ * connection waiting for a buffer waits on us, not idles.  Checked a few
  * times per timeout, not per call. */
-static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
-			      uint16_t q, uint64_t now)
+static void sk_tcp_timeout_sweep(struct vfgx_port *port, struct sk_priv *sp,
+				 uint16_t q, uint64_t now)
 {
 	struct sk_queue *sq = &sp->q[q];
 	uint64_t idle_ns = (uint64_t)sp->idle_ms * 1000000ull;
+	uint64_t rec_ns = (uint64_t)sp->record_ms * 1000000ull;
+	uint64_t step = 100000000ull;
 
-	sq->next_idle_ns = now + (idle_ns / 4 < 100000000ull ? idle_ns / 4 :
-							       100000000ull);
+	if (idle_ns && idle_ns / 4 < step)
+		step = idle_ns / 4;
+	if (rec_ns && rec_ns / 4 < step)
+		step = rec_ns / 4;
+	sq->next_idle_ns = now + step;
 	for (uint32_t k = 0; k < sq->nb_conns;) {
 		struct sk_conn *c = sq->conns[sq->live[k]];
 
-		if (!c->waiting && now >= c->last_ns + idle_ns) {
+		if (rec_ns && c->cur) {
+			if (now >= c->rec_ns + rec_ns) {
+				sq->slow_closed++;
+				sk_tcp_drop_conn(port, q, c, ETIME);
+				continue; /* live[k] now holds another slot */
+			}
+		} else if (idle_ns && !c->waiting && now >= c->last_ns + idle_ns) {
 			sq->idle_closed++;
 			sk_tcp_drop_conn(port, q, c, ETIMEDOUT);
-			continue; /* live[k] now holds another slot */
+			continue;
 		}
 		k++;
 	}
@@ -239,6 +263,7 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 					c->handle, c->last_ns);
 				sq->st.rx_packets++;
 				sq->st.rx_bytes += c->rec_len;
+				sq->staged--;
 				c->cur = NULL;
 			}
 			continue;
@@ -265,11 +290,15 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 				vfgx_warn(port->ctx, "%s: rx queue %u: peer %s sent a %u-byte record, above max_record %u: skipped",
 					  port->name, q, c->peer, c->rec_len,
 					  sp->max_record);
-			} else if (vfgx_pool_alloc_bulk(pool, (void **)&c->cur, 1) < 0) {
+			} else if (sq->staged >= sq->max_staged ||
+				   vfgx_pool_alloc_bulk(pool, (void **)&c->cur, 1) < 0) {
 				/* backpressure: keep the header, retry later */
 				c->waiting = true;
 				*stalled = true;
 				break;
+			} else {
+				sq->staged++;
+				c->rec_ns = vfgx_now_ns();
 			}
 			c->waiting = false;
 			c->hdr_got = 0;
@@ -393,9 +422,10 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	/* after every connection was read this call (or a second late, when
 	 * full bursts keep ending the round early): what waited in the kernel
 	 * while the application did not call counts for the peer */
-	if (sp->role == SK_SERVER && sp->idle_ms && now >= sq->next_idle_ns &&
+	if (sp->role == SK_SERVER && (sp->idle_ms || sp->record_ms) &&
+	    now >= sq->next_idle_ns &&
 	    (k == nb || now >= sq->next_idle_ns + 1000000000ull))
-		sk_tcp_idle_sweep(port, sp, q, now);
+		sk_tcp_timeout_sweep(port, sp, q, now);
 	if (sq->nb_conns)
 		sq->rr = (sq->rr + 1) % sq->nb_conns;
 	return n;

@@ -396,9 +396,9 @@ static int trickle(int fd, uint8_t b)
  * record above max_record are closed idle (bytes are not records), while
  * a client that sends whole records stays and every record gets through;
  * a newcomer then gets a slot. */
-static void test_trickle(void)
+static void test_trickle_idle(void)
 {
-	const char *what = "tcp trickling peers";
+	const char *what = "tcp trickling peers, slots";
 	struct vfgx_config *cfg = NULL;
 	struct vfgx_socket_info si = { 0 };
 	struct vfgx_pkt pk[64];
@@ -473,6 +473,123 @@ out:
 	for (int i = 0; i < TR_IDLE; i++)
 		if (idle[i] >= 0)
 			close(idle[i]);
+	if (good >= 0)
+		close(good);
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+}
+
+#define TR_SLOW 32
+
+/* Peers that send a byte every 200 ms and never a whole record (issue
+ * #43): TR_IDLE inside a record above max_record (no buffer: the idle
+ * timeout closes them, bytes are not records) and TR_SLOW inside 1 MiB
+ * records (as many as the pool's 32 buffers: at most max_staged_records,
+ * half the pool, hold one at a time, and record_timeout_ms closes each).
+ * Meanwhile every record of a client that sends whole records gets
+ * through and that client stays. */
+static void test_trickle(void)
+{
+	const char *what = "tcp trickling peers";
+	struct vfgx_config *cfg = NULL;
+	struct vfgx_socket_info si = { 0 };
+	struct vfgx_socket_tcp_stats ts = { .argsz = sizeof(ts) };
+	struct vfgx_queue_stats qs;
+	struct vfgx_pkt pk[64];
+	int idle[TR_IDLE], slow[TR_SLOW], good = -1, idle_seen = 0, slow_seen = 0;
+	uint32_t min_avail = UINT32_MAX, sent = 0, got = 0;
+	uint8_t hdr[4];
+	uint64_t next_byte = 0, end;
+	vfgx_pool *pool;
+	vfgx_port *sp;
+
+	sp = tcp_server("max_record: 1048576, idle_timeout_ms: 1000, record_timeout_ms: 1000", &cfg);
+	if (!sp)
+		return;
+	pool = vfgx_port_rx_pool(sp, 0);
+	for (int i = 0; i < TR_IDLE + TR_SLOW; i++)
+		*(i < TR_IDLE ? &idle[i] : &slow[i - TR_IDLE]) = -1;
+	for (int i = 0; i < TR_IDLE + TR_SLOW; i++) {
+		int fd = tcp_client(sk_port_of(sp));
+
+		if (fd < 0)
+			goto out;
+		vfgx_wr32(hdr, i < TR_IDLE ? 0x7fffffffu : 1u << 20);
+		send(fd, hdr, 4, MSG_NOSIGNAL);
+		if (i < TR_IDLE)
+			idle[i] = fd;
+		else
+			slow[i - TR_IDLE] = fd;
+		ms_sleep(3); /* accepted and its header read before the next */
+		vfgx_port_rx_burst(sp, 0, pk, 64);
+	}
+	good = tcp_client(sk_port_of(sp));
+	if (good < 0)
+		goto out;
+	for (end = vfgx_now_ns() + 30ull * 1000000000ull; vfgx_now_ns() < end;) {
+		int n = vfgx_port_rx_burst(sp, 0, pk, 64);
+		uint32_t avail = vfgx_pool_available(pool) + (uint32_t)(n > 0 ? n : 0);
+
+		CHECK(n >= 0, "%s: rx: %s", what, vfgx_last_error(ctx));
+		if (n < 0)
+			break;
+		/* buffers free apart from the records just handed to us */
+		if (avail < min_avail)
+			min_avail = avail;
+		for (int k = 0; k < n; k++)
+			got += pk[k].data[0] == 'G';
+		if (n > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)n);
+		if (vfgx_now_ns() >= next_byte) {
+			next_byte = vfgx_now_ns() + 200000000ull;
+			for (int i = 0; i < TR_IDLE; i++)
+				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
+					close(idle[i]);
+					idle[i] = -1;
+					idle_seen++;
+				}
+			for (int i = 0; i < TR_SLOW; i++)
+				if (slow[i] >= 0 && trickle(slow[i], 's') < 0) {
+					close(slow[i]);
+					slow[i] = -1;
+					slow_seen++;
+				}
+			send_record(good, 'G', 64);
+			sent++;
+		}
+		vfgx_socket_info(sp, &si);
+		if (idle_seen == TR_IDLE && slow_seen == TR_SLOW && got >= 10 && got == sent)
+			break;
+		if (!n)
+			ms_sleep(2);
+	}
+	vfgx_socket_info(sp, &si);
+	CHECK(vfgx_socket_tcp_stats(sp, &ts) == 0, "%s: vfgx_socket_tcp_stats", what);
+	vfgx_port_stats(sp, 0, &qs);
+	printf("  %s: %llu closed idle, %llu closed slow, good client %u of %u records, at least %u of 32 buffers free\n",
+	       what, (unsigned long long)si.idle_closed, (unsigned long long)ts.slow_closed, got, sent,
+	       min_avail);
+	CHECK(idle_seen == TR_IDLE && si.idle_closed == TR_IDLE,
+	      "%s: %d of %d peers trickling without a record saw the close; %llu closed idle",
+	      what, idle_seen, TR_IDLE, (unsigned long long)si.idle_closed);
+	CHECK(slow_seen == TR_SLOW && ts.slow_closed == TR_SLOW,
+	      "%s: %d of %d peers trickling a record saw the close; %llu closed by record_timeout_ms",
+	      what, slow_seen, TR_SLOW, (unsigned long long)ts.slow_closed);
+	CHECK(qs.drops[VFGX_DROP_TRUNCATED] == TR_SLOW,
+	      "%s: %llu records counted truncated, want %d", what,
+	      (unsigned long long)qs.drops[VFGX_DROP_TRUNCATED], TR_SLOW);
+	CHECK(got == sent && got >= 10, "%s: the good client got %u of %u records through", what,
+	      got, sent);
+	CHECK(si.conns == 1, "%s: %u connections open at the end, want the good one", what, si.conns);
+	CHECK(min_avail >= 16, "%s: only %u of 32 buffers were free at one point; records still arriving may hold at most 16 (max_staged_records: half the pool)",
+	      what, min_avail);
+out:
+	for (int i = 0; i < TR_IDLE; i++)
+		if (idle[i] >= 0)
+			close(idle[i]);
+	for (int i = 0; i < TR_SLOW; i++)
+		if (slow[i] >= 0)
+			close(slow[i]);
 	if (good >= 0)
 		close(good);
 	vfgx_port_close(sp);
@@ -612,6 +729,7 @@ int main(void)
 	test_conn_limit();
 	test_accept_prompt();
 	test_too_big_cut();
+	test_trickle_idle();
 	test_trickle();
 	test_stream_split();
 	vfgx_ctx_destroy(ctx);
