@@ -496,13 +496,22 @@ static void test_trickle(void)
 	struct vfgx_socket_tcp_stats ts = { .argsz = sizeof(ts) };
 	struct vfgx_queue_stats qs;
 	struct vfgx_pkt pk[64];
-	int idle[TR_IDLE], slow[TR_SLOW], good = -1, idle_seen = 0, slow_seen = 0;
+	int idle[TR_IDLE], slow[TR_SLOW], good = -1, idle_seen = 0, slow_seen = 0, n_err = 0;
 	uint32_t min_avail = UINT32_MAX, sent = 0, got = 0;
 	uint8_t hdr[4];
 	uint64_t next_byte = 0, end;
 	vfgx_pool *pool;
 	vfgx_port *sp;
 
+	/* a budget above the pool: one line naming the key and the fix */
+	sp = sk_open_port(ctx, "interfaces:\n  - backend: socket\n    address: tcp://127.0.0.1:0\n"
+			  "    socket: {num_bufs: 8, max_staged_records: 9}\n", 1, 1, &cfg, &n_err);
+	CHECK(!sp && n_err == -EINVAL && strstr(vfgx_last_error(ctx), "max_staged_records 9") &&
+	      strstr(vfgx_last_error(ctx), "8 rx buffers") && !strchr(vfgx_last_error(ctx), '\n'),
+	      "%s: max_staged_records above the pool: %d, %s", what, n_err, vfgx_last_error(ctx));
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+	cfg = NULL;
 	sp = tcp_server("max_record: 1048576, idle_timeout_ms: 1000, record_timeout_ms: 1000", &cfg);
 	if (!sp)
 		return;
