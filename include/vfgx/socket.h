@@ -41,7 +41,12 @@ struct vfgx_socket_opts {
 	bool nodelay;                /* [true] TCP_NODELAY */
 	int8_t end_on_close;         /* [-1: client yes, server no] 0 or 1 */
 	uint32_t max_conns;          /* [64] TCP server: connections per rx queue, 1..4096 */
-	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection silent both ways this long; 0 never */
+	uint32_t idle_timeout_ms;    /* [60000] TCP server: close a connection that sent no whole record
+				      * (and was sent no whole burst) this long; bytes alone do not count; 0 never */
+	uint32_t record_timeout_ms;  /* [10000] TCP server: close a connection whose record does not arrive
+				      * whole this long after it got its rx buffer; 0 never */
+	uint32_t max_staged_records; /* [0: half the rx pool's buffers] TCP server: records still
+				      * arriving that may hold an rx buffer at once, per rx queue */
 };
 
 void vfgx_socket_opts_default(struct vfgx_socket_opts *o);
@@ -69,6 +74,22 @@ struct vfgx_socket_info {
 
 /* -EINVAL when port is not a socket-backend port. */
 int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info);
+
+/* TCP counters added after vfgx_socket_info's layout was fixed (the ABI):
+ * set argsz = sizeof(struct vfgx_socket_tcp_stats) before the call; an
+ * older or newer struct gets the fields both know (the rest zero). */
+struct vfgx_socket_tcp_stats {
+	uint32_t argsz;
+	uint32_t staged;       /* rx buffers held now by records still arriving
+				* (all queues; each queue at most max_staged_records) */
+	uint64_t slow_closed;  /* TCP server: connections closed by
+				* record_timeout_ms (a record held a buffer
+				* that long; the record counted as truncated) */
+};
+
+/* 0, or -EINVAL when port is not a socket-backend port or argsz is below
+ * two words. */
+int vfgx_socket_tcp_stats(vfgx_port *port, struct vfgx_socket_tcp_stats *st);
 
 /* Sleep until rx queue q has something to read (a datagram, a connection,
  * stream bytes) or timeout_ms passes (-1: no limit): 1 ready, 0 timed out,

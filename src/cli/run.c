@@ -142,14 +142,17 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		}
 	}
 	for (uint16_t i = 0; i < nb_ports; i++) {
+		struct vfgx_socket_tcp_stats ts = { .argsz = sizeof(ts) };
 		struct vfgx_socket_info si;
 
-		if (vfgx_socket_info(ports[i], &si) || !si.tcp)
+		if (vfgx_socket_info(ports[i], &si) || !si.tcp ||
+		    vfgx_socket_tcp_stats(ports[i], &ts))
 			continue;
 		printf("port %s (socket) connections: %u open, %u closed, %" PRIu64
-		       " refused (max_conns), %" PRIu64 " closed idle\n",
+		       " refused (max_conns), %" PRIu64 " closed idle, %" PRIu64
+		       " closed slow (record_timeout_ms)\n",
 		       vfgx_port_name(ports[i]), si.conns, si.closed, si.refused,
-		       si.idle_closed);
+		       si.idle_closed, ts.slow_closed);
 		refused += si.refused;
 	}
 	src.known = src.known && any_known;

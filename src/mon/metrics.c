@@ -11,16 +11,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
 #include <vfgx/metrics.h>
 
 #include "core/argsz.h"
+#include "core/numparse.h"
 #include "vfgx_build.h"
+
+/* A peer that sends its request a byte at a time could hold a slot for
+ * ever (libmicrohttpd's idle timeout restarts at every byte): each
+ * connection must have its request answered within METRICS_REQUEST_S of
+ * its start or of its previous answer, or it is shut down; one source
+ * address holds at most METRICS_PER_SOURCE of the METRICS_MAX_CONNS
+ * connections (docs/security.md). */
+#define METRICS_MAX_CONNS 64u
+#define METRICS_PER_SOURCE 8u
+#define METRICS_IDLE_S 10u
+#define METRICS_REQUEST_S 5u
+#define METRICS_SWEEP_MS 250
+
+struct metrics_conn {
+	int fd;            /* -1: a free entry */
+	bool shut;         /* shut down by the deadline, not yet closed */
+	uint64_t since_ns; /* connection start or its last answer */
+};
 
 struct vfgx_metrics {
 	struct MHD_Daemon *daemon;
+	/* the request deadline: entries made and freed by libmicrohttpd's
+	 * thread (notify_conn, before it closes the socket), read by the
+	 * sweeper, all under conns_lock, so a shut-down fd is always ours */
+	pthread_mutex_t conns_lock;
+	pthread_cond_t stop_cond;
+	bool stopping;
+	pthread_t sweeper;
+	struct metrics_conn conns[METRICS_MAX_CONNS];
+	_Atomic uint64_t deadline_closed;
 	uint16_t port;
 	pthread_mutex_t lock;
 	bool published;
@@ -361,19 +390,108 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	else
 		format_info(f, m->snap.program, false, false);
 	pthread_mutex_unlock(&m->lock);
+	help_type(f, "vfgx_metrics_deadline_closed_total", "counter",
+		  "Connections to this endpoint shut down: no request answered within 5 s of their start or last answer.");
+	fprintf(f, "vfgx_metrics_deadline_closed_total %" PRIu64 "\n",
+		atomic_load(&m->deadline_closed));
 	fclose(f);
 	atomic_fetch_add(&m->scrapes, 1);
 	return reply(conn, MHD_HTTP_OK, body, len,
 		     "text/plain; version=0.0.4; charset=utf-8");
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void notify_conn(void *cls, struct MHD_Connection *conn,
+			void **socket_context, enum MHD_ConnectionNotificationCode code)
+{
+	struct vfgx_metrics *m = cls;
+	struct metrics_conn *mc = *socket_context;
+
+	pthread_mutex_lock(&m->conns_lock);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* never more than METRICS_MAX_CONNS (the daemon's limit) */
+		for (unsigned i = 0; ci && i < METRICS_MAX_CONNS; i++) {
+			if (m->conns[i].fd < 0) {
+				m->conns[i] = (struct metrics_conn){
+					.fd = ci->connect_fd, .since_ns = mono_ns()
+				};
+				*socket_context = &m->conns[i];
+				break;
+			}
+		}
+	} else if (mc) {
+		mc->fd = -1;
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&m->conns_lock);
+}
+
+/* An answered request restarts the connection's deadline (keep-alive). */
+static void request_done(void *cls, struct MHD_Connection *conn, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct vfgx_metrics *m = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct metrics_conn *mc = ci ? ci->socket_context : NULL;
+
+	(void)req_cls;
+	(void)toe;
+	pthread_mutex_lock(&m->conns_lock);
+	if (mc && mc->fd >= 0)
+		mc->since_ns = mono_ns();
+	pthread_mutex_unlock(&m->conns_lock);
+}
+
+/* Shut down connections past their deadline; libmicrohttpd's thread sees
+ * the end of the stream and closes them as it closes any other. */
+static void *sweep_conns(void *arg)
+{
+	struct vfgx_metrics *m = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&m->conns_lock);
+	while (!m->stopping) {
+		uint64_t now = mono_ns();
+
+		for (unsigned i = 0; i < METRICS_MAX_CONNS; i++) {
+			struct metrics_conn *mc = &m->conns[i];
+
+			if (mc->fd < 0 || mc->shut ||
+			    now - mc->since_ns < METRICS_REQUEST_S * 1000000000ull)
+				continue;
+			shutdown(mc->fd, SHUT_RDWR);
+			mc->shut = true;
+			atomic_fetch_add(&m->deadline_closed, 1);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += METRICS_SWEEP_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&m->stop_cond, &m->conns_lock, &until);
+	}
+	pthread_mutex_unlock(&m->conns_lock);
+	return NULL;
+}
+
 static int parse_listen(vfgx_ctx *ctx, const char *listen,
 			struct sockaddr_storage *ss, bool *v6)
 {
-	char host[64];
+	char host[64], err[VFGX_NUM_ERR_MAX];
 	const char *colon;
-	char *end;
-	unsigned long port;
+	uint64_t port;
 	size_t hl;
 
 	memset(ss, 0, sizeof(*ss));
@@ -397,10 +515,11 @@ static int parse_listen(vfgx_ctx *ctx, const char *listen,
 		memcpy(host, listen, hl);
 	}
 	host[hl] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || errno || port > 65535 || colon[1] == '-')
-		goto bad;
+	/* the project's number rules: "+80", " 80", "0080", "\n80" are not 80 */
+	if (vfgx_num_u64(colon + 1, 0, 65535, 0, &port, err, sizeof(err)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "metrics: '%s': port %s; expected ADDR:PORT (127.0.0.1:9464, [::1]:9464 or :9464)",
+				      listen, err);
 	*v6 = listen[0] == '[';
 	if (*v6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
@@ -443,25 +562,41 @@ int vfgx_metrics_start(vfgx_ctx *ctx, const char *listen, vfgx_metrics **out)
 	if (!m)
 		return vfgx_set_error(ctx, -ENOMEM, "metrics: out of memory");
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->conns_lock, NULL);
+	pthread_cond_init(&m->stop_cond, NULL);
+	for (unsigned i = 0; i < METRICS_MAX_CONNS; i++)
+		m->conns[i].fd = -1;
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	/* port argument is ignored when MHD_OPTION_SOCK_ADDR is given */
 	m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     MHD_OPTION_CONNECTION_LIMIT, 16u,
-				     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				     MHD_OPTION_CONNECTION_LIMIT, METRICS_MAX_CONNS,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, METRICS_PER_SOURCE,
+				     MHD_OPTION_CONNECTION_TIMEOUT, METRICS_IDLE_S,
+				     MHD_OPTION_NOTIFY_CONNECTION, notify_conn, m,
+				     MHD_OPTION_NOTIFY_COMPLETED, request_done, m,
 				     MHD_OPTION_END);
 	if (!m->daemon) {
 		ret = errno ? -errno : -EADDRINUSE;
-		pthread_mutex_destroy(&m->lock);
-		free(m);
-		return vfgx_set_error(ctx, ret, "metrics: cannot serve on %s: %s",
-				      listen, strerror(-ret));
+		goto err_free;
+	}
+	ret = -pthread_create(&m->sweeper, NULL, sweep_conns, m);
+	if (ret) {
+		MHD_stop_daemon(m->daemon);
+		goto err_free;
 	}
 	info = MHD_get_daemon_info(m->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	m->port = info ? info->port : 0;
 	*out = m;
 	return 0;
+err_free:
+	pthread_cond_destroy(&m->stop_cond);
+	pthread_mutex_destroy(&m->conns_lock);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	return vfgx_set_error(ctx, ret, "metrics: cannot serve on %s: %s", listen,
+			      strerror(-ret));
 }
 
 uint16_t vfgx_metrics_port(const vfgx_metrics *m)
@@ -537,7 +672,14 @@ void vfgx_metrics_stop(vfgx_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->daemon);
+	pthread_mutex_lock(&m->conns_lock);
+	m->stopping = true;
+	pthread_cond_signal(&m->stop_cond);
+	pthread_mutex_unlock(&m->conns_lock);
+	pthread_join(m->sweeper, NULL);
+	MHD_stop_daemon(m->daemon); /* closes the rest: notify_conn */
+	pthread_cond_destroy(&m->stop_cond);
+	pthread_mutex_destroy(&m->conns_lock);
 	pthread_mutex_destroy(&m->lock);
 	for (uint32_t i = 0; i < m->queues_cap; i++) {
 		free((char *)m->queues[i].port);

@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/argsz.h"
 #include "core/numparse.h"
 #include "core/opts.h"
 #include "socket_priv.h"
@@ -105,6 +106,8 @@ static const struct vfgx_opt sk_opts[] = {
 	SK_OPT(U32, connect_timeout_ms, 5000, 1, 600000),
 	SK_OPT(U32, max_conns, 64, 1, SK_MAX_CONNS),
 	SK_OPT(U32, idle_timeout_ms, 60000, 0, 86400000),
+	SK_OPT(U32, record_timeout_ms, 10000, 0, 86400000),
+	SK_OPT(U32, max_staged_records, 0, 0, 1u << 20),
 };
 #define SK_NOPTS (sizeof(sk_opts) / sizeof(sk_opts[0]))
 
@@ -149,6 +152,8 @@ static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
 	sp->connect_ms = o.connect_timeout_ms;
 	sp->max_conns = sp->role == SK_CLIENT ? 1 : o.max_conns;
 	sp->idle_ms = o.idle_timeout_ms;
+	sp->record_ms = o.record_timeout_ms;
+	sp->max_staged = o.max_staged_records;
 	while ((1u << sp->slot_bits) < sp->max_conns)
 		sp->slot_bits++;
 	if (!uri[0])
@@ -424,6 +429,20 @@ static int sk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 					     vfgx_pool_buf_size(port->rx_pools[q]));
 			goto err;
 		}
+		/* records still arriving leave the other half of the pool to
+		 * records the application holds and to newcomers */
+		sq->max_staged = sp->max_staged ? sp->max_staged :
+			vfgx_pool_available(port->rx_pools[q]) / 2;
+		if (!sq->max_staged)
+			sq->max_staged = 1;
+		if (sp->proto == SK_TCP &&
+		    sq->max_staged > vfgx_pool_available(port->rx_pools[q])) {
+			ret = vfgx_set_error(port->ctx, -EINVAL,
+					     "%s: socket.max_staged_records %u exceeds queue %u's %u rx buffers (lower it, or raise num_bufs)",
+					     port->name, sp->max_staged, q,
+					     vfgx_pool_available(port->rx_pools[q]));
+			goto err;
+		}
 		sq->cmsg = calloc(SK_MAX_MSGS, SK_CMSG);
 		sq->pfd = calloc(sp->proto == SK_TCP ? sp->max_conns + 1 : 1,
 				 sizeof(*sq->pfd));
@@ -604,7 +623,6 @@ int vfgx_socket_wait(vfgx_port *port, uint16_t q, int timeout_ms)
 		}
 		got = recv(c->fd, c->stage, SK_STAGE, 0);
 		if (got > 0) {
-			c->last_ns = vfgx_now_ns();
 			c->s_len = (uint32_t)got;
 			c->short_read = got < SK_STAGE;
 			return 1;
@@ -678,6 +696,21 @@ int vfgx_socket_info(vfgx_port *port, struct vfgx_socket_info *info)
 		info->gso_sent += sp->q[q].gso_sent;
 	}
 	return 0;
+}
+
+int vfgx_socket_tcp_stats(vfgx_port *port, struct vfgx_socket_tcp_stats *st)
+{
+	struct vfgx_socket_tcp_stats ours = { .argsz = sizeof(ours) };
+	struct sk_priv *sp;
+
+	if (!port || !st || port->ops != &vfgx_socket_ops)
+		return -EINVAL;
+	sp = port->priv;
+	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++) {
+		ours.staged += sp->q[q].staged;
+		ours.slow_closed += sp->q[q].slow_closed;
+	}
+	return vfgx_argsz_fill(st, &ours, sizeof(ours));
 }
 
 const struct vfgx_port_ops vfgx_socket_ops = {

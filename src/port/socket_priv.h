@@ -36,7 +36,11 @@ struct sk_conn {
 	int fd;
 	uint32_t slot;     /* place in sk_queue.conns, fixed for its life */
 	uint32_t handle;   /* pkt.flow of its records: slot | generation */
-	uint64_t last_ns;  /* last byte received or sent (idle timeout) */
+	uint64_t last_ns;  /* accepted, last whole record received or burst
+			    * sent whole (idle timeout: bytes do not count) */
+	uint64_t rec_ns;   /* the record in cur got its buffer (record_timeout) */
+	bool waiting;      /* header read, no buffer yet: the pool is empty or
+			    * max_staged_records hold one (not idle: ours) */
 	char peer[64];
 	/* receive: staged stream bytes and the record being assembled */
 	uint8_t *stage;
@@ -71,6 +75,9 @@ struct sk_queue {
 	bool had_conn;
 	uint64_t refused;       /* connections closed at once: max_conns reached */
 	uint64_t idle_closed;   /* connections closed by idle_timeout_ms */
+	uint64_t slow_closed;   /* connections closed by record_timeout_ms */
+	uint32_t staged;        /* pool buffers held by records still arriving */
+	uint32_t max_staged;    /* max_staged_records, resolved at open */
 	bool own_pool;
 	/* UDP rx */
 	struct mmsghdr msgs[SK_MAX_MSGS];
@@ -101,7 +108,7 @@ struct sk_priv {
 	char uri[VFGX_ADDR_MAX];
 	uint32_t rcvbuf, sndbuf, got_rcvbuf, got_sndbuf;
 	uint32_t max_record, buf_size, num_bufs, connect_ms;
-	uint32_t max_conns, idle_ms;
+	uint32_t max_conns, idle_ms, record_ms, max_staged;
 	uint32_t slot_bits;     /* low bits of a connection handle: its slot */
 	_Atomic uint32_t next_gen; /* port-wide: no handle names two queues */
 	bool gro, gso, nodelay, end_on_close;

@@ -1,7 +1,12 @@
 /* socket_tcp.c - the socket backend's TCP connections and records: a
  * fixed slot per connection (its handle in pkt.flow names it until it
- * closes), accept with a connection limit, idle timeout, records parsed
- * from staged stream bytes, sends with partial-write tails. */
+ * closes), accept with a connection limit, records parsed from staged
+ * stream bytes, sends with partial-write tails.  A peer is judged by whole
+ * records, never by bytes: idle_timeout_ms closes a connection that
+ * delivered no whole record that long, record_timeout_ms one whose record
+ * holds an rx buffer that long, and max_staged_records bounds the buffers
+ * records still arriving hold, so trickling peers cannot keep the pool or
+ * the connection slots from the others (docs/security.md). */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -86,8 +91,10 @@ void vfgx_sk_conn_free(struct vfgx_port *port, uint16_t q, struct sk_conn *c,
 		if (vfgx_sk_tcp_flush(c) < 0 || poll(&pfd, 1, 10) < 0)
 			break;
 	}
-	if (c->cur)
+	if (c->cur) {
 		vfgx_pool_free_bulk(port->rx_pools[q], (void **)&c->cur, 1);
+		((struct sk_priv *)port->priv)->q[q].staged--;
+	}
 	close(c->fd);
 	free(c->stage);
 	free(c->pend);
@@ -106,7 +113,7 @@ void vfgx_sk_tcp_tune(struct sk_priv *sp, int fd)
 
 /* Close connection c of queue q: its slot is free for a newcomer, whose
  * handle differs (sk_handle_new).  err 0: the peer closed; ETIMEDOUT:
- * idle_timeout_ms; otherwise a socket error. */
+ * idle_timeout_ms; ETIME: record_timeout_ms; otherwise a socket error. */
 static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 			     struct sk_conn *c, int err)
 {
@@ -115,7 +122,16 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 
 	/* a record already counted as too_big (being skipped, c->cur NULL)
 	 * is not counted again as truncated */
-	if ((c->in_rec && c->cur) || (!c->in_rec && c->hdr_got)) {
+	if (err == ETIME) {
+		sq->st.drops[VFGX_DROP_TRUNCATED]++;
+		/* one line at the 1st, 2nd, 4th ... such close: a flood of
+		 * slow peers must not flood the log */
+		if (!(sq->slow_closed & (sq->slow_closed - 1)))
+			vfgx_warn(port->ctx,
+				  "%s: rx queue %u: peer %s sent %u of a %u-byte record in %u ms: closed, record dropped (socket.record_timeout_ms); %llu closed so far",
+				  port->name, q, c->peer, c->got, c->rec_len,
+				  sp->record_ms, (unsigned long long)sq->slow_closed);
+	} else if ((c->in_rec && c->cur) || (!c->in_rec && c->hdr_got)) {
 		sq->st.drops[VFGX_DROP_TRUNCATED]++;
 		if (c->in_rec)
 			vfgx_warn(port->ctx,
@@ -130,7 +146,7 @@ static void sk_tcp_drop_conn(struct vfgx_port *port, uint16_t q,
 				  err ? strerror(err) : "closed", c->hdr_got,
 				  VFGX_SOCKET_REC_HLEN);
 	} else if (err == ETIMEDOUT) {
-		vfgx_info(port->ctx, "%s: rx queue %u: peer %s idle for %u ms: closed (idle_timeout_ms)",
+		vfgx_info(port->ctx, "%s: rx queue %u: peer %s sent no whole record for %u ms: closed (idle_timeout_ms)",
 			  port->name, q, c->peer, sp->idle_ms);
 	} else if (err) {
 		vfgx_warn(port->ctx, "%s: rx queue %u: peer %s: %s", port->name,
@@ -188,25 +204,37 @@ static void sk_tcp_accept(struct vfgx_port *port, struct sk_priv *sp,
 	}
 }
 
-/* Close server connections that neither sent nor received for
- * idle_timeout_ms; checked a few times per timeout, not per call. */
-static void sk_tcp_idle_sweep(struct vfgx_port *port, struct sk_priv *sp,
-			      uint16_t q, uint64_t now)
+/* Close server connections that delivered no whole record (and were sent
+ * no whole burst) for idle_timeout_ms, or whose record has held an rx
+ * buffer for record_timeout_ms; bytes that trickle in do not count.  A
+ * connection waiting for a buffer waits on us, not idles.  Checked a few
+ * times per timeout, not per call. */
+static void sk_tcp_timeout_sweep(struct vfgx_port *port, struct sk_priv *sp,
+				 uint16_t q, uint64_t now)
 {
 	struct sk_queue *sq = &sp->q[q];
 	uint64_t idle_ns = (uint64_t)sp->idle_ms * 1000000ull;
+	uint64_t rec_ns = (uint64_t)sp->record_ms * 1000000ull;
+	uint64_t step = 100000000ull;
 
-	sq->next_idle_ns = now + (idle_ns / 4 < 100000000ull ? idle_ns / 4 :
-							       100000000ull);
+	if (idle_ns && idle_ns / 4 < step)
+		step = idle_ns / 4;
+	if (rec_ns && rec_ns / 4 < step)
+		step = rec_ns / 4;
+	sq->next_idle_ns = now + step;
 	for (uint32_t k = 0; k < sq->nb_conns;) {
 		struct sk_conn *c = sq->conns[sq->live[k]];
 
-		/* unparsed staged bytes: our backpressure, not the peer's
-		 * silence */
-		if (now >= c->last_ns + idle_ns && c->s_off == c->s_len) {
+		if (rec_ns && c->cur) {
+			if (now >= c->rec_ns + rec_ns) {
+				sq->slow_closed++;
+				sk_tcp_drop_conn(port, q, c, ETIME);
+				continue; /* live[k] now holds another slot */
+			}
+		} else if (idle_ns && !c->waiting && now >= c->last_ns + idle_ns) {
 			sq->idle_closed++;
 			sk_tcp_drop_conn(port, q, c, ETIMEDOUT);
-			continue; /* live[k] now holds another slot */
+			continue;
 		}
 		k++;
 	}
@@ -229,11 +257,13 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 
 		if (c->in_rec && c->got == c->rec_len) {
 			c->in_rec = false;
+			c->last_ns = vfgx_now_ns(); /* a whole record: not idle */
 			if (c->cur) {
 				vfgx_sk_fill(&pkts[n++], q, c->cur, c->rec_len,
-					c->handle, vfgx_now_ns());
+					c->handle, c->last_ns);
 				sq->st.rx_packets++;
 				sq->st.rx_bytes += c->rec_len;
+				sq->staged--;
 				c->cur = NULL;
 			}
 			continue;
@@ -260,11 +290,17 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
 				vfgx_warn(port->ctx, "%s: rx queue %u: peer %s sent a %u-byte record, above max_record %u: skipped",
 					  port->name, q, c->peer, c->rec_len,
 					  sp->max_record);
-			} else if (vfgx_pool_alloc_bulk(pool, (void **)&c->cur, 1) < 0) {
+			} else if (sq->staged >= sq->max_staged ||
+				   vfgx_pool_alloc_bulk(pool, (void **)&c->cur, 1) < 0) {
 				/* backpressure: keep the header, retry later */
+				c->waiting = true;
 				*stalled = true;
 				break;
+			} else {
+				sq->staged++;
+				c->rec_ns = vfgx_now_ns();
 			}
+			c->waiting = false;
 			c->hdr_got = 0;
 			c->in_rec = true;
 			avail = c->s_len - c->s_off;
@@ -284,7 +320,7 @@ static uint16_t sk_tcp_parse(struct vfgx_port *port, uint16_t q,
  * negative return -(n + 1): the connection closed, n packets kept. */
 static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			  struct sk_conn *c, struct vfgx_pkt *pkts,
-			  uint16_t max, uint64_t now)
+			  uint16_t max)
 {
 	uint16_t n = 0;
 	bool stalled;
@@ -309,7 +345,6 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			if (r > 0) {
 				c->got += (uint32_t)r;
 				c->s_off = c->s_len = 0;
-				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
@@ -326,7 +361,6 @@ static int sk_tcp_rx_conn(struct vfgx_port *port, uint16_t q,
 			r = recv(c->fd, c->stage + c->s_len, want, MSG_DONTWAIT);
 			if (r > 0) {
 				c->s_len += (uint32_t)r;
-				c->last_ns = now;
 				drained = (size_t)r < want;
 				continue;
 			}
@@ -350,7 +384,7 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	struct sk_queue *sq = &sp->q[q];
 	uint64_t now = vfgx_now_ns();
 	uint16_t n = 0;
-	uint32_t nb;
+	uint32_t nb, k;
 
 	if (sp->role == SK_SERVER) {
 		/* a newcomer waits at most SK_ACCEPT_NS (or one call after
@@ -362,10 +396,8 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 			sq->next_accept_ns = now + SK_ACCEPT_NS;
 			sk_tcp_accept(port, sp, q);
 		}
-		if (sp->idle_ms && now >= sq->next_idle_ns)
-			sk_tcp_idle_sweep(port, sp, q, now);
 	}
-	for (uint32_t k = 0; k < sq->nb_conns; k++) {
+	for (k = 0; k < sq->nb_conns; k++) {
 		struct sk_conn *c = sq->conns[sq->live[k]];
 
 		if (c->pend_off < c->pend_len)
@@ -374,19 +406,26 @@ int vfgx_sk_tcp_rx(struct vfgx_port *port, uint16_t q,
 	/* a close reorders live[]: walk a copy (no accept happens meanwhile,
 	 * so a slot emptied by a close stays empty) */
 	nb = sq->nb_conns;
-	for (uint32_t k = 0; k < nb; k++)
+	for (k = 0; k < nb; k++)
 		sq->scan[k] = sq->live[(sq->rr + k) % nb];
-	for (uint32_t k = 0; k < nb && n < max; k++) {
+	for (k = 0; k < nb && n < max; k++) {
 		struct sk_conn *c = sq->conns[sq->scan[k]];
 		int r;
 
 		if (!c)
 			continue;
-		r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n), now);
+		r = sk_tcp_rx_conn(port, q, c, pkts + n, (uint16_t)(max - n));
 		/* negative: the connection closed, -r - 1 packets kept (they
 		 * keep its handle; a reply to them gets -ENOTCONN) */
 		n += (uint16_t)(r < 0 ? -r - 1 : r);
 	}
+	/* after every connection was read this call (or a second late, when
+	 * full bursts keep ending the round early): what waited in the kernel
+	 * while the application did not call counts for the peer */
+	if (sp->role == SK_SERVER && (sp->idle_ms || sp->record_ms) &&
+	    now >= sq->next_idle_ns &&
+	    (k == nb || now >= sq->next_idle_ns + 1000000000ull))
+		sk_tcp_timeout_sweep(port, sp, q, now);
 	if (sq->nb_conns)
 		sq->rr = (sq->rr + 1) % sq->nb_conns;
 	return n;
@@ -404,9 +443,9 @@ int vfgx_sk_tcp_flush(struct sk_conn *c)
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		c->pend_off += (size_t)r;
-		c->last_ns = vfgx_now_ns();
 	}
 	c->pend_off = c->pend_len = 0;
+	c->last_ns = vfgx_now_ns(); /* a burst went out whole */
 	return 1;
 }
 
@@ -509,9 +548,6 @@ int vfgx_sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		} else {
 			r = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
-		if (r > 0)
-			c->last_ns = vfgx_now_ns();
-
 		if (r < 0) {
 			int err = errno;
 
@@ -534,6 +570,8 @@ int vfgx_sk_tcp_tx(struct vfgx_port *port, uint16_t q,
 		ret = sk_tcp_keep(c, iov, niov, (size_t)r);
 		if (ret)
 			return ret;
+		if (c->pend_len == 0)
+			c->last_ns = vfgx_now_ns(); /* the burst went out whole */
 		vfgx_sk_tcp_flush(c);
 	}
 	return done;

@@ -7,8 +7,13 @@ accept the raw page.
 The run is a rate-limited loopback source (about 4 s); --metrics-hold keeps
 the endpoint serving the final snapshot, which carries vfgx_run_finished 1,
 so the values Prometheus holds once it has seen finished=1 are the final
-counters, not a lagging copy.  Exit 77 (skip) without prometheus/promtool."""
+counters, not a lagging copy.  During the hold, 40 connections from
+127.0.0.2 that send a request header a byte a second (reopened as soon as
+the endpoint cuts them) must not make one of Prometheus' scrapes fail.
+Exit 77 (skip) without prometheus/promtool."""
 import json
+import select
+import threading
 import os
 import shutil
 import signal
@@ -52,6 +57,55 @@ failures = []
 def fail(msg):
     print("FAIL: " + msg)
     failures.append(msg)
+
+
+class Trickler(threading.Thread):
+    """n connections from src to port, each sending one byte of a request
+    header a second (never finishing it); reopened when the server cuts them"""
+
+    def __init__(self, port, src, n):
+        super().__init__(daemon=True)
+        self.port, self.src = port, src
+        self.stop = threading.Event()
+        self.cut = 0
+        self.socks = [self.open() for _ in range(n)]
+
+    def open(self):
+        s = socket.socket()
+        s.bind((self.src, 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", self.port))
+        except BlockingIOError:
+            pass
+        return s
+
+    def run(self):
+        while not self.stop.wait(1.0):
+            for i, s in enumerate(self.socks):
+                gone = False
+                if select.select([s], [], [], 0)[0]:
+                    try:
+                        gone = s.recv(1) == b""
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                    except OSError:
+                        gone = True
+                if gone:
+                    self.cut += 1
+                    s.close()
+                    self.socks[i] = self.open()
+                    continue
+                try:
+                    s.send(b"G")
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.set()
+        self.join(timeout=10)
+        for s in self.socks:
+            s.close()
 
 
 def free_port():
@@ -219,6 +273,22 @@ try:
         got = scalar(prom, expr)
         if got != want:
             fail("%s: prometheus has %r, the report %r" % (expr, got, want))
+    # slowloris during the hold: every scrape Prometheus takes meanwhile
+    # succeeds (up == 1), and there are several
+    trick = Trickler(vfgx_port, "127.0.0.2", 40)
+    trick.start()
+    t0 = time.time()
+    time.sleep(8)
+    span = int(time.time() - t0) - 1
+    up_min = scalar(prom, 'min_over_time(up{job="vfgx"}[%ds])' % span)
+    up_n = scalar(prom, 'count_over_time(up{job="vfgx"}[%ds])' % span)
+    trick.close()
+    if up_min != 1 or up_n < 3:
+        fail("with 40 slow connections from 127.0.0.2: %s scrapes in %d s, lowest up %s (want >= 3, all up)"
+             % (up_n, span, up_min))
+    else:
+        print("%d scrapes in %d s with 40 slow connections from 127.0.0.2 (%d cut and reopened): all up"
+              % (up_n, span, trick.cut))
     if not failures:
         print("prometheus stored %d scrapes; %d counters equal the report (packets %d, delivered %d, gaps %d; run %.1f s)"
               % (scrapes, len(checks), pl["packets"], pl["delivered"], pl["gaps"], report["seconds"]))

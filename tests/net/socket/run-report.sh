@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-report.sh VFGX - `vfgx run` with the socket backend accounts for what
-# the backend dropped: oversized datagrams and refused TCP connections are
-# in the report and fail all_received (a clean live run passes it); one
+# the backend dropped: oversized datagrams, refused TCP connections and a
+# record trickled past record_timeout_ms are in the report and fail all_received (a clean live run passes it); one
 # stream over two ports and two workers is delivered once and in order; a
 # reorder config larger than the host's memory is one line and exit 2.
 # Runs in a private network namespace (root) on 127.0.0.1; receive buffers
@@ -46,6 +46,19 @@ if mode == "udp":
             time.sleep(0.002)
     for _ in range(big):
         s.sendto(struct.pack("!IIQ", 1, 0, 0) + bytes(1000), ("127.0.0.1", ports[0]))
+elif mode == "trickle":
+    # one whole record, then a record trickled a byte every 100 ms for 3 s
+    port = int(sys.argv[2])
+    c = socket.create_connection(("127.0.0.1", port))
+    body = struct.pack("!IIQ", 0, 1, 0) + bytes(32)
+    c.sendall(struct.pack("!I", len(body)) + body)
+    c.sendall(struct.pack("!I", 1000) + bytes(10))
+    for _ in range(30):
+        time.sleep(0.1)
+        try:
+            c.send(b"x")
+        except OSError:
+            break
 else:
     port, clients = int(sys.argv[2]), int(sys.argv[3])
     socks = []
@@ -138,6 +151,22 @@ run tcp "$tmp/tcp.yaml" tcp 7000 tcp 7000 2
 verdict tcp 1 "refused TCP connection in the report and in all_received" \
 	'^port .* connections: [0-9]+ open, [0-9]+ closed, 1 refused' \
 	'all_received +FAILED .*connections refused 1'
+
+# 4b. a TCP record trickled past record_timeout_ms: the connection closed,
+# the record counted truncated, both in the report (issue #43)
+cat >"$tmp/slow.yaml" <<'Y'
+interfaces:
+  - backend: socket
+    address: tcp://127.0.0.1:7001
+    socket: {record_timeout_ms: 500}
+pipeline: {duration_s: 5}
+expect: {all_received: true}
+Y
+run slow "$tmp/slow.yaml" tcp 7001 trickle 7001
+verdict slow 1 "a trickled TCP record closed slow, in the report and in all_received" \
+	'^port .* connections: 0 open, 1 closed, 0 refused \(max_conns\), 0 closed idle, 1 closed slow' \
+	'^port .* rx queue 0 drop truncated +1$' \
+	'all_received +FAILED .*dropped by ports 1'
 
 # 5. reorder memory that no host has: one line, exit 2, before anything opens
 printf 'pipeline:\n  reorder: {window: 1048576, slot_size: 65536, max_streams: 65536}\n' >"$tmp/huge.yaml"

@@ -376,6 +376,235 @@ static void test_too_big_cut(void)
 	vfgx_config_destroy(cfg);
 }
 
+/* The next byte of a trickle: -1 once the server closed fd. */
+static int trickle(int fd, uint8_t b)
+{
+	uint8_t c;
+	ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+		return -1;
+	send(fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return 0;
+}
+
+#define TR_IDLE 4
+
+/* Peers that send a byte every 200 ms and never a whole record (issue
+ * #43: 64 such connections held every slot at the default idle timeout):
+ * with max_conns 5 and idle_timeout_ms 1000, TR_IDLE of them inside a
+ * record above max_record are closed idle (bytes are not records), while
+ * a client that sends whole records stays and every record gets through;
+ * a newcomer then gets a slot. */
+static void test_trickle_idle(void)
+{
+	const char *what = "tcp trickling peers, slots";
+	struct vfgx_config *cfg = NULL;
+	struct vfgx_socket_info si = { 0 };
+	struct vfgx_pkt pk[64];
+	int idle[TR_IDLE], good = -1, late = -1, idle_seen = 0, r;
+	uint32_t sent = 0, got = 0;
+	uint8_t hdr[4];
+	uint64_t next_byte = 0, end;
+	vfgx_port *sp;
+
+	sp = tcp_server("max_conns: 5, idle_timeout_ms: 1000", &cfg);
+	if (!sp)
+		return;
+	for (int i = 0; i < TR_IDLE; i++)
+		idle[i] = -1;
+	for (int i = 0; i < TR_IDLE; i++) {
+		idle[i] = tcp_client(sk_port_of(sp));
+		if (idle[i] < 0)
+			goto out;
+		vfgx_wr32(hdr, 0x7fffffffu);
+		send(idle[i], hdr, 4, MSG_NOSIGNAL);
+		ms_sleep(3);
+		vfgx_port_rx_burst(sp, 0, pk, 64);
+	}
+	good = tcp_client(sk_port_of(sp));
+	if (good < 0)
+		goto out;
+	for (end = vfgx_now_ns() + 30ull * 1000000000ull; vfgx_now_ns() < end;) {
+		int n = vfgx_port_rx_burst(sp, 0, pk, 64);
+
+		CHECK(n >= 0, "%s: rx: %s", what, vfgx_last_error(ctx));
+		if (n < 0)
+			break;
+		for (int k = 0; k < n; k++)
+			got += pk[k].data[0] == 'G';
+		if (n > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)n);
+		if (vfgx_now_ns() >= next_byte) {
+			next_byte = vfgx_now_ns() + 200000000ull;
+			for (int i = 0; i < TR_IDLE; i++)
+				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
+					close(idle[i]);
+					idle[i] = -1;
+					idle_seen++;
+				}
+			send_record(good, 'G', 64);
+			sent++;
+		}
+		if (idle_seen == TR_IDLE && got >= 10 && got == sent)
+			break;
+		if (!n)
+			ms_sleep(2);
+	}
+	vfgx_socket_info(sp, &si);
+	printf("  %s: %llu closed idle, good client %u of %u records\n", what,
+	       (unsigned long long)si.idle_closed, got, sent);
+	CHECK(idle_seen == TR_IDLE && si.idle_closed == TR_IDLE,
+	      "%s: %d of %d peers trickling without a record saw the close; %llu closed idle",
+	      what, idle_seen, TR_IDLE, (unsigned long long)si.idle_closed);
+	CHECK(got == sent && got >= 10, "%s: the good client got %u of %u records through", what,
+	      got, sent);
+	CHECK(si.conns == 1, "%s: %u connections open at the end, want the good one", what, si.conns);
+	late = tcp_client(sk_port_of(sp));
+	if (late >= 0) {
+		send_record(late, 'L', 8);
+		r = rx_until(sp, pk, 0, 1);
+		CHECK(r == 1 && pk[0].data[0] == 'L', "%s: a newcomer's record not received", what);
+		if (r > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)r);
+		close(late);
+	}
+out:
+	for (int i = 0; i < TR_IDLE; i++)
+		if (idle[i] >= 0)
+			close(idle[i]);
+	if (good >= 0)
+		close(good);
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+}
+
+#define TR_SLOW 32
+
+/* Peers that send a byte every 200 ms and never a whole record (issue
+ * #43): TR_IDLE inside a record above max_record (no buffer: the idle
+ * timeout closes them, bytes are not records) and TR_SLOW inside 1 MiB
+ * records (as many as the pool's 32 buffers: at most max_staged_records,
+ * half the pool, hold one at a time, and record_timeout_ms closes each).
+ * Meanwhile every record of a client that sends whole records gets
+ * through and that client stays. */
+static void test_trickle(void)
+{
+	const char *what = "tcp trickling peers";
+	struct vfgx_config *cfg = NULL;
+	struct vfgx_socket_info si = { 0 };
+	struct vfgx_socket_tcp_stats ts = { .argsz = sizeof(ts) };
+	struct vfgx_queue_stats qs;
+	struct vfgx_pkt pk[64];
+	int idle[TR_IDLE], slow[TR_SLOW], good = -1, idle_seen = 0, slow_seen = 0, n_err = 0;
+	uint32_t min_avail = UINT32_MAX, sent = 0, got = 0;
+	uint8_t hdr[4];
+	uint64_t next_byte = 0, end;
+	vfgx_pool *pool;
+	vfgx_port *sp;
+
+	/* a budget above the pool: one line naming the key and the fix */
+	sp = sk_open_port(ctx, "interfaces:\n  - backend: socket\n    address: tcp://127.0.0.1:0\n"
+			  "    socket: {num_bufs: 8, max_staged_records: 9}\n", 1, 1, &cfg, &n_err);
+	CHECK(!sp && n_err == -EINVAL && strstr(vfgx_last_error(ctx), "max_staged_records 9") &&
+	      strstr(vfgx_last_error(ctx), "8 rx buffers") && !strchr(vfgx_last_error(ctx), '\n'),
+	      "%s: max_staged_records above the pool: %d, %s", what, n_err, vfgx_last_error(ctx));
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+	cfg = NULL;
+	sp = tcp_server("max_record: 1048576, idle_timeout_ms: 1000, record_timeout_ms: 1000", &cfg);
+	if (!sp)
+		return;
+	pool = vfgx_port_rx_pool(sp, 0);
+	for (int i = 0; i < TR_IDLE + TR_SLOW; i++)
+		*(i < TR_IDLE ? &idle[i] : &slow[i - TR_IDLE]) = -1;
+	for (int i = 0; i < TR_IDLE + TR_SLOW; i++) {
+		int fd = tcp_client(sk_port_of(sp));
+
+		if (fd < 0)
+			goto out;
+		vfgx_wr32(hdr, i < TR_IDLE ? 0x7fffffffu : 1u << 20);
+		send(fd, hdr, 4, MSG_NOSIGNAL);
+		if (i < TR_IDLE)
+			idle[i] = fd;
+		else
+			slow[i - TR_IDLE] = fd;
+		ms_sleep(3); /* accepted and its header read before the next */
+		vfgx_port_rx_burst(sp, 0, pk, 64);
+	}
+	good = tcp_client(sk_port_of(sp));
+	if (good < 0)
+		goto out;
+	for (end = vfgx_now_ns() + 30ull * 1000000000ull; vfgx_now_ns() < end;) {
+		int n = vfgx_port_rx_burst(sp, 0, pk, 64);
+		uint32_t avail = vfgx_pool_available(pool) + (uint32_t)(n > 0 ? n : 0);
+
+		CHECK(n >= 0, "%s: rx: %s", what, vfgx_last_error(ctx));
+		if (n < 0)
+			break;
+		/* buffers free apart from the records just handed to us */
+		if (avail < min_avail)
+			min_avail = avail;
+		for (int k = 0; k < n; k++)
+			got += pk[k].data[0] == 'G';
+		if (n > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)n);
+		if (vfgx_now_ns() >= next_byte) {
+			next_byte = vfgx_now_ns() + 200000000ull;
+			for (int i = 0; i < TR_IDLE; i++)
+				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
+					close(idle[i]);
+					idle[i] = -1;
+					idle_seen++;
+				}
+			for (int i = 0; i < TR_SLOW; i++)
+				if (slow[i] >= 0 && trickle(slow[i], 's') < 0) {
+					close(slow[i]);
+					slow[i] = -1;
+					slow_seen++;
+				}
+			send_record(good, 'G', 64);
+			sent++;
+		}
+		vfgx_socket_info(sp, &si);
+		if (idle_seen == TR_IDLE && slow_seen == TR_SLOW && got >= 10 && got == sent)
+			break;
+		if (!n)
+			ms_sleep(2);
+	}
+	vfgx_socket_info(sp, &si);
+	CHECK(vfgx_socket_tcp_stats(sp, &ts) == 0, "%s: vfgx_socket_tcp_stats", what);
+	vfgx_port_stats(sp, 0, &qs);
+	printf("  %s: %llu closed idle, %llu closed slow, good client %u of %u records, at least %u of 32 buffers free\n",
+	       what, (unsigned long long)si.idle_closed, (unsigned long long)ts.slow_closed, got, sent,
+	       min_avail);
+	CHECK(idle_seen == TR_IDLE && si.idle_closed == TR_IDLE,
+	      "%s: %d of %d peers trickling without a record saw the close; %llu closed idle",
+	      what, idle_seen, TR_IDLE, (unsigned long long)si.idle_closed);
+	CHECK(slow_seen == TR_SLOW && ts.slow_closed == TR_SLOW,
+	      "%s: %d of %d peers trickling a record saw the close; %llu closed by record_timeout_ms",
+	      what, slow_seen, TR_SLOW, (unsigned long long)ts.slow_closed);
+	CHECK(qs.drops[VFGX_DROP_TRUNCATED] == TR_SLOW,
+	      "%s: %llu records counted truncated, want %d", what,
+	      (unsigned long long)qs.drops[VFGX_DROP_TRUNCATED], TR_SLOW);
+	CHECK(got == sent && got >= 10, "%s: the good client got %u of %u records through", what,
+	      got, sent);
+	CHECK(si.conns == 1, "%s: %u connections open at the end, want the good one", what, si.conns);
+	CHECK(min_avail >= 16, "%s: only %u of 32 buffers were free at one point; records still arriving may hold at most 16 (max_staged_records: half the pool)",
+	      what, min_avail);
+out:
+	for (int i = 0; i < TR_IDLE; i++)
+		if (idle[i] >= 0)
+			close(idle[i]);
+	for (int i = 0; i < TR_SLOW; i++)
+		if (slow[i] >= 0)
+			close(slow[i]);
+	if (good >= 0)
+		close(good);
+	vfgx_port_close(sp);
+	vfgx_config_destroy(cfg);
+}
+
 /* --- one stream over two workers ------------------------------------------ */
 
 #define SPLIT_N 20000
@@ -509,6 +738,8 @@ int main(void)
 	test_conn_limit();
 	test_accept_prompt();
 	test_too_big_cut();
+	test_trickle_idle();
+	test_trickle();
 	test_stream_split();
 	vfgx_ctx_destroy(ctx);
 	printf("%s (%d failures)\n", failures ? "FAILED" : "passed", failures);
