@@ -276,7 +276,7 @@ static int open_next(vfgx_record *r)
 	return 0;
 }
 
-static void not_recorded(vfgx_record *r)
+void rec_count_not_recorded(vfgx_record *r)
 {
 	pthread_mutex_lock(&r->lock);
 	r->st.not_recorded++;
@@ -309,7 +309,7 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	int ret;
 
 	if (r->stopped) {
-		not_recorded(r);
+		rec_count_not_recorded(r);
 		return r->st.error;
 	}
 	if (want_rotation(r)) {
@@ -317,7 +317,7 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 		if (!ret)
 			ret = open_next(r);
 		if (ret) {
-			not_recorded(r);
+			rec_count_not_recorded(r);
 			return ret;
 		}
 	}
@@ -325,7 +325,7 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	if (!ret)
 		ret = check_linked(r);
 	if (ret) {
-		not_recorded(r);
+		rec_count_not_recorded(r);
 		return ret;
 	}
 	/* raw counts its chunks once their writes complete */

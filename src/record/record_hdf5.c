@@ -41,6 +41,14 @@ struct h5_writer {
 	size_t zcap;
 };
 
+/* HDF5 prints its error stack by default, per thread in thread-safe
+ * builds: the recorder reports its own one line instead, on whichever
+ * thread writes. */
+static void quiet(void)
+{
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
 static hid_t meta_type(int m)
 {
 	if (m >= M_PCOUNT && m != M_PRESENT)
@@ -61,11 +69,12 @@ static int attr_str(hid_t obj, const char *name, const char *val)
 	hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR), a;
 	herr_t e = -1;
 
-	H5Tset_size(t, strlen(val) ? strlen(val) : 1);
+	/* variable length, UTF-8: h5py reads a str */
+	H5Tset_size(t, H5T_VARIABLE);
 	H5Tset_cset(t, H5T_CSET_UTF8);
 	a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
 	if (a >= 0) {
-		e = H5Awrite(a, t, strlen(val) ? val : "");
+		e = H5Awrite(a, t, &val);
 		H5Aclose(a);
 	}
 	H5Sclose(s);
@@ -173,6 +182,7 @@ static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	hsize_t dims[3] = { 0, r->packets, r->payload_bytes }, off[3] = { 0 };
 	hsize_t size;
 
+	quiet();
 	if (c->stream >= r->streams)
 		return rec_fail(r, -EINVAL, "record: chunk of stream %u, the pipeline has %u streams", c->stream, r->streams);
 	s = &w->streams[c->stream];
@@ -246,6 +256,7 @@ static int h5_close(vfgx_record *r)
 
 	if (!w)
 		return 0;
+	quiet();
 	close_streams(r, w);
 	if (w->file > 0) {
 		if (r->stopped && r->st.message[0])
@@ -276,7 +287,12 @@ static int h5_open(vfgx_record *r, const char *path, int fd)
 	}
 	w->fd = fd;
 	r->w = w;
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are ours to report */
+	/* a file whose close failed (a full disk) stays in HDF5's tables;
+	 * the library's own exit handler would close it again and crash:
+	 * left to the process's end instead (refused, harmlessly, once a
+	 * program used HDF5 before) */
+	H5dont_atexit();
+	quiet();
 	w->streams = calloc(r->streams, sizeof(*w->streams));
 	if (r->conf.compression) {
 		w->zcap = compressBound((uLong)dbytes);

@@ -86,6 +86,9 @@ void rec_host_free(vfgx_record *r, void *p);
 bool rec_json_str(char *buf, size_t cap, size_t *len, const char *s);
 /* raw: a chunk's write completed and its index line is on file. */
 void rec_count_recorded(vfgx_record *r);
+/* A chunk that will not be on file (its write failed, or came back
+ * after the recording stopped). */
+void rec_count_not_recorded(vfgx_record *r);
 /* Count bytes written into the current file and the stats. */
 void rec_add_bytes(vfgx_record *r, uint64_t n);
 

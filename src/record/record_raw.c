@@ -182,10 +182,14 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 			res = -ENOSPC; /* a short write: the file system is full */
 		rec_fail(r, res, "record: %s: %s writing stream %u chunk %" PRIu64 "; recording stopped (the pipeline goes on)",
 			 r->cur_path, strerror(-res), s->stream, s->index);
+		rec_count_not_recorded(r);
 		return res;
 	}
-	if (r->stopped)
-		return r->st.error; /* written, but after the stop: not indexed */
+	if (r->stopped) {
+		/* written, but after the stop: not indexed */
+		rec_count_not_recorded(r);
+		return r->st.error;
+	}
 	rec_add_bytes(r, w->rec_bytes);
 	snprintf(line, sizeof(line),
 		 "{\"stream\":%u,\"index\":%" PRIu64 ",\"first\":%" PRIu64 ",\"offset\":%" PRIu64
@@ -193,8 +197,10 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 		 ",\"last_packet_ns\":%" PRIu64 ",\"late\":%" PRIu64 "}\n",
 		 s->stream, s->index, s->first, s->offset, s->present_count, s->missing,
 		 s->flags, s->ready_ns, s->last_packet_ns, s->late);
-	if ((ret = index_line(r, w, line, strlen(line))))
+	if ((ret = index_line(r, w, line, strlen(line)))) {
+		rec_count_not_recorded(r);
 		return ret;
+	}
 	rec_count_recorded(r);
 	return 0;
 }
