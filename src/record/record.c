@@ -267,6 +267,7 @@ static int open_next(vfgx_record *r)
 	if (fd < 0)
 		return fd;
 	r->file_bytes = 0;
+	r->file_chunks = 0;
 	r->opened_ns = vfgx_now_ns();
 	if (r->ops->open(r, r->cur_path, fd))
 		return r->st.error ? r->st.error : -EIO;
@@ -285,6 +286,8 @@ void rec_count_not_recorded(vfgx_record *r)
 
 static bool want_rotation(vfgx_record *r)
 {
+	if (!r->file_chunks)
+		return false; /* every file holds a chunk at least */
 	if (r->conf.rotate_bytes && r->file_bytes >= r->conf.rotate_bytes)
 		return true;
 	return r->conf.rotate_seconds > 0 &&
@@ -321,6 +324,7 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 			return ret;
 		}
 	}
+	r->file_chunks++;
 	ret = r->ops->chunk(r, c);
 	if (!ret)
 		ret = check_linked(r);

@@ -52,6 +52,7 @@ struct vfgx_record {
 	uint32_t packets, payload_bytes, streams, present_words;
 	enum vfgx_mem_kind mem;
 	uint64_t file_bytes;      /* bytes in the current file */
+	uint64_t file_chunks;     /* chunks handed to the current file */
 	uint64_t opened_ns;       /* when the current file was opened */
 	char cur_path[4096];      /* the current file */
 	/* GPU chunks: a pinned staging buffer and a CUDA stream */

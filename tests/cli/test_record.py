@@ -386,7 +386,33 @@ def test_signals(d):
           "file removed while written: one line, recording stopped, the run went on (%r)" % lines)
 
 
-ALL = (test_hdf5_and_raw, test_loss_deflate, test_rotation, test_bad_paths,
+def test_rotate_seconds_and_example(d):
+    h5 = os.path.join(d, "sec.h5")
+    rec = "record: { path: %s, rotate_seconds: 0.000001 }\n" % h5
+    r, rep = json_run(config(d, record=rec))
+    files = sorted(x for x in os.listdir(d) if x.startswith("sec"))
+    n = 0
+    for fn in files:
+        with h5py.File(os.path.join(d, fn), "r") as f:
+            n += sum(int(f[g].attrs["chunks"]) for g in f)
+    check(r.returncode == 0 and len(files) == rep["record"]["files"] > 1 and
+          n == rep["chunks"]["handed_out"] and len(files) <= n,
+          "rotate_seconds: %d files hold all %d chunks, none empty" % (len(files), n))
+    exe = os.path.join(os.path.abspath(sys.argv[2]), "examples", "record", "record")
+    show = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "examples", "record", "show.py")
+    out = os.path.join(d, "example.h5")
+    r = subprocess.run([exe, out], capture_output=True, text=True, timeout=180)
+    s = subprocess.run([show, out, os.path.join(d, "plot.png")], capture_output=True, text=True,
+                       timeout=180)
+    rec_n = r.stdout.split(": ")[1].split()[0] if r.returncode == 0 else "?"
+    check(r.returncode == 0 and s.returncode == 0 and
+          ("total: %s chunks" % rec_n) in s.stdout and os.path.getsize(os.path.join(d, "plot.png")) > 0,
+          "examples/record (vfgx_record_start) then show.py: %s chunks recorded, printed and plotted (%r)"
+          % (rec_n, (r.stderr + s.stderr)[-200:]))
+
+
+ALL = (test_rotate_seconds_and_example, test_hdf5_and_raw, test_loss_deflate, test_rotation, test_bad_paths,
        test_full_and_readonly, test_signals)
 for t in ALL:
     if len(sys.argv) > 3 and t.__name__ not in sys.argv[3:]:
