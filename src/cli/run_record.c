@@ -52,6 +52,7 @@ int run_record_open(struct run_record *rr, vfgx_ctx *ctx,
 		    const char *flag_path, vfgx_pipeline *pl)
 {
 	struct vfgx_record_conf rc;
+	int ret;
 
 	memset(rr, 0, sizeof(*rr));
 	if (!cfg->record && !flag_path)
@@ -81,7 +82,14 @@ int run_record_open(struct run_record *rr, vfgx_ctx *ctx,
 	rr->path = rc.path;
 	rr->config_text = config_text(config_path);
 	rc.config_text = rr->config_text;
-	if (vfgx_record_open(ctx, &rc, pl, &rr->rec)) {
+	ret = vfgx_record_open(ctx, &rc, pl, &rr->rec);
+	if (ret == -ENOTSUP || ret == -EINVAL) {
+		/* the build or the options, not the file: nothing runs */
+		fprintf(stderr, "vfgx: %s: %s\n", cli_esc(cfg->source), vfgx_last_error(ctx));
+		rr->on = false;
+		return 2;
+	}
+	if (ret) {
 		/* the run goes on; the report counts the chunks not recorded */
 		fprintf(stderr, "vfgx: %s; recording stopped (the run goes on)\n", vfgx_last_error(ctx));
 		snprintf(rr->st.message, sizeof(rr->st.message), "%s", vfgx_last_error(ctx));

@@ -22,8 +22,9 @@ struct run_record {
 
 /* Before the pipeline starts (after create): the recorder, when the
  * config or flag asks for one.  An unusable first file stops the
- * recording with one line and the run goes on; a config without chunks
- * is a usage error: one line, returns 2. */
+ * recording with one line and the run goes on; a config without chunks,
+ * or options the build or the library refuse (hdf5 without libhdf5), is
+ * a usage error: one line, returns 2. */
 int run_record_open(struct run_record *rr, vfgx_ctx *ctx,
 		    const struct vfgx_config *cfg, const char *config_path,
 		    const char *flag_path, vfgx_pipeline *pl);

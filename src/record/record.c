@@ -12,6 +12,7 @@
 
 #include <vfgx/pipeline.h>
 
+#include "core/argsz.h"
 #include "core/cfgdoc.h"
 #include "core/opts.h"
 #include "record_priv.h"
@@ -400,12 +401,15 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 		     vfgx_pipeline *pl, vfgx_record **out)
 {
 	const struct vfgx_chunk_config *cc = pl ? vfgx_chunk_conf(pl) : NULL;
+	struct vfgx_record_conf c;
 	vfgx_record *r;
 	int ret;
 
 	*out = NULL;
-	if (!conf || conf->argsz < offsetof(struct vfgx_record_conf, config_text))
-		return vfgx_set_error(ctx, -EINVAL, "record: struct vfgx_record_conf argsz not understood (use vfgx_record_conf_default)");
+	if (!conf || vfgx_argsz_copy(&c, sizeof(c), conf, sizeof(c)))
+		return vfgx_set_error(ctx, -EINVAL, "record: struct vfgx_record_conf argsz %u not understood by libvfgx %s (use vfgx_record_conf_default)",
+				      conf ? conf->argsz : 0, VFGX_VERSION);
+	conf = &c;
 	if ((ret = vfgx_opts_check(ctx, "record", "record", rc_opts, RC_NOPTS, conf)))
 		return ret;
 	if (!conf->path || !conf->path[0])
@@ -413,7 +417,7 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 	if (!cc)
 		return vfgx_set_error(ctx, -ENOTSUP, "record: the pipeline has no chunks; recording writes chunks (add pipeline.chunks)");
 	if (conf->format == VFGX_RECORD_HDF5 && !VFGX_HAVE_HDF5)
-		return vfgx_set_error(ctx, -ENOTSUP, "record: format hdf5: this build has no libhdf5 (install libhdf5-dev and rebuild, or use format raw)");
+		return vfgx_set_error(ctx, -ENOTSUP, "record: format hdf5: this build has no libhdf5 (install libhdf5-dev and rebuild, or record raw files: record.format: raw, or a --record name not ending in .h5 or .hdf5)");
 	if (conf->format == VFGX_RECORD_RAW && conf->compression)
 		return vfgx_set_error(ctx, -EINVAL, "record: raw files are written uncompressed (use format hdf5 for deflate)");
 	r = calloc(1, sizeof(*r));
