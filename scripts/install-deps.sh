@@ -23,6 +23,7 @@ pkgs=(
 	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
 	libfftw3-dev # examples/spectrometer: the CPU twin of the cuFFT spectrometer
 	python3-dev python3-numpy python3-pytest libdlpack-dev # the Python package (python/)
+	libhdf5-dev liburing-dev python3-h5py # the recorder (src/record): HDF5 and raw files; h5py reads them back in the tests
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk
 	libpcap-dev tshark # backend pcap, capture files; tshark reads them back in the tests
@@ -32,6 +33,7 @@ pkgs=(
 	libopenmpi-dev openmpi-bin # the MPI part (src/mpi) and its mpirun tests
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 	ethtool # afxdp net test: checksum offload off on the veth sender
+	fio # bench/record: the reference of raw recording's write rate
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
 	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
 )

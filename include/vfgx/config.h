@@ -32,6 +32,7 @@ struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
 struct vfgx_chunk_config;
 struct vfgx_capture_conf; /* vfgx/chunk.h */
+struct vfgx_record_conf; /* vfgx/record.h */
 
 /*
  * A position in a loaded document.  index 0 means "absent": every getter on
@@ -209,6 +210,9 @@ struct vfgx_config {
 	/* ranks: per-rank overrides for MPI launches (docs/scale-out.md) */
 	uint16_t nb_ranks;
 	struct vfgx_rank_config *ranks;
+	/* record (vfgx/record.h), NULL: none; its path may be NULL (given
+	 * on the command line) */
+	const struct vfgx_record_conf *record;
 };
 
 /* Load and validate.  On error, vfgx_last_error(ctx) has the detail and

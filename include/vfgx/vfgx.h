@@ -14,6 +14,7 @@
 #include "gpu.h"
 #include "mon.h"
 #include "capture.h"
+#include "record.h"
 #include "pcap.h"
 #include "socket.h"
 #include "afxdp.h"

@@ -22,6 +22,7 @@
 #include "run_chunks.h"
 #include "run_mpi.h"
 #include "run_output.h"
+#include "run_record.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -88,6 +89,7 @@ struct run_extra {
 	const char *capture_path;              /* NULL: no capture */
 	struct vfgx_capture_stats cap;
 	bool capture_ok;
+	const struct run_record *rec;
 };
 
 static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
@@ -188,6 +190,7 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		       src.reordered);
 
 	bool user_ok = run_chunks_report(ch);
+	bool record_ok = run_record_report(ex->rec);
 
 	printf("expectations:\n");
 	if (cfg->expect.all_received) {
@@ -257,6 +260,10 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		snprintf(d, sizeof(d), "%s", ex->cap.error ? strerror(-ex->cap.error) : "");
 		check(&v, true, ex->capture_ok, "capture", d);
 	}
+	if (ex->rec->on) {
+		snprintf(d, sizeof(d), "%s", ex->rec->st.error ? ex->rec->st.message : "");
+		check(&v, true, record_ok, "record", d);
+	}
 	min_packets_detail(d, sizeof(d), cfg, st);
 	check(&v, cfg->expect.min_packets > 0,
 	      st->delivered >= cfg->expect.min_packets, "min_packets", d);
@@ -270,6 +277,7 @@ static const struct cli_opt run_opts[] = {
 	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
 	{ "capture", 'c', "FILE", "write received packets to FILE: pcap, or pcapng for a name ending in .pcapng (overrides pipeline.capture.path)" },
+	{ "record", 'r', "PATH", "record every chunk to PATH: HDF5 for a name ending in .h5 or .hdf5, raw files otherwise (overrides record.path; docs/record.md)" },
 	{ "expect-sent", 'e', "FILE", "after the run, check expectations against FILE, a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -287,9 +295,10 @@ int vfgx_cmd_run(int argc, char **argv)
 {
 	struct run_output ro = { 0 };
 	struct run_chunks chunks = { 0 };
+	struct run_record rec = { 0 };
 	struct run_extra ex = { 0 };
 	struct vfgx_source_report sent;
-	const char *capture_flag = NULL, *sent_file = NULL;
+	const char *capture_flag = NULL, *sent_file = NULL, *record_flag = NULL;
 	vfgx_capture *cap = NULL;
 	struct run_mpi mpi = { 0 };
 	struct vfgx_config *cfg = NULL;
@@ -328,6 +337,9 @@ int vfgx_cmd_run(int argc, char **argv)
 			break;
 		case 'c':
 			capture_flag = optarg;
+			break;
+		case 'r':
+			record_flag = optarg;
 			break;
 		case 'e':
 			sent_file = optarg; /* read after the run: the sender writes it */
@@ -407,6 +419,12 @@ int vfgx_cmd_run(int argc, char **argv)
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}
+	if ((rc = run_record_open(&rec, ctx, cfg, optind < argc ? argv[optind] : NULL,
+				  record_flag, pl)))
+		goto out;
+	rc = 1;
+	ex.rec = &rec;
+	chunks.rec = rec.on ? &rec : NULL;
 	if ((ret = run_chunks_start(&chunks, ctx, pl))) {
 		rc = ret;
 		goto out;
@@ -435,6 +453,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	}
 	vfgx_pipeline_stop(pl);
 	run_chunks_stop(&chunks);
+	run_record_close(&rec); /* the writes in flight, the files closed */
 	ex.capture_ok = run_capture_close(cap, &ex.cap);
 	cap = NULL;
 	double secs = (double)(vfgx_now_ns() - t0) / 1e9;
@@ -462,12 +481,14 @@ int vfgx_cmd_run(int argc, char **argv)
 	json_object_object_add(extra, "chunks", run_chunks_json(&chunks));
 	json_object_object_add(extra, "capture", ex.capture_path ?
 				run_capture_json(&ex.cap, ex.capture_path) : NULL);
+	json_object_object_add(extra, "record", run_record_json(&rec));
 	run_output_json(&ro, cfg, ports, nb_ports, &st, pl, secs, interrupted, rc, extra);
 	run_output_hold(&ro, &interrupted);
 out:
 	if (pl)
 		vfgx_pipeline_stop(pl); /* the consumer ends with it */
 	run_chunks_stop(&chunks);
+	run_record_free(&rec);
 	run_capture_close(cap, &ex.cap); /* a failed start: the ports never ran */
 	vfgx_pipeline_destroy(pl); /* its observers first: one publishes to ro */
 	run_chunks_close(&chunks);

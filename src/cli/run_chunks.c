@@ -1,7 +1,8 @@
 /* run_chunks.c - `vfgx run`'s side of chunks and user code: load the user
  * module (dlopen, vfgx/user.h), run its init, set its per-record stage,
  * consume every ready chunk on a thread of its own (the module's chunk
- * callback, then give it back), and report what chunks did. */
+ * callback, then the recorder, then give it back), and report what chunks
+ * did. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -146,6 +147,10 @@ static void *consume(void *arg)
 			rc->user_errors++;
 			atomic_store(&rc->failed, true);
 		}
+		/* the user code saw the chunk; then it is recorded as it
+		 * is now, then given back */
+		if (rc->rec)
+			run_record_chunk(rc->rec, c);
 		vfgx_chunk_put(rc->pl, stream, index);
 	}
 	return NULL;

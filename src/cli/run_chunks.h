@@ -14,6 +14,7 @@
 #include <vfgx/user.h>
 
 #include "run_gpu_user.h"
+#include "run_record.h"
 
 struct run_chunks {
 	void *dl;                            /* dlopen handle, or NULL */
@@ -28,6 +29,7 @@ struct run_chunks {
 	int fini_ret;
 	struct run_gpu_user gpu;             /* pipeline.user.gpu_module */
 	_Atomic bool failed;                 /* the GPU kernel faulted: stop */
+	struct run_record *rec;              /* the recorder, or NULL */
 };
 
 /* Load pipeline.user.library (one line on stderr and 2 on error). */

@@ -9,6 +9,7 @@
 
 #include <vfgx/capture.h>
 #include <vfgx/chunk.h>
+#include <vfgx/record.h>
 
 #include "cfgdoc.h"
 #include "config_ranks.h"
@@ -24,7 +25,8 @@ extern const unsigned long vfgx_default_config_yaml_len;
 
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
-					"metrics", "name", "send", "ranks", NULL };
+					"metrics", "name", "send", "ranks",
+					"record", NULL };
 
 /* vfgx_cfg_str into memory of the document: the config's strings live as
  * long as it does (at most max-1 bytes, as before). */
@@ -421,6 +423,23 @@ static int check_rx_memory(struct vfgx_config *cfg)
 	return 0;
 }
 
+/* record: present means on (its path may come from the command line). */
+static int parse_record(struct vfgx_config *cfg,
+			const struct vfgx_cfg_node *root)
+{
+	struct vfgx_record_conf *rc;
+	struct vfgx_cfg_node sub;
+
+	vfgx_cfg_child(root, "record", &sub);
+	if (!vfgx_cfg_present(&sub))
+		return 0;
+	rc = vfgx_cfg_alloc(&sub, sizeof(*rc));
+	if (!rc)
+		return -ENOMEM;
+	cfg->record = rc;
+	return vfgx_record_conf_from_yaml(&sub, rc);
+}
+
 static int parse_all(struct vfgx_config *cfg)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug",
@@ -440,7 +459,7 @@ static int parse_all(struct vfgx_config *cfg)
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
 	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)) ||
 	    (ret = parse_metrics(cfg, &root)) || (ret = vfgx_config_parse_ranks(cfg, &root)) ||
-	    (ret = check_rx_memory(cfg)))
+	    (ret = parse_record(cfg, &root)) || (ret = check_rx_memory(cfg)))
 		return ret;
 	return 0;
 }

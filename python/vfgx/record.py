@@ -1,0 +1,110 @@
+"""vfgx.record - read raw recordings of `vfgx run --record` (docs/record.md)
+as NumPy arrays, without libvfgx: the sidecar PATH.index.jsonl (a header
+line, then one line per chunk written once the chunk's data was on file)
+and the data file it describes (fixed-size records: payload slots, present
+bitmap, lengths).  HDF5 recordings open with h5py directly.
+
+    rec = vfgx.record.open_raw("run.raw")
+    s = rec.stream(0)
+    s.data      # (chunks, packets, payload_bytes) uint8
+    s.present   # (chunks, packets) bool: slot i of chunk k arrived
+    s.lens      # (chunks, packets) uint32 payload lengths
+    s.index, s.first, s.flags, s.missing, s.present_count, s.ready_ns
+"""
+import json
+import os
+
+import numpy as np
+
+__all__ = ["open_raw", "RawRecording", "RawStream"]
+
+# the flags of struct vfgx_chunk (include/vfgx/chunk.h)
+COMPLETE, BY_DISTANCE, BY_TIMEOUT, BY_RING, BY_END = 0x1, 0x2, 0x4, 0x8, 0x10
+
+_META = ("index", "first", "offset", "present_count", "missing", "flags",
+         "ready_ns", "last_packet_ns", "late")
+
+
+class RawStream:
+    """One stream's chunks, in index order, as arrays."""
+
+    def __init__(self, rec, lines):
+        lines = sorted(lines, key=lambda d: d["index"])
+        for key in _META:
+            setattr(self, key, np.array([d[key] for d in lines], dtype=np.uint64))
+        rows = (self.offset // rec.header["record_bytes"]).astype(np.intp)
+        recs = rec._records()
+        self.data = np.ascontiguousarray(recs["data"][rows]) if len(rows) else \
+            np.zeros((0, rec.packets, rec.payload_bytes), np.uint8)
+        words = np.ascontiguousarray(recs["present"][rows]) if len(rows) else \
+            np.zeros((0, rec.header["present_words"]), np.uint64)
+        self.present_words = words
+        bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
+        self.present = bits[:, :rec.packets].astype(bool)
+        self.lens = np.ascontiguousarray(recs["lens"][rows]) if len(rows) else \
+            np.zeros((0, rec.packets), np.uint32)
+
+    def __len__(self):
+        return len(self.index)
+
+
+class RawRecording:
+    """A raw recording: header (the index's first line), chunks (one dict
+    per chunk line), stopped (the line that stopped the recording, or
+    None), and stream(s) for one stream's arrays."""
+
+    def __init__(self, path):
+        if path.endswith(".index.jsonl"):
+            path = path[:-len(".index.jsonl")]
+        self.path = path
+        self.index_path = path + ".index.jsonl"
+        with open(self.index_path, "rb") as f:
+            text = f.read()
+        lines = text.split(b"\n")
+        # the last element is b"" after a final newline, else a line cut
+        # short by a crash: only whole lines count
+        lines = lines[:-1]
+        if not lines:
+            raise ValueError("%s: no header line (not a vfgx raw index)" % self.index_path)
+        self.header = json.loads(lines[0])
+        if self.header.get("profile") != "vfgx" or self.header.get("format") != "raw":
+            raise ValueError("%s: not a vfgx raw index (profile %r, format %r)"
+                             % (self.index_path, self.header.get("profile"),
+                                self.header.get("format")))
+        self.packets = self.header["packets"]
+        self.payload_bytes = self.header["payload_bytes"]
+        self.config = self.header.get("config")
+        self.chunks, self.stopped = [], None
+        for line in lines[1:]:
+            d = json.loads(line)
+            if "stopped" in d:
+                self.stopped = d["stopped"]
+            else:
+                self.chunks.append(d)
+        self._recs = None
+
+    def _records(self):
+        if self._recs is None:
+            h = self.header
+            rb = h["record_bytes"]
+            dt = np.dtype({"names": ["data", "present", "lens"],
+                           "formats": [(np.uint8, (self.packets, self.payload_bytes)),
+                                       (np.uint64, (h["present_words"],)),
+                                       (np.uint32, (self.packets,))],
+                           "offsets": [h["data_offset"], h["present_offset"], h["lens_offset"]],
+                           "itemsize": rb})
+            n = os.path.getsize(self.path) // rb
+            self._recs = np.memmap(self.path, dtype=dt, mode="r", shape=(n,)) if n else \
+                np.zeros(0, dtype=dt)
+        return self._recs
+
+    def streams(self):
+        return sorted({d["stream"] for d in self.chunks})
+
+    def stream(self, s):
+        return RawStream(self, [d for d in self.chunks if d["stream"] == s])
+
+
+def open_raw(path):
+    """Open a raw recording by its data file or its .index.jsonl."""
+    return RawRecording(path)

@@ -1,0 +1,298 @@
+/* record_raw.c - raw recording: one large sequential data file written
+ * with O_DIRECT through io_uring (a ring of aligned staging buffers, one
+ * chunk record each: payload slots, present bitmap, lengths, padded to
+ * 4096 bytes) and a sidecar PATH.index.jsonl: a header line, then one
+ * line per chunk appended only after the chunk's write completed, so that
+ * after a crash or SIGKILL the index still opens and lists exactly the
+ * chunks on file (a reader ignores a last line without its newline). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "record_priv.h"
+#include "vfgx_build.h"
+
+#define RAW_ALIGN 4096u
+#define RAW_FORMAT_VERSION 1
+
+struct raw_slot {
+	void *buf;
+	bool busy;
+	/* the chunk's metadata, for its index line once written */
+	uint32_t stream, present_count, missing, flags;
+	uint64_t index, first, ready_ns, last_packet_ns, late, offset;
+};
+
+struct raw_writer {
+	int fd, index_fd;
+	struct io_uring ring;
+	bool ring_ok;
+	uint32_t nslots, in_flight;
+	struct raw_slot *slots;
+	size_t rec_bytes, present_off, lens_off;
+	uint64_t next_off;
+	char index_path[4200];
+};
+
+static size_t align_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* One line to the index, whole or not at all from the reader's view (a
+ * line without its newline is ignored). */
+static int index_line(vfgx_record *r, struct raw_writer *w, const char *line,
+		      size_t len)
+{
+	ssize_t n = write(w->index_fd, line, len);
+
+	if (n == (ssize_t)len) {
+		rec_add_bytes(r, (uint64_t)len);
+		return 0;
+	}
+	return rec_fail(r, n < 0 ? -errno : -ENOSPC, "record: %s: %s; recording stopped (the pipeline goes on)",
+			w->index_path, n < 0 ? strerror(errno) : "short write (file system full?)");
+}
+
+static int write_header(vfgx_record *r, struct raw_writer *w, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t cap = 4096 + (r->config_text ? strlen(r->config_text) * 6 : 0);
+	char *line = malloc(cap);
+	size_t len;
+	int ret;
+
+	if (!line)
+		return rec_fail(r, -ENOMEM, "record: out of memory");
+	len = (size_t)snprintf(line, cap,
+			       "{\"profile\":\"vfgx\",\"format\":\"raw\",\"format_version\":%d,"
+			       "\"vfgx_version\":\"%s\",\"packets\":%u,\"payload_bytes\":%u,"
+			       "\"streams\":%u,\"present_words\":%u,\"record_bytes\":%zu,"
+			       "\"data_offset\":0,\"present_offset\":%zu,\"lens_offset\":%zu,"
+			       "\"direct\":%s,\"data_file\":",
+			       RAW_FORMAT_VERSION, VFGX_VERSION, r->packets, r->payload_bytes,
+			       r->streams, r->present_words, w->rec_bytes, w->present_off,
+			       w->lens_off, r->st.direct ? "true" : "false");
+	rec_json_str(line, cap, &len, base ? base + 1 : path);
+	len += (size_t)snprintf(line + len, cap - len, ",\"config\":");
+	if (r->config_text)
+		rec_json_str(line, cap, &len, r->config_text);
+	else
+		len += (size_t)snprintf(line + len, cap - len, "null");
+	len += (size_t)snprintf(line + len, cap - len, "}\n");
+	ret = index_line(r, w, line, len);
+	free(line);
+	return ret;
+}
+
+static void raw_free(vfgx_record *r, struct raw_writer *w)
+{
+	if (w->ring_ok)
+		io_uring_queue_exit(&w->ring);
+	for (uint32_t i = 0; w->slots && i < w->nslots; i++)
+		rec_host_free(r, w->slots[i].buf);
+	free(w->slots);
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->index_fd >= 0)
+		close(w->index_fd);
+	free(w);
+}
+
+static int raw_open(vfgx_record *r, const char *path, int fd)
+{
+	struct raw_writer *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w) {
+		close(fd);
+		return rec_fail(r, -ENOMEM, "record: out of memory");
+	}
+	w->fd = fd;
+	w->index_fd = -1;
+	w->present_off = align_up((size_t)r->packets * r->payload_bytes, 8);
+	w->lens_off = w->present_off + r->present_words * sizeof(uint64_t);
+	w->rec_bytes = align_up(w->lens_off + (size_t)r->packets * sizeof(uint32_t), RAW_ALIGN);
+	w->nslots = r->conf.ring;
+	/* O_DIRECT where the file system takes it (tmpfs before Linux 6.6
+	 * does not): every write is a whole aligned record either way */
+	pthread_mutex_lock(&r->lock);
+	r->st.direct = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_DIRECT) == 0;
+	pthread_mutex_unlock(&r->lock);
+	snprintf(w->index_path, sizeof(w->index_path), "%s.index.jsonl", path);
+	w->index_fd = rec_create(r, w->index_path, O_APPEND);
+	if (w->index_fd < 0)
+		goto fail;
+	w->slots = calloc(w->nslots, sizeof(*w->slots));
+	if (!w->slots) {
+		rec_fail(r, -ENOMEM, "record: out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < w->nslots; i++) {
+		w->slots[i].buf = rec_host_alloc(r, w->rec_bytes);
+		if (!w->slots[i].buf) {
+			rec_fail(r, -ENOMEM, "record: out of memory for %u staging buffers of %zu bytes (lower record.ring)",
+				 w->nslots, w->rec_bytes);
+			goto fail;
+		}
+	}
+	ret = io_uring_queue_init(w->nslots, &w->ring, 0);
+	if (ret < 0) {
+		rec_fail(r, ret, "record: io_uring: %s (raw recording writes through io_uring; check kernel.io_uring_disabled)",
+			 strerror(-ret));
+		goto fail;
+	}
+	w->ring_ok = true;
+	r->w = w;
+	if (write_header(r, w, path))
+		return r->st.error;
+	return 0;
+fail:
+	raw_free(r, w);
+	return r->st.error ? r->st.error : -EIO;
+}
+
+/* One completion: its index line when the write went whole. */
+static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	struct raw_slot *s;
+	char line[512];
+	int ret, res;
+
+	ret = wait ? io_uring_wait_cqe(&w->ring, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
+	if (ret == -EAGAIN || ret == -EINTR)
+		return 1;
+	if (ret < 0)
+		return rec_fail(r, ret, "record: io_uring: %s; recording stopped (the pipeline goes on)",
+				strerror(-ret));
+	s = &w->slots[io_uring_cqe_get_data64(cqe)];
+	res = cqe->res;
+	io_uring_cqe_seen(&w->ring, cqe);
+	s->busy = false;
+	w->in_flight--;
+	if (res < 0 || (size_t)res != w->rec_bytes) {
+		if (res >= 0)
+			res = -ENOSPC; /* a short write: the file system is full */
+		rec_fail(r, res, "record: %s: %s writing stream %u chunk %" PRIu64 "; recording stopped (the pipeline goes on)",
+			 r->cur_path, strerror(-res), s->stream, s->index);
+		rec_count_not_recorded(r);
+		return res;
+	}
+	if (r->stopped) {
+		/* written, but after the stop: not indexed */
+		rec_count_not_recorded(r);
+		return r->st.error;
+	}
+	rec_add_bytes(r, w->rec_bytes);
+	snprintf(line, sizeof(line),
+		 "{\"stream\":%u,\"index\":%" PRIu64 ",\"first\":%" PRIu64 ",\"offset\":%" PRIu64
+		 ",\"present_count\":%u,\"missing\":%u,\"flags\":%u,\"ready_ns\":%" PRIu64
+		 ",\"last_packet_ns\":%" PRIu64 ",\"late\":%" PRIu64 "}\n",
+		 s->stream, s->index, s->first, s->offset, s->present_count, s->missing,
+		 s->flags, s->ready_ns, s->last_packet_ns, s->late);
+	if ((ret = index_line(r, w, line, strlen(line)))) {
+		rec_count_not_recorded(r);
+		return ret;
+	}
+	rec_count_recorded(r);
+	return 0;
+}
+
+static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+{
+	struct raw_writer *w = r->w;
+	struct io_uring_sqe *sqe;
+	struct raw_slot *s = NULL;
+	uint32_t i;
+	int ret;
+
+	while (w->in_flight == w->nslots)
+		if ((ret = reap_one(r, w, true)) < 0)
+			return ret;
+	while (w->in_flight && reap_one(r, w, false) == 0)
+		; /* take what completed meanwhile, without waiting */
+	if (r->stopped)
+		return r->st.error;
+	for (i = 0; i < w->nslots && !s; i++)
+		if (!w->slots[i].busy)
+			s = &w->slots[i];
+	if ((ret = rec_stage(r, c, s->buf, (uint64_t *)((uint8_t *)s->buf + w->present_off),
+			     (uint32_t *)((uint8_t *)s->buf + w->lens_off))))
+		return ret;
+	s->stream = c->stream;
+	s->index = c->index;
+	s->first = c->first;
+	s->present_count = c->present_count;
+	s->missing = c->missing;
+	s->flags = c->flags;
+	s->ready_ns = c->ready_ns;
+	s->last_packet_ns = c->last_packet_ns;
+	s->late = c->late;
+	s->offset = w->next_off;
+	sqe = io_uring_get_sqe(&w->ring);
+	if (!sqe)
+		return rec_fail(r, -EBUSY, "record: io_uring: no submission entry; recording stopped");
+	io_uring_prep_write(sqe, w->fd, s->buf, (unsigned)w->rec_bytes, s->offset);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(s - w->slots));
+	ret = io_uring_submit(&w->ring);
+	if (ret < 0)
+		return rec_fail(r, ret, "record: io_uring submit: %s; recording stopped", strerror(-ret));
+	s->busy = true;
+	w->in_flight++;
+	w->next_off += w->rec_bytes;
+	return 0;
+}
+
+static int raw_close(vfgx_record *r)
+{
+	struct raw_writer *w = r->w;
+	int ret = 0;
+
+	if (!w)
+		return 0;
+	for (int tries = 0; w->in_flight && tries < 1000; tries++) {
+		uint32_t before = w->in_flight;
+
+		reap_one(r, w, true);
+		if (w->in_flight == before && r->stopped)
+			break; /* the ring itself failed: nothing more comes */
+	}
+	if (!r->stopped && fsync(w->fd))
+		ret = rec_fail(r, -errno, "record: %s: %s on close", r->cur_path, strerror(errno));
+	if (r->stopped && r->st.message[0]) {
+		char line[600];
+		size_t len = (size_t)snprintf(line, sizeof(line), "{\"stopped\":");
+
+		rec_json_str(line, sizeof(line) - 4, &len, r->st.message);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "}\n");
+		/* best effort: the disk may be full; a reader treats the
+		 * index's last complete line as the end either way */
+		if (write(w->index_fd, line, len) == (ssize_t)len)
+			rec_add_bytes(r, len);
+	}
+	raw_free(r, w);
+	r->w = NULL;
+	return ret ? ret : r->st.error;
+}
+
+static int raw_fd(vfgx_record *r)
+{
+	struct raw_writer *w = r->w;
+
+	return w ? w->fd : -1;
+}
+
+const struct rec_ops rec_raw_ops = {
+	.name = "raw",
+	.open = raw_open,
+	.chunk = raw_chunk,
+	.close = raw_close,
+	.fd = raw_fd,
+};
