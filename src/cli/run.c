@@ -267,6 +267,7 @@ static const struct cli_opt run_opts[] = {
 	{ "metrics", 'm', "ADDR:PORT", "serve Prometheus metrics at http://ADDR:PORT/metrics (overrides metrics.listen)" },
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
 	{ "capture", 'c', "FILE", "write received packets to FILE: pcap, or pcapng for a name ending in .pcapng (overrides pipeline.capture.path)" },
+	{ "force", 'f', NULL, "replace an existing capture file (a regular file the run does not read; without it the run refuses)" },
 	{ "expect-sent", 'e', "FILE", "after the run, check expectations against FILE, a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -293,7 +294,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
 	struct vfgx_pipeline_stats st = { 0 }, prev = { 0 };
-	bool quiet = false;
+	bool quiet = false, force = false;
 	double duration = -1;
 	vfgx_ctx *ctx;
 	int c, ret, rc = 1;
@@ -325,6 +326,9 @@ int vfgx_cmd_run(int argc, char **argv)
 			break;
 		case 'c':
 			capture_flag = optarg;
+			break;
+		case 'f':
+			force = true;
 			break;
 		case 'e':
 			sent_file = optarg; /* read after the run: the sender writes it */
@@ -375,7 +379,7 @@ int vfgx_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((rc = run_capture_open(ctx, cfg, capture_flag, ports, nb_ports, &cap)))
+	if ((rc = run_capture_open(ctx, cfg, capture_flag, force, ports, nb_ports, &cap)))
 		goto out;
 	rc = 1;
 	if (cap)

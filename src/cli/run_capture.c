@@ -7,11 +7,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "port/capture_open.h"
 #include "run_capture.h"
 
 int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *path,
-		     vfgx_port *const *ports, uint16_t nb_ports, vfgx_capture **out)
+		     bool force, vfgx_port *const *ports, uint16_t nb_ports, vfgx_capture **out)
 {
+	/* an existing file is replaced only when asked; never a file a port
+	 * reads (a pcap port's input) */
+	struct vfgx_capture_guard guard = { .replace = force, .inputs = ports,
+					    .nb_inputs = nb_ports };
 	struct vfgx_capture_conf cc;
 	int ret;
 
@@ -24,9 +29,9 @@ int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *p
 		vfgx_capture_conf_default(&cc);
 	if (path)
 		cc.path = path;
-	if ((ret = vfgx_capture_open(ctx, &cc, out))) {
+	if ((ret = vfgx_capture_open_guarded(ctx, &cc, &guard, out))) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		return ret == -EINVAL || ret == -ENOTSUP ? 2 : 1;
+		return ret == -EINVAL || ret == -ENOTSUP || ret == -EEXIST ? 2 : 1;
 	}
 	for (uint16_t i = 0; i < nb_ports; i++) {
 		if ((ret = vfgx_capture_attach(*out, ports[i]))) {

@@ -7,10 +7,12 @@
 #include <vfgx/vfgx.h>
 
 /* Open the capture the config or path (--capture, which wins) asks for and
- * tap every port; *out NULL when none is asked.  0, or the exit code after
- * a one-line message. */
+ * tap every port; *out NULL when none is asked.  An existing file is
+ * replaced only with force (--force), a port's input file never.  0, or
+ * the exit code after a one-line message. */
 int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *path,
-		     vfgx_port *const *ports, uint16_t nb_ports, vfgx_capture **out);
+		     bool force, vfgx_port *const *ports, uint16_t nb_ports,
+		     vfgx_capture **out);
 /* After the ports stopped: write the rest, close; false on a write error. */
 bool run_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st);
 void run_capture_report(const struct vfgx_capture_stats *st, const char *path);

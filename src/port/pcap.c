@@ -7,14 +7,18 @@
  * recorded timing or at a rate.  Loops rewrite sequence numbers (lap k adds
  * k x span, checksums updated incrementally) or keep them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <vfgx/pcap.h>
 
 #include "backend.h"
+#include "capture_open.h"
 #include "pcap_opts.h"
 #include "seqhdr.h"
 
@@ -32,6 +36,7 @@ struct pc_priv {
 	uint64_t t0_ns;          /* first rx_burst */
 	uint64_t ts_first, ts_last; /* file timestamps, ns */
 	uint64_t lap_ns;         /* recorded timing: one lap's duration */
+	struct stat file_st;     /* the file as last opened (device, inode) */
 	struct vfgx_pcap_info info;
 	struct vfgx_queue_stats st;
 };
@@ -51,15 +56,47 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 	return (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
+int vfgx_port_input_file(vfgx_port *port, struct stat *st, const char **path)
+{
+	struct pc_priv *pp;
+
+	if (!port || port->ops != &vfgx_pcap_ops)
+		return -ENOENT;
+	pp = port->priv;
+	*st = pp->file_st;
+	*path = pp->file;
+	return 0;
+}
+
+/* The file as a stream for libpcap.  Only a regular file: opened
+ * O_NONBLOCK, so a FIFO without a writer cannot hold the open (nor the
+ * run's start, where SIGINT is not yet the run's), and refused after. */
 static int pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out)
 {
 	char err[PCAP_ERRBUF_SIZE] = "";
-	FILE *f = fopen(pp->file, "rb");
+	int fd = open(pp->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+	struct stat st;
+	FILE *f;
 	pcap_t *p;
 
-	if (!f)
-		return vfgx_set_error(port->ctx, -errno, "%s: pcap file %s: %s", port->name,
-				      pp->file, strerror(errno));
+	if (fd < 0) {
+		e = errno;
+		return vfgx_set_error(port->ctx, -e, "%s: pcap file %s: %s", port->name,
+				      pp->file, strerror(e));
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap file %s is not a regular file (a FIFO, device, socket or directory): the pcap port reads capture files (name one in pcap.file)",
+				      port->name, pp->file);
+	}
+	if (fcntl(fd, F_SETFL, O_RDONLY) < 0 || !(f = fdopen(fd, "rb"))) {
+		e = errno;
+		close(fd);
+		return vfgx_set_error(port->ctx, -e, "%s: pcap file %s: %s", port->name,
+				      pp->file, strerror(e));
+	}
+	pp->file_st = st;
 	/* p owns f from here; a failed open leaves it to us */
 	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err);
 	if (!p)
