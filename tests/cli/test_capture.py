@@ -16,7 +16,9 @@ link, FIFO, directory or character device always, and the run's own pcap
 input (by name or hard link) too, each with one line and nothing changed;
 a rotation that cannot open its next file keeps the bytes written counted;
 a disk full at the header is one line (pcapng crashed); a FIFO as
-pcap.file is refused instead of blocking the open."""
+pcap.file is refused instead of blocking the open. Recorded or rate timing
+that would put a record more than 100 years out is one line (a float to
+integer conversion out of range before)."""
 import json
 import os
 import shutil
@@ -525,6 +527,36 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 2 and len(lines) == 1 and "/dev/zero" in lines[0],
           "pcap.file /dev/zero: exit %d, one line: %s" % (r.returncode, lines))
+
+    # --- timing: recorded with a record far in the future: one line (a
+    # float-to-integer conversion out of range before) ------------------------
+    far = os.path.join(tmp, "far.pcap")
+    with open(cap, "rb") as f:
+        f.read(24)
+        rh = f.read(16)
+        incl = int.from_bytes(rh[8:12], "little")
+        data = f.read(incl)
+    with open(cap, "rb") as f:
+        ghdr = f.read(24)
+    with open(far, "wb") as f:
+        f.write(ghdr)
+        for sec in (1, 0x7FFFFFF0):  # 1970 and 2038
+            f.write(sec.to_bytes(4, "little") + (0).to_bytes(4, "little") + rh[8:16] + data)
+    check(tshark_frames(far)[0] == 2, "far.pcap: tshark reads its 2 records")
+    for timing in ("timing: recorded, speed: 0.001", "timing: recorded, loops: 8",
+                   "timing: rate, rate_pps: 0.000000001, loops: 1000"):
+        fcfg = cfg(tmp, "far.yaml", (PCAP_IN % far).replace(
+            "queues: [{id: 0}]", "queues: [{id: 0}]\n    pcap: {%s}" % timing))
+        try:
+            r = subprocess.run([VFGX, "run", "-q", "-d", "3", fcfg], capture_output=True,
+                               text=True, timeout=60)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and far in lines[0] and
+                  "100 years" in lines[0],
+                  "pcap %s, a record in 2038: exit %d, one line: %s"
+                  % (timing, r.returncode, lines))
+        except subprocess.TimeoutExpired:
+            check(False, "pcap %s: the run did not end" % timing)
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
