@@ -251,8 +251,9 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
 	}
 	if (ex->capture_path) {
-		snprintf(d, sizeof(d), "%s", ex->cap.error ? strerror(-ex->cap.error) : "");
-		check(&v, true, ex->capture_ok, "capture", d);
+		bool ok = run_capture_verdict(&ex->cap, ex->capture_ok, d, sizeof(d));
+
+		check(&v, true, ok, "capture", d);
 	}
 	min_packets_detail(d, sizeof(d), cfg, st);
 	check(&v, cfg->expect.min_packets > 0,

@@ -52,14 +52,48 @@ bool run_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	return vfgx_capture_close(c, st) == 0;
 }
 
+/* What the capture's mode chose and is not in the files: dropped with
+ * the ring full, left in GPU memory, or after a write error. */
+static uint64_t not_captured(const struct vfgx_capture_stats *st)
+{
+	return st->ring_full + st->skipped_gpu + st->failed;
+}
+
+/* The share of what the mode chose that is not in the files, in percent. */
+static double not_captured_pct(const struct vfgx_capture_stats *st)
+{
+	uint64_t chosen = st->selected + st->skipped_gpu;
+
+	return chosen ? 100.0 * (double)not_captured(st) / (double)chosen : 0;
+}
+
 void run_capture_report(const struct vfgx_capture_stats *st, const char *path)
 {
 	printf("capture %s: %" PRIu64 " packets seen, %" PRIu64 " selected, %" PRIu64
 	       " written (%" PRIu64 " bytes, %u files), %" PRIu64 " dropped (ring full), %" PRIu64
-	       " in GPU memory not copied, %" PRIu64 " failed%s%s\n",
+	       " in GPU memory not copied, %" PRIu64 " failed; %" PRIu64
+	       " not captured (%.1f%%)%s%s\n",
 	       path, st->seen, st->selected, st->written, st->bytes, st->files, st->ring_full,
-	       st->skipped_gpu, st->failed, st->error ? ": " : "",
-	       st->error ? strerror(-st->error) : "");
+	       st->skipped_gpu, st->failed, not_captured(st), not_captured_pct(st),
+	       st->error ? ": " : "", st->error ? strerror(-st->error) : "");
+}
+
+bool run_capture_verdict(const struct vfgx_capture_stats *st, bool closed_ok, char *d,
+			 size_t len)
+{
+	uint64_t miss = not_captured(st);
+
+	if (!miss && closed_ok) {
+		snprintf(d, len, "every one of %" PRIu64 " selected packets written", st->selected);
+		return true;
+	}
+	snprintf(d, len,
+		 "%" PRIu64 " of %" PRIu64 " chosen packets not captured (%.1f%%: %" PRIu64
+		 " ring full, %" PRIu64 " in GPU memory, %" PRIu64 " failed)%s%s",
+		 miss, st->selected + st->skipped_gpu, not_captured_pct(st), st->ring_full,
+		 st->skipped_gpu, st->failed, st->error ? ": " : "",
+		 st->error ? strerror(-st->error) : "");
+	return false;
 }
 
 json_object *run_capture_json(const struct vfgx_capture_stats *st, const char *path)
@@ -75,6 +109,7 @@ json_object *run_capture_json(const struct vfgx_capture_stats *st, const char *p
 	json_object_object_add(o, "ring_full", json_object_new_uint64(st->ring_full));
 	json_object_object_add(o, "skipped_gpu", json_object_new_uint64(st->skipped_gpu));
 	json_object_object_add(o, "failed", json_object_new_uint64(st->failed));
+	json_object_object_add(o, "not_captured", json_object_new_uint64(not_captured(st)));
 	json_object_object_add(o, "error", st->error ? json_object_new_string(strerror(-st->error)) : NULL);
 	return o;
 }

@@ -16,6 +16,11 @@ int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *p
 /* After the ports stopped: write the rest, close; false on a write error. */
 bool run_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st);
 void run_capture_report(const struct vfgx_capture_stats *st, const char *path);
+/* The `capture` expectation: every packet the capture's mode chose is in
+ * the files (none dropped with the ring full, left in GPU memory or lost
+ * to a write error) and the files closed whole.  d: the report's line. */
+bool run_capture_verdict(const struct vfgx_capture_stats *st, bool closed_ok, char *d,
+			 size_t len);
 json_object *run_capture_json(const struct vfgx_capture_stats *st, const char *path);
 
 /* A `vfgx send --json` report's source counters; -1 after a one-line

@@ -18,7 +18,8 @@ a rotation that cannot open its next file keeps the bytes written counted;
 a disk full at the header is one line (pcapng crashed); a FIFO as
 pcap.file is refused instead of blocking the open. Recorded or rate timing
 that would put a record more than 100 years out is one line (a float to
-integer conversion out of range before)."""
+integer conversion out of range before). A capture that drops
+records says how many were not captured and fails its expectation."""
 import json
 import os
 import shutil
@@ -557,6 +558,33 @@ with tempfile.TemporaryDirectory() as tmp:
                   % (timing, r.returncode, lines))
         except subprocess.TimeoutExpired:
             check(False, "pcap %s: the run did not end" % timing)
+
+    # --- a capture that cannot keep up: what was not captured is said, and
+    # the capture expectation fails ------------------------------------------
+    # a file a record (rotate_bytes 24): the writer opens a file per record,
+    # far slower than the pipeline, so the 64 KiB ring fills
+    slow = os.path.join(tmp, "slow")
+    os.mkdir(slow)
+    scfg = cfg(tmp, "slow.yaml", "interfaces:\n  - { name: lo0, backend: loopback, "
+               "rx: { queues: [ { id: 0 } ] }, loopback: { packets: 200000, packet_size: 64 } }\n"
+               "pipeline:\n  capture: { ring_bytes: 65536, rotate_bytes: 24, rotate_files: 2 }\n")
+    rs = run("run", "-q", "--json", "--capture", os.path.join(slow, "s.pcap"), scfg)
+    try:
+        js = json.loads(rs.stdout)
+        cs = js["capture"]
+        miss = cs["ring_full"] + cs["skipped_gpu"] + cs["failed"]
+        exp = [e for e in js["expectations"] if e["name"] == "capture"]
+        text = [l for l in rs.stderr.splitlines() if l.startswith("capture ")]
+        check(cs["ring_full"] > 0 and cs["not_captured"] == miss and
+              cs["written"] + miss == cs["selected"] and rs.returncode == 1 and
+              js["exit_code"] == 1 and js["result"] == "FAILED" and exp and
+              not exp[0]["ok"] and ("%d of %d" % (miss, cs["selected"])) in exp[0]["detail"] and
+              len(text) == 1 and ("%d not captured" % miss) in text[0] and
+              "result: FAILED" in rs.stderr,
+              "ring full: %d of %d not captured, said in text (%s) and JSON (%s), exit %d"
+              % (miss, cs["selected"], text, exp and exp[0]["detail"], rs.returncode))
+    except (ValueError, KeyError) as e:
+        check(False, "ring full: %s; %s" % (e, rs.stderr.strip()[-300:]))
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
