@@ -85,6 +85,8 @@ static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cf
  * (--expect-sent) and the capture. */
 struct run_extra {
 	const struct vfgx_source_report *sent; /* NULL: the ports' own */
+	const char *sent_file;                 /* --expect-sent, or NULL */
+	char sent_line[256];                   /* its expectation's detail */
 	const char *capture_path;              /* NULL: no capture */
 	struct vfgx_capture_stats cap;
 	bool capture_ok;
@@ -187,6 +189,8 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 	bool user_ok = run_chunks_report(ch);
 
 	printf("expectations:\n");
+	/* a report that cannot be used fails the run, in text and JSON alike */
+	check(&v, ex->sent_file != NULL, ex->sent != NULL, "expect_sent", ex->sent_line);
 	if (cfg->expect.all_received) {
 		if (!src.known) {
 			/* a live source: nothing known of what was sent, so
@@ -333,6 +337,8 @@ int vfgx_cmd_run(int argc, char **argv)
 			break;
 		case 'e':
 			sent_file = optarg; /* read after the run: the sender writes it */
+			if ((ret = run_sent_check(sent_file)))
+				return ret;
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_cli_run);
@@ -447,12 +453,16 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	if (sent_file && run_sent_load(sent_file, &sent) == 0)
+	ex.sent_file = sent_file;
+	if (sent_file &&
+	    run_sent_load(sent_file, &sent, ex.sent_line, sizeof(ex.sent_line)) == 0)
 		ex.sent = &sent;
 	rc = mpi.on ? run_mpi_report(&mpi, cfg, ports, nb_ports, &st, ret, secs) :
 		      report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
-	if (sent_file && !ex.sent)
-		rc = 1; /* its line said why */
+	if (sent_file && !ex.sent && mpi.on) {
+		fprintf(stderr, "vfgx: %s\n", ex.sent_line);
+		rc = 1;
+	}
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",

@@ -19,7 +19,10 @@ a disk full at the header is one line (pcapng crashed); a FIFO as
 pcap.file is refused instead of blocking the open. Recorded or rate timing
 that would put a record more than 100 years out is one line (a float to
 integer conversion out of range before). A capture that drops
-records says how many were not captured and fails its expectation."""
+records says how many were not captured and fails its expectation. --expect-sent: a
+report that is missing, empty, not JSON, of another schema or with
+numbers no sender gives fails the run alike in text, JSON and exit status;
+a device, FIFO, directory or file over 1 MiB is refused before the run."""
 import json
 import os
 import shutil
@@ -585,6 +588,72 @@ with tempfile.TemporaryDirectory() as tmp:
               % (miss, cs["selected"], text, exp and exp[0]["detail"], rs.returncode))
     except (ValueError, KeyError) as e:
         check(False, "ring full: %s; %s" % (e, rs.stderr.strip()[-300:]))
+
+    # --- --expect-sent: a report that cannot be used fails the run the same
+    # way in text, JSON and exit status; a device or FIFO is refused before
+    # the run ------------------------------------------------------------------
+    def sent(src):
+        return json.dumps({"schema": "vfgx.send/1", "source": src})
+
+    good = {"generated": 2000, "lost": 0, "duplicated": 0, "corrupted": 0, "reordered": 0}
+    reports = [
+        ("missing", None, "No such file"),
+        ("empty", "", "empty"),
+        ("not JSON", "not json at all", "not JSON"),
+        ("cut short", sent(good)[:-5], "not JSON"),
+        ("null schema", '{"schema": null}', "vfgx.send/1"),
+        ("schema a number", '{"schema": 7, "source": {}}', "vfgx.send/1"),
+        ("a JSON array", '[1, 2]', "vfgx.send/1"),
+        ("null source", '{"schema": "vfgx.send/1", "source": null}', "source is null"),
+        ("lost > generated", sent(dict(good, lost=2001)), "more than source.generated"),
+        ("negative", sent(dict(good, generated=-3)), "out of range"),
+        ("2^70", sent(good).replace("2000", str(2 ** 70)), "out of range"),
+        ("2^64", sent(good).replace("2000", str(2 ** 64)), "out of range"),
+        ("a fraction", sent(dict(good, lost=0.5)), "not a whole number"),
+        ("a string", sent(dict(good, lost="0")), "not a whole number"),
+        ("missing counter", sent({"generated": 2000}), "source.lost is missing"),
+        ("duplicated > sent", sent(dict(good, duplicated=1500, corrupted=600)), "more than"),
+        ("trailing text", sent(good) + " x", "at byte"),
+        ("valid", sent(good), None),
+    ]
+    for name, text, why in reports:
+        f = os.path.join(tmp, "sent-%s.json" % name.replace(" ", "_").replace("^", ""))
+        if text is not None:
+            with open(f, "w") as fh:
+                fh.write(text)
+        r, j = jrun("run", "-q", "--expect-sent", f, small)
+        lines = [l for l in r.stderr.splitlines() if "expect_sent" in l]
+        res = [l for l in r.stderr.splitlines() if l.startswith("result:")]
+        ex = j and [e for e in j["expectations"] if e["name"] == "expect_sent"]
+        if why:
+            check(r.returncode == 1 and j and j["result"] == "FAILED" and j["exit_code"] == 1 and
+                  res == ["result: FAILED"] and len(lines) == 1 and "FAILED" in lines[0] and
+                  why in lines[0] and f in lines[0] and ex and not ex[0]["ok"],
+                  "--expect-sent %s: exit %d, text %s, JSON %s: %s"
+                  % (name, r.returncode, res, j and j["result"], lines))
+        else:
+            check(r.returncode == 0 and j and j["result"] == "PASSED" and res == ["result: PASSED"]
+                  and ex and ex[0]["ok"] and j["source"]["generated"] == 2000,
+                  "--expect-sent %s: exit %d, text %s, JSON %s: %s"
+                  % (name, r.returncode, res, j and j["result"], lines))
+    # a file larger than a report, a device, a FIFO: one line before the run
+    big = os.path.join(tmp, "sent-big.json")
+    with open(big, "w") as fh:
+        fh.write(" " * (1 << 20) + sent(good))
+    sfifo = os.path.join(tmp, "sent-fifo.json")
+    os.mkfifo(sfifo)
+    for what, f in (("/dev/zero", "/dev/zero"), ("a FIFO", sfifo), ("a directory", tmp),
+                    ("more than 1 MiB", big)):
+        try:
+            r = subprocess.run([VFGX, "run", "-q", "--json", "--expect-sent", f, small],
+                               capture_output=True, text=True, timeout=30)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and f in lines[0] and
+                  "--expect-sent" in lines[0] and r.stdout == "",
+                  "--expect-sent %s: exit %d before the run, one line: %s"
+                  % (what, r.returncode, lines))
+        except subprocess.TimeoutExpired:
+            check(False, "--expect-sent %s: the run did not end" % what)
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
