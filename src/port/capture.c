@@ -52,6 +52,11 @@
 				   * packets meanwhile */
 
 
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct vfgx_capture {
 	vfgx_ctx *ctx;
 	struct vfgx_capture_conf conf;
@@ -72,6 +77,7 @@ struct vfgx_capture {
 	bool replace;        /* an existing regular file may be truncated */
 	bool created;        /* the open file was made by this capture */
 	struct stat made;    /* ... and is this one */
+	struct file_id *kept; /* rotate_files: file n's identity at n % rotate_files */
 	struct stat *inputs; /* files the run reads: never written */
 	const char **input_paths;
 	uint32_t nb_inputs;
@@ -97,6 +103,18 @@ static void file_name(const struct vfgx_capture *c, uint32_t n, char *out, size_
 		snprintf(out, len, "%.*s.%u%s", (int)(dot - c->path), c->path, n, dot);
 }
 
+/* Remove name if it is still the file (dev, ino) this capture made: the
+ * name may lead elsewhere since, and what the capture did not make is
+ * never removed. */
+static void unlink_made(const char *name, dev_t dev, ino_t ino)
+{
+	struct stat now;
+
+	if (lstat(name, &now) == 0 && S_ISREG(now.st_mode) && now.st_dev == dev &&
+	    now.st_ino == ino)
+		unlink(name);
+}
+
 static const char *file_kind(mode_t m)
 {
 	return S_ISLNK(m) ? "a symbolic link" : S_ISDIR(m) ? "a directory" :
@@ -110,10 +128,12 @@ static const char *file_kind(mode_t m)
  * or socket never opened (O_NONBLOCK besides: a FIFO put there meanwhile
  * cannot block the open); a file one of the run's ports reads is refused
  * before anything is written to it.  -errno after one line. */
-static int file_create(struct vfgx_capture *c, const char *name, int *fd, bool *created)
+static int file_create(struct vfgx_capture *c, const char *name, int *fd, bool *created,
+		       struct stat *made)
 {
 	const int fl = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	struct stat st;
+	bool have_st = false;
 	int err;
 
 	*created = false;
@@ -144,6 +164,7 @@ opened:
 	/* what was opened is what was checked: a regular file, no input */
 	if (fstat(*fd, &st))
 		goto fail_fd;
+	have_st = true;
 	if (!S_ISREG(st.st_mode)) {
 		close(*fd);
 		return vfgx_set_error(c->ctx, -EINVAL,
@@ -159,13 +180,16 @@ opened:
 		}
 	if (!*created && ftruncate(*fd, 0))
 		goto fail_fd;
-	/* the writes block as a regular file's do */
+	/* O_NONBLOCK off: the writes wait as a regular file's do */
 	if (fcntl(*fd, F_SETFL, O_WRONLY) < 0)
 		goto fail_fd;
+	*made = st;
 	return 0;
 fail_fd:
 	err = errno;
 	close(*fd);
+	if (*created && have_st)
+		unlink_made(name, st.st_dev, st.st_ino);
 	return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, strerror(err));
 fail:
 	err = errno;
@@ -174,16 +198,6 @@ fail:
 				      "capture: %s is a symbolic link: a capture is written to a new file or a regular one (name the link's target)",
 				      name);
 	return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, strerror(err));
-}
-
-/* Remove name if it is still the file st this capture made (the name
- * may have been replaced since). */
-static void unlink_made(const char *name, const struct stat *st)
-{
-	struct stat now;
-
-	if (lstat(name, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
-		unlink(name);
 }
 
 /* Open file c->file_idx, its header written and flushed; on failure
@@ -197,12 +211,11 @@ static int file_open(struct vfgx_capture *c)
 	int ret, fd;
 
 	file_name(c, c->file_idx, name, sizeof(name));
-	if ((ret = file_create(c, name, &fd, &created)))
+	if ((ret = file_create(c, name, &fd, &created, &st)))
 		return ret;
-	fstat(fd, &st);
 	if ((ret = c->fmt->open(c->ctx, fd, name, c->conf.snaplen, &c->f))) {
 		if (created)
-			unlink_made(name, &st);
+			unlink_made(name, st.st_dev, st.st_ino);
 		return ret;
 	}
 	c->created = created;
@@ -210,9 +223,15 @@ static int file_open(struct vfgx_capture *c)
 	c->good = c->fmt->size(c->f);
 	c->flushed_ns = vfgx_now_ns();
 	__atomic_fetch_add(&c->files, 1, __ATOMIC_RELAXED);
-	if (c->conf.rotate_files && c->file_idx >= c->conf.rotate_files) {
-		file_name(c, c->file_idx - c->conf.rotate_files, name, sizeof(name));
-		unlink(name);
+	if (c->kept) {
+		struct file_id *k = &c->kept[c->file_idx % c->conf.rotate_files];
+
+		/* the oldest kept file goes, if it is still the one written */
+		if (c->file_idx >= c->conf.rotate_files) {
+			file_name(c, c->file_idx - c->conf.rotate_files, name, sizeof(name));
+			unlink_made(name, k->dev, k->ino);
+		}
+		*k = (struct file_id){ st.st_dev, st.st_ino };
 	}
 	return 0;
 }
@@ -643,15 +662,20 @@ int vfgx_capture_open_guarded(vfgx_ctx *ctx, const struct vfgx_capture_conf *con
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((int64_t)rt.tv_sec - mt.tv_sec) * 1000000000 +
 			 ((int64_t)rt.tv_nsec - mt.tv_nsec);
-	ret = !c->path ? -ENOMEM : file_open(c);
+	if (c->conf.rotate_files &&
+	    !(c->kept = calloc(c->conf.rotate_files, sizeof(*c->kept))))
+		ret = -ENOMEM;
+	else
+		ret = !c->path ? -ENOMEM : file_open(c);
 	if (!ret && (ret = -pthread_create(&c->writer, NULL, writer_main, c)))
 		vfgx_set_error(ctx, ret, "capture: writer thread: %s", strerror(-ret));
 	if (ret) {
 		if (c->f) {
 			c->fmt->close(c->f, -1);
 			if (c->created)
-				unlink_made(c->path, &c->made);
+				unlink_made(c->path, c->made.st_dev, c->made.st_ino);
 		}
+		free(c->kept);
 		guard_free(c);
 		pthread_mutex_destroy(&c->lock);
 		free(c->path);
@@ -912,6 +936,7 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 		free(c->taps[i]);
 	}
 	free(c->taps);
+	free(c->kept);
 	guard_free(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
