@@ -86,6 +86,8 @@ static void min_packets_detail(char *d, size_t len, const struct vfgx_config *cf
  * (--expect-sent) and the capture. */
 struct run_extra {
 	const struct vfgx_source_report *sent; /* NULL: the ports' own */
+	const char *sent_file;                 /* --expect-sent, or NULL */
+	char sent_line[256];                   /* its expectation's detail */
 	const char *capture_path;              /* NULL: no capture */
 	struct vfgx_capture_stats cap;
 	bool capture_ok;
@@ -193,6 +195,8 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 	bool record_ok = run_record_report(ex->rec);
 
 	printf("expectations:\n");
+	/* a report that cannot be used fails the run, in text and JSON alike */
+	check(&v, ex->sent_file != NULL, ex->sent != NULL, "expect_sent", ex->sent_line);
 	if (cfg->expect.all_received) {
 		if (!src.known) {
 			/* a live source: nothing known of what was sent, so
@@ -257,8 +261,9 @@ static int report(const struct vfgx_config *cfg, const struct run_chunks *ch,
 		check(&v, cfg->expect.verified, st->verify_errors == 0, "verified", d);
 	}
 	if (ex->capture_path) {
-		snprintf(d, sizeof(d), "%s", ex->cap.error ? strerror(-ex->cap.error) : "");
-		check(&v, true, ex->capture_ok, "capture", d);
+		bool ok = run_capture_verdict(&ex->cap, ex->capture_ok, d, sizeof(d));
+
+		check(&v, true, ok, "capture", d);
 	}
 	if (ex->rec->on) {
 		snprintf(d, sizeof(d), "%s", ex->rec->st.error ? ex->rec->st.message : "");
@@ -278,6 +283,7 @@ static const struct cli_opt run_opts[] = {
 	{ "metrics-hold", 'H', "SECONDS", "after the report, keep serving the final counters this long" },
 	{ "capture", 'c', "FILE", "write received packets to FILE: pcap, or pcapng for a name ending in .pcapng (overrides pipeline.capture.path)" },
 	{ "record", 'r', "PATH", "record every chunk to PATH: HDF5 for a name ending in .h5 or .hdf5, raw files otherwise (overrides record.path; docs/record.md)" },
+	{ "force", 'f', NULL, "replace an existing capture file (a regular file the run does not read; without it the run refuses)" },
 	{ "expect-sent", 'e', "FILE", "after the run, check expectations against FILE, a `vfgx send --json` report (two-process runs)" },
 	{ "json", 'j', NULL, "the report as one JSON document on stdout (text report on stderr; docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
@@ -305,7 +311,7 @@ int vfgx_cmd_run(int argc, char **argv)
 	vfgx_port *ports[VFGX_MAX_IFACES] = { 0 };
 	vfgx_pipeline *pl = NULL;
 	struct vfgx_pipeline_stats st = { 0 }, prev = { 0 };
-	bool quiet = false;
+	bool quiet = false, force = false;
 	double duration = -1;
 	vfgx_ctx *ctx;
 	int c, ret, rc = 1;
@@ -341,8 +347,13 @@ int vfgx_cmd_run(int argc, char **argv)
 		case 'r':
 			record_flag = optarg;
 			break;
+		case 'f':
+			force = true;
+			break;
 		case 'e':
 			sent_file = optarg; /* read after the run: the sender writes it */
+			if ((ret = run_sent_check(sent_file)))
+				return ret;
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_cli_run);
@@ -390,7 +401,7 @@ int vfgx_cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((rc = run_capture_open(ctx, cfg, capture_flag, ports, nb_ports, &cap)))
+	if ((rc = run_capture_open(ctx, cfg, capture_flag, force, ports, nb_ports, &cap)))
 		goto out;
 	rc = 1;
 	if (cap)
@@ -464,12 +475,16 @@ int vfgx_cmd_run(int argc, char **argv)
 		printf("\ninterrupted: stopping\n");
 	vfgx_pipeline_stats(pl, &st);
 	ret = vfgx_pipeline_error(pl);
-	if (sent_file && run_sent_load(sent_file, &sent) == 0)
+	ex.sent_file = sent_file;
+	if (sent_file &&
+	    run_sent_load(sent_file, &sent, ex.sent_line, sizeof(ex.sent_line)) == 0)
 		ex.sent = &sent;
 	rc = mpi.on ? run_mpi_report(&mpi, cfg, ports, nb_ports, &st, ret, secs) :
 		      report(cfg, &chunks, ports, nb_ports, &st, secs, &ex);
-	if (sent_file && !ex.sent)
-		rc = 1; /* its line said why */
+	if (sent_file && !ex.sent && mpi.on) {
+		fprintf(stderr, "vfgx: %s\n", ex.sent_line);
+		rc = 1;
+	}
 	run_output_text_end(&ro);
 	if (ret) {
 		fprintf(stderr, "vfgx: %s pipeline error: %s\n",

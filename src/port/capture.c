@@ -21,11 +21,13 @@
  * disk) cuts the file back to its last whole record, so no file is left
  * half-written, and counts what follows as failed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +36,7 @@
 
 #include "backend.h"
 #include "capture_file.h"
+#include "capture_open.h"
 #include "capture_ref.h"
 #include "capture_tap.h"
 #include "pcap_opts.h"
@@ -48,6 +51,11 @@
 				   * queues capturing by reference hold their
 				   * packets meanwhile */
 
+
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
 
 struct vfgx_capture {
 	vfgx_ctx *ctx;
@@ -66,8 +74,16 @@ struct vfgx_capture {
 	int64_t good;        /* file offset after the last flushed record */
 	uint64_t flushed_ns; /* last flush */
 	uint32_t file_idx;
+	bool replace;        /* an existing regular file may be truncated */
+	bool created;        /* the open file was made by this capture */
+	struct stat made;    /* ... and is this one */
+	struct file_id *kept; /* rotate_files: file n's identity at n % rotate_files */
+	struct stat *inputs; /* files the run reads: never written */
+	const char **input_paths;
+	uint32_t nb_inputs;
 	/* writer's counters */
-	uint64_t written, failed, bytes, bytes_closed;
+	uint64_t written, failed, bytes_closed; /* bytes_closed: of every file
+						     * closed, as it ended */
 	uint64_t written_flushed; /* of written, those before c->good */
 	uint32_t files;
 	int error;
@@ -87,22 +103,135 @@ static void file_name(const struct vfgx_capture *c, uint32_t n, char *out, size_
 		snprintf(out, len, "%.*s.%u%s", (int)(dot - c->path), c->path, n, dot);
 }
 
+/* Remove name if it is still the file (dev, ino) this capture made: the
+ * name may lead elsewhere since, and what the capture did not make is
+ * never removed. */
+static void unlink_made(const char *name, dev_t dev, ino_t ino)
+{
+	struct stat now;
+
+	if (lstat(name, &now) == 0 && S_ISREG(now.st_mode) && now.st_dev == dev &&
+	    now.st_ino == ino)
+		unlink(name);
+}
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISLNK(m) ? "a symbolic link" : S_ISDIR(m) ? "a directory" :
+	       S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* The descriptor of capture file name, opened for writing: created new
+ * (O_EXCL, *created), or, where c->replace allows, an existing regular
+ * file truncated.  A symbolic link is never followed and a device, FIFO
+ * or socket never opened (O_NONBLOCK besides: a FIFO put there meanwhile
+ * cannot block the open); a file one of the run's ports reads is refused
+ * before anything is written to it.  -errno after one line. */
+static int file_create(struct vfgx_capture *c, const char *name, int *fd, bool *created,
+		       struct stat *made)
+{
+	const int fl = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	struct stat st;
+	bool have_st = false;
+	int err;
+
+	*created = false;
+	if ((*fd = open(name, fl | O_CREAT | O_EXCL, 0666)) >= 0) {
+		*created = true;
+		goto opened;
+	}
+	if (errno != EEXIST)
+		goto fail;
+	if (lstat(name, &st))
+		goto fail;
+	if (!S_ISREG(st.st_mode))
+		return vfgx_set_error(c->ctx, -EINVAL,
+				      "capture: %s is %s: a capture is written to a new file or a regular one (name another path)",
+				      name, file_kind(st.st_mode));
+	for (uint32_t i = 0; i < c->nb_inputs; i++)
+		if (st.st_dev == c->inputs[i].st_dev && st.st_ino == c->inputs[i].st_ino)
+			return vfgx_set_error(c->ctx, -EINVAL,
+					      "capture: %s is the file this run reads (%s): name another path",
+					      name, c->input_paths[i]);
+	if (!c->replace)
+		return vfgx_set_error(c->ctx, -EEXIST,
+				      "capture: %s exists: not replaced (vfgx run --force replaces it, or name another path)",
+				      name);
+	if ((*fd = open(name, fl)) < 0)
+		goto fail;
+opened:
+	/* what was opened is what was checked: a regular file, no input */
+	if (fstat(*fd, &st))
+		goto fail_fd;
+	have_st = true;
+	if (!S_ISREG(st.st_mode)) {
+		close(*fd);
+		return vfgx_set_error(c->ctx, -EINVAL,
+				      "capture: %s is %s: a capture is written to a new file or a regular one (name another path)",
+				      name, file_kind(st.st_mode));
+	}
+	for (uint32_t i = 0; i < c->nb_inputs; i++)
+		if (st.st_dev == c->inputs[i].st_dev && st.st_ino == c->inputs[i].st_ino) {
+			close(*fd);
+			return vfgx_set_error(c->ctx, -EINVAL,
+					      "capture: %s is the file this run reads (%s): name another path",
+					      name, c->input_paths[i]);
+		}
+	if (!*created && ftruncate(*fd, 0))
+		goto fail_fd;
+	/* O_NONBLOCK off: the writes wait as a regular file's do */
+	if (fcntl(*fd, F_SETFL, O_WRONLY) < 0)
+		goto fail_fd;
+	*made = st;
+	return 0;
+fail_fd:
+	err = errno;
+	close(*fd);
+	if (*created && have_st)
+		unlink_made(name, st.st_dev, st.st_ino);
+	return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, strerror(err));
+fail:
+	err = errno;
+	if (err == ELOOP) /* O_NOFOLLOW on a symbolic link */
+		return vfgx_set_error(c->ctx, -EINVAL,
+				      "capture: %s is a symbolic link: a capture is written to a new file or a regular one (name the link's target)",
+				      name);
+	return vfgx_set_error(c->ctx, -err, "capture: %s: %s", name, strerror(err));
+}
+
 /* Open file c->file_idx, its header written and flushed; on failure
- * nothing is left on disk. */
+ * nothing this run created is left on disk (a file it replaced stays,
+ * empty). */
 static int file_open(struct vfgx_capture *c)
 {
 	char name[4096];
-	int ret;
+	struct stat st;
+	bool created;
+	int ret, fd;
 
 	file_name(c, c->file_idx, name, sizeof(name));
-	if ((ret = c->fmt->open(c->ctx, name, c->conf.snaplen, &c->f)))
+	if ((ret = file_create(c, name, &fd, &created, &st)))
 		return ret;
+	if ((ret = c->fmt->open(c->ctx, fd, name, c->conf.snaplen, &c->f))) {
+		if (created)
+			unlink_made(name, st.st_dev, st.st_ino);
+		return ret;
+	}
+	c->created = created;
+	c->made = st;
 	c->good = c->fmt->size(c->f);
 	c->flushed_ns = vfgx_now_ns();
 	__atomic_fetch_add(&c->files, 1, __ATOMIC_RELAXED);
-	if (c->conf.rotate_files && c->file_idx >= c->conf.rotate_files) {
-		file_name(c, c->file_idx - c->conf.rotate_files, name, sizeof(name));
-		unlink(name);
+	if (c->kept) {
+		struct file_id *k = &c->kept[c->file_idx % c->conf.rotate_files];
+
+		/* the oldest kept file goes, if it is still the one written */
+		if (c->file_idx >= c->conf.rotate_files) {
+			file_name(c, c->file_idx - c->conf.rotate_files, name, sizeof(name));
+			unlink_made(name, k->dev, k->ino);
+		}
+		*k = (struct file_id){ st.st_dev, st.st_ino };
 	}
 	return 0;
 }
@@ -125,7 +254,7 @@ static void file_flush(struct vfgx_capture *c)
 		vfgx_warn(c->ctx, "capture: %s: cutting the file back after a write error failed: it may end in a partial record",
 			  c->path);
 	c->f = NULL;
-	c->bytes = c->bytes_closed + (uint64_t)c->good;
+	__atomic_fetch_add(&c->bytes_closed, (uint64_t)c->good, __ATOMIC_RELAXED);
 	/* the records after c->good were counted written: they are not */
 	__atomic_fetch_add(&c->failed, c->written - c->written_flushed, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->written, c->written_flushed, __ATOMIC_RELAXED);
@@ -150,13 +279,17 @@ static void ring_get(const struct vfgx_capture_tap *t, uint64_t pos, void *dst, 
 /* The file reached rotate_bytes: close it, open the next. */
 static void file_rotate(struct vfgx_capture *c)
 {
-	__atomic_fetch_add(&c->bytes_closed, (uint64_t)c->good, __ATOMIC_RELAXED);
-	c->fmt->close(c->f, -1);
+	int64_t size = c->fmt->close(c->f, -1);
+	int ret;
+
+	/* every closed file's bytes count, also when the next cannot open */
+	__atomic_fetch_add(&c->bytes_closed, (uint64_t)(size >= 0 ? size : c->good),
+			   __ATOMIC_RELAXED);
 	c->f = NULL;
 	c->file_idx++;
-	if (file_open(c)) {
-		__atomic_store_n(&c->error, -EIO, __ATOMIC_RELEASE);
-		vfgx_warn(c->ctx, "%s", vfgx_last_error(c->ctx));
+	if ((ret = file_open(c))) {
+		__atomic_store_n(&c->error, ret, __ATOMIC_RELEASE);
+		vfgx_warn(c->ctx, "%s: capture stopped", vfgx_last_error(c->ctx));
 	}
 }
 
@@ -447,8 +580,38 @@ static const struct cap_format *choose_format(vfgx_ctx *ctx, const struct vfgx_c
 #endif
 }
 
+static void guard_free(struct vfgx_capture *c)
+{
+	free(c->inputs);
+	free(c->input_paths);
+}
+
+/* The input files of the guard's ports, to compare with every file the
+ * capture opens. */
+static int guard_take(struct vfgx_capture *c, const struct vfgx_capture_guard *g)
+{
+	c->replace = !g || g->replace;
+	if (!g || !g->nb_inputs)
+		return 0;
+	c->inputs = calloc(g->nb_inputs, sizeof(*c->inputs));
+	c->input_paths = calloc(g->nb_inputs, sizeof(*c->input_paths));
+	if (!c->inputs || !c->input_paths)
+		return -ENOMEM;
+	for (uint16_t i = 0; i < g->nb_inputs; i++)
+		if (vfgx_port_input_file(g->inputs[i], &c->inputs[c->nb_inputs],
+					 &c->input_paths[c->nb_inputs]) == 0)
+			c->nb_inputs++;
+	return 0;
+}
+
 int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 		      vfgx_capture **out)
+{
+	return vfgx_capture_open_guarded(ctx, conf, NULL, out);
+}
+
+int vfgx_capture_open_guarded(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
+			      const struct vfgx_capture_guard *guard, vfgx_capture **out)
 {
 	struct vfgx_capture *c;
 	struct timespec rt, mt;
@@ -459,26 +622,36 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 	if (!c)
 		return -ENOMEM;
 	c->ctx = ctx;
+	if (guard_take(c, guard)) {
+		guard_free(c);
+		free(c);
+		return -ENOMEM;
+	}
 	if ((ret = vfgx_capture_conf_check(ctx, conf, &c->conf))) {
+		guard_free(c);
 		free(c);
 		return ret;
 	}
 	if (!c->conf.path || !c->conf.path[0]) {
+		guard_free(c);
 		free(c);
 		return vfgx_set_error(ctx, -EINVAL, "capture: no file named (pipeline.capture.path or --capture FILE)");
 	}
 	if (c->conf.ring_bytes & (c->conf.ring_bytes - 1)) {
+		guard_free(c);
 		free(c);
 		return vfgx_set_error(ctx, -EINVAL, "capture: ring_bytes %u is not a power of two",
 				      conf->ring_bytes);
 	}
 	if (!(c->fmt = choose_format(ctx, &c->conf))) {
+		guard_free(c);
 		free(c);
 		return -ENOTSUP;
 	}
 	if ((!c->fmt->write_raw && !(c->bounce = malloc(c->conf.snaplen))) ||
 	    !(c->iov = malloc(sizeof(*c->iov) * IOV_MAX))) {
 		free(c->bounce);
+		guard_free(c);
 		free(c);
 		return -ENOMEM;
 	}
@@ -489,14 +662,21 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	c->wall_off_ns = ((int64_t)rt.tv_sec - mt.tv_sec) * 1000000000 +
 			 ((int64_t)rt.tv_nsec - mt.tv_nsec);
-	ret = !c->path ? -ENOMEM : file_open(c);
+	if (c->conf.rotate_files &&
+	    !(c->kept = calloc(c->conf.rotate_files, sizeof(*c->kept))))
+		ret = -ENOMEM;
+	else
+		ret = !c->path ? -ENOMEM : file_open(c);
 	if (!ret && (ret = -pthread_create(&c->writer, NULL, writer_main, c)))
 		vfgx_set_error(ctx, ret, "capture: writer thread: %s", strerror(-ret));
 	if (ret) {
 		if (c->f) {
 			c->fmt->close(c->f, -1);
-			unlink(c->path);
+			if (c->created)
+				unlink_made(c->path, c->made.st_dev, c->made.st_ino);
 		}
+		free(c->kept);
+		guard_free(c);
 		pthread_mutex_destroy(&c->lock);
 		free(c->path);
 		free(c->bounce);
@@ -733,12 +913,11 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 	if (c->f) {
 		int64_t size = c->fmt->close(c->f, -1);
 
-		c->bytes = c->bytes_closed + (uint64_t)(size >= 0 ? size : c->good);
+		c->bytes_closed += (uint64_t)(size >= 0 ? size : c->good);
+		c->f = NULL;
 	}
-	if (st) {
+	if (st)
 		vfgx_capture_stats(c, st);
-		st->bytes = c->bytes;
-	}
 	err = c->error;
 	for (uint32_t i = 0; i < c->nb_taps; i++) {
 		struct vfgx_capture_tap *t = c->taps[i];
@@ -757,6 +936,8 @@ int vfgx_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
 		free(c->taps[i]);
 	}
 	free(c->taps);
+	free(c->kept);
+	guard_free(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
 	free(c->bounce);

@@ -15,10 +15,13 @@ struct cap_file;
 
 struct cap_format {
 	const char *name;
-	/* Create path with its header written and flushed: 0, or -errno
-	 * after a one-line error on ctx naming path; nothing is left on
-	 * disk then. */
-	int (*open)(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap_file **out);
+	/* Write the header to fd, an empty regular file opened for writing
+	 * (capture.c made it, the format owns it from here: closed on
+	 * failure too), and flush it: 0, or -errno after a one-line error on
+	 * ctx naming path.  The path is only named, never opened or removed
+	 * here. */
+	int (*open)(vfgx_ctx *ctx, int fd, const char *path, uint32_t snaplen,
+		    struct cap_file **out);
 	/* One Ethernet record, wall-clock ts_ns (formats without
 	 * write_raw).  Non-zero when the write failed: the next flush
 	 * returns why. */

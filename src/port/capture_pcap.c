@@ -37,31 +37,35 @@ static void pc_free(struct cap_file *f)
 	free(f);
 }
 
-static int pc_open(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap_file **out)
+static int pc_open(vfgx_ctx *ctx, int fd, const char *path, uint32_t snaplen,
+		   struct cap_file **out)
 {
 	struct cap_file *f = calloc(1, sizeof(*f));
 	FILE *fp;
 	int err;
 
 	*out = NULL;
-	if (!f)
+	if (!f) {
+		close(fd);
 		return -ENOMEM;
+	}
 	f->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, (int)snaplen,
 						       PCAP_TSTAMP_PRECISION_NANO);
 	if (!f->dead) {
+		close(fd);
 		pc_free(f);
 		return vfgx_set_error(ctx, -ENOMEM, "capture: pcap_open_dead failed");
 	}
-	fp = fopen(path, "wb");
+	fp = fdopen(fd, "wb");
 	if (!fp) {
 		err = errno;
+		close(fd);
 		pc_free(f);
 		return vfgx_set_error(ctx, -err, "capture: %s: %s", path, strerror(err));
 	}
 	if (!(f->d = pcap_dump_fopen(f->dead, fp))) {
 		err = errno ? errno : EIO;
 		fclose(fp);
-		unlink(path);
 		vfgx_set_error(ctx, -err, "capture: %s: %s", path, pcap_geterr(f->dead));
 		pc_free(f);
 		return -err;
@@ -71,7 +75,6 @@ static int pc_open(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap
 	if (pcap_dump_flush(f->d) || (f->size = pcap_dump_ftell64(f->d)) <= 0) {
 		err = errno ? errno : EIO;
 		pcap_dump_close(f->d);
-		unlink(path);
 		pc_free(f);
 		return vfgx_set_error(ctx, -err, "capture: %s: writing the file header: %s",
 				      path, strerror(err));

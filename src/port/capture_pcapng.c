@@ -57,28 +57,31 @@ static int ng_fail_open(vfgx_ctx *ctx, struct cap_file *f, const char *path, int
 		       wtap_what(err, info));
 	g_free(info);
 	close(f->fd);
-	unlink(path);
 	free(f);
 	return -wtap_errno(err);
 }
 
-static int ng_open(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap_file **out)
+static int ng_open(vfgx_ctx *ctx, int fd, const char *path, uint32_t snaplen,
+		   struct cap_file **out)
 {
 	wtap_dump_params params = WTAP_DUMP_PARAMS_INIT;
 	struct cap_file *f;
 	gchar *info = NULL;
-	int err = 0;
+	int err = 0, wfd;
 
 	*out = NULL;
 	pthread_once(&wtap_once, wtap_setup);
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		close(fd);
 		return -ENOMEM;
-	/* created here, so a path that cannot be written is said with its
-	 * errno and leaves nothing; libwiretap opens the same file again */
-	f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (f->fd < 0) {
+	}
+	/* libwiretap writes through a descriptor of its own on the file
+	 * capture.c opened (never the path again: it could be replaced) */
+	f->fd = fd;
+	if ((wfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		err = errno;
+		close(fd);
 		free(f);
 		return vfgx_set_error(ctx, -err, "capture: %s: %s", path, strerror(err));
 	}
@@ -87,12 +90,17 @@ static int ng_open(vfgx_ctx *ctx, const char *path, uint32_t snaplen, struct cap
 	params.encap = WTAP_ENCAP_ETHERNET;
 	params.snaplen = (int)snaplen;
 	params.tsprec = WTAP_TSPREC_NSEC;
-	f->d = wtap_dump_open(path, wtap_pcapng_file_type_subtype(), WTAP_UNCOMPRESSED, &params,
-			      &err, &info);
-	if (!f->d)
+	f->d = wtap_dump_fdopen(wfd, wtap_pcapng_file_type_subtype(), WTAP_UNCOMPRESSED,
+				&params, &err, &info);
+	if (!f->d) /* wfd: closed by libwiretap where it got that far */
 		return ng_fail_open(ctx, f, path, err, info, "");
 	if (!wtap_dump_flush(f->d, &err)) {
-		wtap_dump_close(f->d, NULL, &(int){ 0 }, NULL);
+		/* libwiretap writes through err_info on a failed close: never
+		 * NULL (a full disk crashed here) */
+		int cerr = 0;
+
+		wtap_dump_close(f->d, NULL, &cerr, &info);
+		g_free(info);
 		return ng_fail_open(ctx, f, path, err, NULL, "writing the file header: ");
 	}
 	wtap_rec_init(&f->rec);

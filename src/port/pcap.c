@@ -7,14 +7,18 @@
  * recorded timing or at a rate.  Loops rewrite sequence numbers (lap k adds
  * k x span, checksums updated incrementally) or keep them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <vfgx/pcap.h>
 
 #include "backend.h"
+#include "capture_open.h"
 #include "pcap_opts.h"
 #include "seqhdr.h"
 
@@ -32,9 +36,16 @@ struct pc_priv {
 	uint64_t t0_ns;          /* first rx_burst */
 	uint64_t ts_first, ts_last; /* file timestamps, ns */
 	uint64_t lap_ns;         /* recorded timing: one lap's duration */
+	struct stat file_st;     /* the file as last opened (device, inode) */
 	struct vfgx_pcap_info info;
 	struct vfgx_queue_stats st;
 };
+
+/* Recorded or rate timing: no record is due later than this after the
+ * first rx_burst (about 146 years), so the due time's float-to-integer
+ * conversion stays in range; pc_open refuses a file, loops and speed that
+ * would need more. */
+#define PC_DUE_MAX_NS 4611686018427387904.0 /* 2^62 */
 
 int vfgx_pcap_info(vfgx_port *port, struct vfgx_pcap_info *info)
 {
@@ -47,19 +58,58 @@ int vfgx_pcap_info(vfgx_port *port, struct vfgx_pcap_info *info)
 
 static uint64_t ts_ns(const struct pcap_pkthdr *h)
 {
+	/* a time before 1970 (libpcap reads pcap's 32-bit seconds signed)
+	 * counts as 0, one past 2^64 ns (pcapng's 64-bit stamps) as 2^64 - 1,
+	 * never a wrapped product: pc_check_timing refuses such spans */
+	if (h->ts.tv_sec < 0)
+		return 0;
+	if ((uint64_t)h->ts.tv_sec >= UINT64_MAX / 1000000000ull)
+		return UINT64_MAX;
 	/* opened with nanosecond precision: tv_usec holds nanoseconds */
 	return (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
+int vfgx_port_input_file(vfgx_port *port, struct stat *st, const char **path)
+{
+	struct pc_priv *pp;
+
+	if (!port || port->ops != &vfgx_pcap_ops)
+		return -ENOENT;
+	pp = port->priv;
+	*st = pp->file_st;
+	*path = pp->file;
+	return 0;
+}
+
+/* The file as a stream for libpcap.  Only a regular file: opened
+ * O_NONBLOCK, so a FIFO without a writer cannot hold the open (nor the
+ * run's start, where SIGINT is not yet the run's), and refused after. */
 static int pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out)
 {
 	char err[PCAP_ERRBUF_SIZE] = "";
-	FILE *f = fopen(pp->file, "rb");
+	int fd = open(pp->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+	struct stat st;
+	FILE *f;
 	pcap_t *p;
 
-	if (!f)
-		return vfgx_set_error(port->ctx, -errno, "%s: pcap file %s: %s", port->name,
-				      pp->file, strerror(errno));
+	if (fd < 0) {
+		e = errno;
+		return vfgx_set_error(port->ctx, -e, "%s: pcap file %s: %s", port->name,
+				      pp->file, strerror(e));
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap file %s is not a regular file (a FIFO, device, socket or directory): the pcap port reads capture files (name one in pcap.file)",
+				      port->name, pp->file);
+	}
+	if (fcntl(fd, F_SETFL, O_RDONLY) < 0 || !(f = fdopen(fd, "rb"))) {
+		e = errno;
+		close(fd);
+		return vfgx_set_error(port->ctx, -e, "%s: pcap file %s: %s", port->name,
+				      pp->file, strerror(e));
+	}
+	pp->file_st = st;
 	/* p owns f from here; a failed open leaves it to us */
 	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err);
 	if (!p)
@@ -132,7 +182,10 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
 	if (pp->info.records > 1) {
 		uint64_t span = pp->ts_last - pp->ts_first;
 
-		pp->lap_ns = span + span / (pp->info.records - 1);
+		uint64_t gap = span / (pp->info.records - 1);
+
+		/* saturated: pc_check_timing refuses such a lap anyway */
+		pp->lap_ns = span > UINT64_MAX - gap ? UINT64_MAX : span + gap;
 	}
 	if (pp->info.records == 0)
 		vfgx_warn(port->ctx, "%s: pcap file %s holds no packets", port->name, pp->file);
@@ -150,6 +203,33 @@ static void pc_close(struct vfgx_port *port)
 		vfgx_pool_destroy(port->rx_pools[0]);
 		port->rx_pools[0] = NULL;
 	}
+}
+
+/* When the last record of the last lap is due, in ns after the start, as
+ * pc_due computes it; it must stay below PC_DUE_MAX_NS (a timestamp far
+ * in the future, a slow speed or many laps would need more). */
+static int pc_check_timing(struct vfgx_port *port, struct pc_priv *pp)
+{
+	double last;
+
+	if (pp->o.timing == VFGX_PCAP_FAST || !pp->info.records)
+		return 0;
+	if (pp->o.timing == VFGX_PCAP_RATE)
+		last = (double)pp->info.records * (double)pp->o.loops * 1e9 / pp->o.rate_pps;
+	else
+		last = ((double)(pp->o.loops - 1) * (double)pp->lap_ns +
+			(double)(pp->ts_last - pp->ts_first)) / pp->o.speed;
+	if (last < PC_DUE_MAX_NS)
+		return 0;
+	if (pp->o.timing == VFGX_PCAP_RATE)
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap file %s: %llu records x %llu loops at %g pps would take more than 100 years (raise pcap.rate_pps or lower pcap.loops)",
+				      port->name, pp->file, (unsigned long long)pp->info.records,
+				      (unsigned long long)pp->o.loops, pp->o.rate_pps);
+	return vfgx_set_error(port->ctx, -EINVAL,
+			      "%s: pcap file %s: its timestamps span %.0f s (a record far in the future?); at speed %g over %llu loops, timing: recorded would take more than 100 years (use pcap.timing: fast or rate)",
+			      port->name, pp->file, (double)(pp->ts_last - pp->ts_first) / 1e9,
+			      pp->o.speed, (unsigned long long)pp->o.loops);
 }
 
 static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
@@ -172,7 +252,7 @@ static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: pcap timing: rate needs pcap.rate_pps above 0",
 				      port->name);
-	if ((ret = pc_scan(port, pp)))
+	if ((ret = pc_scan(port, pp)) || (ret = pc_check_timing(port, pp)))
 		return ret;
 	if (!port->rx_pools[0]) {
 		ret = vfgx_pool_create(port->ctx, NULL, pp->o.buf_size, pp->o.num_bufs,
@@ -193,14 +273,22 @@ static uint64_t pc_due(const struct pc_priv *pp)
 {
 	uint64_t lap = pp->info.laps ? pp->info.laps - 1 : 0;
 
-	if (pp->o.timing == VFGX_PCAP_RATE)
-		return pp->t0_ns + (uint64_t)((double)pp->info.read * 1e9 / pp->o.rate_pps);
-	/* recorded: a record older than the first goes at once */
-	uint64_t t = ts_ns(pp->ph);
-	double off = (double)(t > pp->ts_first ? t - pp->ts_first : 0) +
-		     (double)lap * (double)pp->lap_ns;
+	double off;
 
-	return pp->t0_ns + (uint64_t)(off / pp->o.speed);
+	if (pp->o.timing == VFGX_PCAP_RATE) {
+		off = (double)pp->info.read * 1e9 / pp->o.rate_pps;
+	} else {
+		/* recorded: a record older than the first goes at once */
+		uint64_t t = ts_ns(pp->ph);
+
+		off = ((double)(t > pp->ts_first ? t - pp->ts_first : 0) +
+		       (double)lap * (double)pp->lap_ns) / pp->o.speed;
+	}
+	/* pc_check_timing kept every record below the bound; the clamp keeps
+	 * the conversion defined whatever the file became since */
+	if (!(off < PC_DUE_MAX_NS))
+		off = PC_DUE_MAX_NS;
+	return pp->t0_ns + (uint64_t)off;
 }
 
 /* The next record into pp->ph/pdata: a new lap when one ends; false when

@@ -5,6 +5,8 @@
 #include <vfgx/capture.h>
 #include <vfgx/pcap.h>
 
+#include "capture_open.h"
+
 int vfgx_pcap_info(vfgx_port *port, struct vfgx_pcap_info *info)
 {
 	(void)port;
@@ -19,6 +21,13 @@ int vfgx_capture_open(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
 	*out = NULL;
 	return vfgx_set_error(ctx, -ENOTSUP,
 			      "capture: this build has no libpcap (install libpcap-dev and rebuild)");
+}
+
+int vfgx_capture_open_guarded(vfgx_ctx *ctx, const struct vfgx_capture_conf *conf,
+			      const struct vfgx_capture_guard *guard, vfgx_capture **out)
+{
+	(void)guard;
+	return vfgx_capture_open(ctx, conf, out);
 }
 
 int vfgx_capture_attach(vfgx_capture *c, vfgx_port *port)

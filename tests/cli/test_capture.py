@@ -10,10 +10,23 @@ cannot be written (a missing directory, a full disk) give one line naming
 the file, and leave no file half-written.  The same for pcapng (libwiretap:
 capture.format, or a name ending in .pcapng): tshark reads the run's
 frames and bytes with nanosecond resolution, backend: pcap replays it to
-the same counts and payloads, rotation, a bad format value, a full disk."""
+the same counts and payloads, rotation, a bad format value, a full disk.
+Issue 43: an existing capture file is refused without --force, a symbolic
+link, FIFO, directory or character device always, and the run's own pcap
+input (by name or hard link) too, each with one line and nothing changed;
+a rotation that cannot open its next file keeps the bytes written counted;
+a disk full at the header is one line (pcapng crashed); a FIFO as
+pcap.file is refused instead of blocking the open. Recorded or rate timing
+that would put a record more than 100 years out is one line (a float to
+integer conversion out of range before). A capture that drops
+records says how many were not captured and fails its expectation. --expect-sent: a
+report that is missing, empty, not JSON, of another schema or with
+numbers no sender gives fails the run alike in text, JSON and exit status;
+a device, FIFO, directory or file over 1 MiB is refused before the run."""
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -377,6 +390,270 @@ with tempfile.TemporaryDirectory() as tmp:
                                                c12["bytes"], size))
         except (OSError, ValueError, subprocess.CalledProcessError) as e:
             check(False, "%s, full disk while rotating: %s; %s" % (ext, e, r12.stderr.strip()[-300:]))
+
+    # --- existing files: refused unless --force, never followed, never an
+    # input, never a device or FIFO, never unlinked ---------------------------
+    def one_line(r, *words):
+        # the replay's own warning (the two queues' timestamps interleave)
+        lines = [l for l in r.stderr.strip().splitlines() if "are older than" not in l]
+        return len(lines) == 1 and all(w in lines[0] for w in words), lines
+
+    def digest(path):
+        with open(path, "rb") as f:
+            return hash(f.read())
+
+    small = cfg(tmp, "small.yaml", "interfaces:\n  - { name: lo0, backend: loopback, "
+                "rx: { queues: [ { id: 0 } ] }, loopback: { packets: 2000, packet_size: 200 } }\n")
+    old = os.path.join(tmp, "old.pcap")
+    shutil.copy(cap, old)
+    before = digest(old)
+    r = run("run", "-q", "--capture", old, small)
+    ok, lines = one_line(r, old, "exists", "--force")
+    check(r.returncode == 2 and ok and digest(old) == before,
+          "an existing file without --force: exit %d, one line, file unchanged: %s"
+          % (r.returncode, lines))
+    r = run("run", "-q", "--force", "--capture", old, small)
+    check(r.returncode == 0 and tshark_frames(old)[0] == 2000,
+          "--force replaces it: exit %d, tshark reads %d frames" % (r.returncode,
+                                                                   tshark_frames(old)[0]))
+    link = os.path.join(tmp, "link.pcap")
+    os.symlink(old, link)
+    before = digest(old)
+    r = run("run", "-q", "--force", "--capture", link, small)
+    ok, lines = one_line(r, link, "symbolic link")
+    check(r.returncode == 2 and ok and os.path.islink(link) and digest(old) == before,
+          "a symbolic link, even with --force: exit %d, one line, link and target kept: %s"
+          % (r.returncode, lines))
+    # the run's own pcap input (20,000 records became 0), by name and by a
+    # hard link to it
+    inp = os.path.join(tmp, "input.pcap")
+    shutil.copy(cap, inp)
+    hard = os.path.join(tmp, "hard.pcap")
+    os.link(inp, hard)
+    before = digest(inp)
+    icfg = cfg(tmp, "inp.yaml", PCAP_IN % inp)
+    for target in (inp, hard):
+        r = run("run", "-q", "--force", "--capture", target, icfg)
+        ok, lines = one_line(r, target, "reads", inp)
+        check(r.returncode == 2 and ok and digest(inp) == before and
+              tshark_frames(inp)[0] == rx,
+              "capture onto the run's pcap input (%s): exit %d, one line, %d records kept: %s"
+              % (os.path.basename(target), r.returncode, tshark_frames(inp)[0], lines))
+    # a FIFO without a reader: refused at once, not a blocked open
+    fifo = os.path.join(tmp, "fifo.pcap")
+    os.mkfifo(fifo)
+    for extra in ([], ["--force"]):
+        try:
+            r = subprocess.run([VFGX, "run", "-q", *extra, "--capture", fifo, small],
+                               capture_output=True, text=True, timeout=30)
+            ok, lines = one_line(r, fifo, "FIFO")
+            check(r.returncode == 2 and ok and os.path.exists(fifo),
+                  "a FIFO %s: exit %d, one line, the FIFO kept: %s"
+                  % (" ".join(extra), r.returncode, lines))
+        except subprocess.TimeoutExpired:
+            check(False, "a FIFO %s: the run blocked" % " ".join(extra))
+    for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+        dirp = os.path.join(tmp, "isdir." + ext)
+        os.mkdir(dirp)
+        r = run("run", "-q", "--force", "--capture", dirp, small)
+        ok, lines = one_line(r, dirp, "directory")
+        check(r.returncode == 2 and ok and os.path.isdir(dirp),
+              "%s onto a directory: exit %d, one line: %s" % (ext, r.returncode, lines))
+    # character devices (copies of /dev/null and /dev/full: the header write
+    # to /dev/null reads back as 0 bytes, which unlinked the path)
+    if os.geteuid() == 0:
+        for name, minor in (("null", 3), ("full", 7)):
+            for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+                dev = os.path.join(tmp, "dev-%s.%s" % (name, ext))
+                if not os.path.exists(dev):
+                    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+                r = run("run", "-q", "--force", "--capture", dev, small)
+                ok, lines = one_line(r, dev, "character device")
+                check(r.returncode == 2 and ok and os.path.exists(dev) and
+                      stat.S_ISCHR(os.lstat(dev).st_mode),
+                      "%s onto a character device (/dev/%s's numbers): exit %d, one line, "
+                      "the device kept: %s" % (ext, name, r.returncode, lines))
+    else:
+        print("skip - character devices: mknod needs root")
+
+    # --- a rotation that cannot open its next file: the bytes written stay
+    # counted (written 379, bytes 0 before) -----------------------------------
+    for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+        rdir = os.path.join(tmp, "rotfail-" + ext)
+        os.mkdir(rdir)
+        os.mkdir(os.path.join(rdir, "r.2." + ext))  # the third file's name
+        rr, jr = jrun("run", "-q", "--capture", os.path.join(rdir, "r." + ext),
+                      cfg(tmp, "rotfail.yaml", SOURCE + PIPE % ", rotate_bytes: 100000"))
+        kept = sorted(f for f in os.listdir(rdir) if os.path.isfile(os.path.join(rdir, f)))
+        size = sum(os.path.getsize(os.path.join(rdir, f)) for f in kept)
+        frames = sum(tshark_frames(os.path.join(rdir, f))[0] for f in kept)
+        c = jr and jr["capture"]
+        check(jr is not None and rr.returncode == 1 and len(kept) == 2 and
+              c["bytes"] == size and c["written"] == frames > 0 and c["files"] == 2 and
+              "directory" in rr.stderr,
+              "%s, the third file cannot be opened: exit %d, %s bytes = %d on disk, %s written"
+              " = %d frames in %s" % (ext, rr.returncode, c and c["bytes"], size,
+                                      c and c["written"], frames, kept))
+
+    # --- pcapng and pcap onto a disk full from the start: the header write
+    # fails (pcapng crashed in wtap_dump_close with a NULL err_info) -------------
+    for ext in ["pcap"] + (["pcapng"] if has_pcapng else []):
+        if not (os.geteuid() == 0 and shutil.which("unshare")):
+            print("skip - full disk at the header: needs root and unshare")
+            break
+        full = os.path.join(tmp, "full0")
+        os.makedirs(full, exist_ok=True)
+        sh = ("mount -t tmpfs -o size=64k none %s && (dd if=/dev/zero of=%s/fill bs=4k"
+              " 2>/dev/null; true) && %s run -q --capture %s/c.%s %s; echo rc=$?; ls %s"
+              % (full, full, VFGX, full, ext, small, full))
+        r = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True,
+                           timeout=120)
+        ok, lines = one_line(r, "c." + ext, "space")
+        out = r.stdout.split()
+        check("rc=1" in out and ok and ("c." + ext) not in out,
+              "%s, disk full at the header: %s, one line, no file left: %s"
+              % (ext, [w for w in out if w.startswith("rc=")], lines))
+
+    # --- the pcap port's file: a FIFO without a writer is refused, not a
+    # blocked open that SIGINT could not end ---------------------------------
+    pfifo = os.path.join(tmp, "in-fifo.pcap")
+    os.mkfifo(pfifo)
+    try:
+        r = subprocess.run([VFGX, "run", "-q", cfg(tmp, "fifoin.yaml", PCAP_IN % pfifo)],
+                           capture_output=True, text=True, timeout=30)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and pfifo in lines[0] and
+              "not a regular file" in lines[0],
+              "pcap.file a FIFO without a writer: exit %d, one line: %s" % (r.returncode, lines))
+    except subprocess.TimeoutExpired:
+        check(False, "pcap.file a FIFO without a writer: the run blocked")
+    r = run("run", "-q", cfg(tmp, "devin.yaml", PCAP_IN % "/dev/zero"))
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and "/dev/zero" in lines[0],
+          "pcap.file /dev/zero: exit %d, one line: %s" % (r.returncode, lines))
+
+    # --- timing: recorded with a record far in the future: one line (a
+    # float-to-integer conversion out of range before) ------------------------
+    far = os.path.join(tmp, "far.pcap")
+    with open(cap, "rb") as f:
+        f.read(24)
+        rh = f.read(16)
+        incl = int.from_bytes(rh[8:12], "little")
+        data = f.read(incl)
+    with open(cap, "rb") as f:
+        ghdr = f.read(24)
+    with open(far, "wb") as f:
+        f.write(ghdr)
+        for sec in (1, 0x7FFFFFF0):  # 1970 and 2038
+            f.write(sec.to_bytes(4, "little") + (0).to_bytes(4, "little") + rh[8:16] + data)
+    check(tshark_frames(far)[0] == 2, "far.pcap: tshark reads its 2 records")
+    for timing in ("timing: recorded, speed: 0.001", "timing: recorded, loops: 8",
+                   "timing: rate, rate_pps: 0.000000001, loops: 1000"):
+        fcfg = cfg(tmp, "far.yaml", (PCAP_IN % far).replace(
+            "queues: [{id: 0}]", "queues: [{id: 0}]\n    pcap: {%s}" % timing))
+        try:
+            r = subprocess.run([VFGX, "run", "-q", "-d", "3", fcfg], capture_output=True,
+                               text=True, timeout=60)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and far in lines[0] and
+                  "100 years" in lines[0],
+                  "pcap %s, a record in 2038: exit %d, one line: %s"
+                  % (timing, r.returncode, lines))
+        except subprocess.TimeoutExpired:
+            check(False, "pcap %s: the run did not end" % timing)
+
+    # --- a capture that cannot keep up: what was not captured is said, and
+    # the capture expectation fails ------------------------------------------
+    # a file a record (rotate_bytes 24): the writer opens a file per record,
+    # far slower than the pipeline, so the 64 KiB ring fills
+    slow = os.path.join(tmp, "slow")
+    os.mkdir(slow)
+    scfg = cfg(tmp, "slow.yaml", "interfaces:\n  - { name: lo0, backend: loopback, "
+               "rx: { queues: [ { id: 0 } ] }, loopback: { packets: 200000, packet_size: 64 } }\n"
+               "pipeline:\n  capture: { ring_bytes: 65536, rotate_bytes: 24, rotate_files: 2 }\n")
+    rs = run("run", "-q", "--json", "--capture", os.path.join(slow, "s.pcap"), scfg)
+    try:
+        js = json.loads(rs.stdout)
+        cs = js["capture"]
+        miss = cs["ring_full"] + cs["skipped_gpu"] + cs["failed"]
+        exp = [e for e in js["expectations"] if e["name"] == "capture"]
+        text = [l for l in rs.stderr.splitlines() if l.startswith("capture ")]
+        check(cs["ring_full"] > 0 and cs["not_captured"] == miss and
+              cs["written"] + miss == cs["selected"] and rs.returncode == 1 and
+              js["exit_code"] == 1 and js["result"] == "FAILED" and exp and
+              not exp[0]["ok"] and ("%d of %d" % (miss, cs["selected"])) in exp[0]["detail"] and
+              len(text) == 1 and ("%d not captured" % miss) in text[0] and
+              "result: FAILED" in rs.stderr,
+              "ring full: %d of %d not captured, said in text (%s) and JSON (%s), exit %d"
+              % (miss, cs["selected"], text, exp and exp[0]["detail"], rs.returncode))
+    except (ValueError, KeyError) as e:
+        check(False, "ring full: %s; %s" % (e, rs.stderr.strip()[-300:]))
+
+    # --- --expect-sent: a report that cannot be used fails the run the same
+    # way in text, JSON and exit status; a device or FIFO is refused before
+    # the run ------------------------------------------------------------------
+    def sent(src):
+        return json.dumps({"schema": "vfgx.send/1", "source": src})
+
+    good = {"generated": 2000, "lost": 0, "duplicated": 0, "corrupted": 0, "reordered": 0}
+    reports = [
+        ("missing", None, "No such file"),
+        ("empty", "", "empty"),
+        ("not JSON", "not json at all", "not JSON"),
+        ("cut short", sent(good)[:-5], "not JSON"),
+        ("null schema", '{"schema": null}', "vfgx.send/1"),
+        ("schema a number", '{"schema": 7, "source": {}}', "vfgx.send/1"),
+        ("a JSON array", '[1, 2]', "vfgx.send/1"),
+        ("null source", '{"schema": "vfgx.send/1", "source": null}', "source is null"),
+        ("lost > generated", sent(dict(good, lost=2001)), "more than source.generated"),
+        ("negative", sent(dict(good, generated=-3)), "out of range"),
+        ("2^70", sent(good).replace("2000", str(2 ** 70)), "out of range"),
+        ("2^64", sent(good).replace("2000", str(2 ** 64)), "out of range"),
+        ("a fraction", sent(dict(good, lost=0.5)), "not a whole number"),
+        ("a string", sent(dict(good, lost="0")), "not a whole number"),
+        ("missing counter", sent({"generated": 2000}), "source.lost is missing"),
+        ("duplicated > sent", sent(dict(good, duplicated=1500, corrupted=600)), "more than"),
+        ("trailing text", sent(good) + " x", "at byte"),
+        ("valid", sent(good), None),
+    ]
+    for name, text, why in reports:
+        f = os.path.join(tmp, "sent-%s.json" % name.replace(" ", "_").replace("^", ""))
+        if text is not None:
+            with open(f, "w") as fh:
+                fh.write(text)
+        r, j = jrun("run", "-q", "--expect-sent", f, small)
+        lines = [l for l in r.stderr.splitlines() if "expect_sent" in l]
+        res = [l for l in r.stderr.splitlines() if l.startswith("result:")]
+        ex = j and [e for e in j["expectations"] if e["name"] == "expect_sent"]
+        if why:
+            check(r.returncode == 1 and j and j["result"] == "FAILED" and j["exit_code"] == 1 and
+                  res == ["result: FAILED"] and len(lines) == 1 and "FAILED" in lines[0] and
+                  why in lines[0] and f in lines[0] and ex and not ex[0]["ok"],
+                  "--expect-sent %s: exit %d, text %s, JSON %s: %s"
+                  % (name, r.returncode, res, j and j["result"], lines))
+        else:
+            check(r.returncode == 0 and j and j["result"] == "PASSED" and res == ["result: PASSED"]
+                  and ex and ex[0]["ok"] and j["source"]["generated"] == 2000,
+                  "--expect-sent %s: exit %d, text %s, JSON %s: %s"
+                  % (name, r.returncode, res, j and j["result"], lines))
+    # a file larger than a report, a device, a FIFO: one line before the run
+    big = os.path.join(tmp, "sent-big.json")
+    with open(big, "w") as fh:
+        fh.write(" " * (1 << 20) + sent(good))
+    sfifo = os.path.join(tmp, "sent-fifo.json")
+    os.mkfifo(sfifo)
+    for what, f in (("/dev/zero", "/dev/zero"), ("a FIFO", sfifo), ("a directory", tmp),
+                    ("more than 1 MiB", big)):
+        try:
+            r = subprocess.run([VFGX, "run", "-q", "--json", "--expect-sent", f, small],
+                               capture_output=True, text=True, timeout=30)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and len(lines) == 1 and f in lines[0] and
+                  "--expect-sent" in lines[0] and r.stdout == "",
+                  "--expect-sent %s: exit %d before the run, one line: %s"
+                  % (what, r.returncode, lines))
+        except subprocess.TimeoutExpired:
+            check(False, "--expect-sent %s: the run did not end" % what)
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
