@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMMON = ["bench/results.c", "bench/results.h"]
 SOURCES = {
+    "record.md": ["bench/record.py", "src/record", "src/cli/run_chunks.c"],
     "pipeline-cpu.md": ["bench/pipeline_cpu.c", "bench/pipeline_work.c", "bench/pipeline_work.h",
                         "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/packet.c",
                         "src/pipeline/pipeline.c", "src/mem", "include/vfgx/stages.h"],
