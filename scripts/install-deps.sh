@@ -34,6 +34,7 @@ pkgs=(
 	ethtool # afxdp net test: checksum offload off on the veth sender
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
 	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
+	wget # gpurdma_mon-guest reads vfgx run's metrics page with it (tests/vm/mon/guest.sh)
 )
 
 sudo=()
