@@ -9,6 +9,7 @@ one line and exit 2; the pacer's wait ends at --duration and at SIGINT,
 and a burst whose turn has not come by then is never taken or sent."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -126,6 +127,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(seqs == sorted((f, q) for f in range(2) for q in range(2000)),
           "the sink got every (stream, sequence) once: %d datagrams" % len(sink.got))
     check(doc and doc["pacing"]["gaps"] > 0, "the report has the pacing measure")
+    # docs/json.md's vfgx.send/1 names every top-level key the report has
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "docs", "json.md")).read()
+    block = re.search(r"## `vfgx\.send/1`.*?```\n(.*?)```", text, re.S)
+    documented = set()
+    for line in (block.group(1).splitlines() if block else []):
+        m = re.match(r"([a-z_]+(?:, [a-z_]+)*)(?:\s|$)", line)
+        if m:
+            documented.update(m.group(1).split(", "))
+    check(doc and documented == set(doc),
+          "docs/json.md's vfgx.send/1 keys are the report's: missing from the docs %s, "
+          "not in the report %s" % (sorted(set(doc or {}) - documented),
+                                    sorted(documented - set(doc or {}))))
 
     # --- the generator replaying a lap of 512 frames 4 times: the sequences
     # advanced on the sending thread, every one once -------------------------
