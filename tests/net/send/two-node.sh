@@ -24,7 +24,7 @@ ip netns exec "$A" sysctl -qw net.ipv6.conf."$A"0.disable_ipv6=1
 ip netns exec "$B" sysctl -qw net.ipv6.conf."$B"0.disable_ipv6=1
 # AF_XDP and DPDK senders put frames on the wire as built; the receiver
 # reads them raw, so the sender's checksum offload stays out of the way
-ip netns exec "$A" ethtool -K "$A"0 tx off >/dev/null 2>&1
+ip netns exec "$A" ethtool -K "$A"0 tx off >/dev/null
 
 faults='    loss: 0.01
     reorder: 0.01
