@@ -51,7 +51,10 @@ RX_METRICS=127.0.0.1:9464
 rx_count() {
 	ip netns exec "$B" python3 - "$RX_METRICS" <<'EOP'
 import re, sys, urllib.request
-page = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=10).read().decode()
+try:
+    page = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=10).read().decode()
+except OSError as e:
+    sys.exit("rx_count: http://%s/metrics: %s" % (sys.argv[1], e))
 n = 0
 for m in re.finditer(r'^(vfgx_port_rx_packets_total|vfgx_port_drops_total)\{([^}]*)\} (\S+)$', page, re.M):
     if 'port="in"' in m.group(2) and (m.group(1) == "vfgx_port_rx_packets_total" or 'reason="ring_full"' in m.group(2)):
@@ -65,14 +68,17 @@ EOP
 # (what the qdisc refused is not among them): a receiver under load, or
 # emulated (TCG), can be seconds behind, and what it had not read when
 # interrupted would be counted nowhere.  120 s at most; then one line with
-# both counts (the case fails on its own accounting after).
+# both counts (the case fails on its own accounting after).  Nothing to
+# await when nothing went (every launch time refused) or the receiver has
+# ended (its own report says why).
 rx_settle() {
 	local want got='?' i
 	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["packets"])' "$1") || {
 		echo "  rx_settle: no sender report in $1"; return 1; }
 	for ((i = 0; i < 600; i++)); do
+		((want == 0)) && return 0
+		kill -0 "$bgpid" 2>/dev/null || { echo "  rx_settle: the receiver ended before it had counted the $want packets sent"; return 1; }
 		got=$(rx_count) && ((got >= want)) && return 0
-		kill -0 "$bgpid" 2>/dev/null || break
 		sleep 0.2
 	done
 	echo "  rx_settle: the receiver counted ${got:-?} of the $want packets sent (awaited up to 120 s)"

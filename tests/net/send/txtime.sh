@@ -63,7 +63,7 @@ pipeline:
   workers: 1
   reorder: { enabled: true, window: 1024 }
   verify_payload: true
-  duration_s: 120
+  duration_s: 3600 # stopped by run_pair once it has counted what was sent
 expect: { verified: true, min_packets: 0 }
 EOT
 
