@@ -36,6 +36,7 @@ pkgs=(
 	fio # bench/record: the reference of raw recording's write rate
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
 	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
+	wget # gpurdma_mon-guest reads vfgx run's metrics page with it (tests/vm/mon/guest.sh)
 )
 
 sudo=()

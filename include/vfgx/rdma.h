@@ -363,6 +363,9 @@ struct vfgx_rdma_opts {
 	uint32_t mode;            /* [send] enum vfgx_rdma_port_mode */
 	uint32_t ring_bytes;      /* [4 MiB] ring mode: the exposed ring, a
 				   * power of two, 4 KiB..1 GiB */
+	uint32_t connect_timeout_ms; /* [10000] client: a refused connect (no
+				      * listener yet) tried again until this
+				      * long after the first; 0: once */
 };
 
 void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o);

@@ -274,7 +274,7 @@ static int fill_burst(struct sender *s, uint16_t q, uint16_t txq)
 		return n;
 	for (int i = 0; i < n; i++)
 		bytes += lens[i];
-	send_pace_wait(&s->pace, (uint32_t)n, bytes, &interrupted);
+	send_pace_sent(&s->pace, (uint32_t)n, bytes);
 	tx_all(s, txq, NULL, lens, (uint16_t)n, bytes);
 	return n;
 }
@@ -360,19 +360,27 @@ static void send_loop(struct sender *s, bool live)
 	 * when paced (the pacing reads it anyway), every 16th when not (a
 	 * clock read per burst is a few percent of an unpaced DPDK send) */
 	uint32_t every, round = 0;
+	bool stopped = false;
 
 	struct rusage ru0, ru1;
 
 	getrusage(RUSAGE_THREAD, &ru0);
 	send_pace_start(&s->pace, s->c.rate_pps, s->c.rate_bps, (uint64_t)(s->c.spin_us * 1e3), t0);
 	every = s->pace.paced ? 1 : 16;
-	while (left && !interrupted && !s->error) {
+	while (left && !interrupted && !s->error && !stopped) {
 		for (uint16_t q = 0; q < nq && !s->error; q++) {
 			uint16_t txq = (uint16_t)(q % ntx);
 			int n;
 
 			if (done[q])
 				continue;
+			/* the burst's turn before it is taken from the source:
+			 * the end (duration) or a signal during the wait sends
+			 * nothing more, and what the source gave went out */
+			if (!send_pace_turn(&s->pace, end, &interrupted)) {
+				stopped = true;
+				break;
+			}
 			if (s->fill) {
 				n = fill_burst(s, q, txq);
 				if (n < 0) {
@@ -409,7 +417,7 @@ static void send_loop(struct sender *s, bool live)
 				bytes += send[i].len;
 			uint64_t pk0 = s->pace.pk, b0 = s->pace.bytes;
 
-			send_pace_wait(&s->pace, k, bytes, &interrupted);
+			send_pace_sent(&s->pace, k, bytes);
 			if (s->txtime)
 				send = set_launch(s, send, tx, k, pk0, b0);
 			tx_all(s, txq, send, NULL, k, bytes);

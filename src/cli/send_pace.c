@@ -38,22 +38,18 @@ static uint64_t due(const struct send_pace *p)
 	return send_pace_due_at(p, p->pk, p->bytes);
 }
 
-void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
-		    volatile sig_atomic_t *stop)
+bool send_pace_turn(struct send_pace *p, uint64_t deadline, volatile sig_atomic_t *stop)
 {
-	uint64_t d, now;
+	uint64_t d, until, now;
 
-	if (!p->paced) {
-		/* no schedule to keep: no clock read per burst */
-		p->pk += n;
-		p->bytes += bytes;
-		return;
-	}
+	if (!p->paced)
+		return true; /* no schedule to keep: no clock read per burst */
 	d = due(p);
+	until = deadline && deadline < d ? deadline : d;
 	now = vfgx_now_ns();
-	while (now < d && !*stop) {
-		if (d - now > p->spin_ns) {
-			uint64_t ns = d - now - p->spin_ns;
+	while (now < until && !*stop) {
+		if (until - now > p->spin_ns) {
+			uint64_t ns = until - now - p->spin_ns;
 			struct timespec ts = { (time_t)(ns / 1000000000ull),
 					       (long)(ns % 1000000000ull) };
 
@@ -61,9 +57,23 @@ void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
 		}
 		now = vfgx_now_ns();
 	}
+	if (now < d)
+		return false; /* *stop, or the deadline came first */
+	p->turn_due = d;
+	p->turn_at = now;
+	return true;
+}
+
+void send_pace_sent(struct send_pace *p, uint32_t n, uint64_t bytes)
+{
+	if (!p->paced || !n) {
+		p->pk += n;
+		p->bytes += bytes;
+		return;
+	}
 	if (p->pk) {
 		/* the gap to the burst before against the schedule's */
-		int64_t e = (int64_t)(now - p->prev_at) - (int64_t)(d - p->prev_due);
+		int64_t e = (int64_t)(p->turn_at - p->prev_at) - (int64_t)(p->turn_due - p->prev_due);
 		uint64_t a = (uint64_t)(e < 0 ? -e : e), b = a / 100;
 
 		p->hist[b < SEND_PACE_BUCKETS ? b : SEND_PACE_BUCKETS]++;
@@ -71,9 +81,9 @@ void send_pace_wait(struct send_pace *p, uint32_t n, uint64_t bytes,
 			p->err_max = a;
 		p->gaps++;
 	}
-	p->prev_due = d;
-	p->prev_at = now;
-	p->last_at = now;
+	p->prev_due = p->turn_due;
+	p->prev_at = p->turn_at;
+	p->last_at = p->turn_at;
 	p->last_pk = n;
 	p->last_bytes = bytes;
 	p->pk += n;

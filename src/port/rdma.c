@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <vfgx/rdma.h>
 
@@ -31,7 +32,7 @@ struct rdma_priv {
 	struct vfgx_queue_stats st;
 	/* options */
 	char device[64], peer[VFGX_ADDR_MAX];
-	uint32_t port_num, recv_depth, timeout_ms;
+	uint32_t port_num, recv_depth, timeout_ms, connect_timeout_ms;
 	int gid_index, role, qp_type;
 	bool fallback_host;
 	uint32_t mode, ring_bytes;
@@ -55,6 +56,7 @@ static const struct vfgx_opt rd_opts[] = {
 	RD_OPT(ENUM, qp_type, 0, 0, 0, rd_qtypes),
 	RD_OPT(ENUM, mode, 0, 0, 0, rd_modes),
 	RD_OPT(U32, ring_bytes, 4u << 20, 4096, 1u << 30),
+	RD_OPT(U32, connect_timeout_ms, 10000, 0, 3600000),
 };
 #define RD_NOPTS (sizeof(rd_opts) / sizeof(rd_opts[0]))
 
@@ -116,6 +118,7 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	rp->role = (int)t.role;
 	rp->recv_depth = t.recv_depth;
 	rp->timeout_ms = t.timeout_ms;
+	rp->connect_timeout_ms = t.connect_timeout_ms;
 	fb = (int)t.memory_fallback;
 	rp->qp_type = (int)t.qp_type;
 	rp->gid_index = gid == 1000 ? -1 : (int)gid;
@@ -211,6 +214,43 @@ static int rdma_mem(struct vfgx_port *port, struct rdma_priv *rp)
 				    true, &rp->tx_mr);
 }
 
+/* The client's connect: refused (nothing listens at the peer yet, as when
+ * the receiver starts after the sender) is tried again, the whole address,
+ * route and connect sequence, 100 ms apart at first and up to 1 s, until
+ * connect_timeout_ms after the first try; then the last refusal, once. */
+static int rdma_connect_client(struct vfgx_port *port, struct rdma_priv *rp, const char *host,
+			       uint16_t pn, const struct vfgx_rdma_qp_conf *qc)
+{
+	uint64_t end = vfgx_now_ns() + (uint64_t)rp->connect_timeout_ms * 1000000ull;
+	uint64_t pause = 100000000ull, now;
+	unsigned tries = 1;
+	int ret;
+
+	while ((ret = vfgx_rdma_connect(rp->dev, host, pn, qc, NULL, NULL, (int)rp->timeout_ms,
+					&rp->qp)) == -ECONNREFUSED) {
+		now = vfgx_now_ns();
+		if (now >= end)
+			break;
+		if (tries == 1)
+			vfgx_info(port->ctx, "%s: %s; trying again for up to %u ms (rdma.connect_timeout_ms)",
+				  port->name, vfgx_last_error(port->ctx), rp->connect_timeout_ms);
+		uint64_t ns = end - now < pause ? end - now : pause;
+		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+		pause = pause * 2 < 1000000000ull ? pause * 2 : 1000000000ull;
+		tries++;
+	}
+	if (ret == -ECONNREFUSED && rp->connect_timeout_ms) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", vfgx_last_error(port->ctx));
+		return vfgx_set_error(port->ctx, ret, "%s: %s; %u tries in %u ms (rdma.connect_timeout_ms)",
+				      port->name, why, tries, rp->connect_timeout_ms);
+	}
+	return ret;
+}
+
 static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
 {
 	struct vfgx_rdma_qp_conf qc = { .argsz = sizeof(qc), .max_send_wr = RDMA_TX_NBUFS,
@@ -230,8 +270,7 @@ static int rdma_connect_peer(struct vfgx_port *port, struct rdma_priv *rp)
 				      "%s: rdma peer '%s': port must be 1..65535",
 				      port->name, rp->peer);
 	if (rp->role == 0)
-		return vfgx_rdma_connect(rp->dev, host, (uint16_t)pn, &qc, NULL,
-					 NULL, (int)rp->timeout_ms, &rp->qp);
+		return rdma_connect_client(port, rp, host, (uint16_t)pn, &qc);
 	int ret = vfgx_rdma_listen_type(port->ctx, host, (uint16_t)pn, qc.type,
 					&rp->listener);
 

@@ -5,10 +5,13 @@ header, replayed laps included; a pcap file sent twice (loops: 2) arrives as twi
 the second lap's sequences rewritten; send.memory_region in GPU memory
 falls back to host memory with one line; send.spin_us and
 send.sched_priority as the report gives them; bad configs and options give
-one line and exit 2."""
+one line and exit 2; the pacer's wait ends at --duration and at SIGINT,
+and a burst whose turn has not come by then is never taken or sent."""
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -32,7 +35,12 @@ class Sink:
 
     def __init__(self):
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+        try:
+            # root: past net.core.rmem_max, so a burst of 1024 sent at once
+            # is all queued while this thread may be off the CPU
+            self.s.setsockopt(socket.SOL_SOCKET, 33, 1 << 23)  # SO_RCVBUFFORCE
+        except PermissionError:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
         self.s.bind(("127.0.0.1", 0))
         self.s.settimeout(1.0)
         self.port = self.s.getsockname()[1]
@@ -51,17 +59,47 @@ class Sink:
                 self.got.append(struct.unpack("!IIQ", d[:16]))
 
     def close(self):
+        """Stop reading; what the sender left queued (a sender that has
+        exited: on loopback a datagram is queued before sendto returns) is
+        read too."""
         self.stop = True
         self.t.join()
+        self.s.setblocking(False)
+        while True:
+            try:
+                d = self.s.recv(65536)
+            except BlockingIOError:
+                break
+            if len(d) >= 16:
+                self.got.append(struct.unpack("!IIQ", d[:16]))
         self.s.close()
 
 
-def send(tmp, text, *args):
+def write_cfg(tmp, text):
     path = os.path.join(tmp, "s%d.yaml" % len(os.listdir(tmp)))
     with open(path, "w") as f:
         f.write(text)
-    return subprocess.run([VFGX, "send", "--json", *args, path], capture_output=True,
-                          text=True, timeout=120)
+    return path
+
+
+def send(tmp, text, *args):
+    return subprocess.run([VFGX, "send", "--json", *args, write_cfg(tmp, text)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def send_bounded(tmp, text, *args, limit=60):
+    """vfgx send that must end by itself: the run, or None when it was
+    still running after limit seconds (killed then).  limit is no timing
+    claim, only far past any run that ends."""
+    try:
+        return subprocess.run([VFGX, "send", "--json", *args, write_cfg(tmp, text)],
+                              capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def report(r):
+    return json.loads(r.stdout) if r and r.stdout.strip() else None
 
 
 IFACE = """interfaces:
@@ -75,7 +113,6 @@ def send_to_sink(tmp, send_yaml):
     kept), the run, and its JSON report (None when it failed)."""
     sink = Sink()
     r = send(tmp, IFACE % sink.port + send_yaml)
-    time.sleep(0.5)
     sink.close()
     return sink, r, json.loads(r.stdout) if r.returncode == 0 else None
 
@@ -90,6 +127,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(seqs == sorted((f, q) for f in range(2) for q in range(2000)),
           "the sink got every (stream, sequence) once: %d datagrams" % len(sink.got))
     check(doc and doc["pacing"]["gaps"] > 0, "the report has the pacing measure")
+    # docs/json.md's vfgx.send/1 names every top-level key the report has
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "docs", "json.md")).read()
+    block = re.search(r"## `vfgx\.send/1`.*?```\n(.*?)```", text, re.S)
+    documented = set()
+    for line in (block.group(1).splitlines() if block else []):
+        m = re.match(r"([a-z_]+(?:, [a-z_]+)*)(?:\s|$)", line)
+        if m:
+            documented.update(m.group(1).split(", "))
+    check(doc and documented == set(doc),
+          "docs/json.md's vfgx.send/1 keys are the report's: missing from the docs %s, "
+          "not in the report %s" % (sorted(set(doc or {}) - documented),
+                                    sorted(documented - set(doc or {}))))
 
     # --- the generator replaying a lap of 512 frames 4 times: the sequences
     # advanced on the sending thread, every one once -------------------------
@@ -117,6 +167,57 @@ with tempfile.TemporaryDirectory() as tmp:
           "pcap, 2 laps: %s sent of 2000 (exit %d)" % (doc and doc["packets"], r.returncode))
     check(got == list(range(2000)), "lap 2's sequences follow lap 1's: %d datagrams, %s..%s"
           % (len(got), got[:1], got[-1:]))
+
+    # --- the pacer's wait ends at --duration (issue 44): rate_bps 1 puts the
+    # second burst hours away; the run ends at 1 s with only the first --------
+    sink = Sink()
+    r = send_bounded(tmp, IFACE % sink.port + "send: { rate_bps: 1, burst: 8,\n"
+                     "  generator: { packets: 100, packet_size: 200 } }\n", "--duration", "1")
+    sink.close()
+    doc = report(r)
+    check(r is not None, "rate_bps 1, --duration 1: the run ended by itself")
+    check(doc and r.returncode == 0 and doc["packets"] == 8 and
+          doc["source"]["generated"] == 8 and len(sink.got) == 8 and not doc["interrupted"],
+          "rate_bps 1, --duration 1: the first burst of 8 sent and received, no more: "
+          "exit %s, sent %s, generated %s, received %d"
+          % (r and r.returncode, doc and doc["packets"], doc and doc["source"]["generated"],
+             len(sink.got)))
+
+    # --- rate_pps 1, burst 1024: one burst at t=0, the next due 1024 s later:
+    # neither the end (--duration) nor SIGINT in the wait sends it ------------
+    one_burst = "send: { rate_pps: 1, burst: 1024,\n  generator: { packets: 5000, packet_size: 200 } }\n"
+    sink = Sink()
+    r = send_bounded(tmp, IFACE % sink.port + one_burst, "--duration", "2")
+    sink.close()
+    doc = report(r)
+    check(r is not None and doc and r.returncode == 0 and doc["packets"] == 1024 and
+          doc["source"]["generated"] == 1024 and len(sink.got) == 1024,
+          "rate_pps 1, burst 1024, --duration 2: one burst sent and received: exit %s, "
+          "sent %s, generated %s, received %d"
+          % (r and r.returncode, doc and doc["packets"], doc and doc["source"]["generated"],
+             len(sink.got)))
+    sink = Sink()
+    p = subprocess.Popen([VFGX, "send", "--json", write_cfg(tmp, IFACE % sink.port + one_burst)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the first burst has arrived: the sender is in its wait for the second
+    for _ in range(600):
+        if len(sink.got) >= 1024 or p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    sink.close()
+    doc = json.loads(out) if out.strip() else None
+    check(doc and doc["interrupted"] and doc["packets"] == 1024 and
+          doc["source"]["generated"] == 1024 and len(sink.got) == 1024,
+          "rate_pps 1, burst 1024, SIGINT in the wait: the second burst not sent: sent %s, "
+          "generated %s, received %d%s" % (doc and doc["packets"],
+                                           doc and doc["source"]["generated"], len(sink.got),
+                                           "" if doc else "; " + err.strip()))
 
     # --- GPU memory: one line, host memory instead -----------------------------
     sink = Sink()

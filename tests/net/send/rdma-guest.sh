@@ -7,12 +7,29 @@
 # (rdma.mode: send) and once with one-sided WRITEs into the receiver's
 # exposed ring (rdma.mode: ring, an 8 KiB ring: every record's space is
 # reused many times, so the sender runs on head words read back from the
-# receiver).  Then a ring-mode sender against a send-mode receiver: one
-# error line, no hang.
+# receiver).  Each sender starts before its receiver listens (issue 43):
+# the refused connect is tried again until rdma.connect_timeout_ms; with
+# no receiver at all, one line when that expires.  Then a ring-mode sender
+# against a send-mode receiver: one error line, no hang.
 vfgx=$1
 [ -n "${VFGX_RDMA_DEV:-}" ] || { echo "SKIP: rdma-guest.sh runs inside tests/vm/rxe-env.sh"; exit 77; }
 tmp=$(mktemp -d)
 fails=0
+
+# wait_line FILE TEXT PID: until FILE has a line with TEXT (120 s at most,
+# or until process PID has ended); 1, saying what was awaited, otherwise
+wait_line() {
+	i=0
+	until grep -q "$2" "$1"; do
+		if ! kill -0 "$3" 2>/dev/null || [ $i -ge 1200 ]; then
+			echo "FAIL - no '$2' in $1 (process $3 $(kill -0 "$3" 2>/dev/null && echo 'still running after 120 s' || echo ended)):"
+			cat "$1"
+			return 1
+		fi
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
 
 # one_run NAME PORT MODE_OPTS: 0 when every packet is accounted for
 one_run() {
@@ -37,22 +54,32 @@ interfaces:
   - { name: out, backend: rdma,
       rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
       rdma: { device: $VFGX_RDMA_DEV, role: client, peer: "$VFGX_RDMA_IP:$2",
-              timeout_ms: 120000 $3 } }
+              timeout_ms: 120000, connect_timeout_ms: 120000 $3 } }
 send:
   rate_pps: 500
   burst: 8
   generator: { packets: 3000, packet_size: 256, flows: 2, loss: 0.02, reorder: 0.02,
                duplicate: 0.02, corrupt: 0.02, seed: 3 }
 EOT
-	"$vfgx" run -q --expect-sent "$tmp/sent.json" "$tmp/recv.yaml" >"$tmp/recv.log" 2>&1 &
-	rpid=$!
-	sleep 3
-	"$vfgx" send --json "$tmp/send.yaml" >"$tmp/sent.json" 2>"$tmp/send.log"
+	# the sender first: its connect refused (nothing listens yet) and
+	# tried again; the receiver starts once the sender says so
+	rm -f "$tmp/recv.log"
+	"$vfgx" send --json "$tmp/send.yaml" >"$tmp/sent.json" 2>"$tmp/send.log" &
+	spid=$!
+	rpid='' rrc=-
+	if wait_line "$tmp/send.log" "connection refused.*trying again" $spid; then
+		"$vfgx" run -q --expect-sent "$tmp/sent.json" "$tmp/recv.yaml" >"$tmp/recv.log" 2>&1 &
+		rpid=$!
+	fi
+	wait $spid
 	src=$?
-	wait $rpid
-	rrc=$?
-	cat "$tmp/send.log" "$tmp/recv.log"
-	if [ $src = 0 ] && [ $rrc = 0 ] && grep -q "result: PASSED" "$tmp/recv.log" &&
+	if [ -n "$rpid" ]; then
+		wait $rpid
+		rrc=$?
+	fi
+	cat "$tmp/send.log"
+	[ -f "$tmp/recv.log" ] && cat "$tmp/recv.log"
+	if [ $src = 0 ] && [ "$rrc" = 0 ] && grep -q "result: PASSED" "$tmp/recv.log" &&
 		grep -q '"lost":[1-9]' "$tmp/sent.json" && grep -q '"corrupted":[1-9]' "$tmp/sent.json"; then
 		echo "ok   - rdma $1: $(grep -o 'delivered [0-9]* of [0-9]* expected; received [0-9]* of [0-9]* sent' "$tmp/recv.log"), faults injected and accounted for"
 		return 0
@@ -65,6 +92,27 @@ EOT
 one_run "SENDs" 7471 ""
 # 8 KiB ring: 256-byte records, about 28 in flight at most
 one_run "WRITEs into the exposed ring" 7472 ", mode: ring, ring_bytes: 8192"
+
+# no receiver at all: refused until rdma.connect_timeout_ms, then one line
+# naming the cause and the key, exit non-zero (timeout 120: no hang)
+cat >"$tmp/send.yaml" <<EOT
+interfaces:
+  - { name: out, backend: rdma, rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
+      rdma: { device: $VFGX_RDMA_DEV, role: client, peer: "$VFGX_RDMA_IP:7474",
+              connect_timeout_ms: 3000 } }
+send: { generator: { packets: 10 } }
+EOT
+timeout 120 "$vfgx" send "$tmp/send.yaml" >"$tmp/send.log" 2>&1
+src=$?
+errs=$(grep -v ': info: ' "$tmp/send.log")
+if [ $src != 0 ] && [ $src != 124 ] && [ "$(echo "$errs" | grep -c .)" = 1 ] &&
+	echo "$errs" | grep -q "connection refused.*tries in 3000 ms (rdma.connect_timeout_ms)"; then
+	echo "ok   - no receiver: exit $src, $errs"
+else
+	echo "FAIL - no receiver: exit $src (124: still trying after 120 s)"
+	cat "$tmp/send.log"
+	fails=$((fails + 1))
+fi
 
 # a ring-mode sender against a send-mode receiver: the descriptor never
 # comes; one line naming the cause, exit non-zero, within the timeout
@@ -79,13 +127,13 @@ cat >"$tmp/send.yaml" <<EOT
 interfaces:
   - { name: out, backend: rdma, rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
       rdma: { device: $VFGX_RDMA_DEV, role: client, peer: "$VFGX_RDMA_IP:7473",
-              timeout_ms: 4000, mode: ring } }
+              timeout_ms: 4000, connect_timeout_ms: 120000, mode: ring } }
 send: { generator: { packets: 10 } }
 EOT
+# started together: the sender tries again until the receiver listens
 "$vfgx" run -q "$tmp/recv.yaml" >"$tmp/recv.log" 2>&1 &
 rpid=$!
-sleep 2
-timeout 60 "$vfgx" send "$tmp/send.yaml" >"$tmp/send.log" 2>&1
+timeout 180 "$vfgx" send "$tmp/send.yaml" >"$tmp/send.log" 2>&1
 src=$?
 wait $rpid
 if [ $src != 0 ] && [ $src != 124 ] && [ "$(grep -v ': info: ' "$tmp/send.log" | grep -c .)" = 1 ] &&

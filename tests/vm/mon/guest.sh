@@ -97,13 +97,17 @@ echo "publishes $before -> $after"
 
 step "vfgx run --metrics serves the driver's telemetry; vfgx mon --json"
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
-"$vfgx" run --duration 1 --quiet --metrics 127.0.0.1:9464 --metrics-hold 30 >"$out/run-metrics.txt" 2>&1 &
+"$vfgx" run --duration 1 --quiet --metrics 127.0.0.1:9464 --metrics-hold 300 >"$out/run-metrics.txt" 2>&1 &
 rp=$!
+# the host's wget (the guest runs in a chroot of the host's root;
+# scripts/install-deps.sh installs it); until the page is served, its error
+# is kept and shown if the final page never comes
+command -v wget >/dev/null || fail "wget missing on the host (apt-get install wget, or scripts/install-deps.sh)"
 i=0
-until wget -q -O "$out/metrics.txt" http://127.0.0.1:9464/metrics 2>/dev/null &&
+until wget -q -O "$out/metrics.txt" http://127.0.0.1:9464/metrics 2>"$out/wget.err" &&
 	grep -q '^vfgx_run_finished 1$' "$out/metrics.txt"; do
 	i=$((i + 1))
-	[ $i -gt 300 ] && fail "no final metrics page: $(cat "$out/run-metrics.txt")"
+	[ $i -gt 2400 ] && fail "no final metrics page after 240 s; wget: $(cat "$out/wget.err"); vfgx run: $(cat "$out/run-metrics.txt")"
 	sleep 0.1
 done
 kill $rp

@@ -13,7 +13,7 @@ rc=$?
 ((rc == 0)) || exit $rc
 
 cd "$repo" || exit 1
-"$repo/tests/vm/vm-run.sh" --no-rdma -t 280 \
+"$repo/tests/vm/vm-run.sh" --no-rdma -t 840 \
 	-q -machine -q q35 \
 	-q -object -q memory-backend-ram,id=m0,size=1024M \
 	-q -object -q memory-backend-ram,id=m1,size=1024M \
