@@ -12,7 +12,7 @@ set -euo pipefail
 pkgs=(libyaml-dev libyaml-0-2 libjson-c-dev libjson-c5 libmnl-dev libmnl0
 	libcmocka-dev libcmocka0 libmicrohttpd-dev libmicrohttpd12 libpcap-dev
 	libpcap0.8 libpcap0.8-dev libdbus-1-3 libfftw3-dev libfftw3-double3 libfftw3-single3
-	libfftw3-long3 libfftw3-bin libdlpack-dev)
+	libfftw3-long3 libfftw3-bin libdlpack-dev liburing-dev liburing2)
 cmd=${1:-}
 dir=${2:-}
 [[ -n $cmd && -n $dir ]] || { echo "usage: $0 fetch|env DIR" >&2; exit 2; }

@@ -44,6 +44,12 @@ else
 	echo "FAIL python GPU hand-off: the vfgx Python package was not built (python3-dev, libdlpack-dev)"
 	fail=1
 fi
+# the recorder with chunks in GPU and pinned memory (the pinned staging
+# ring), every byte read back (tests/cli/test_record.py)
+for m in gpu pinned; do
+	step "record $m chunks" env VFGX_RECORD_MEM=$m "$pyg" tests/cli/test_record.py \
+		"$build/src/cli/vfgx" "$build" test_raw_from_device
+done
 for c in configs/gpu-loopback.yaml configs/gpu-loopback-replay.yaml; do
 	step "vfgx run $c" "$build/src/cli/vfgx" run --quiet "$c"
 done
