@@ -55,6 +55,10 @@ expect_rc "faults accounted" 0 'injected: [1-9][0-9]* lost, [1-9][0-9]* duplicat
 printf 'pipeline:\n  workers: 0\n' >"$tmp/bad.yaml"
 expect_rc "out of range value" 2 "^vfgx: $tmp/bad.yaml:2:12: pipeline.workers: 0 is out of range \\(must be 1..64\\)$" "$vfgx" run "$tmp/bad.yaml"
 [ "$(wc -l <"$tmp/out")" -eq 1 ] && ok "bad config is one line" || bad "bad config printed $(wc -l <"$tmp/out") lines"
+# #44: loopback.packets stops at 2^63 - 1, and the message says so exactly
+printf 'interfaces:\n  - backend: loopback\n    loopback: {packets: 9223372036854775808}\n' >"$tmp/big.yaml"
+expect_rc "loopback.packets 2^63" 2 "^vfgx: $tmp/big.yaml:3:25: interfaces\\[0\\].loopback.packets: 9223372036854775808 is out of range \\(must be 0..9223372036854775807\\)$" "$vfgx" run "$tmp/big.yaml"
+one_line "loopback.packets 2^63"
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"
