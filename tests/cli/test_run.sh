@@ -38,6 +38,15 @@ if [ "$part" = dpdk ]; then
 		"^vfgx: xdp0: interface 'dk-a0' not found in this network namespace \\(check \`ip link\`; run vfgx inside the interface's namespace with ip netns exec\\)$" \
 		isolated "$vfgx" run configs/dpdk-af-xdp.yaml --duration 1
 	one_line "dpdk-af-xdp.yaml, interface missing"
+	# #44: a PCI address this machine lacks: one line, before EAL's own
+	# lines and the hugepage warning
+	printf 'interfaces:\n  - name: nic0\n    backend: dpdk\n    address: "0000:ee:1f.7"\n' >"$tmp/nopci.yaml"
+	if [ -e /sys/bus/pci/devices ] && [ ! -e /sys/bus/pci/devices/0000:ee:1f.7 ]; then
+		expect_rc "dpdk, PCI device missing" 1 \
+			"^vfgx: nic0: no PCI device 0000:ee:1f.7 on this machine \\(lspci -D lists them; dpdk-devbind.py --status shows which DPDK can use\\)$" \
+			"$vfgx" run "$tmp/nopci.yaml" --duration 1
+		one_line "dpdk, PCI device missing"
+	fi
 	((EUID == 0)) || { echo "SKIP: dpdk-null.yaml: DPDK's EAL needs root here"; exit 77; }
 	# configs/dpdk-null.yaml: all-zero frames, every one dropped: no pass
 	expect_rc "dpdk-null.yaml: nothing delivered fails" 1 \
