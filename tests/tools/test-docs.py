@@ -163,6 +163,18 @@ for schema in set(re.findall(r"vfgx\.[a-z]+/\d+", read("docs/json.md"))):
     if '"%s"' % schema not in code:
         fail("docs/json.md: schema %s is printed by no command" % schema)
 
+# --- 7. mpirun as the docs show it starts as root ------------------------------
+# Open MPI refuses root without --allow-run-as-root, and more ranks than
+# cores without --oversubscribe: a document that shows an mpirun command
+# says both (#44)
+for doc in DOCS:
+    text = read(doc)
+    shows = re.search(r"^\s*mpirun\s+-", text, re.M)
+    if shows:
+        for flag in ("--allow-run-as-root", "--oversubscribe"):
+            if flag not in text:
+                fail("%s: shows `mpirun` but never says %s" % (doc, flag))
+
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)
