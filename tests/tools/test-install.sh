@@ -4,7 +4,8 @@
 # library, include/vfgx and vfgx.pc, and a small program builds against it
 # with pkg-config; the Python package lands where the interpreter imports
 # from (the same path under its own prefix is on its sys.path) and imports
-# from there.  Bad flags are one-line errors with exit status 2.
+# from there.  --check finds vfgx where make's build put it.  Bad flags are
+# one-line errors with exit status 2.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 script=$src/scripts/install-vectorflow-gx.sh
@@ -130,6 +131,15 @@ if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null && [ -e /usr/include/dlpa
 	fi
 else
 	echo "test-install: python part skipped (no numpy for $py or no dlpack/dlpack.h)"
+fi
+
+# --- --check finds what make built (build/src/cli/vfgx) --------------------------------
+out=$(cd "$tmp" && PREFIX=$tmp/none BUILD_DIR='' "$script" --check 2>&1)
+rc=$?
+if [ -x "$src/build/src/cli/vfgx" ]; then
+	[ "$rc" -le 2 ] || fail "--check with make's build: exit $rc"$'\n'"$out"
+	grep -q "vfgx doctor ($src/build/src/cli/vfgx)" <<<"$out" ||
+		fail "--check did not find $src/build/src/cli/vfgx:"$'\n'"$out"
 fi
 
 # --- second run: nothing to redo, same result -----------------------------------------
