@@ -129,7 +129,7 @@ cleanup() {
 	done
 	if $keep; then
 		echo "$PROG: root kept in $root (logs: $log*)"
-	elif grep -q " $root/" /proc/mounts; then
+	elif grep -qE " $root(/| )" /proc/mounts; then
 		echo "$PROG: $root still has mounts; left in place" >&2
 	elif ((rc == 0)); then
 		rm -rf "$dir"
@@ -170,9 +170,12 @@ echo "$PROG: cloning $sha"
 git clone --quiet --no-checkout "$repo" "$root/root/vectorflow-gx"
 git -C "$root/root/vectorflow-gx" checkout --quiet --detach "$sha"
 
-# network namespaces (ip netns: /run/netns), the QEMU guests (/dev/kvm,
-# /dev/net/tun), DPDK (/dev/hugepages), AF_XDP (/sys/fs/bpf), ptys:
-# the host's /dev and /sys, a fresh /proc and /run
+# the root a mount point of its own, as / is on a machine: unshare -m
+# (cli-capture's full-disk cases) makes / private, which fails with EINVAL
+# on a plain directory; then network namespaces (ip netns: /run/netns),
+# the QEMU guests (/dev/kvm, /dev/net/tun), DPDK (/dev/hugepages), AF_XDP
+# (/sys/fs/bpf), ptys: the host's /dev and /sys, a fresh /proc and /run
+mount --bind "$root" "$root" && mount --make-private "$root" && mounts+=("$root")
 mount -t proc proc "$root/proc" && mounts+=("$root/proc")
 mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys" && mounts+=("$root/sys")
 mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" && mounts+=("$root/dev")
