@@ -14,7 +14,8 @@
 #   --no-clone    use the source already in DIR
 #   --no-bind     leave NIC drivers alone
 #   --no-kmod     do not build or install the gpurdma_mon kernel module
-#   --check       only run `vfgx doctor` (installed or built) and exit with its status
+#   --check       only run `vfgx doctor` (installed under PREFIX, or built in
+#                 BUILD_DIR or by make in this checkout) and exit with its status
 #   -h            this help
 # environment:
 #   CUDA_HOME     CUDA toolkit root (default /usr/local/cuda)
@@ -80,10 +81,16 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 
+# vfgx where it was put: installed under PREFIX, this script's build
+# directory, `make`'s build of the checkout holding this script, or PATH
 run_doctor() {
-	local vfgx=$PREFIX/bin/vfgx
-	[[ -x $vfgx ]] || vfgx=$BUILD_DIR/src/cli/vfgx
-	[[ -x $vfgx ]] || die "no vfgx in $PREFIX/bin or $BUILD_DIR: install first"
+	local here vfgx c
+	here=$(cd "$(dirname "$0")/.." && pwd)
+	for c in "$PREFIX/bin/vfgx" "$BUILD_DIR/src/cli/vfgx" "$here/build/src/cli/vfgx" \
+		"$here/build-install/src/cli/vfgx" "$(command -v vfgx || true)"; do
+		[[ -n $c && -x $c ]] && { vfgx=$c; break; }
+	done
+	[[ -n ${vfgx:-} ]] || die "no vfgx in $PREFIX/bin, $BUILD_DIR, $here/build or PATH: install first (or make build)"
 	log "vfgx doctor ($vfgx)"
 	"$vfgx" doctor
 }

@@ -48,6 +48,15 @@ void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 	}
 }
 
+/* A U64 option's bounds as integers: exact, where the table's doubles
+ * round (2^63 - 1 is 2^63 as a double). */
+static uint64_t u64_max(const struct vfgx_opt *o)
+{
+	if (o->max_u64)
+		return o->max_u64;
+	return o->max >= 1.8e19 ? UINT64_MAX : (uint64_t)o->max;
+}
+
 static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
 		    void *f)
 {
@@ -67,7 +76,7 @@ static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
 		return ret;
 	case VFGX_OPT_U64:
 		return vfgx_cfg_u64(map, o->key, (uint64_t)o->def, (uint64_t)o->min,
-				    o->max >= 1.8e19 ? UINT64_MAX : (uint64_t)o->max, f);
+				    u64_max(o), f);
 	case VFGX_OPT_DOUBLE:
 		return vfgx_cfg_double(map, o->key, o->def, o->min, o->max, f);
 	case VFGX_OPT_BOOL:
@@ -145,9 +154,16 @@ int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
 		case VFGX_OPT_U16:
 			v = *(const uint16_t *)f;
 			break;
-		case VFGX_OPT_U64:
-			v = (double)*(const uint64_t *)f;
-			break;
+		case VFGX_OPT_U64: {
+			uint64_t u = *(const uint64_t *)f;
+
+			if (u < (uint64_t)tab[i].min || u > u64_max(&tab[i]))
+				return vfgx_set_error(ctx, -EINVAL, "%s: %s options: %s: %" PRIu64 " is out of range (must be %" PRIu64 "..%" PRIu64 ")",
+						      name, backend, tab[i].key, u,
+						      (uint64_t)tab[i].min,
+						      u64_max(&tab[i]));
+			continue;
+		}
 		case VFGX_OPT_DOUBLE:
 			v = *(const double *)f;
 			break;

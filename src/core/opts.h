@@ -6,6 +6,7 @@
 #define VFGX_OPTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <vfgx/config.h>
 
@@ -28,6 +29,10 @@ struct vfgx_opt {
 	size_t off;
 	double def, min, max; /* numbers; bool and enum: def only */
 	const char *const *names; /* enum */
+	/* U64: the largest value when a double cannot name it exactly (above
+	 * 2^53, e.g. INT64_MAX, which max would round up to 2^63); 0: max,
+	 * where 1.8e19 or more means UINT64_MAX */
+	uint64_t max_u64;
 };
 
 #define VFGX_OPT(T, S, F, ...) \

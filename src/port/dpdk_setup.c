@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <rte_bus.h>
 #include <rte_cycles.h>
@@ -20,6 +21,7 @@
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_memory.h>
 #include <rte_mempool.h>
@@ -206,6 +208,27 @@ static int dk_eal_ensure(struct vfgx_port *port, const struct dk_opts *o)
 
 /* ---- device ------------------------------------------------------------- */
 
+/* A PCI address this machine does not have: one line before EAL starts
+ * (EAL would print its own two lines and a hugepage warning first). */
+static int dk_check_pci(struct vfgx_port *port, const char *devargs)
+{
+	unsigned int d, b, dv, f;
+	char path[80];
+
+	if (sscanf(devargs, "%x:%x:%x.%x", &d, &b, &dv, &f) != 4) {
+		d = 0; /* BB:DD.F: domain 0, as EAL reads it */
+		if (sscanf(devargs, "%x:%x.%x", &b, &dv, &f) != 3)
+			return 0;
+	}
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%04x:%02x:%02x.%x",
+		 d, b, dv, f);
+	if (access(path, F_OK) == 0 || access("/sys/bus/pci/devices", F_OK))
+		return 0; /* there, or no sysfs to tell: DPDK says */
+	return vfgx_set_error(port->ctx, -ENODEV,
+			      "%s: no PCI device %04x:%02x:%02x.%x on this machine (lspci -D lists them; dpdk-devbind.py --status shows which DPDK can use)",
+			      port->name, d, b, dv, f);
+}
+
 /* A vdev over a kernel interface (net_af_xdp, net_af_packet: iface=NAME)
  * whose interface is missing: say so before DPDK tries and reports
  * something unrelated ("Operation not permitted"). */
@@ -224,6 +247,13 @@ static int dk_check_iface(struct vfgx_port *port, const char *devargs)
 	memcpy(ifname, v, n);
 	ifname[n] = 0;
 	return vfgx_port_find_iface(port, ifname) < 0 ? -ENODEV : 0;
+}
+
+/* The device the port names, where vfgx can tell it is missing. */
+static int dk_check_device(struct vfgx_port *port, const char *devargs)
+{
+	return dk_is_pci(devargs) ? dk_check_pci(port, devargs) :
+				    dk_check_iface(port, devargs);
 }
 
 static int dk_find_port(const char *devname, uint16_t *pid)
@@ -255,7 +285,15 @@ static int dk_attach(struct vfgx_port *port, struct dk_opts *o)
 	if (comma)
 		*comma = 0;
 	if (dk_find_port(dp->devname, &dp->pid) != 0) {
+		/* EAL logs why a probe failed on lines of its own; the error
+		 * below says it in one (EAL's lines come back with log_level:
+		 * debug) */
+		uint32_t level = rte_log_get_global_level();
+
+		if (vfgx_log_get_level(port->ctx) < VFGX_LOG_DEBUG)
+			rte_log_set_global_level(RTE_LOG_CRIT);
 		ret = rte_dev_probe(o->port);
+		rte_log_set_global_level(level);
 		if (ret && ret != -EEXIST)
 			return vfgx_set_error(port->ctx, ret < 0 ? ret : -ENODEV,
 					      "%s: DPDK cannot attach '%s': %s (use a PCI address bound to vfio-pci or a mlx5 device, see dpdk-devbind.py --status; or a vdev such as net_null0, net_ring0, net_af_packet0,iface=eth0, net_af_xdp0,iface=eth0)",
@@ -716,7 +754,7 @@ int dk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		return -ENOMEM;
 	ret = dk_parse(port, conf, o);
 	if (!ret)
-		ret = dk_check_iface(port, o->port);
+		ret = dk_check_device(port, o->port);
 	if (ret)
 		goto out_free;
 	pthread_mutex_lock(&eal_lock);

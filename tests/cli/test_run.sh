@@ -38,6 +38,15 @@ if [ "$part" = dpdk ]; then
 		"^vfgx: xdp0: interface 'dk-a0' not found in this network namespace \\(check \`ip link\`; run vfgx inside the interface's namespace with ip netns exec\\)$" \
 		isolated "$vfgx" run configs/dpdk-af-xdp.yaml --duration 1
 	one_line "dpdk-af-xdp.yaml, interface missing"
+	# #44: a PCI address this machine lacks: one line, before EAL's own
+	# lines and the hugepage warning
+	printf 'interfaces:\n  - name: nic0\n    backend: dpdk\n    address: "0000:ee:1f.7"\n' >"$tmp/nopci.yaml"
+	if [ -e /sys/bus/pci/devices ] && [ ! -e /sys/bus/pci/devices/0000:ee:1f.7 ]; then
+		expect_rc "dpdk, PCI device missing" 1 \
+			"^vfgx: nic0: no PCI device 0000:ee:1f.7 on this machine \\(lspci -D lists them; dpdk-devbind.py --status shows which DPDK can use\\)$" \
+			"$vfgx" run "$tmp/nopci.yaml" --duration 1
+		one_line "dpdk, PCI device missing"
+	fi
 	((EUID == 0)) || { echo "SKIP: dpdk-null.yaml: DPDK's EAL needs root here"; exit 77; }
 	# configs/dpdk-null.yaml: all-zero frames, every one dropped: no pass
 	expect_rc "dpdk-null.yaml: nothing delivered fails" 1 \
@@ -55,6 +64,10 @@ expect_rc "faults accounted" 0 'injected: [1-9][0-9]* lost, [1-9][0-9]* duplicat
 printf 'pipeline:\n  workers: 0\n' >"$tmp/bad.yaml"
 expect_rc "out of range value" 2 "^vfgx: $tmp/bad.yaml:2:12: pipeline.workers: 0 is out of range \\(must be 1..64\\)$" "$vfgx" run "$tmp/bad.yaml"
 [ "$(wc -l <"$tmp/out")" -eq 1 ] && ok "bad config is one line" || bad "bad config printed $(wc -l <"$tmp/out") lines"
+# #44: loopback.packets stops at 2^63 - 1, and the message says so exactly
+printf 'interfaces:\n  - backend: loopback\n    loopback: {packets: 9223372036854775808}\n' >"$tmp/big.yaml"
+expect_rc "loopback.packets 2^63" 2 "^vfgx: $tmp/big.yaml:3:25: interfaces\\[0\\].loopback.packets: 9223372036854775808 is out of range \\(must be 0..9223372036854775807\\)$" "$vfgx" run "$tmp/big.yaml"
+one_line "loopback.packets 2^63"
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"

@@ -2,7 +2,10 @@
 # test-install.sh - scripts/install-vectorflow-gx.sh --no-clone --no-bind into
 # a temporary prefix, twice (idempotent): the prefix gets bin/vfgx, the
 # library, include/vfgx and vfgx.pc, and a small program builds against it
-# with pkg-config.  Bad flags are one-line errors with exit status 2.
+# with pkg-config; the Python package lands where the interpreter imports
+# from (the same path under its own prefix is on its sys.path) and imports
+# from there.  --check finds vfgx where make's build put it.  Bad flags are
+# one-line errors with exit status 2.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 script=$src/scripts/install-vectorflow-gx.sh
@@ -17,7 +20,9 @@ fail() {
 	failed=1
 }
 
-export PREFIX=$tmp/prefix BUILD_DIR=$tmp/build
+# VFGX_TEST_PREFIX: install there instead (scripts/fresh-debian.sh: the
+# real /usr/local of a throwaway Debian root)
+export PREFIX=${VFGX_TEST_PREFIX:-$tmp/prefix} BUILD_DIR=$tmp/build
 # the optional backends are not what this test is about: keep the build small
 export MESON_ARGS="-Dcuda=disabled -Dafxdp=disabled -Ddpdk=disabled -Drdma=disabled"
 
@@ -97,6 +102,44 @@ C
 	else
 		fail "cc against pkg-config vfgx failed"
 	fi
+fi
+
+# --- the Python package: where python3 imports from --------------------------------
+# the interpreter meson builds it for: the one meson runs under
+py=$(sed -n '1s/^#! *//p' "$(command -v meson)")
+py=${py%% *}
+if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null && [ -e /usr/include/dlpack/dlpack.h ]; then
+	init=$(find "$PREFIX" -path '*/vfgx/__init__.py' | head -1)
+	if [ -z "$init" ]; then
+		fail "no vfgx/__init__.py under $PREFIX"
+	else
+		site=$(dirname "$(dirname "$init")")
+		rel=${site#"$PREFIX"/}
+		# #44: Debian's meson chose lib/python3/dist-packages, which python3
+		# never reads under /usr/local
+		"$py" - "$rel" <<-'PY' || fail "python: $rel under the interpreter's prefix is not on its sys.path"
+			import os, sys, sysconfig
+			want = os.path.join(sysconfig.get_paths()["data"], sys.argv[1])
+			sys.exit(0 if want in sys.path else 1)
+		PY
+		# under the interpreter's own prefix it imports as it is; elsewhere
+		# with the site folder on PYTHONPATH
+		pypath=$site
+		[ "$PREFIX" != "$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["data"])')" ] || pypath=
+		got=$(cd / && PYTHONPATH=$pypath "$py" -c 'import vfgx; print(vfgx.__file__)' 2>&1)
+		[ "$got" = "$init" ] || fail "python: import vfgx (PYTHONPATH=$pypath) gave: $got"
+	fi
+else
+	echo "test-install: python part skipped (no numpy for $py or no dlpack/dlpack.h)"
+fi
+
+# --- --check finds what make built (build/src/cli/vfgx) --------------------------------
+out=$(cd "$tmp" && PREFIX=$tmp/none BUILD_DIR='' "$script" --check 2>&1)
+rc=$?
+if [ -x "$src/build/src/cli/vfgx" ]; then
+	[ "$rc" -le 2 ] || fail "--check with make's build: exit $rc"$'\n'"$out"
+	grep -q "vfgx doctor ($src/build/src/cli/vfgx)" <<<"$out" ||
+		fail "--check did not find $src/build/src/cli/vfgx:"$'\n'"$out"
 fi
 
 # --- second run: nothing to redo, same result -----------------------------------------

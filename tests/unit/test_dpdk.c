@@ -198,7 +198,11 @@ static void test_unknown_ports(void **state)
 			 i, addrs[i]);
 		assert_true(open_yaml(y, &cfg, &port) < 0);
 		assert_null(port);
-		assert_non_null(strstr(vfgx_last_error(ctx), "DPDK cannot attach"));
+		/* #44: a PCI address the machine lacks is refused before
+		 * EAL starts, in one line of vfgx's own */
+		assert_non_null(strstr(vfgx_last_error(ctx),
+				       i == 1 && access("/sys/bus/pci/devices", F_OK) == 0 ?
+				       "no PCI device" : "DPDK cannot attach"));
 		assert_non_null(strstr(vfgx_last_error(ctx), addrs[i]));
 		vfgx_config_destroy(cfg);
 	}
