@@ -66,9 +66,15 @@ if port:
         page = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
         time.sleep(0.1)
 check("vfgx_run_finished 1" in page, "the held endpoint does not serve the final snapshot")
-delivered = re.search(r"delivered (\d+) \(", out)
-check(delivered and ("vfgx_pipeline_delivered_total{device=\"cpu\"} %s\n" % delivered.group(1)) in page,
-      "final page's delivered differs from the report (%s)" % (delivered and delivered.group(1)))
+# every counter of the report's pipeline line, not only delivered
+line = re.search(r"pipeline: (\d+) packets in .*, passed (\d+), delivered (\d+) \((\d+) payload bytes\), "
+                 r"gaps (\d+), verify errors (\d+)", out)
+check(line, "no pipeline line in the report")
+if line:
+    for name, value in zip(("packets", "passed", "delivered", "delivered_bytes", "gaps", "verify_errors"),
+                           line.groups()):
+        check(("vfgx_pipeline_%s_total{device=\"cpu\"} %s\n" % (name, value)) in page,
+              "final page's vfgx_pipeline_%s_total differs from the report's %s" % (name, value))
 p.terminate()
 check(p.wait(timeout=10) == 0, "vfgx run after SIGTERM in the hold: exit %s" % p.returncode)
 

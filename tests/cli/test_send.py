@@ -242,8 +242,13 @@ with tempfile.TemporaryDirectory() as tmp:
            "send.sched_priority" in r.stderr),
           "sched_priority: 1: SCHED_FIFO, or refused with the reason: %s" % sch)
     csw = doc and doc["context_switches"]
-    check(csw and csw["involuntary"] >= 0 and csw["voluntary"] >= 0 and
-          "sending thread:" in r.stderr, "the sending thread's context switches: %s" % csw)
+    # the JSON's counts are the text report's (a check that could not
+    # fail compared them with 0); a thread that sleeps between bursts
+    # switches at least once
+    line = re.search(r"sending thread: (\d+) involuntary, (\d+) voluntary context switches", r.stderr)
+    check(csw and line and [csw["involuntary"], csw["voluntary"]] == [int(line.group(1)), int(line.group(2))]
+          and csw["involuntary"] + csw["voluntary"] > 0,
+          "the sending thread's context switches, the same in JSON and text: %s, %s" % (csw, line and line.group(0)))
     if os.geteuid() == 0 and shutil.which("setpriv") and shutil.which("prlimit"):
         # without CAP_SYS_NICE and with RLIMIT_RTPRIO 0: refused, one line, sent anyway
         sink = Sink()
