@@ -92,7 +92,7 @@ expect_rc "unknown command" 2 "unknown command 'fly'" "$vfgx" fly
 # pipeline.device: gpu where CUDA finds no GPU: one line naming the file, exit 2
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
 	printf 'interfaces:\n  - backend: loopback\npipeline: {device: gpu}\n' >"$tmp/gpu.yaml"
-	expect_rc "device gpu without a GPU" 2 "^vfgx: $tmp/gpu.yaml: pipeline.device: gpu, but .* \\(use device: cpu or auto\\)$" "$vfgx" run "$tmp/gpu.yaml"
+	expect_rc "device gpu without a GPU" 2 "^vfgx: $tmp/gpu.yaml: pipeline.device: gpu, but .*[ (]use device: cpu or auto\\)$" "$vfgx" run "$tmp/gpu.yaml"
 fi
 
 # corrupted frames with UDP checksums off reach the payload check: unmet
