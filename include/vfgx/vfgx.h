@@ -9,6 +9,7 @@
 #include "port.h"
 #include "pipeline.h"
 #include "chunk.h"
+#include "chunk_device.h"
 #include "user.h"
 #include "stages.h"
 #include "gpu.h"

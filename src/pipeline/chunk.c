@@ -115,18 +115,20 @@ static int make_memory(struct vfgx_chunkset *cs)
 	}
 	memset(cs->host_base, 0, bytes);
 	ret = vfgx_region_create(cs->ctx, status_kind,
-				 ALIGN_UP(slots * 2 * sizeof(uint64_t), 4096),
+				 ALIGN_UP((slots * 2 + 1) * sizeof(uint64_t), 4096),
 				 (int)c->gpu_id, false, &cs->status_region);
 	if (ret)
 		return ret;
 	ri = vfgx_region_info(cs->status_region);
 	cs->ready_word = ri->addr;
 	cs->returned_word = cs->ready_word + slots;
+	cs->end_word = cs->ready_word + 2 * slots;
 	if (ri->dev_addr) {
 		cs->dev_ready_word = ri->dev_addr;
 		cs->dev_returned_word = cs->dev_ready_word + slots;
+		cs->dev_end_word = cs->dev_ready_word + 2 * slots;
 	}
-	memset(ri->addr, 0, slots * 2 * sizeof(uint64_t));
+	memset(ri->addr, 0, (slots * 2 + 1) * sizeof(uint64_t));
 	cs->total_bytes = bytes + (cs->stage ? bytes : 0);
 	return 0;
 }
@@ -625,6 +627,7 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 	 * returned (either engine) */
 	memset((void *)cs->ready_word, 0, slots * sizeof(uint64_t));
 	memset((void *)cs->returned_word, 0, slots * sizeof(uint64_t));
+	atomic_store(cs->end_word, 0);
 	if (cs->gpu)
 		vfgx_chunkset_gpu_reset(cs);
 	pthread_mutex_lock(&cs->lock);
@@ -641,6 +644,9 @@ void vfgx_chunkset_finish(struct vfgx_chunkset *cs)
 	pthread_mutex_lock(&cs->lock);
 	cs->finished = true;
 	atomic_store(&cs->finished_flag, true);
+	/* after every ready word (the engine is done): a GPU consumer that
+	 * sees it looks at its slot once more (vfgx_dev_chunk_poll) */
+	atomic_store_explicit(cs->end_word, 1, memory_order_release);
 	pthread_cond_broadcast(&cs->ready_cv);
 	pthread_mutex_unlock(&cs->lock);
 }

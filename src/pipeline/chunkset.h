@@ -68,6 +68,10 @@ struct vfgx_chunkset {
 	_Atomic uint64_t *ready_word;    /* streams * in_flight: index + 1 */
 	_Atomic uint64_t *returned_word; /* written by CUDA streams */
 	uint64_t *dev_ready_word, *dev_returned_word;
+	/* set (release) once finished: what a GPU consumer polls for the end
+	 * (vfgx/chunk_device.h); after the ready and returned words */
+	_Atomic uint64_t *end_word;
+	uint64_t *dev_end_word;
 	uint64_t total_bytes;
 	/* ready queue: FIFO of descriptors, capacity streams * in_flight */
 	pthread_mutex_t lock;

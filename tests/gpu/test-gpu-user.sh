@@ -93,6 +93,38 @@ print("ok   flow_sum on chunks the gpu engine placed: the same sums as on the cp
 PY
 then :; else fail "flow_sum on gpu-engine chunks: sums differ"$'\n'"$out"; fi
 
+# --- a persistent consumer kernel through the device chunk API
+# (vfgx/chunk_device.h): every chunk's present count and byte sum equal the
+# same stream's chunks taken on the CPU from host memory, for both engines
+# and both chunk memories; a consumer that gives nothing back still ends
+gc=$build/examples/gpu_consumer/gpu_consumer
+if timeout 120 "$gc" "$tmp/gc-ref.txt" --reference >/dev/null; then
+	for e in gpu cpu; do
+		for m in gpu pinned; do
+			if out=$(timeout 120 "$gc" "$tmp/gc-$e-$m.txt" --engine $e --mem $m) &&
+				cmp -s "$tmp/gc-ref.txt" "$tmp/gc-$e-$m.txt"; then
+				echo "ok   gpu_consumer engine $e mem $m: $(wc -l <"$tmp/gc-ref.txt") chunks as the CPU's; ${out//$'\n'/; }"
+			else
+				fail "gpu_consumer engine $e mem $m: differs from the reference or failed"$'\n'"$out"$'\n'"$(diff "$tmp/gc-ref.txt" "$tmp/gc-$e-$m.txt" | head -5)"
+			fi
+		done
+	done
+	# a consumer that never gives a chunk back: the stop ends the run, the
+	# waits counted (what waited for the held slots dropped)
+	for e in gpu cpu; do
+		out=$(timeout 60 "$gc" "$tmp/gc-hold.txt" --hold --engine $e)
+		rc=$?
+		if ((rc == 0)) && [[ $out =~ backpressure\ ([1-9][0-9]*)\ backpressure_drops\ ([1-9][0-9]*) ]] &&
+			(($(wc -l <"$tmp/gc-hold.txt") == 8)); then
+			echo "ok   gpu_consumer --hold engine $e: ended; $out"
+		else
+			fail "gpu_consumer --hold engine $e: exit $rc, want 8 chunks held and counted backpressure drops"$'\n'"$out"
+		fi
+	done
+else
+	fail "gpu_consumer --reference failed"
+fi
+
 refuse() { # NAME RC WANT YAML-EDIT
 	local out rc
 	sed "$4" "$tmp/sum.yaml" >"$tmp/x.yaml"
