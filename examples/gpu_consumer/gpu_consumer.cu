@@ -28,6 +28,9 @@
 #include <cstring>
 #include <vector>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <cuda_runtime.h>
 
 #include <vfgx/chunk_device.h>
@@ -110,6 +113,37 @@ static __global__ void consume(struct vfgx_chunk_device v, struct result *out,
 		*count = k;
 }
 
+/* --trace: where main is, and the ring's words, every second on stderr */
+static const char *volatile phase = "setup";
+static vfgx_pipeline *trace_pl;
+static struct vfgx_chunk_device *trace_v;
+
+static void *trace(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct vfgx_chunk_stats st = { .argsz = sizeof(st) };
+		char w[512];
+		int n = 0;
+
+		sleep(1);
+		if (trace_pl)
+			vfgx_chunk_stats(trace_pl, &st);
+		w[0] = 0;
+		/* pinned words: their GPU address is the host's (unified addressing) */
+		for (uint32_t r = 0; trace_v && trace_v->ready && r < trace_v->in_flight && n < 400; r++)
+			n += snprintf(w + n, sizeof(w) - n, " %u:%llu/%llu", r,
+				      (unsigned long long)((volatile const uint64_t *)trace_v->ready)[r],
+				      (unsigned long long)((volatile uint64_t *)trace_v->returned)[r]);
+		fprintf(stderr, "trace: %s: complete %llu closed %llu backpressure %llu drops %llu; end %llu; ready/returned%s\n",
+			phase, (unsigned long long)st.complete, (unsigned long long)st.closed,
+			(unsigned long long)st.backpressure, (unsigned long long)st.backpressure_drops,
+			trace_v && trace_v->end ? (unsigned long long)*(volatile const uint64_t *)trace_v->end : 0ull,
+			w);
+	}
+	return NULL;
+}
+
 static const char *yaml_fmt =
 	"log_level: warn\n"
 	"memory_regions: [{name: r, kind: %s, buf_size: 2048, num_bufs: 8192}]\n"
@@ -170,7 +204,7 @@ int main(int argc, char **argv)
 {
 	const char *engine = "gpu", *mem = "gpu";
 	unsigned long chunks = 1000, rate = 640000;
-	bool ref = false, hold = false;
+	bool ref = false, hold = false, tr = false;
 	static char yaml[2048];
 	struct vfgx_config *cfg = NULL;
 	vfgx_pipeline *pl = NULL;
@@ -198,6 +232,8 @@ int main(int argc, char **argv)
 			ref = true;
 		else if (!strcmp(argv[i], "--hold"))
 			hold = true;
+		else if (!strcmp(argv[i], "--trace"))
+			tr = true;
 		else
 			argc = 0;
 	}
@@ -207,8 +243,29 @@ int main(int argc, char **argv)
 			"       gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS]\n");
 		return 2;
 	}
+	if (tr) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, trace, NULL);
+		pthread_detach(t);
+	}
 	snprintf(yaml, sizeof(yaml), yaml_fmt, ref ? "host" : "pinned", chunks * 64, rate,
 		 ref ? "cpu" : engine, ref ? "host" : mem);
+	if (!ref) {
+		struct cudaFuncAttributes fa;
+
+		/* memory and the kernel's module before the pipeline: the gpu
+		 * engine's persistent kernel runs from vfgx_pipeline_create on,
+		 * and an allocation, a lazy module load or a device-wide
+		 * synchronize would wait for it */
+		CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+		CK(cudaMalloc(&dout, sizeof(*dout) * chunks));
+		CK(cudaMalloc(&dcount, sizeof(*dcount)));
+		CK(cudaMalloc(&dskipped, sizeof(*dskipped)));
+		CK(cudaMemset(dskipped, 0, sizeof(*dskipped)));
+		CK(cudaFuncGetAttributes(&fa, consume));
+		CK(cudaStreamSynchronize(0));
+	}
 	if (vfgx_ctx_create(&ctx) ||
 	    vfgx_config_load_string(ctx, yaml, strlen(yaml), "gpu_consumer", &cfg) ||
 	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) ||
@@ -223,29 +280,23 @@ int main(int argc, char **argv)
 		}
 		vfgx_pipeline_stop(pl);
 	} else {
-		struct cudaFuncAttributes fa;
-
 		v.argsz = sizeof(v);
 		if (vfgx_chunk_device(pl, &v)) {
 			fprintf(stderr, "gpu_consumer: %s\n", vfgx_last_error(ctx));
 			goto out;
 		}
-		/* memory and the kernel's module before any persistent kernel
-		 * runs (a later allocation or lazy load waits for it) */
-		CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-		CK(cudaMalloc(&dout, sizeof(*dout) * chunks));
-		CK(cudaMalloc(&dcount, sizeof(*dcount)));
-		CK(cudaMalloc(&dskipped, sizeof(*dskipped)));
-		CK(cudaMemset(dskipped, 0, sizeof(*dskipped)));
-		CK(cudaFuncGetAttributes(&fa, consume));
-		CK(cudaDeviceSynchronize());
+		trace_pl = pl;
+		trace_v = &v;
+		phase = "start";
 		if (vfgx_pipeline_start(pl)) {
 			fprintf(stderr, "gpu_consumer: %s\n", vfgx_last_error(ctx));
 			goto out;
 		}
+		phase = "launch";
 		consume<<<1, THREADS, 0, s>>>(v, dout, (unsigned int)chunks, dcount, dskipped,
 					      hold);
 		CK(cudaGetLastError());
+		phase = "run";
 		uint64_t t0 = vfgx_now_ns();
 
 		while (!vfgx_pipeline_done(pl) && (!hold || vfgx_now_ns() - t0 < 2000000000ull)) {
@@ -253,8 +304,11 @@ int main(int argc, char **argv)
 
 			nanosleep(&ts, NULL);
 		}
+		phase = "stop";
 		vfgx_pipeline_stop(pl); /* the end word: the consumer returns */
+		phase = "consumer's end";
 		CK(cudaStreamSynchronize(s));
+		phase = "results";
 		CK(cudaMemcpy(&count, dcount, sizeof(count), cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(&skipped, dskipped, sizeof(skipped), cudaMemcpyDeviceToHost));
 		res.resize(std::min<unsigned long>(count, chunks));

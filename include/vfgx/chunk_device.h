@@ -11,7 +11,11 @@
  * addresses and sizes) and from then on the pipeline hands none of the
  * pipeline's chunks to vfgx_chunk_get: every stream is consumed on the
  * GPU.  Copy the struct to the kernel (by value as a kernel argument, or
- * into GPU memory).  Chunk memory must be pinned or gpu (pipeline.chunks.mem),
+ * into GPU memory).  With the gpu engine the pipeline's persistent kernel
+ * runs from vfgx_pipeline_create on: make the consumer's memory and load
+ * its kernel (cudaFuncGetAttributes) before creating the pipeline, and
+ * launch it on a non-blocking stream (an allocation, a lazy module load or
+ * cudaDeviceSynchronize would wait for the pipeline's kernel).  Chunk memory must be pinned or gpu (pipeline.chunks.mem),
  * in a build with CUDA.
  *
  * In CUDA code (nvcc, or NVRTC / CuPy RawKernel with this header on the
