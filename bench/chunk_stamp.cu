@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vfgx/chunk_device.h>
+
 #include "chunk_stamp.h"
 
 struct chunk_stamps {
@@ -32,6 +34,30 @@ __global__ void stamp_kernel(unsigned long long *out, const unsigned long long *
 	out[1] = t - *(const volatile unsigned long long *)ready;
 }
 
+/* The device chunk API's consumer (vfgx/chunk_device.h): one thread of a
+ * resident kernel waits for chunk i of stream 0 on its slot's ready word,
+ * stamps %globaltimer against the engine's record of the chunk (its last
+ * packet written, its release), gives it back, for i < n; skipped chunks
+ * get no stamp (0, 0); it returns at the end word. */
+__global__ void device_consumer(struct vfgx_chunk_device v, unsigned long long *out, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		enum vfgx_dev_chunk r = vfgx_dev_chunk_wait(&v, 0, i);
+		unsigned long long t;
+
+		if (r == VFGX_DEV_CHUNK_END)
+			break;
+		if (r != VFGX_DEV_CHUNK_READY)
+			continue;
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+		const volatile struct vfgx_chunk_device_meta *m = &v.meta[i % v.in_flight];
+
+		out[2 * i] = t - m->last_packet_gt;
+		out[2 * i + 1] = t - m->ready_gt;
+		vfgx_dev_chunk_put(&v, 0, i);
+	}
+}
+
 extern "C" int chunk_stamps_open(int gpu, uint32_t n, struct chunk_stamps **out,
 				 char *err, size_t len)
 {
@@ -49,6 +75,7 @@ extern "C" int chunk_stamps_open(int gpu, uint32_t n, struct chunk_stamps **out,
 
 	if ((e = cudaSetDevice(gpu)) != cudaSuccess ||
 	    (e = cudaFuncGetAttributes(&fa, stamp_kernel)) != cudaSuccess ||
+	    (e = cudaFuncGetAttributes(&fa, device_consumer)) != cudaSuccess ||
 	    (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
 	    (e = cudaMalloc((void **)&s->dev, sizeof(*s->dev) * 2 * n)) != cudaSuccess ||
 	    (e = cudaMemset(s->dev, 0, sizeof(*s->dev) * 2 * n)) != cudaSuccess) {
@@ -126,6 +153,20 @@ extern "C" int chunk_stamps_read(struct chunk_stamps *s, uint64_t *since_last,
 	}
 	free(h);
 	return 0;
+}
+
+extern "C" int chunk_stamps_device(struct chunk_stamps *s, const struct vfgx_chunk_device *v,
+				   char *err, size_t len)
+{
+	cudaError_t e;
+
+	if (!v->meta) {
+		snprintf(err, len, "device consumer: no engine records (the cpu engine)");
+		return -EINVAL;
+	}
+	device_consumer<<<1, 1, 0, s->stream>>>(*v, s->dev, s->n);
+	e = cudaGetLastError();
+	return e == cudaSuccess ? 0 : fail(err, len, "device consumer kernel", e);
 }
 
 /* Writes 1..n into *word, gap_ns apart, after a first gap of 2 ms (the

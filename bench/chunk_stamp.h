@@ -45,6 +45,16 @@ int chunk_stamps_read(struct chunk_stamps *s, uint64_t *since_last,
 int chunk_stamps_floor(struct chunk_stamps *s, uint32_t n, uint64_t gap_ns,
 		       int (*wait)(void *stream, uint64_t *dev_word, uint64_t value, void *arg),
 		       void *arg, uint64_t *since, char *err, size_t len);
+/* The device chunk API's consumer (vfgx/chunk_device.h; the gpu engine's
+ * chunks, after vfgx_chunk_device): one resident kernel on this stream
+ * waits for chunks 0 .. n-1 of stream 0 (n of open), stamps each against
+ * the engine's record of it (as chunk_stamps_add's stamps) and gives it
+ * back; chunk_stamps_read after the pipeline's end has the stamps (0, 0
+ * for a skipped chunk).  Launched after vfgx_pipeline_create (its module
+ * was loaded at open). */
+struct vfgx_chunk_device;
+int chunk_stamps_device(struct chunk_stamps *s, const struct vfgx_chunk_device *v,
+			char *err, size_t len);
 void chunk_stamps_close(struct chunk_stamps *s);
 
 #ifdef __cplusplus

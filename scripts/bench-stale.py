@@ -49,6 +49,7 @@ SOURCES = {
     "afxdp.md": ["bench/afxdp.c", "bench/testpmd.c", "bench/testpmd.h", "scripts/netns-veth.sh",
                  "src/port/afxdp.c", "src/port/afxdp_opts.c", "src/port/port.c"],
     "chunks.md": ["bench/chunks.c", "bench/chunk_stamp.cu", "bench/chunk_stamp.h",
+                  "include/vfgx/chunk_device.h",
                   "bench/pipeline_work.c", "src/pipeline/chunk.c", "src/pipeline/chunk_cuda.c",
                   "src/pipeline/chunk_gpu.c", "src/pipeline/chunkset.h", "src/pipeline/proc.c",
                   "examples/spectrometer"],

@@ -6,8 +6,8 @@
  * n + 1, until the pipeline's end word says no chunk will come.
  *
  *     gpu_consumer OUT.txt [--engine gpu|cpu] [--mem gpu|pinned]
- *                          [--chunks N] [--rate PPS]
- *     gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS]
+ *                          [--chunks N] [--rate PPS] [--loss P]
+ *     gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS] [--loss P]
  *     gpu_consumer OUT.txt --hold [--engine ...] [--mem ...]
  *
  * OUT.txt gets one line per chunk: "index present_count byte_sum".
@@ -150,7 +150,7 @@ static const char *yaml_fmt =
 	"interfaces:\n"
 	"  - backend: loopback\n"
 	"    rx: {queues: [{id: 0, memory_region: r, batch_size: 64}]}\n"
-	"    loopback: {packets: %lu, packet_size: 560, flows: 1, loss: 0.002, seed: 7,\n"
+	"    loopback: {packets: %lu, packet_size: 560, flows: 1, loss: %g, seed: 7,\n"
 	"               rate_pps: %lu}\n"
 	"pipeline:\n"
 	"  device: %s\n"
@@ -204,6 +204,7 @@ int main(int argc, char **argv)
 {
 	const char *engine = "gpu", *mem = "gpu";
 	unsigned long chunks = 1000, rate = 640000;
+	double loss = 0;
 	bool ref = false, hold = false, tr = false;
 	static char yaml[2048];
 	struct vfgx_config *cfg = NULL;
@@ -228,6 +229,8 @@ int main(int argc, char **argv)
 			chunks = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
 			rate = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--loss") && i + 1 < argc)
+			loss = strtod(argv[++i], NULL);
 		else if (!strcmp(argv[i], "--reference"))
 			ref = true;
 		else if (!strcmp(argv[i], "--hold"))
@@ -239,8 +242,8 @@ int main(int argc, char **argv)
 	}
 	if (argc < 2 || !chunks || (ref && hold) || (strcmp(engine, "gpu") && strcmp(engine, "cpu")) ||
 	    (strcmp(mem, "gpu") && strcmp(mem, "pinned"))) {
-		fprintf(stderr, "usage: gpu_consumer OUT.txt [--engine gpu|cpu] [--mem gpu|pinned] [--chunks N] [--rate PPS] [--hold]\n"
-			"       gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS]\n");
+		fprintf(stderr, "usage: gpu_consumer OUT.txt [--engine gpu|cpu] [--mem gpu|pinned] [--chunks N] [--rate PPS] [--loss P] [--hold]\n"
+			"       gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS] [--loss P]\n");
 		return 2;
 	}
 	if (tr) {
@@ -249,7 +252,7 @@ int main(int argc, char **argv)
 		pthread_create(&t, NULL, trace, NULL);
 		pthread_detach(t);
 	}
-	snprintf(yaml, sizeof(yaml), yaml_fmt, ref ? "host" : "pinned", chunks * 64, rate,
+	snprintf(yaml, sizeof(yaml), yaml_fmt, ref ? "host" : "pinned", chunks * 64, loss, rate,
 		 ref ? "cpu" : engine, ref ? "host" : mem);
 	if (!ref) {
 		struct cudaFuncAttributes fa;
