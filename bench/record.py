@@ -61,11 +61,13 @@ def config(d, packets, record, mem="host", rate_pps=0):
     with open(path, "w") as f:
         f.write("interfaces:\n"
                 "  - backend: loopback\n"
-                "    loopback: { packets: %d, flows: 1, packet_size: 2048%s }\n"
+                "    loopback: { packets: %d, flows: 1, packet_size: 2048, replay: true, "
+                "replay_inline: %s, udp_csum: false%s }\n"
                 "pipeline:\n"
                 "  device: cpu\n"
                 "  chunks: { payload_bytes: %d, packets: %d, streams: 1, in_flight: 8, mem: %s }\n"
-                "%s" % (packets, ", rate_pps: %d" % rate_pps if rate_pps else "", PAYLOAD,
+                "%s" % (packets, "true" if mem != "gpu" else "false",
+                        ", rate_pps: %d" % rate_pps if rate_pps else "", PAYLOAD,
                         CHUNK_PACKETS, mem, record))
     return path
 
@@ -177,7 +179,7 @@ def rows_table(f, rows):
 
 
 def cpu_main(a, load, started):
-    rows, t = [], {k: [] for k in ("raw", "fio", "hdf5", "raw2", "rec", "norec")}
+    rows, t = [], {k: [] for k in ("raw", "fio", "hdf5", "raw2", "rec", "norec", "urec", "unorec")}
     with tempfile.TemporaryDirectory(dir=a.dir, prefix="vfgx-bench-record-") as d, \
             tempfile.TemporaryDirectory(dir="/dev/shm", prefix="vfgx-bench-record-") as shm:
         for rnd in range(1, a.rounds + 1):
@@ -210,18 +212,35 @@ def cpu_main(a, load, started):
                          "the run's seconds (hdf5: H5Dwrite_chunk from the chunk, buffered, a flush "
                          "per chunk; raw: staging copy, O_DIRECT io_uring)",
                          "%.1f MB/s" % (h5 / 1e6), "raw %.1f MB/s" % (raw2 / 1e6), h5 / raw2))
-            rep = vfgx_run(a.vfgx, shm, a.packets, "record: { path: %s/p.raw, format: raw }\n" % shm,
+            # the target's condition: tmpfs faster than the stream, the
+            # stream paced at a.rate_pps (fio on tmpfs in the round shows it)
+            shm_bw = fio(shm, a.rate_pps * 2048 * 2, bs)
+            rep = vfgx_run(a.vfgx, shm, a.paced_packets, "record: { path: %s/p.raw, format: raw }\n" % shm,
                            rate_pps=a.rate_pps)
             rec = rep["pipeline"]["mpps"]
             clean(shm, "p.")
-            rep = vfgx_run(a.vfgx, shm, a.packets, "", rate_pps=a.rate_pps)
+            rep = vfgx_run(a.vfgx, shm, a.paced_packets, "", rate_pps=a.rate_pps)
             norec = rep["pipeline"]["mpps"]
             t["rec"].append(rec)
             t["norec"].append(norec)
-            rows.append((rnd, "pipeline rate, raw recording to tmpfs vs the same run without "
-                         "(%s; the consumer thread takes and gives back each chunk either way)"
-                         % ("stream paced at %d pps" % a.rate_pps if a.rate_pps else "generator unpaced"),
-                         "%.3f Mpps" % rec, "no recording %.3f Mpps" % norec, rec / norec))
+            rows.append((rnd, "pipeline rate, raw recording to tmpfs vs the same run without: stream "
+                         "paced at %d pps (%.0f MB/s), tmpfs takes %.0f MB/s (fio, this round); "
+                         "the consumer thread takes and gives back each chunk either way"
+                         % (a.rate_pps, a.rate_pps * 2048 / 1e6, shm_bw / 1e6),
+                         "%.4f Mpps" % rec, "no recording %.4f Mpps" % norec, rec / norec))
+            # not a target: the generator unpaced, faster than tmpfs here
+            rep = vfgx_run(a.vfgx, shm, a.packets, "record: { path: %s/p.raw, format: raw }\n" % shm)
+            urec = rep["pipeline"]["mpps"]
+            clean(shm, "p.")
+            rep = vfgx_run(a.vfgx, shm, a.packets, "")
+            unorec = rep["pipeline"]["mpps"]
+            t["urec"].append(urec)
+            t["unorec"].append(unorec)
+            rows.append((rnd, "(not a target) the same, generator unpaced: the stream %.0f MB/s "
+                         "without recording, tmpfs took %.0f MB/s by fio this round; recording adds "
+                         "two copies per byte (chunk to staging buffer, staging buffer to tmpfs) on "
+                         "the consumer thread" % (unorec * 2048, shm_bw / 1e6),
+                         "%.3f Mpps" % urec, "no recording %.3f Mpps" % unorec, urec / unorec))
             print("round %d: raw/fio %.3f hdf5/raw %.3f rate %.3f" % (rnd, raw / ref, h5 / raw2, rec / norec),
                   file=sys.stderr, flush=True)
         fs = fstype(d)
@@ -230,8 +249,10 @@ def cpu_main(a, load, started):
     with open(path, "w") as f:
         head(f, "vfgx run --record", a, started, load,
              "- rounds: %d, sides interleaved in each; %d packets of 2048 B frames per run, "
-             "chunks of %d packets, one stream; recordings and fio on %s (%s), the pipeline-rate "
-             "rows on tmpfs (/dev/shm)\n\n" % (a.rounds, a.packets, CHUNK_PACKETS, a.dir or "/tmp", fs))
+             "chunks of %d packets, one stream, the loopback generator replaying its frames "
+             "(replay, replay_inline, no UDP checksum: a stream faster than the disk); recordings "
+             "and fio on %s (%s), the pipeline-rate rows on tmpfs (/dev/shm), paced rows %d "
+             "packets\n\n" % (a.rounds, a.packets, CHUNK_PACKETS, a.dir or "/tmp", fs, a.paced_packets))
         f.write("What runs is what a user runs: `vfgx run --json` over the loopback generator, "
                 "its record object's bytes over the run's seconds (the recording's rate as the "
                 "run sees it, the files' close included), "
@@ -241,6 +262,11 @@ def cpu_main(a, load, started):
         f.write(target("record_raw_vs_fio", t["raw"], t["fio"], 0.9) + "\n")
         f.write(target("record_hdf5_vs_raw", t["hdf5"], t["raw2"], 0.8) + "\n")
         f.write(target("record_pipeline_rate", t["rec"], t["norec"], 0.95) + "\n")
+        u = stat([x / y for x, y in zip(t["urec"], t["unorec"])])
+        f.write("\n(not a target) the generator unpaced, raw recording to tmpfs against none: ratio "
+                "median %.3f, interval [%.3f,%.3f]; each row gives the stream's rate without "
+                "recording and what fio wrote to tmpfs in the same round (the target's condition, "
+                "a disk faster than the stream, is the paced rows').\n" % (u["median"], u["lo"], u["hi"]))
     print(open(path).read())
 
 
@@ -320,8 +346,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--vfgx", default=os.path.join(ROOT, "build", "src", "cli", "vfgx"))
     ap.add_argument("--note", default="", help="a line on the machine's state for the file")
-    ap.add_argument("--rate-pps", type=int, default=0,
-                    help="pace the pipeline-rate rows' stream (0: as fast as the generator)")
+    ap.add_argument("--rate-pps", type=int, default=50000,
+                    help="record_pipeline_rate: the stream's pace, below what tmpfs takes")
+    ap.add_argument("--paced-packets", type=int, default=200000,
+                    help="record_pipeline_rate: packets per paced run")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--gpu", type=int, default=0, help="--device gpu: the GPU")
     a = ap.parse_args()
