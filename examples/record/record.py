@@ -42,8 +42,8 @@ def main():
                          int(g["missing"][:n].sum()),
                          " ".join("%02x" % b for b in g["data"][0, 0, :8])))
     else:
-        import vfgx.record
-        rec = vfgx.record.open_raw(path)
+        from vfgx import record as vfgx_record
+        rec = vfgx_record.open_raw(path)
         for s in range(rec.header["streams"]):
             st_ = rec.stream(s)
             if not len(st_):

@@ -108,7 +108,8 @@ def raw_plain(path):
             pres = np.frombuffer(b, "<u8", h["present_words"], h["present_offset"])
             lens = np.frombuffer(b, "<u4", h["packets"], h["lens_offset"])
             out.setdefault(d["stream"], []).append(dict(d, present=pres, lens=lens, data=data))
-    return out
+    # lines come in the order the writes completed, not by index
+    return {s: sorted(v, key=lambda r: r["index"]) for s, v in out.items()}
 
 
 def total_rows(rows_of, flows):
@@ -224,7 +225,7 @@ def test_options_and_rotation(tmp_path):
             check_rows(s, raw_rows(str(tmp_path / fn), s))
     assert n == st["recorded"] == p.chunk_stats()["handed_out"]
     path = str(tmp_path / "sec.h5")
-    p = vfgx.Pipeline(cfg(record="record: { path: %s, compression: deflate, rotate_bytes: 2000000 }\n"
+    p = vfgx.Pipeline(cfg(record="record: { path: %s, compression: deflate, rotate_bytes: 100000 }\n"
                           % path))
     st = p.record()
     files = sorted(x for x in os.listdir(tmp_path) if x.startswith("sec"))
@@ -304,7 +305,7 @@ def test_write_rules(tmp_path):
 
 
 def run_py(code, tmp_path, timeout=240, prefix=()):
-    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(BUILD), "python"))
     return subprocess.Popen([*prefix, sys.executable, "-c", textwrap.dedent(code)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=str(tmp_path))
@@ -401,7 +402,7 @@ def test_example_runs(tmp_path):
     prints from the file it wrote."""
     pytest.importorskip("h5py")
     ex = os.path.join(ROOT, "examples", "record", "record.py")
-    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(BUILD), "python"))
     r = subprocess.run([sys.executable, ex, str(tmp_path / "ex.h5")], capture_output=True,
                        text=True, timeout=240, env=env)
     assert r.returncode == 0, r.stderr[-500:]
