@@ -1035,8 +1035,14 @@ static PyObject *pipeline_recorder(PipelineObject *p, PyObject *args, PyObject *
 		 * with its errno (FileExistsError for a FIFO or a file) */
 		if (ret == -EINVAL || ret == -ENOTSUP)
 			PyErr_SetString(PyExc_ValueError, vfgx_last_error(p->ctx));
-		else
-			PyErr_SetObject(PyExc_OSError, Py_BuildValue("(is)", -ret, vfgx_last_error(p->ctx)));
+		else {
+			PyObject *a = Py_BuildValue("(is)", -ret, vfgx_last_error(p->ctx));
+
+			if (a) {
+				PyErr_SetObject(PyExc_OSError, a);
+				Py_DECREF(a);
+			}
+		}
 		Py_DECREF(r);
 		return NULL;
 	}
