@@ -148,8 +148,8 @@ def target(name, measured, reference, goal):
 
 
 def fstype(d):
-    r = subprocess.run(["stat", "-f", "-c", "%T", d], capture_output=True, text=True)
-    return r.stdout.strip()
+    r = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", d], capture_output=True, text=True)
+    return " ".join(r.stdout.split()) or "?"
 
 
 def head(f, title, a, started, load, extra):
@@ -182,7 +182,15 @@ def cpu_main(a, load, started):
     rows, t = [], {k: [] for k in ("raw", "fio", "hdf5", "raw2", "rec", "norec", "urec", "unorec")}
     with tempfile.TemporaryDirectory(dir=a.dir, prefix="vfgx-bench-record-") as d, \
             tempfile.TemporaryDirectory(dir="/dev/shm", prefix="vfgx-bench-record-") as shm:
+        # a warm-up run, not measured: the record size and file size fio writes
+        vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.raw, format: raw, ring: %d }\n" % (d, RING))
+        bs = json.loads(open(os.path.join(d, "r.raw.index.jsonl")).readline())["record_bytes"]
+        size = os.path.getsize(os.path.join(d, "r.raw"))
+        clean(d, "r.")
         for rnd in range(1, a.rounds + 1):
+            # A B A: the reference before and after, against the disk's drift
+            # (other programs share it): fio, raw, fio, then hdf5, raw
+            ref_a = fio(d, size, bs)
             rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.raw, format: raw, ring: %d }\n"
                            % (d, RING))
             h = json.loads(open(os.path.join(d, "r.raw.index.jsonl")).readline())
@@ -191,26 +199,31 @@ def cpu_main(a, load, started):
             size = os.path.getsize(os.path.join(d, "r.raw"))
             # the data file's bytes (what fio writes) over the run's seconds
             raw = rep["record"]["recorded"] * bs / rep["seconds"]
+            raw_file = rep["record"]["bytes"] / rep["seconds"]
             clean(d, "r.")
-            ref = fio(d, size, bs)
+            ref_b = fio(d, size, bs)
+            ref = (ref_a + ref_b) / 2
             t["raw"].append(raw / 1e6)
             t["fio"].append(ref / 1e6)
             rows.append((rnd, "raw vs fio: %.0f MB in blocks of %d, io_uring depth %d, O_DIRECT %s; "
-                         "vfgx also generates and assembles the packets (1 generator thread, the "
-                         "pipeline, 1 consumer thread copying each chunk into a staging buffer)"
-                         % (size / 1e6, bs, RING, "yes" if direct else "no"),
+                         "fio before and after (%s MB/s), their mean the reference; vfgx also "
+                         "generates and assembles the packets (the generator replaying in the "
+                         "pipeline's thread, 1 consumer thread copying each chunk into a staging "
+                         "buffer)" % (size / 1e6, bs, RING, "yes" if direct else "no",
+                                      "%.1f, %.1f" % (ref_a / 1e6, ref_b / 1e6)),
                          "%.1f MB/s" % (raw / 1e6), "fio %.1f MB/s" % (ref / 1e6), raw / ref))
             rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.h5 }\n" % d)
             h5 = rep["record"]["bytes"] / rep["seconds"]
             clean(d, "r.")
             rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.raw, format: raw }\n" % d)
-            raw2 = rep["record"]["bytes"] / rep["seconds"]
+            raw2 = (raw_file + rep["record"]["bytes"] / rep["seconds"]) / 2
             clean(d, "r.")
             t["hdf5"].append(h5 / 1e6)
             t["raw2"].append(raw2 / 1e6)
             rows.append((rnd, "hdf5 vs raw: the same run and file system, file bytes written over "
-                         "the run's seconds (hdf5: H5Dwrite_chunk from the chunk, buffered, a flush "
-                         "per chunk; raw: staging copy, O_DIRECT io_uring)",
+                         "the run's seconds, raw before and after, their mean the reference "
+                         "(hdf5: H5Dwrite_chunk from the chunk, buffered, a flush per chunk; raw: "
+                         "staging copy, O_DIRECT io_uring)",
                          "%.1f MB/s" % (h5 / 1e6), "raw %.1f MB/s" % (raw2 / 1e6), h5 / raw2))
             # the target's condition: tmpfs faster than the stream, the
             # stream paced at a.rate_pps (fio on tmpfs in the round shows it)
