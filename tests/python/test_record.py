@@ -10,7 +10,9 @@ the per-chunk metadata against the chunks the pipeline handed out (seen
 here as Chunk objects, or its chunk counters).  Then loss, bad paths
 (errors raised before anything is written), a full file system in a
 private mount namespace (the pipeline goes on, every chunk accounted
-for), a duration, and Ctrl-C (the files closed whole)."""
+for), a duration, and Ctrl-C (the files closed whole).  On a GPU host,
+VFGX_RECORD_MEM=gpu|pinned puts the one-call and loss cases' chunks in
+that memory."""
 import json
 import os
 import signal
@@ -26,19 +28,22 @@ import vfgx
 import vfgx.record
 from conftest import BUILD, ROOT
 
+# gpu or pinned (a GPU host): the one-call and loss cases record chunks in
+# that memory, through the recorder's pinned staging ring
+MEM = os.environ.get("VFGX_RECORD_MEM", "host")
 HDRS = 14 + 20 + 8 + 16
 PLEN = 512 - HDRS
 CHUNK = 128
 
 
-def cfg(packets=20000, flows=2, extra="", record=""):
+def cfg(packets=20000, flows=2, extra="", record="", mem="host"):
     return ("interfaces:\n"
             "  - backend: loopback\n"
             "    loopback: { packets: %d, flows: %d, packet_size: 512%s }\n"
             "pipeline:\n"
             "  device: cpu\n"
-            "  chunks: { payload_bytes: 512, packets: %d, streams: %d, in_flight: 8 }\n%s"
-            % (packets, flows, extra, CHUNK, flows, record))
+            "  chunks: { payload_bytes: 512, packets: %d, streams: %d, in_flight: 8, mem: %s }\n%s"
+            % (packets, flows, extra, CHUNK, flows, mem, record))
 
 
 def expected(stream, first, n):
@@ -121,7 +126,7 @@ def test_record_one_call_hdf5_and_raw(tmp_path):
     HDF5 (the extension's choice) and raw; the files' config attribute
     is the config the pipeline loaded."""
     h5py = pytest.importorskip("h5py")
-    text = cfg()
+    text = cfg(mem=MEM)
     for name in ("run.h5", "run.raw"):
         path = str(tmp_path / name)
         p = vfgx.Pipeline(text)
@@ -194,7 +199,7 @@ def test_loss(tmp_path):
     slots present + missing per stream agree with the chunk counters."""
     h5py = pytest.importorskip("h5py")
     path = str(tmp_path / "loss.h5")
-    p = vfgx.Pipeline(cfg(packets=40000, extra=", loss: 0.05, seed: 3"))
+    p = vfgx.Pipeline(cfg(packets=40000, extra=", loss: 0.05, seed: 3", mem=MEM))
     st = p.record(path)
     cs = p.chunk_stats()
     with h5py.File(path, "r") as f:
