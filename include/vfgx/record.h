@@ -51,8 +51,8 @@ struct vfgx_record_conf {
 	double rotate_seconds;   /* [0: never] a new file after this long */
 	uint32_t compression;    /* [off] enum vfgx_record_compression */
 	uint32_t compression_level; /* [4] deflate level 1..9 */
-	uint32_t ring;           /* [4] staging buffers (raw: writes in
-				  * flight), 1..64 */
+	uint32_t ring;           /* [4] raw: writes in flight (from ring + 1
+				  * staging buffers), 1..64 */
 	bool overwrite;          /* [false] replace an existing regular file */
 	/* not a config key: the text stored in the files' config attribute
 	 * (the program's configuration), NULL: none */

@@ -8,9 +8,14 @@ pointer the pipeline wrote).  docs/python.md has the whole story.
         for chunk in p.chunks(timeout=1.0):
             with chunk:
                 total += chunk.data.sum()
+
+Recording (docs/record.md): `p.record("run.h5")` records every chunk to
+HDF5 (raw files for other names) until the sources end, in one call.
 """
 import json
 import os
+import time
+import warnings
 
 import numpy as np
 
@@ -19,7 +24,7 @@ from ._vfgx import ConfigError, now_ns, pattern  # noqa: F401
 
 CHUNK_COMPLETE = _vfgx.CHUNK_COMPLETE
 
-__all__ = ["Pipeline", "Chunk", "ConfigError", "CHUNK_COMPLETE"]
+__all__ = ["Pipeline", "Chunk", "Recorder", "ConfigError", "CHUNK_COMPLETE"]
 
 
 def _config_text(config):
@@ -141,6 +146,7 @@ class Pipeline:
     def __init__(self, config, name=None):
         text, default_name = _config_text(config)
         self._p = _vfgx.Pipeline(text, name or default_name)
+        self._text = text  # the recordings' config attribute
         self._started = False
 
     @property
@@ -213,3 +219,105 @@ class Pipeline:
                     chunk.release()
             n += 1
         return n
+
+    # --- recording (issue 42, docs/record.md) --------------------------------
+    def recorder(self, path=None, format=None, *, rotate_bytes=None, rotate_seconds=None,
+                 compression=None, compression_level=None, ring=None, overwrite=None):
+        """A Recorder for this pipeline's chunks, its first file open.  The
+        options are the record: section's (docs/config.md); the config's
+        record: section, where it has one, gives those not passed (its path
+        too); without one, `format` follows the path: "hdf5" for a name
+        ending in .h5 or .hdf5, "raw" otherwise, as `vfgx run --record`.
+        A path that cannot be created (a FIFO, a symlink, an existing
+        file, a missing directory) raises OSError with the one-line
+        reason; options or a build that cannot record raise ValueError."""
+        return Recorder(self._p.recorder(
+            path=None if path is None else os.fspath(path), format=format,
+            rotate_bytes=rotate_bytes, rotate_seconds=rotate_seconds,
+            compression=compression, compression_level=compression_level, ring=ring,
+            overwrite=overwrite, config_text=self._text))
+
+    def record(self, path=None, format=None, *, duration=None, **options):
+        """Record every chunk until the sources end, in one call: open a
+        recorder (recorder()'s arguments), start the pipeline if it is not
+        running, take each chunk, write it and give it back, then close the
+        files.  `duration` (seconds) stops the pipeline after that long
+        (an endless source), and the chunks still coming are recorded.
+        Ctrl-C stops the pipeline the same way, closes the files whole and
+        raises KeyboardInterrupt.  Returns the recorder's stats: recorded,
+        not_recorded, bytes, files, direct, error (the line that stopped
+        the recording, also given as a RuntimeWarning; the pipeline went
+        on) or None."""
+        rec = self.recorder(path, format, **options)
+        try:
+            if not self._started:
+                self.start()
+            t0, stopping = time.monotonic(), False
+            # slices of 100 ms: Ctrl-C is seen between them
+            while not rec._raw.consume(100):
+                if duration is not None and not stopping and time.monotonic() - t0 >= duration:
+                    self._stop_once()
+                    stopping = True
+        except KeyboardInterrupt:
+            self._stop_once()
+            while not rec._raw.consume(100):
+                pass
+            rec.close()
+            raise
+        finally:
+            st = rec.close()
+        return st
+
+    def _stop_once(self):
+        try:
+            self.stop()
+        except RuntimeError:
+            pass  # stopped already
+
+
+class Recorder:
+    """Records chunks to HDF5 or raw files (docs/record.md); from
+    Pipeline.recorder().  write(chunk) records a chunk the program holds
+    (give it back after); the recorder never keeps it.  A write error (a
+    full disk, a file removed while written) stops the recording, never
+    the pipeline: write() then returns False, the chunk is counted as not
+    recorded, and the line that said why is in stats()["error"] and given
+    once as a RuntimeWarning."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._warned = False
+
+    path = property(lambda self: self._raw.path, doc="the first file")
+    closed = property(lambda self: self._raw.closed)
+
+    def write(self, chunk):
+        ok = self._raw.write(chunk._raw if isinstance(chunk, Chunk) else chunk)
+        if not ok:
+            self._warn(self._raw.stats())
+        return ok
+
+    def stats(self):
+        """recorded, not_recorded, bytes, files, direct, errno, error."""
+        return self._raw.stats()
+
+    def close(self):
+        """Finish the writes in flight and close the files; the stats."""
+        st = self._raw.close()
+        self._warn(st)
+        return st
+
+    def _warn(self, st):
+        if st["error"] and not self._warned:
+            self._warned = True
+            warnings.warn(st["error"], RuntimeWarning, stacklevel=3)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<vfgx.Recorder %s%s>" % (self.path, " closed" if self.closed else "")

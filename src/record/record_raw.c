@@ -1,7 +1,9 @@
 /* record_raw.c - raw recording: one large sequential data file written
- * with O_DIRECT through io_uring (a ring of aligned staging buffers, one
- * chunk record each: payload slots, present bitmap, lengths, padded to
- * 4096 bytes) and a sidecar PATH.index.jsonl: a header line, then one
+ * with O_DIRECT through io_uring (record.ring writes in flight from
+ * ring + 1 aligned staging buffers, one chunk record each: payload slots,
+ * present bitmap, lengths, padded to 4096 bytes; the spare buffer takes
+ * the next chunk's copy while ring writes keep the disk's queue full)
+ * and a sidecar PATH.index.jsonl: a header line, then one
  * line per chunk appended only after the chunk's write completed, so that
  * after a crash or SIGKILL the index still opens and lists exactly the
  * chunks on file (a reader ignores a last line without its newline). */
@@ -33,7 +35,7 @@ struct raw_writer {
 	int fd, index_fd;
 	struct io_uring ring;
 	bool ring_ok;
-	uint32_t nslots, in_flight;
+	uint32_t nslots, depth, in_flight; /* buffers, writes in flight at most */
 	struct raw_slot *slots;
 	size_t rec_bytes, present_off, lens_off;
 	uint64_t next_off;
@@ -119,7 +121,8 @@ static int raw_open(vfgx_record *r, const char *path, int fd)
 	w->present_off = align_up((size_t)r->packets * r->payload_bytes, 8);
 	w->lens_off = w->present_off + r->present_words * sizeof(uint64_t);
 	w->rec_bytes = align_up(w->lens_off + (size_t)r->packets * sizeof(uint32_t), RAW_ALIGN);
-	w->nslots = r->conf.ring;
+	w->depth = r->conf.ring;
+	w->nslots = r->conf.ring + 1;
 	/* O_DIRECT where the file system takes it (tmpfs before Linux 6.6
 	 * does not): every write is a whole aligned record either way */
 	pthread_mutex_lock(&r->lock);
@@ -142,7 +145,7 @@ static int raw_open(vfgx_record *r, const char *path, int fd)
 			goto fail;
 		}
 	}
-	ret = io_uring_queue_init(w->nslots, &w->ring, 0);
+	ret = io_uring_queue_init(w->depth, &w->ring, 0);
 	if (ret < 0) {
 		rec_fail(r, ret, "record: io_uring: %s (raw recording writes through io_uring; check kernel.io_uring_disabled)",
 			 strerror(-ret));
@@ -213,19 +216,23 @@ static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	uint32_t i;
 	int ret;
 
-	while (w->in_flight == w->nslots)
-		if ((ret = reap_one(r, w, true)) < 0)
-			return ret;
 	while (w->in_flight && reap_one(r, w, false) == 0)
 		; /* take what completed meanwhile, without waiting */
 	if (r->stopped)
 		return r->st.error;
+	/* at most depth < nslots writes in flight: a buffer is free, and
+	 * the copy into it overlaps depth writes */
 	for (i = 0; i < w->nslots && !s; i++)
 		if (!w->slots[i].busy)
 			s = &w->slots[i];
 	if ((ret = rec_stage(r, c, s->buf, (uint64_t *)((uint8_t *)s->buf + w->present_off),
 			     (uint32_t *)((uint8_t *)s->buf + w->lens_off))))
 		return ret;
+	while (w->in_flight == w->depth)
+		if ((ret = reap_one(r, w, true)) < 0)
+			return ret;
+	if (r->stopped)
+		return r->st.error;
 	s->stream = c->stream;
 	s->index = c->index;
 	s->first = c->first;

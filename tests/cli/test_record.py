@@ -10,8 +10,8 @@ s*131 + q*7 + i*13 + 1 mod 256; a frame of packet_size bytes carries
 packet_size - 14 - 20 - 8 - 16 bytes after the app header), and the
 per-chunk metadata against the chunks the run handed out (its --json
 report).  Then: loss flagged as missing slots, deflate, rotation, and bad
-input: a FIFO, a symlink, an existing file, a read-only and a full file
-system (tmpfs in a private mount namespace), a file removed while written,
+input: a FIFO, a symlink (also one into a read-only place), an existing
+file, a read-only and a full file system (tmpfs in a private mount namespace), a file removed while written,
 SIGKILL (the raw index still opens and lists exactly what is on file),
 SIGINT (files closed whole), a config without chunks, raw with deflate."""
 import json
@@ -334,6 +334,17 @@ def test_full_and_readonly(d):
     one_line(r, "read-only file system", "ro.raw")
     check(r.returncode == 1 and "result: FAILED" in r.stdout and "delivered 40000 " in r.stdout,
           "read-only: the run went on, the record expectation failed")
+    # a symlink in a writable directory pointing into the read-only place
+    link = os.path.join(d, "into-ro.h5")
+    os.symlink(os.path.join(mnt, "target.h5"), link)
+    r = in_namespace(d, "mount -t tmpfs -o ro none %s; %s run -q %s --record %s; rc=$?; ls -A %s; exit $rc"
+                     % (mnt, VFGX, cfg, link, mnt))
+    lines = vfgx_lines(r.stderr)
+    check(len(lines) == 1 and "symlink" in lines[0] and link in lines[0],
+          "symlink into a read-only place: one line naming it (%r)" % lines)
+    check(r.returncode == 1 and "delivered 40000 " in r.stdout and "target.h5" not in r.stdout and
+          os.path.islink(link),
+          "symlink into a read-only place: the run went on, nothing written through it")
 
 
 def endless(d, name, record):
