@@ -42,7 +42,15 @@
 #ifndef VFGX_CHUNK_DEVICE_H
 #define VFGX_CHUNK_DEVICE_H
 
+#ifdef __CUDACC_RTC__
+/* NVRTC (a cupy.RawKernel) has no C library headers: libcu++'s types */
+#include <cuda/std/cstdint>
+using cuda::std::uint8_t;
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+#else
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {

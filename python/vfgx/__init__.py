@@ -24,7 +24,27 @@ from ._vfgx import ConfigError, now_ns, pattern  # noqa: F401
 
 CHUNK_COMPLETE = _vfgx.CHUNK_COMPLETE
 
-__all__ = ["Pipeline", "Chunk", "Recorder", "ConfigError", "CHUNK_COMPLETE"]
+# struct vfgx_chunk_device (include/vfgx/chunk_device.h), field for field
+CHUNK_DEVICE_DTYPE = np.dtype([
+    ("argsz", np.uint32), ("streams", np.uint32), ("in_flight", np.uint32),
+    ("packets", np.uint32), ("payload_bytes", np.uint32), ("present_words", np.uint32),
+    ("slot_stride", np.uint64), ("present_off", np.uint64), ("lens_off", np.uint64),
+    ("data", np.uint64), ("ready", np.uint64), ("returned", np.uint64),
+    ("end", np.uint64), ("meta", np.uint64)], align=True)
+
+
+def include_dir():
+    """The folder holding vfgx/*.h (for a kernel that includes
+    <vfgx/chunk_device.h>): $VFGX_INCLUDE_DIR, else the installed headers,
+    else the source tree this package was built from."""
+    for d in (os.environ.get("VFGX_INCLUDE_DIR"), _vfgx.INSTALL_INCLUDE, _vfgx.SOURCE_INCLUDE):
+        if d and os.path.isfile(os.path.join(d, "vfgx", "chunk_device.h")):
+            return d
+    raise FileNotFoundError("vfgx.include_dir: no vfgx/chunk_device.h under $VFGX_INCLUDE_DIR, %s or %s"
+                            % (_vfgx.INSTALL_INCLUDE, _vfgx.SOURCE_INCLUDE))
+
+__all__ = ["Pipeline", "Chunk", "Recorder", "ConfigError", "CHUNK_COMPLETE",
+           "CHUNK_DEVICE_DTYPE", "include_dir"]
 
 
 def _config_text(config):
@@ -177,6 +197,17 @@ class Pipeline:
 
     def chunk_stats(self):
         return self._p.chunk_stats()
+
+    def chunk_device(self):
+        """The device chunk API's view (include/vfgx/chunk_device.h) as a
+        NumPy structured scalar with the layout of struct vfgx_chunk_device,
+        to pass by value to a kernel of your own, e.g. a cupy.RawKernel
+        compiled with options=("-I" + vfgx.include_dir(), ...) that includes
+        <vfgx/chunk_device.h>.  From this call on the pipeline's chunks go to
+        that kernel, not to get().  With the gpu engine, compile and load the
+        kernel before making the Pipeline (docs/chunks.md)."""
+        raw = self._p.chunk_device()
+        return np.frombuffer(raw, dtype=CHUNK_DEVICE_DTYPE)[0]
 
     def get(self, timeout=1.0):
         """The next ready chunk, None after `timeout` seconds, EOFError once

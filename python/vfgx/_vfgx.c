@@ -379,6 +379,22 @@ static PyObject *pipeline_get(PipelineObject *p, PyObject *args)
 	return (PyObject *)ch;
 }
 
+/* The device chunk API's view (vfgx/chunk_device.h) as the struct's bytes;
+ * from here on the chunks go to the GPU consumer, not to get(). */
+static PyObject *pipeline_chunk_device(PipelineObject *p, PyObject *unused)
+{
+	struct vfgx_chunk_device v = { .argsz = sizeof(v) };
+
+	(void)unused;
+	if (need_pipeline(p))
+		return NULL;
+	if (vfgx_chunk_device(p->pl, &v)) {
+		PyErr_SetString(PyExc_RuntimeError, vfgx_last_error(p->ctx));
+		return NULL;
+	}
+	return PyBytes_FromStringAndSize((const char *)&v, sizeof(v));
+}
+
 static PyMethodDef pipeline_methods[] = {
 	{ "start", (PyCFunction)pipeline_start, METH_NOARGS, "start the engine" },
 	{ "stop", (PyCFunction)pipeline_stop, METH_NOARGS, "stop the engine (chunks stay valid)" },
@@ -386,6 +402,8 @@ static PyMethodDef pipeline_methods[] = {
 	{ "stats", (PyCFunction)pipeline_stats, METH_NOARGS, "pipeline counters as a dict" },
 	{ "chunk_stats", (PyCFunction)pipeline_chunk_stats, METH_NOARGS, "chunk counters, or None" },
 	{ "get", (PyCFunction)pipeline_get, METH_VARARGS, "get(timeout_ms) -> Chunk | None" },
+	{ "chunk_device", (PyCFunction)pipeline_chunk_device, METH_NOARGS,
+	  "struct vfgx_chunk_device as bytes (vfgx/chunk_device.h)" },
 	{ "recorder", (PyCFunction)(void (*)(void))pipeline_recorder, METH_VARARGS | METH_KEYWORDS,
 	  "recorder(path, format, ...) -> Recorder (vfgx/record.h)" },
 	{ NULL },
@@ -1240,7 +1258,9 @@ PyMODINIT_FUNC PyInit__vfgx(void)
 	    PyModule_AddObjectRef(m, "Pipeline", (PyObject *)&PipelineType) ||
 	    PyModule_AddObjectRef(m, "Chunk", (PyObject *)&ChunkType) ||
 	    PyModule_AddObjectRef(m, "Recorder", (PyObject *)&RecorderType) ||
-	    PyModule_AddIntConstant(m, "CHUNK_COMPLETE", VFGX_CHUNK_COMPLETE)) {
+	    PyModule_AddIntConstant(m, "CHUNK_COMPLETE", VFGX_CHUNK_COMPLETE) ||
+	    PyModule_AddStringConstant(m, "SOURCE_INCLUDE", VFGX_SOURCE_INCLUDE) ||
+	    PyModule_AddStringConstant(m, "INSTALL_INCLUDE", VFGX_INSTALL_INCLUDE)) {
 		Py_DECREF(m);
 		return NULL;
 	}
