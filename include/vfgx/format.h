@@ -262,7 +262,7 @@ VFGX_HD int vfgx_fmt_stream_index(const struct vfgx_format *f, uint64_t raw,
 		for (i = 0; i < f->n_stream_ids && i < VFGX_FMT_MAX_STREAM_IDS; i++)
 			if (f->stream_ids[i] == raw)
 				break;
-		if (i >= f->n_stream_ids)
+		if (i >= f->n_stream_ids || i >= VFGX_FMT_MAX_STREAM_IDS)
 			return VFGX_FD_BAD_STREAM;
 	}
 	if (i >= f->max_streams)
@@ -500,13 +500,13 @@ VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
 		if ((r = vfgx_fmt_spead(p, len, o)))
 			return r;
 		break;
-	case VFGX_FMT_RTP:
-	case VFGX_FMT_RFC4175:
-		if ((r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
-			return r;
-		/* fall through: the fixed fields (sequence, timestamp, SSRC,
-		 * marker) are read below */
 	default:
+		/* RTP: the fixed fields (sequence, timestamp, SSRC, marker)
+		 * are read as any others; the payload starts after the CSRCs
+		 * and the extension */
+		if ((f->layout == VFGX_FMT_RTP || f->layout == VFGX_FMT_RFC4175) &&
+		    (r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
+			return r;
 		if ((r = vfgx_fmt_field_get(&f->stream, p, len, &o->stream_raw)) ||
 		    (r = vfgx_fmt_field_get(&f->seq, p, len, &o->seq)) ||
 		    (r = vfgx_fmt_field_get(&f->timestamp, p, len, &o->timestamp)) ||
