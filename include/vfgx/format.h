@@ -114,7 +114,7 @@ enum vfgx_fmt_drop {
 	VFGX_FD_OFFSET_PAST_CHUNK, /* payload would end past its chunk (heap, slot) */
 	VFGX_FD_SEGMENT_PAST_FRAME, /* an RFC 4175 segment past the frame */
 	VFGX_FD_SEQ_JUMP,        /* sequence jumped beyond the dropout limits */
-	VFGX_FD_LATE,            /* sequence before the stream's first */
+	VFGX_FD_LATE,            /* sequence that would extend below 0 */
 	VFGX_FD_BAD_STREAM,      /* stream id beyond the configured streams */
 	VFGX_FD_MAX
 };
@@ -199,9 +199,9 @@ VFGX_HD int vfgx_fmt_field_at(const struct vfgx_fmt_field *fl, uint32_t off,
  * rule, for any width).  d = (v - max) modulo 2^bits:
  *   - d < seq_max_dropout: in order or a gap forward; max moves on (a
  *     wrap of v carries into the upper bits);
- *   - d > 2^bits - seq_max_misorder: a late or duplicate packet, extended
- *     behind max (the engine's reorder decides late or duplicate); before
- *     the stream's first sequence: VFGX_FD_LATE;
+ *   - 2^bits - d <= seq_max_misorder: a late or duplicate packet,
+ *     extended behind max (the engine's reorder decides late or
+ *     duplicate); one that would extend below 0: VFGX_FD_LATE;
  *   - between: a jump, dropped (VFGX_FD_SEQ_JUMP), unless it is the
  *     packet right after the last dropped jump: two in a row mean the
  *     sender restarted, and the stream goes on from there.
@@ -296,7 +296,7 @@ VFGX_HD int vfgx_fmt_rtp_hdr_len(const uint8_t *p, uint32_t len, uint32_t *hl)
 	return VFGX_FD_OK;
 }
 
-/* RFC 4175 after the RTP header: the upper 16 bits of the 32-bit
+/* RFC 4175 after the RTP header: the upper 16 bits of a 32-bit
  * sequence, then 6-byte segment headers (length, F|line, C|offset) while
  * C is set, then the segments' bytes in order. */
 VFGX_HD int vfgx_fmt_rfc4175(const struct vfgx_format *f, const uint8_t *p,
@@ -307,7 +307,10 @@ VFGX_HD int vfgx_fmt_rfc4175(const struct vfgx_format *f, const uint8_t *p,
 
 	if (h > len)
 		return VFGX_FD_FIELD_OUTSIDE;
-	o->seq |= (uint64_t)vfgx_rd16(p + hl) << 16;
+	/* the upper half of a 32-bit sequence, when the description reads
+	 * one (seq_bits above 16): GStreamer's rtpvrawpay leaves it 0 */
+	if (f->seq_bits > 16)
+		o->seq |= (uint64_t)vfgx_rd16(p + hl) << 16;
 	if (p[0] & 0x20)
 		end = len - p[len - 1];
 	for (;;) {

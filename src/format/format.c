@@ -53,18 +53,21 @@ static void prof_rtp(struct vfgx_format *f)
 	f->seq_max_misorder = 100;
 }
 
-/* RFC 4175 raw video over RTP (ST 2110-20 style): a 32-bit sequence (the
- * extended sequence after the RTP header), one frame per RTP timestamp,
- * the marker on a frame's last packet; 1080p UYVY by default. */
+/* RFC 4175 raw video over RTP (ST 2110-20 style): one frame per RTP
+ * timestamp, the marker on a frame's last packet; 1080p UYVY by default.
+ * The sequence is RTP's 16 bits, extended here: GStreamer's rtpvrawpay
+ * leaves RFC 4175's extended sequence 0 across wraps (seq_bits: 32 reads
+ * it, for a sender that keeps it).  Half the values each way: a frame is
+ * thousands of packets, and a lost one is a gap, not a jump. */
 static void prof_rtp_video(struct vfgx_format *f)
 {
 	prof_rtp(f);
 	strcpy(f->name, "rtp-video");
 	f->layout = VFGX_FMT_RFC4175;
 	f->header_len = 14;
-	f->seq_bits = 32;
-	f->seq_max_dropout = 1u << 24;
-	f->seq_max_misorder = 1u << 16;
+	f->seq_bits = 16;
+	f->seq_max_dropout = 1u << 15;
+	f->seq_max_misorder = 1u << 15;
 	f->place = VFGX_FMT_PLACE_LINES;
 	f->pgroup_bytes = 4;
 	f->pgroup_pixels = 2;

@@ -254,7 +254,10 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	if (!vfgx_cfg_child(map, "seq_bits", &it)) {
 		if ((ret = vfgx_cfg_u32(map, "seq_bits", 64, 1, 64, &f->seq_bits)))
 			return ret;
-		if (f->seq_bits == 16) {
+		if (f->seq_bits == 16 && f->layout == VFGX_FMT_RFC4175) {
+			f->seq_max_dropout = 1u << 15;
+			f->seq_max_misorder = 1u << 15;
+		} else if (f->seq_bits == 16) {
 			f->seq_max_dropout = 3000;
 			f->seq_max_misorder = 100;
 		} else if (f->seq_bits < 64) {

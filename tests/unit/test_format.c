@@ -302,7 +302,11 @@ static void test_rfc4175(void **state)
 	f.chunk_bytes = 640 * 240;
 	n = rfc4175_pkt(p, 3, 2, two);
 	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
-	assert_int_equal(o.seq, (3u << 16) | 7); /* 32-bit sequence */
+	assert_int_equal(o.seq, 7); /* RTP's 16 bits: the default */
+	f.seq_bits = 32;            /* a sender that keeps the extended one */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.seq, (3u << 16) | 7);
 	assert_int_equal(o.chunk, 1234);         /* the frame: its timestamp */
 	assert_int_equal(o.nseg, 2);
 	assert_int_equal(o.seg[0].dst_off, 316 / 2 * 4); /* line 0, pixel 316 */
@@ -362,10 +366,12 @@ static void test_seq_extend(void **state)
 	assert_int_equal(vfgx_seq_extend(&f, &st, 11, &e), VFGX_FD_OK);
 	assert_int_equal(vfgx_seq_extend(&f, &st, 5, &e), VFGX_FD_OK); /* late */
 	assert_int_equal(e, 5);
-	/* before the stream's first sequence */
+	/* behind the first, still a sequence: extended; below 0: late */
 	memset(&st, 0, sizeof(st));
 	assert_int_equal(vfgx_seq_extend(&f, &st, 3, &e), VFGX_FD_OK);
-	assert_int_equal(vfgx_seq_extend(&f, &st, 1, &e), VFGX_FD_LATE);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 1, &e), VFGX_FD_OK);
+	assert_int_equal(e, 1);
+	assert_int_equal(vfgx_seq_extend(&f, &st, UINT64_MAX, &e), VFGX_FD_LATE);
 	/* 4 bits (VITA-49): every value is ahead or behind, never a jump */
 	profile("vita49", &f);
 	memset(&st, 0, sizeof(st));
