@@ -591,9 +591,11 @@ int vfgx_format_profile(const char *name, struct vfgx_format *f);
 /* pipeline.format: a profile and/or described fields over it (file:line:col
  * errors).  NULL or absent map: the vfgx profile. */
 int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f);
-/* A description against the UDP payload sizes it can receive (min..max
- * bytes): every field inside the smallest, the placement's sizes in
- * range.  0, or -EINVAL after one error line naming the key. */
+/* A description against the UDP payload sizes it can receive: every
+ * field and the least header inside the smallest (min_payload bytes),
+ * the placement's sizes in range; a warning when slots are smaller than
+ * the largest payload (max_payload; 0: unknown).  0, or -EINVAL with one
+ * error line naming the key. */
 int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
 		      uint32_t min_payload, uint32_t max_payload);
 const char *vfgx_fmt_drop_name(int reason);

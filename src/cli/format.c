@@ -38,7 +38,7 @@ const struct cli_cmd vfgx_cli_format = {
 	.more = "  decode prints per UDP packet: frame number, stream id as sent and its\n"
 		"  index, extended sequence, sequence as sent, timestamp, payload offset\n"
 		"  and length, end flag, chunk and the first piece's byte offset in it;\n"
-		"  or the drop reason.  Then one line of counts.",
+		"  or the drop reason.  Then one line of counts.\n",
 	.opts = format_opts,
 };
 
@@ -292,7 +292,7 @@ int vfgx_cmd_format(int argc, char **argv)
 		fprintf(stderr, "vfgx format decode: --profile %s: unknown (vfgx format list names them)\n",
 			cli_esc(profile));
 		goto out;
-	} else if (vfgx_format_check(ctx, &d->f, 65507, 65507)) {
+	} else if (vfgx_format_check(ctx, &d->f, 65507, 0)) {
 		fprintf(stderr, "vfgx format decode: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}

@@ -263,7 +263,7 @@ int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
 			return vfgx_set_error(ctx, -EINVAL, "pipeline.format %s: %s ends at byte %u, past the smallest UDP payload this port receives (%u bytes)",
 					      n, fname, fl->offset + fl->size, min_payload);
 	}
-	if (least > min_payload || f->header_len > max_payload)
+	if (least > min_payload)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline.format %s: a %u-byte header does not fit the smallest UDP payload this port receives (%u bytes)",
 				      n, least > f->header_len ? least : f->header_len, min_payload);
 	if (f->seq_bits < 1 || f->seq_bits > 64)
@@ -290,7 +290,7 @@ int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
 		if (f->packets == 0 || f->payload_bytes == 0)
 			return vfgx_set_error(ctx, -EINVAL, "pipeline.format %s: place slot needs packets and payload_bytes", n);
 		if (max_payload > f->header_len &&
-		    max_payload - f->header_len > f->payload_bytes && f->layout == VFGX_FMT_FIXED)
+		    max_payload - f->header_len > f->payload_bytes)
 			vfgx_warn(ctx, "pipeline.format %s: payload_bytes %u is smaller than the largest payload this port receives (%u bytes after the header); larger packets are dropped (offset_past_chunk)",
 				  n, f->payload_bytes, max_payload - f->header_len);
 		break;

@@ -285,7 +285,7 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 		vfgx_ctx *ctx = map->doc ? map->doc->ctx : NULL;
 		char msg[512];
 
-		if (!vfgx_format_check(ctx, f, 65507, 65507))
+		if (!vfgx_format_check(ctx, f, 65507, 0))
 			return 0;
 		snprintf(msg, sizeof(msg), "%s", ctx ? vfgx_last_error(ctx) : "invalid");
 		return vfgx_cfg_error(map, "%s", msg);
