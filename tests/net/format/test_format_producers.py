@@ -46,13 +46,27 @@ def capture(pcap, producer, port=5004):
     script = f"""
 set -e
 ip link set lo up
-tcpdump -i lo -U -s 0 -w {pcap} udp port {port} 2>{pcap}.err &
+tcpdump -i lo -U -B 65536 -s 0 -w {pcap} udp port {port} 2>{pcap}.err &
 tp=$!
 for i in $(seq 600); do grep -q listening {pcap}.err 2>/dev/null && break; sleep 0.1; done
 grep -q listening {pcap}.err || {{ echo "tcpdump did not start: $(cat {pcap}.err)" >&2; exit 1; }}
+# a receiver on the port: without one, ICMP port unreachable makes a
+# connected sender's next send fail (FFmpeg stops early)
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24); s.bind(("127.0.0.1", {port})); sys.stdout.write("bound\\n"); sys.stdout.flush(); [s.recv(65536) for _ in iter(int, 1)]' >{pcap}.rx &
+rx=$!
+for i in $(seq 300); do grep -q bound {pcap}.rx 2>/dev/null && break; sleep 0.1; done
 {producer}
-sleep 0.5
-kill $tp
+# tcpdump writes each packet as it reads it (-U): stop once the file has
+# not grown for a second (a loaded machine can leave it seconds behind)
+last=-1
+for i in $(seq 120); do
+	sleep 0.5
+	now=$(stat -c %s {pcap})
+	[ "$now" = "$last" ] && break
+	last=$now
+	sleep 0.5
+done
+kill $tp $rx
 wait $tp || true
 """
     r = subprocess.run(['unshare', '-n', 'bash', '-c', script],
@@ -154,13 +168,25 @@ def test_ffmpeg(tmp):
         print('SKIP ffmpeg: not installed')
         return
     pcap = os.path.join(tmp, 'ff.pcap')
-    capture(pcap, 'ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc=duration=2:size=320x240:rate=25 '
+    capture(pcap, 'ffmpeg -hide_banner -loglevel error -re -f lavfi -i testsrc=duration=2:size=320x240:rate=25 '
             '-c:v mpeg4 -f rtp rtp://127.0.0.1:5004')
     rows, summary = vfgx_decode(pcap, '--profile', 'rtp')
     print('     ' + summary)
     check(all(r[1] != 'drop' for r in rows), 'ffmpeg rtp: no packet dropped')
     differ = rtp_against_tshark(pcap, rows, 'ffmpeg rtp')
     check(not differ, f'ffmpeg rtp: extended sequence equals tshark\'s rtp.extseq after the first packet ({differ[:3]})')
+    # RTP described in YAML alone, as a fixed layout any header could use:
+    # the same fields as the built-in profile, against tshark again
+    cfg = os.path.join(tmp, 'rtp-described.yaml')
+    with open(cfg, 'w') as f:
+        f.write('format:\n  layout: fixed\n  header_len: 12\n'
+                '  match: [{offset: 0, size: 1, shift: 6, bits: 2, value: 2}]\n'
+                '  stream: {offset: 8, size: 4}\n  seq: {offset: 2, size: 2}\n'
+                '  timestamp: {offset: 4, size: 4}\n  end: {offset: 1, bit: 7}\n'
+                '  seq_bits: 16\n  seq_max_dropout: 3000\n  seq_max_misorder: 100\n')
+    rows, _ = vfgx_decode(pcap, '--config', cfg)
+    differ = rtp_against_tshark(pcap, rows, 'ffmpeg rtp described in YAML')
+    check(not differ, f'ffmpeg rtp described in YAML: extended sequence equals tshark\'s rtp.extseq ({differ[:3]})')
 
 
 GR_FLOWGRAPH = r'''
