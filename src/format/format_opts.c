@@ -292,51 +292,75 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	}
 }
 
-int vfgx_format_load_file(vfgx_ctx *ctx, const char *path, struct vfgx_format *f)
+/* The format section of a parsed document: pipeline.format, format:, or
+ * the keys at its top. */
+static int format_of_doc(vfgx_ctx *ctx, struct vfgx_cfg_doc *doc, const char *name,
+			 struct vfgx_format *f)
+{
+	struct vfgx_cfg_node root = { .doc = doc, .index = 1, .path = NULL }, pl, fm;
+
+	if (!yaml_document_get_root_node(&doc->doc))
+		return vfgx_set_error(ctx, -EINVAL, "%s: empty document", name);
+	if (!vfgx_cfg_child(&root, "pipeline", &pl)) {
+		if (vfgx_cfg_child(&pl, "format", &fm))
+			return vfgx_set_error(ctx, -EINVAL, "%s: no pipeline.format section", name);
+		return vfgx_format_from_yaml(&fm, f);
+	}
+	if (!vfgx_cfg_child(&root, "format", &fm))
+		return vfgx_format_from_yaml(&fm, f);
+	return vfgx_format_from_yaml(&root, f);
+}
+
+/* in: a file, or NULL and the text yaml of len bytes */
+static int format_load(vfgx_ctx *ctx, const char *name, FILE *in, const char *yaml,
+		       size_t len, struct vfgx_format *f)
 {
 	struct vfgx_cfg_doc *doc = calloc(1, sizeof(*doc));
-	struct vfgx_cfg_node root, pl, fm;
 	yaml_parser_t parser;
-	FILE *in;
 	int ret;
 
 	if (!doc)
 		return -ENOMEM;
-	if (!(in = fopen(path, "rb"))) {
-		ret = vfgx_set_error(ctx, -errno, "%s: cannot open: %s", path, strerror(errno));
-		free(doc);
-		return ret;
-	}
-	snprintf(doc->name, sizeof(doc->name), "%s", path);
+	snprintf(doc->name, sizeof(doc->name), "%s", name);
 	doc->ctx = ctx;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_file(&parser, in);
+	if (!yaml_parser_initialize(&parser)) {
+		free(doc);
+		return -ENOMEM;
+	}
+	if (in)
+		yaml_parser_set_input_file(&parser, in);
+	else
+		yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &doc->doc)) {
-		ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: %s", path,
+		ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: %s", name,
 				     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
 				     parser.problem ? parser.problem : "YAML syntax error");
 		yaml_parser_delete(&parser);
-		fclose(in);
 		free(doc);
 		return ret;
 	}
 	yaml_parser_delete(&parser);
-	fclose(in);
-	root = (struct vfgx_cfg_node){ .doc = doc, .index = 1, .path = NULL };
-	if (!yaml_document_get_root_node(&doc->doc)) {
-		ret = vfgx_set_error(ctx, -EINVAL, "%s: empty document", path);
-	} else if (!vfgx_cfg_child(&root, "pipeline", &pl)) {
-		if (vfgx_cfg_child(&pl, "format", &fm))
-			ret = vfgx_set_error(ctx, -EINVAL, "%s: no pipeline.format section", path);
-		else
-			ret = vfgx_format_from_yaml(&fm, f);
-	} else if (!vfgx_cfg_child(&root, "format", &fm)) {
-		ret = vfgx_format_from_yaml(&fm, f);
-	} else {
-		ret = vfgx_format_from_yaml(&root, f);
-	}
+	ret = format_of_doc(ctx, doc, name, f);
 	vfgx_cfg_doc_free_allocs(doc);
 	yaml_document_delete(&doc->doc);
 	free(doc);
 	return ret;
+}
+
+int vfgx_format_load_file(vfgx_ctx *ctx, const char *path, struct vfgx_format *f)
+{
+	FILE *in = fopen(path, "rb");
+	int ret;
+
+	if (!in)
+		return vfgx_set_error(ctx, -errno, "%s: cannot open: %s", path, strerror(errno));
+	ret = format_load(ctx, path, in, NULL, 0, f);
+	fclose(in);
+	return ret;
+}
+
+int vfgx_format_load_string(vfgx_ctx *ctx, const char *name, const char *yaml,
+			    size_t len, struct vfgx_format *f)
+{
+	return format_load(ctx, name, NULL, yaml, len, f);
 }
