@@ -37,6 +37,9 @@ pkgs=(
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
 	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
 	wget # gpurdma_mon-guest reads vfgx run's metrics page with it (tests/vm/mon/guest.sh)
+	# producers' formats (#38): real senders and the capture the tests decode
+	gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good ffmpeg tcpdump
+	gnuradio # gr-network's UDP sink (tests/net/format); 111 packages, 321 MB on a Debian 12 base
 )
 
 sudo=()

@@ -25,5 +25,6 @@
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"
+#include "format.h"
 
 #endif

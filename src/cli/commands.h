@@ -7,7 +7,7 @@
 
 /* each subcommand's option table (cliopt.h), next to its code */
 extern const struct cli_cmd vfgx_cli_run, vfgx_cli_send, vfgx_cli_bench, vfgx_cli_discover,
-	vfgx_cli_devices, vfgx_cli_doctor, vfgx_cli_mon, vfgx_cli_completion;
+	vfgx_cli_devices, vfgx_cli_doctor, vfgx_cli_mon, vfgx_cli_completion, vfgx_cli_format;
 /* vfgx-bench: one per compiled-in benchmark ("bench pipeline", ...), NULL-terminated */
 extern const struct cli_cmd *const vfgx_bench_clis[];
 extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
@@ -28,6 +28,7 @@ int vfgx_cmd_devices(int argc, char **argv);
 int vfgx_cmd_doctor(int argc, char **argv);
 int vfgx_cmd_mon(int argc, char **argv);
 int vfgx_cmd_completion(int argc, char **argv);
+int vfgx_cmd_format(int argc, char **argv);
 
 /* vfgx bench subcommands, one file each under bench/ */
 int vfgx_bench_pipeline(int argc, char **argv);

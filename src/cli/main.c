@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ &vfgx_cli_devices, vfgx_cmd_devices },
 	{ &vfgx_cli_doctor, vfgx_cmd_doctor },
 	{ &vfgx_cli_mon, vfgx_cmd_mon },
+	{ &vfgx_cli_format, vfgx_cmd_format },
 	{ &vfgx_cli_completion, vfgx_cmd_completion },
 };
 #define NB_COMMANDS (sizeof(commands) / sizeof(commands[0]))

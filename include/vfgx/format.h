@@ -1,0 +1,609 @@
+/* vfgx/format.h - the producer's header: where a packet's stream id,
+ * sequence, timestamp, payload and end-of-chunk mark are (struct
+ * vfgx_format, from a built-in profile or YAML), and the rules that read
+ * them, as plain inline C that gcc and nvcc compile unchanged (VFGX_HD,
+ * as vfgx/stages.h): field extraction, the layout of each built-in
+ * protocol, sequence extension and byte placement in a chunk.  The rules
+ * take state in and give a decision out; they never move payload bytes.
+ * docs/formats.md describes the keys, the profiles and the rules. */
+#ifndef VFGX_FORMAT_H
+#define VFGX_FORMAT_H
+
+#include <stdint.h>
+
+#include "stages.h"
+
+/* ---- the description --------------------------------------------------- */
+
+/* How the header is laid out beyond the fixed fields. */
+enum vfgx_fmt_layout {
+	VFGX_FMT_FIXED = 0, /* every field at a fixed offset; payload at header_len */
+	VFGX_FMT_RTP,       /* RFC 3550: payload after 12 + 4 x CC (+ extension) */
+	VFGX_FMT_RFC4175,   /* RTP + RFC 4175: extended sequence, line segments */
+	VFGX_FMT_VITA49,    /* VRT data packets: optional words per header bits */
+	VFGX_FMT_SPEAD,     /* SPEAD-64-48: items in any order */
+	VFGX_FMT_LAYOUT_MAX
+};
+
+/* Where a packet's payload goes in its chunk. */
+enum vfgx_fmt_place {
+	/* chunk = ext_seq / packets; byte = (ext_seq % packets) x payload_bytes
+	 * (today's slot layout; VDIF: frame number x frame size) */
+	VFGX_FMT_PLACE_SLOT = 0,
+	/* chunk = the layout's chunk id (SPEAD heap counter); byte = the
+	 * layout's offset (SPEAD heap offset) */
+	VFGX_FMT_PLACE_OFFSET,
+	/* RFC 4175: chunk = the RTP timestamp (one frame); each segment at
+	 * line x stride + pixel offset / pgroup_pixels x pgroup_bytes */
+	VFGX_FMT_PLACE_LINES,
+	VFGX_FMT_PLACE_MAX
+};
+
+/* A field: size bytes (1..8; 0: absent) at offset from the start of the
+ * UDP payload, big endian unless little; then (value >> shift) masked to
+ * bits (0: every bit). */
+struct vfgx_fmt_field {
+	uint16_t offset;
+	uint8_t size;
+	uint8_t little;
+	uint8_t shift;
+	uint8_t bits;
+	uint8_t pad[2];
+};
+
+#define VFGX_FMT_MAX_STREAM_IDS 64
+#define VFGX_FMT_MAX_MATCH 2
+#define VFGX_FMT_MAX_SEGS 8
+#define VFGX_FMT_NAME_MAX 24
+
+/*
+ * A header description.  Plain data without pointers, so an engine copies
+ * it to GPU memory as it is.  vfgx_format_profile() fills one from a
+ * built-in profile, vfgx_format_from_yaml() from pipeline.format.
+ */
+struct vfgx_format {
+	uint32_t argsz;            /* sizeof(struct vfgx_format) */
+	uint32_t layout;           /* enum vfgx_fmt_layout */
+	char name[VFGX_FMT_NAME_MAX];
+	uint32_t header_len;       /* fixed header bytes (the least for the others) */
+	uint32_t place;            /* enum vfgx_fmt_place */
+	struct vfgx_fmt_field stream;    /* absent: every packet is stream 0 */
+	struct vfgx_fmt_field seq;       /* absent: no sequence (always 0) */
+	struct vfgx_fmt_field seq_major; /* composite: major x seq_major_mult + seq */
+	struct vfgx_fmt_field timestamp;
+	struct vfgx_fmt_field ts_frac;
+	struct vfgx_fmt_field end;       /* non-zero: the packet ends its chunk */
+	struct vfgx_fmt_field length;    /* a length field the packet must match */
+	struct vfgx_fmt_field match[VFGX_FMT_MAX_MATCH]; /* must equal match_value */
+	uint64_t match_value[VFGX_FMT_MAX_MATCH];
+	uint64_t seq_major_mult;
+	/* length: length x length_unit + length_add == UDP payload bytes */
+	uint32_t length_unit;
+	int32_t length_add;
+	/* sequence extension (vfgx_seq_extend): the sequence's width before
+	 * extension (1..64), the largest step forward and back taken as
+	 * in order / late; beyond both, a jump */
+	uint32_t seq_bits;
+	uint32_t pad0;
+	uint64_t seq_max_dropout;
+	uint64_t seq_max_misorder;
+	/* streams: with n_stream_ids, the stream index is the position of the
+	 * stream field's value in stream_ids; without, the value itself; an
+	 * index >= max_streams is a drop */
+	uint32_t max_streams;
+	uint32_t n_stream_ids;
+	uint64_t stream_ids[VFGX_FMT_MAX_STREAM_IDS];
+	/* placement: slot: packets per chunk x payload_bytes per slot; the
+	 * others: chunk_bytes per chunk (lines: height x stride) */
+	uint32_t packets;
+	uint32_t payload_bytes;
+	uint64_t chunk_bytes;
+	uint32_t stride;           /* lines: bytes per line */
+	uint32_t pgroup_bytes;     /* lines: a pixel group's bytes ... */
+	uint32_t pgroup_pixels;    /* ... and pixels (UYVY: 4 bytes, 2 pixels) */
+	uint32_t pad1;
+};
+
+/* Drop reasons of the format rules, their own numbering (the engines map
+ * them onto their counters; vfgx_fmt_drop_name names them). */
+enum vfgx_fmt_drop {
+	VFGX_FD_OK = 0,
+	VFGX_FD_FIELD_OUTSIDE,   /* a field or header past the packet's end */
+	VFGX_FD_BAD_LENGTH,      /* a length field that disagrees with the packet */
+	VFGX_FD_MISMATCH,        /* magic, version, type or match field differs */
+	VFGX_FD_OFFSET_PAST_CHUNK, /* payload would end past its chunk (heap, slot) */
+	VFGX_FD_SEGMENT_PAST_FRAME, /* an RFC 4175 segment past the frame */
+	VFGX_FD_SEQ_JUMP,        /* sequence jumped beyond the dropout limits */
+	VFGX_FD_LATE,            /* sequence that would extend below 0 */
+	VFGX_FD_BAD_STREAM,      /* stream id beyond the configured streams */
+	VFGX_FD_MAX
+};
+
+/* One packet as its header describes it. */
+struct vfgx_fmt_seg {
+	uint32_t src_off;  /* payload bytes from the start of the UDP payload */
+	uint32_t len;
+	uint64_t dst_off;  /* byte offset in the chunk */
+	uint32_t line, pixel; /* RFC 4175 */
+};
+
+struct vfgx_fmt_pkt {
+	uint64_t stream_raw;   /* the stream field's value */
+	uint32_t stream;       /* its index below max_streams */
+	uint32_t end;          /* 1: the packet ends its chunk */
+	uint64_t seq;          /* the sequence as sent (composite computed) */
+	uint64_t ext_seq;      /* extended to 64 bits (vfgx_seq_extend) */
+	uint64_t timestamp;
+	uint64_t ts_frac;
+	uint64_t chunk;        /* chunk id (vfgx_fmt_place) */
+	uint64_t chunk_bytes;  /* the packet's own chunk size (SPEAD heap size), 0: unknown */
+	uint32_t payload_off;  /* the payload after every header */
+	uint32_t payload_len;
+	uint32_t nseg;         /* placed pieces (RFC 4175: several per packet) */
+	uint32_t pad;
+	struct vfgx_fmt_seg seg[VFGX_FMT_MAX_SEGS];
+};
+
+/* Per-stream state of vfgx_seq_extend. */
+struct vfgx_seq_state {
+	uint64_t max_ext;   /* highest extended sequence so far */
+	uint64_t bad_next;  /* after a jump: the sequence that confirms it */
+	uint32_t started;
+	uint32_t have_bad;
+};
+
+/* ---- the rules (VFGX_HD) ---------------------------------------------- */
+
+VFGX_HD uint64_t vfgx_fmt_mask(uint32_t bits)
+{
+	return bits == 0 || bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+}
+
+/* Read field fl of a UDP payload p of len bytes.  VFGX_FD_FIELD_OUTSIDE
+ * when it does not lie inside the payload. */
+VFGX_HD int vfgx_fmt_field_get(const struct vfgx_fmt_field *fl, const uint8_t *p,
+			       uint32_t len, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (fl->size == 0) {
+		*v = 0;
+		return VFGX_FD_OK;
+	}
+	if ((uint32_t)fl->offset + fl->size > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	for (uint32_t i = 0; i < fl->size; i++) {
+		uint32_t k = fl->little ? fl->size - 1 - i : i;
+
+		x = (x << 8) | p[fl->offset + k];
+	}
+	*v = (x >> fl->shift) & vfgx_fmt_mask(fl->bits);
+	return VFGX_FD_OK;
+}
+
+/* Read a field at offset off + fl->offset (the variable layouts put some
+ * fields after optional words). */
+VFGX_HD int vfgx_fmt_field_at(const struct vfgx_fmt_field *fl, uint32_t off,
+			      const uint8_t *p, uint32_t len, uint64_t *v)
+{
+	struct vfgx_fmt_field f = *fl;
+
+	if (off + f.offset > 0xffffu)
+		return VFGX_FD_FIELD_OUTSIDE;
+	f.offset = (uint16_t)(off + f.offset);
+	return vfgx_fmt_field_get(&f, p, len, v);
+}
+
+/*
+ * Extend a sequence of r->seq_bits bits to 64 (RFC 3550 appendix A.1's
+ * rule, for any width).  d = (v - max) modulo 2^bits:
+ *   - d < seq_max_dropout: in order or a gap forward; max moves on (a
+ *     wrap of v carries into the upper bits);
+ *   - 2^bits - d <= seq_max_misorder: a late or duplicate packet,
+ *     extended behind max (the engine's reorder decides late or
+ *     duplicate); one that would extend below 0: VFGX_FD_LATE;
+ *   - between: a jump, dropped (VFGX_FD_SEQ_JUMP), unless it is the
+ *     packet right after the last dropped jump: two in a row mean the
+ *     sender restarted, and the stream goes on from there.
+ * The first packet starts the stream at 2^bits + v (one turn in, so a
+ * late packet from before the first wrap still extends), v for 64 bits.
+ */
+VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *s,
+			    uint64_t v, uint64_t *ext)
+{
+	uint32_t bits = r->seq_bits ? r->seq_bits : 64;
+	uint64_t mask = vfgx_fmt_mask(bits);
+	uint64_t one_turn = bits >= 64 ? 0 : (uint64_t)1 << bits;
+	uint64_t d, back, e;
+
+	v &= mask;
+	if (!s->started) {
+		s->started = 1;
+		s->have_bad = 0;
+		s->max_ext = one_turn + v;
+		*ext = s->max_ext;
+		return VFGX_FD_OK;
+	}
+	d = (v - s->max_ext) & mask;
+	if (d < r->seq_max_dropout) {
+		s->max_ext += d;
+		s->have_bad = 0;
+		*ext = s->max_ext;
+		return VFGX_FD_OK;
+	}
+	back = (s->max_ext - v) & mask; /* = 2^bits - d */
+	if (back <= r->seq_max_misorder) {
+		if (back > s->max_ext)
+			return VFGX_FD_LATE;
+		*ext = s->max_ext - back;
+		return VFGX_FD_OK;
+	}
+	if (s->have_bad && v == (s->bad_next & mask)) {
+		/* restarted: keep the upper bits, so extended sequences of
+		 * short counters still grow; a 64-bit sequence is v */
+		e = bits >= 64 ? v : ((s->max_ext & ~mask) + one_turn) | v;
+		s->max_ext = e;
+		s->have_bad = 0;
+		*ext = e;
+		return VFGX_FD_OK;
+	}
+	s->have_bad = 1;
+	s->bad_next = (v + 1) & mask;
+	return VFGX_FD_SEQ_JUMP;
+}
+
+/* The stream index of a raw stream id. */
+VFGX_HD int vfgx_fmt_stream_index(const struct vfgx_format *f, uint64_t raw,
+				  uint32_t *idx)
+{
+	uint64_t i = raw;
+
+	if (f->n_stream_ids) {
+		for (i = 0; i < f->n_stream_ids && i < VFGX_FMT_MAX_STREAM_IDS; i++)
+			if (f->stream_ids[i] == raw)
+				break;
+		if (i >= f->n_stream_ids || i >= VFGX_FMT_MAX_STREAM_IDS)
+			return VFGX_FD_BAD_STREAM;
+	}
+	if (i >= f->max_streams)
+		return VFGX_FD_BAD_STREAM;
+	*idx = (uint32_t)i;
+	return VFGX_FD_OK;
+}
+
+/* RFC 3550: 12 bytes, then 4 x CC bytes of CSRC, then with X a 4-byte
+ * extension header whose 16-bit length counts further 32-bit words. */
+VFGX_HD int vfgx_fmt_rtp_hdr_len(const uint8_t *p, uint32_t len, uint32_t *hl)
+{
+	uint32_t h;
+
+	if (len < 12)
+		return VFGX_FD_FIELD_OUTSIDE;
+	if ((p[0] >> 6) != 2)
+		return VFGX_FD_MISMATCH;
+	h = 12 + 4u * (p[0] & 0x0f);
+	if (p[0] & 0x10) {
+		if (h + 4 > len)
+			return VFGX_FD_FIELD_OUTSIDE;
+		h += 4 + 4u * vfgx_rd16(p + h + 2);
+	}
+	if (h > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	/* padding (P): the last byte counts the padding bytes at the end */
+	if ((p[0] & 0x20) && (len == h || p[len - 1] == 0 || p[len - 1] > len - h))
+		return VFGX_FD_BAD_LENGTH;
+	*hl = h;
+	return VFGX_FD_OK;
+}
+
+/* RFC 4175 after the RTP header: the upper 16 bits of a 32-bit
+ * sequence, then 6-byte segment headers (length, F|line, C|offset) while
+ * C is set, then the segments' bytes in order. */
+VFGX_HD int vfgx_fmt_rfc4175(const struct vfgx_format *f, const uint8_t *p,
+			     uint32_t len, uint32_t hl, struct vfgx_fmt_pkt *o)
+{
+	uint32_t h = hl + 2, n = 0, src, end = len;
+	uint64_t frame = f->chunk_bytes;
+
+	if (h > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	/* the upper half of a 32-bit sequence, when the description reads
+	 * one (seq_bits above 16): GStreamer's rtpvrawpay leaves it 0 */
+	if (f->seq_bits > 16)
+		o->seq |= (uint64_t)vfgx_rd16(p + hl) << 16;
+	if (p[0] & 0x20)
+		end = len - p[len - 1];
+	for (;;) {
+		if (h + 6 > end)
+			return VFGX_FD_FIELD_OUTSIDE;
+		if (n == VFGX_FMT_MAX_SEGS)
+			return VFGX_FD_BAD_LENGTH;
+		o->seg[n].len = vfgx_rd16(p + h);
+		o->seg[n].line = vfgx_rd16(p + h + 2) & 0x7fff;
+		o->seg[n].pixel = vfgx_rd16(p + h + 4) & 0x7fff;
+		if (p[h + 2] & 0x80) /* F: the second field of interlaced video */
+			return VFGX_FD_MISMATCH;
+		n++;
+		h += 6;
+		if (!(p[h - 2] & 0x80))
+			break;
+	}
+	src = h;
+	for (uint32_t i = 0; i < n; i++) {
+		struct vfgx_fmt_seg *s = &o->seg[i];
+
+		if (s->len > end - src)
+			return VFGX_FD_BAD_LENGTH;
+		s->src_off = src;
+		src += s->len;
+		if (f->pgroup_pixels == 0 || s->pixel % f->pgroup_pixels)
+			return VFGX_FD_SEGMENT_PAST_FRAME;
+		s->dst_off = (uint64_t)s->line * f->stride +
+			     (uint64_t)(s->pixel / f->pgroup_pixels) * f->pgroup_bytes;
+		if (s->dst_off + s->len > frame ||
+		    (uint64_t)(s->pixel / f->pgroup_pixels) * f->pgroup_bytes + s->len > f->stride)
+			return VFGX_FD_SEGMENT_PAST_FRAME;
+	}
+	o->nseg = n;
+	o->payload_off = h;
+	o->payload_len = src - h;
+	return VFGX_FD_OK;
+}
+
+/* VITA-49 (VRT) data packets, types 0-3: word 0 is type(4) C T r r TSI(2)
+ * TSF(2) count(4) size(16, in 32-bit words); then a stream id (types 1
+ * and 3), a class id (2 words, C), an integer timestamp (TSI != 0), a
+ * fractional one (2 words, TSF != 0), the payload and a trailer (T). */
+VFGX_HD int vfgx_fmt_vita49(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	uint32_t w0, type, h = 4, end;
+
+	if (len < 4)
+		return VFGX_FD_FIELD_OUTSIDE;
+	w0 = vfgx_rd32(p);
+	type = w0 >> 28;
+	if (type > 3)
+		return VFGX_FD_MISMATCH;
+	if ((w0 & 0xffff) * 4u != len)
+		return VFGX_FD_BAD_LENGTH;
+	end = len - ((w0 >> 26 & 1) ? 4 : 0);
+	o->stream_raw = 0;
+	if (type & 1) {
+		if (h + 4 > end)
+			return VFGX_FD_FIELD_OUTSIDE;
+		o->stream_raw = vfgx_rd32(p + h);
+		h += 4;
+	}
+	if (w0 >> 27 & 1)
+		h += 8;
+	o->timestamp = 0;
+	o->ts_frac = 0;
+	if (w0 >> 22 & 3) {
+		if (h + 4 > end)
+			return VFGX_FD_FIELD_OUTSIDE;
+		o->timestamp = vfgx_rd32(p + h);
+		h += 4;
+	}
+	if (w0 >> 20 & 3) {
+		if (h + 8 > end)
+			return VFGX_FD_FIELD_OUTSIDE;
+		o->ts_frac = vfgx_rd64(p + h);
+		h += 8;
+	}
+	if (h > end)
+		return VFGX_FD_FIELD_OUTSIDE;
+	o->seq = w0 >> 16 & 0xf;
+	o->payload_off = h;
+	o->payload_len = end - h;
+	return VFGX_FD_OK;
+}
+
+/* SPEAD-64-48: header 0x53 0x04 0x02 0x06, 2 reserved bytes, 16-bit item
+ * count; 8-byte item pointers (1 bit immediate, 15-bit id, 48-bit value):
+ * 0x1 heap counter, 0x2 heap size, 0x3 heap offset, 0x4 payload length. */
+#define VFGX_SPEAD_HEAP_CNT 0x1
+#define VFGX_SPEAD_HEAP_SIZE 0x2
+#define VFGX_SPEAD_HEAP_OFF 0x3
+#define VFGX_SPEAD_PAYLOAD_LEN 0x4
+VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	uint32_t n, h;
+	uint64_t cnt = 0, off = 0, plen = 0, size = 0;
+	uint32_t have = 0;
+
+	if (len < 8)
+		return VFGX_FD_FIELD_OUTSIDE;
+	if (p[0] != 0x53 || p[1] != 4 || p[2] != 2 || p[3] != 6)
+		return VFGX_FD_MISMATCH;
+	n = vfgx_rd16(p + 6);
+	h = 8 + 8 * n;
+	if (h > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t it = vfgx_rd64(p + 8 + 8 * i);
+		uint32_t id = (uint32_t)(it >> 48) & 0x7fff;
+		uint64_t val = it & 0xffffffffffffull;
+
+		if (!(it >> 63)) /* an address into the heap, not one of ours */
+			continue;
+		if (id == VFGX_SPEAD_HEAP_CNT)
+			cnt = val, have |= 1;
+		else if (id == VFGX_SPEAD_HEAP_SIZE)
+			size = val, have |= 2;
+		else if (id == VFGX_SPEAD_HEAP_OFF)
+			off = val, have |= 4;
+		else if (id == VFGX_SPEAD_PAYLOAD_LEN)
+			plen = val, have |= 8;
+	}
+	if ((have & 0xd) != 0xd)
+		return VFGX_FD_FIELD_OUTSIDE;
+	if (plen != len - h)
+		return VFGX_FD_BAD_LENGTH;
+	if ((have & 2) && (off > size || plen > size - off))
+		return VFGX_FD_OFFSET_PAST_CHUNK;
+	o->seq = cnt;
+	o->chunk = cnt;
+	o->chunk_bytes = (have & 2) ? size : 0;
+	o->end = (have & 2) && off + plen == size;
+	o->payload_off = h;
+	o->payload_len = (uint32_t)plen;
+	o->nseg = 1;
+	o->seg[0].src_off = h;
+	o->seg[0].len = (uint32_t)plen;
+	o->seg[0].dst_off = off;
+	return VFGX_FD_OK;
+}
+
+/*
+ * Decode one UDP payload p of len bytes by f: stream (index and raw),
+ * sequence as sent, timestamp, payload, end mark, and the layout's own
+ * placement (SPEAD, RFC 4175).  No state: vfgx_seq_extend and
+ * vfgx_fmt_place come after.  Returns VFGX_FD_OK or a drop reason.
+ */
+VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
+			    uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	uint64_t v, major;
+	uint32_t hl = f->header_len;
+	int r;
+
+	o->stream_raw = 0;
+	o->stream = 0;
+	o->end = 0;
+	o->seq = 0;
+	o->ext_seq = 0;
+	o->timestamp = 0;
+	o->ts_frac = 0;
+	o->chunk = 0;
+	o->chunk_bytes = 0;
+	o->nseg = 0;
+	o->pad = 0;
+	if (len < f->header_len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	for (uint32_t i = 0; i < VFGX_FMT_MAX_MATCH; i++) {
+		if (!f->match[i].size)
+			continue;
+		if ((r = vfgx_fmt_field_get(&f->match[i], p, len, &v)))
+			return r;
+		if (v != f->match_value[i])
+			return VFGX_FD_MISMATCH;
+	}
+	if (f->length.size) {
+		if ((r = vfgx_fmt_field_get(&f->length, p, len, &v)))
+			return r;
+		if ((int64_t)(v * f->length_unit) + f->length_add != (int64_t)len)
+			return VFGX_FD_BAD_LENGTH;
+	}
+	switch (f->layout) {
+	case VFGX_FMT_VITA49:
+		if ((r = vfgx_fmt_vita49(p, len, o)))
+			return r;
+		break;
+	case VFGX_FMT_SPEAD:
+		if ((r = vfgx_fmt_spead(p, len, o)))
+			return r;
+		break;
+	default:
+		/* RTP: the fixed fields (sequence, timestamp, SSRC, marker)
+		 * are read as any others; the payload starts after the CSRCs
+		 * and the extension */
+		if ((f->layout == VFGX_FMT_RTP || f->layout == VFGX_FMT_RFC4175) &&
+		    (r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
+			return r;
+		if ((r = vfgx_fmt_field_get(&f->stream, p, len, &o->stream_raw)) ||
+		    (r = vfgx_fmt_field_get(&f->seq, p, len, &o->seq)) ||
+		    (r = vfgx_fmt_field_get(&f->timestamp, p, len, &o->timestamp)) ||
+		    (r = vfgx_fmt_field_get(&f->ts_frac, p, len, &o->ts_frac)) ||
+		    (r = vfgx_fmt_field_get(&f->end, p, len, &v)))
+			return r;
+		o->end = v != 0;
+		if (f->seq_major.size) {
+			if ((r = vfgx_fmt_field_get(&f->seq_major, p, len, &major)))
+				return r;
+			o->seq += major * f->seq_major_mult;
+		}
+		if (f->layout == VFGX_FMT_RFC4175) {
+			if ((r = vfgx_fmt_rfc4175(f, p, len, hl, o)))
+				return r;
+			break;
+		}
+		o->payload_off = hl;
+		o->payload_len = len - hl;
+		if (f->layout == VFGX_FMT_RTP && (p[0] & 0x20))
+			o->payload_len -= p[len - 1];
+		break;
+	}
+	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
+}
+
+/*
+ * Where the payload of o goes, after vfgx_seq_extend filled o->ext_seq:
+ * the chunk id and each piece's byte offset in it.  Every piece is
+ * checked to end inside the chunk (VFGX_FD_OFFSET_PAST_CHUNK otherwise),
+ * so an engine that writes seg[i].len bytes at chunk + seg[i].dst_off
+ * from payload + seg[i].src_off never writes outside its chunk.
+ */
+VFGX_HD int vfgx_fmt_place(const struct vfgx_format *f, struct vfgx_fmt_pkt *o)
+{
+	switch (f->place) {
+	case VFGX_FMT_PLACE_SLOT:
+		if (o->payload_len > f->payload_bytes || f->packets == 0)
+			return VFGX_FD_OFFSET_PAST_CHUNK;
+		o->chunk = o->ext_seq / f->packets;
+		o->nseg = 1;
+		o->seg[0].src_off = o->payload_off;
+		o->seg[0].len = o->payload_len;
+		o->seg[0].dst_off = (o->ext_seq % f->packets) * (uint64_t)f->payload_bytes;
+		return VFGX_FD_OK;
+	case VFGX_FMT_PLACE_OFFSET:
+		if (o->nseg != 1 || o->seg[0].dst_off > f->chunk_bytes ||
+		    o->seg[0].len > f->chunk_bytes - o->seg[0].dst_off ||
+		    o->chunk_bytes > f->chunk_bytes)
+			return VFGX_FD_OFFSET_PAST_CHUNK;
+		return VFGX_FD_OK;
+	case VFGX_FMT_PLACE_LINES:
+		o->chunk = o->timestamp;
+		for (uint32_t i = 0; i < o->nseg; i++)
+			if (o->seg[i].dst_off > f->chunk_bytes ||
+			    o->seg[i].len > f->chunk_bytes - o->seg[i].dst_off)
+				return VFGX_FD_SEGMENT_PAST_FRAME;
+		return VFGX_FD_OK;
+	default:
+		return VFGX_FD_MISMATCH;
+	}
+}
+
+/* ---- host API (libvfgx) ------------------------------------------------- */
+#ifndef __CUDACC__
+#include "config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+/* The i-th built-in profile's name, NULL past the last. */
+const char *vfgx_format_profile_name(unsigned i);
+/* Fill f with profile name ("vfgx", "rtp", "rtp-video", "vita49",
+ * "ecpri", "spead", "vdif", "gr-udp", "gr-udp-size").  -ENOENT for an
+ * unknown name. */
+int vfgx_format_profile(const char *name, struct vfgx_format *f);
+/* pipeline.format: a profile and/or described fields over it (file:line:col
+ * errors).  NULL or absent map: the vfgx profile. */
+int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f);
+/* A description against the UDP payload sizes it can receive: every
+ * field and the least header inside the smallest (min_payload bytes),
+ * the placement's sizes in range; a warning when slots are smaller than
+ * the largest payload (max_payload; 0: unknown).  0, or -EINVAL with one
+ * error line naming the key. */
+int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
+		      uint32_t min_payload, uint32_t max_payload);
+const char *vfgx_fmt_drop_name(int reason);
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __CUDACC__ */
+
+#endif

@@ -1,0 +1,26 @@
+/* format_rules.cu - the format rules (vfgx/format.h) compiled by nvcc as
+ * device code: a kernel that decodes, extends and places one packet per
+ * thread, as the gpu engine will.  Built with the library (a compile
+ * check), linked into nothing until the gpu engine calls the rules. */
+#include <vfgx/format.h>
+
+__global__ void vfgx_fmt_rules_check_kernel(const struct vfgx_format *f,
+					    const uint8_t *pkts, const uint32_t *lens,
+					    uint32_t stride, uint32_t n,
+					    struct vfgx_seq_state *st,
+					    struct vfgx_fmt_pkt *out, int *why)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	struct vfgx_fmt_pkt o;
+	int r;
+
+	if (i >= n)
+		return;
+	r = vfgx_fmt_decode(f, pkts + (size_t)i * stride, lens[i], &o);
+	if (r == VFGX_FD_OK)
+		r = vfgx_seq_extend(f, &st[o.stream % 64], o.seq, &o.ext_seq);
+	if (r == VFGX_FD_OK)
+		r = vfgx_fmt_place(f, &o);
+	out[i] = o;
+	why[i] = r;
+}

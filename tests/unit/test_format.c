@@ -1,0 +1,562 @@
+/* test_format.c - the format rules (vfgx/format.h) on packets written out
+ * byte by byte from the published specifications (SPEAD, VDIF, RFC 4175,
+ * RFC 3550, VITA-49, eCPRI), not from our encoder: fields, composite and
+ * extended sequences, placement, every drop reason of bad input, and the
+ * YAML description with its one-line errors. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <vfgx/vfgx.h>
+#include <vfgx/format.h>
+
+#include "format/format_priv.h"
+
+static vfgx_ctx *ctx;
+
+static void profile(const char *name, struct vfgx_format *f)
+{
+	assert_int_equal(vfgx_format_profile(name, f), 0);
+}
+
+/* decode, extend against *st, place: the engines' order */
+static int run_rules(const struct vfgx_format *f, struct vfgx_seq_state *st,
+		     const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	int r = vfgx_fmt_decode(f, p, len, o);
+
+	if (r == VFGX_FD_OK)
+		r = vfgx_seq_extend(f, st, o->seq, &o->ext_seq);
+	if (r == VFGX_FD_OK)
+		r = vfgx_fmt_place(f, o);
+	return r;
+}
+
+/* ---- SPEAD-64-48 ------------------------------------------------------- */
+
+/* One SPEAD packet (SPEAD protocol, MeerKAT/CASPER, "SPEAD-64-48"):
+ * an 8-byte header and four immediate item pointers, big endian. */
+static uint32_t spead_pkt(uint8_t *p, uint64_t cnt, uint64_t size, uint64_t off,
+			  uint64_t plen, uint32_t real_len)
+{
+	static const uint8_t hdr[8] = {
+		0x53,       /* magic 'S' */
+		0x04,       /* version 4 */
+		0x02,       /* ItemPointerWidth: (64 - 48) / 8 = 2 bytes */
+		0x06,       /* HeapAddrWidth: 48 / 8 = 6 bytes */
+		0x00, 0x00, /* reserved */
+		0x00, 0x04, /* 4 item pointers follow */
+	};
+	/* item pointer: bit 63 immediate (1), bits 62..48 id, 47..0 value */
+	uint64_t items[4] = {
+		(1ull << 63) | (0x1ull << 48) | cnt,  /* heap counter */
+		(1ull << 63) | (0x2ull << 48) | size, /* heap size */
+		(1ull << 63) | (0x3ull << 48) | off,  /* heap offset */
+		(1ull << 63) | (0x4ull << 48) | plen, /* payload length */
+	};
+
+	memcpy(p, hdr, 8);
+	for (int i = 0; i < 4; i++)
+		for (int b = 0; b < 8; b++)
+			p[8 + 8 * i + b] = (uint8_t)(items[i] >> (56 - 8 * b));
+	for (uint32_t i = 0; i < real_len; i++)
+		p[40 + i] = (uint8_t)(0xa0 + i);
+	return 40 + real_len;
+}
+
+static void test_spead(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_seq_state st = { 0 };
+	struct vfgx_fmt_pkt o;
+	uint8_t p[256];
+	uint32_t n;
+
+	(void)state;
+	profile("spead", &f);
+	f.chunk_bytes = 4096;
+	/* heap 42 of 4096 bytes: 8 bytes at offset 1024 */
+	n = spead_pkt(p, 42, 4096, 1024, 8, 8);
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.chunk, 42);
+	assert_int_equal(o.chunk_bytes, 4096);
+	assert_int_equal(o.nseg, 1);
+	assert_int_equal(o.seg[0].dst_off, 1024);
+	assert_int_equal(o.seg[0].src_off, 40);
+	assert_int_equal(o.seg[0].len, 8);
+	assert_int_equal(o.end, 0);
+	/* the heap's last 8 bytes: its size reached ends the chunk */
+	n = spead_pkt(p, 42, 4096, 4088, 8, 8);
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.end, 1);
+	/* heap offset past the heap: 4092 + 8 > 4096 */
+	n = spead_pkt(p, 43, 4096, 4092, 8, 8);
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_OFFSET_PAST_CHUNK);
+	/* a heap larger than the configured chunk */
+	n = spead_pkt(p, 44, 8192, 8000, 8, 8);
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OFFSET_PAST_CHUNK);
+	/* payload length that lies: 16 claimed, 8 sent */
+	n = spead_pkt(p, 45, 4096, 0, 16, 8);
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_BAD_LENGTH);
+	/* item count that runs past the packet */
+	n = spead_pkt(p, 46, 4096, 0, 8, 8);
+	p[7] = 40;
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* heap offset item absent: turned into an address item (bit 63 0) */
+	n = spead_pkt(p, 47, 4096, 0, 8, 8);
+	p[24] &= 0x7f;
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* SPEAD-64-40 (HeapAddrWidth 5): not this flavour */
+	n = spead_pkt(p, 48, 4096, 0, 8, 8);
+	p[3] = 5;
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+}
+
+/* ---- VDIF ---------------------------------------------------------------- */
+
+/* A VDIF 1.1.1 data frame header: four little-endian 32-bit words. */
+static void vdif_hdr(uint8_t *p, uint32_t secs, uint32_t frame, uint32_t len8,
+		     uint32_t thread, int legacy)
+{
+	uint32_t w[4] = {
+		/* bit 31 invalid, bit 30 legacy, bits 29..0 seconds from epoch */
+		((uint32_t)legacy << 30) | secs,
+		/* bits 29..24 reference epoch (half years), 23..0 frame number */
+		(10u << 24) | frame,
+		/* bits 31..29 version, 28..24 log2(channels), 23..0 frame
+		 * length in 8-byte units, header included */
+		(0u << 29) | (2u << 24) | len8,
+		/* bit 31 complex, 30..26 bits/sample - 1, 25..16 thread id,
+		 * 15..0 station id ("Ef") */
+		(1u << 26) | (thread << 16) | 0x4566,
+	};
+
+	for (int i = 0; i < 4; i++)
+		for (int b = 0; b < 4; b++)
+			p[4 * i + b] = (uint8_t)(w[i] >> (8 * b));
+	memset(p + 16, 0, 16); /* extended user data */
+}
+
+static void test_vdif(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_seq_state st = { 0 };
+	struct vfgx_fmt_pkt o;
+	uint8_t p[32 + 64];
+
+	(void)state;
+	profile("vdif", &f);
+	/* a composite sequence without frames per second: a config error */
+	assert_int_equal(vfgx_format_check(ctx, &f, 96, 96), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "seq_major_mult"));
+	f.seq_major_mult = 100; /* frames per second */
+	f.packets = 100;
+	f.payload_bytes = 64;
+	assert_int_equal(vfgx_format_check(ctx, &f, 96, 96), 0);
+	memset(p, 0x5a, sizeof(p));
+	vdif_hdr(p, 1000, 5, 12, 3, 0); /* (32 + 64) / 8 = 12 */
+	assert_int_equal(run_rules(&f, &st, p, 96, &o), VFGX_FD_OK);
+	assert_int_equal(o.seq, 1000ull * 100 + 5); /* seconds x fps + frame */
+	assert_int_equal(o.ext_seq, 100005);
+	assert_int_equal(o.stream_raw, 3);
+	assert_int_equal(o.timestamp, 1000);
+	assert_int_equal(o.payload_off, 32);
+	assert_int_equal(o.payload_len, 64);
+	assert_int_equal(o.chunk, 1000);               /* one second per chunk */
+	assert_int_equal(o.seg[0].dst_off, 5 * 64);    /* frame number x size */
+	/* the next second's frame 0 follows frame 99 */
+	vdif_hdr(p, 1000, 99, 12, 3, 0);
+	assert_int_equal(run_rules(&f, &st, p, 96, &o), VFGX_FD_OK);
+	vdif_hdr(p, 1001, 0, 12, 3, 0);
+	assert_int_equal(run_rules(&f, &st, p, 96, &o), VFGX_FD_OK);
+	assert_int_equal(o.ext_seq, 100100);
+	assert_int_equal(o.chunk, 1001);
+	assert_int_equal(o.seg[0].dst_off, 0);
+	/* frame length that lies: 13 x 8 = 104, 96 sent */
+	vdif_hdr(p, 1001, 1, 13, 3, 0);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_BAD_LENGTH);
+	/* a legacy (16-byte header) frame: not this description */
+	vdif_hdr(p, 1001, 1, 12, 3, 1);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_MISMATCH);
+	/* a header cut short */
+	vdif_hdr(p, 1001, 1, 2, 3, 0);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* a thread beyond the configured streams */
+	f.max_streams = 2;
+	vdif_hdr(p, 1001, 2, 12, 3, 0);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_BAD_STREAM);
+}
+
+/* ---- RTP and RFC 4175 ---------------------------------------------------- */
+
+/* RFC 3550 fixed header: V=2 P X CC | M PT | seq | timestamp | SSRC */
+static uint32_t rtp_hdr(uint8_t *p, int marker, uint16_t seq, uint32_t ts,
+			uint32_t ssrc, uint32_t cc)
+{
+	p[0] = (uint8_t)(0x80 | cc);
+	p[1] = (uint8_t)((marker ? 0x80 : 0) | 96);
+	vfgx_wr16(p + 2, seq);
+	vfgx_wr32(p + 4, ts);
+	vfgx_wr32(p + 8, ssrc);
+	for (uint32_t i = 0; i < cc; i++)
+		vfgx_wr32(p + 12 + 4 * i, 0x1000 + i); /* CSRC list */
+	return 12 + 4 * cc;
+}
+
+static void test_rtp(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_seq_state st = { 0 };
+	struct vfgx_fmt_pkt o;
+	uint8_t p[64] = { 0 };
+	uint32_t h;
+
+	(void)state;
+	profile("rtp", &f);
+	h = rtp_hdr(p, 1, 65535, 90000, 0xdeadbeef, 2);
+	assert_int_equal(h, 20);
+	assert_int_equal(run_rules(&f, &st, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream_raw, 0xdeadbeef);
+	assert_int_equal(o.seq, 65535);
+	assert_int_equal(o.ext_seq, 65536 + 65535);
+	assert_int_equal(o.timestamp, 90000);
+	assert_int_equal(o.end, 1);
+	assert_int_equal(o.payload_off, 20); /* after two CSRCs */
+	assert_int_equal(o.payload_len, 20);
+	/* an extension header (X): 4 bytes + 1 word */
+	h = rtp_hdr(p, 0, 0, 90000, 0xdeadbeef, 0);
+	p[0] |= 0x10;
+	vfgx_wr16(p + 14, 1);
+	assert_int_equal(run_rules(&f, &st, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(o.payload_off, 20);
+	assert_int_equal(o.ext_seq, 2 * 65536); /* wrapped */
+	assert_int_equal(o.end, 0);
+	/* extension length past the packet */
+	vfgx_wr16(p + 14, 100);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* padding count that lies (P set, last byte 200 > payload) */
+	rtp_hdr(p, 0, 1, 0, 1, 0);
+	p[0] |= 0x20;
+	p[39] = 200;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_LENGTH);
+	/* version 1: not RTP */
+	rtp_hdr(p, 0, 1, 0, 1, 0);
+	p[0] = 0x40;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_MISMATCH);
+	/* an SSRC not among the configured streams */
+	rtp_hdr(p, 0, 1, 0, 7, 0);
+	f.n_stream_ids = 2;
+	f.stream_ids[0] = 0xdeadbeef;
+	f.stream_ids[1] = 5;
+	f.max_streams = 2;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
+	rtp_hdr(p, 0, 1, 0, 5, 0);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream, 1);
+}
+
+/* RFC 4175 section 4: after the RTP header, Extended Sequence Number (16),
+ * then per segment Length (16), F (1) Line No (15), C (1) Offset (15). */
+static uint32_t rfc4175_pkt(uint8_t *p, uint16_t seq_hi, uint32_t nseg,
+			    const uint16_t (*seg)[3])
+{
+	uint32_t h = rtp_hdr(p, 0, 7, 1234, 0x1111, 0), data;
+
+	vfgx_wr16(p + h, seq_hi);
+	h += 2;
+	for (uint32_t i = 0; i < nseg; i++) {
+		vfgx_wr16(p + h, seg[i][0]);
+		vfgx_wr16(p + h + 2, seg[i][1]);
+		vfgx_wr16(p + h + 4, (uint16_t)(seg[i][2] | (i + 1 < nseg ? 0x8000 : 0)));
+		h += 6;
+	}
+	data = h;
+	for (uint32_t i = 0; i < nseg; i++)
+		for (uint32_t b = 0; b < seg[i][0]; b++)
+			p[data++] = (uint8_t)(i * 50 + b);
+	return data;
+}
+
+static void test_rfc4175(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_seq_state st = { 0 };
+	struct vfgx_fmt_pkt o;
+	static uint8_t p[2048];
+	/* 320x240 UYVY: stride 640 bytes; a pixel group 4 bytes, 2 pixels */
+	const uint16_t two[2][3] = { { 8, 0, 316 }, { 640, 1, 0 } };
+	const uint16_t past_frame[1][3] = { { 8, 240, 0 } };
+	const uint16_t past_line[1][3] = { { 16, 3, 316 } };
+	uint32_t n;
+
+	(void)state;
+	profile("rtp-video", &f);
+	f.stride = 640;
+	f.chunk_bytes = 640 * 240;
+	n = rfc4175_pkt(p, 3, 2, two);
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.seq, 7); /* RTP's 16 bits: the default */
+	f.seq_bits = 32;            /* a sender that keeps the extended one */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.seq, (3u << 16) | 7);
+	assert_int_equal(o.chunk, 1234);         /* the frame: its timestamp */
+	assert_int_equal(o.nseg, 2);
+	assert_int_equal(o.seg[0].dst_off, 316 / 2 * 4); /* line 0, pixel 316 */
+	assert_int_equal(o.seg[0].len, 8);
+	assert_int_equal(o.seg[0].src_off, 12 + 2 + 12);
+	assert_int_equal(o.seg[1].dst_off, 640);          /* line 1, pixel 0 */
+	assert_int_equal(o.seg[1].src_off, 12 + 2 + 12 + 8);
+	assert_int_equal(o.payload_len, 648);
+	/* a line past the frame's 240 */
+	n = rfc4175_pkt(p, 3, 1, past_frame);
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
+	/* a segment past its line's end (632 + 16 > 640) */
+	n = rfc4175_pkt(p, 3, 1, past_line);
+	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
+	/* segment lengths that lie: 640 claimed, the packet cut 100 short */
+	n = rfc4175_pkt(p, 3, 2, two);
+	assert_int_equal(vfgx_fmt_decode(&f, p, n - 100, &o), VFGX_FD_BAD_LENGTH);
+	/* a continuation bit on the last header: headers run off the end */
+	n = rfc4175_pkt(p, 3, 1, past_frame);
+	p[12 + 2 + 4] |= 0x80;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 12 + 2 + 6, &o), VFGX_FD_FIELD_OUTSIDE);
+}
+
+/* ---- sequence extension ------------------------------------------------- */
+
+static void test_seq_extend(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_seq_state st = { 0 };
+	uint64_t e;
+
+	(void)state;
+	/* 16 bits, RFC 3550's 3000 forward / 100 back */
+	profile("rtp", &f);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 65534, &e), VFGX_FD_OK);
+	assert_int_equal(e, 65536 + 65534);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 65535, &e), VFGX_FD_OK);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 1, &e), VFGX_FD_OK); /* wrap, 0 lost */
+	assert_int_equal(e, 2 * 65536 + 1);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 0, &e), VFGX_FD_OK); /* late, across the wrap */
+	assert_int_equal(e, 2 * 65536);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 65530, &e), VFGX_FD_OK); /* late, before it */
+	assert_int_equal(e, 65536 + 65530);
+	/* a jump of 20000: dropped; the packet after it confirms a restart */
+	assert_int_equal(vfgx_seq_extend(&f, &st, 20001, &e), VFGX_FD_SEQ_JUMP);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 2, &e), VFGX_FD_OK); /* the old stream goes on */
+	assert_int_equal(e, 2 * 65536 + 2);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 30000, &e), VFGX_FD_SEQ_JUMP);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 30001, &e), VFGX_FD_OK);
+	assert_int_equal(e, 3 * 65536 + 30001);
+	/* 64 bits: a jump of 2^63 is a drop, twice in a row a restart */
+	profile("vfgx", &f);
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(vfgx_seq_extend(&f, &st, 10, &e), VFGX_FD_OK);
+	assert_int_equal(e, 10);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 10 + (1ull << 63), &e), VFGX_FD_SEQ_JUMP);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 11, &e), VFGX_FD_OK);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 5, &e), VFGX_FD_OK); /* late */
+	assert_int_equal(e, 5);
+	/* behind the first, still a sequence: extended; below 0: late */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(vfgx_seq_extend(&f, &st, 3, &e), VFGX_FD_OK);
+	assert_int_equal(vfgx_seq_extend(&f, &st, 1, &e), VFGX_FD_OK);
+	assert_int_equal(e, 1);
+	assert_int_equal(vfgx_seq_extend(&f, &st, UINT64_MAX, &e), VFGX_FD_LATE);
+	/* 4 bits (VITA-49): every value is ahead or behind, never a jump */
+	profile("vita49", &f);
+	memset(&st, 0, sizeof(st));
+	for (uint64_t i = 0; i < 100; i++) {
+		assert_int_equal(vfgx_seq_extend(&f, &st, i & 15, &e), VFGX_FD_OK);
+		assert_int_equal(e, 16 + i);
+	}
+	/* 8 bits (eCPRI) */
+	profile("ecpri", &f);
+	memset(&st, 0, sizeof(st));
+	for (uint64_t i = 250; i < 600; i++) {
+		assert_int_equal(vfgx_seq_extend(&f, &st, i & 255, &e), VFGX_FD_OK);
+		assert_int_equal(e, 256 + i);
+	}
+}
+
+/* ---- vfgx's own header, VITA-49, eCPRI ---------------------------------- */
+
+static void test_vfgx_vita_ecpri(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_fmt_pkt o;
+	uint8_t p[64] = { 0 };
+
+	(void)state;
+	profile("vfgx", &f);
+	vfgx_wr32(p, 3);          /* stream */
+	vfgx_wr32(p + 4, 1);      /* flags: last */
+	vfgx_wr64(p + 8, 77);     /* sequence */
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream, 3);
+	assert_int_equal(o.seq, 77);
+	assert_int_equal(o.end, 1);
+	assert_int_equal(o.payload_off, 16);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 15, &o), VFGX_FD_FIELD_OUTSIDE);
+	f.max_streams = 3;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
+
+	/* VITA-49.0: type 1 (IF data with stream id), TSI 1, TSF 2, count
+	 * 9, 7 words: header, stream id, integer ts, 2 fractional, 2 data */
+	profile("vita49", &f);
+	vfgx_wr32(p, (1u << 28) | (1u << 22) | (2u << 20) | (9u << 16) | 7);
+	vfgx_wr32(p + 4, 0xabc);
+	vfgx_wr32(p + 8, 1700000000);
+	vfgx_wr64(p + 12, 123456789);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 28, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream_raw, 0xabc);
+	assert_int_equal(o.seq, 9);
+	assert_int_equal(o.timestamp, 1700000000);
+	assert_int_equal(o.ts_frac, 123456789);
+	assert_int_equal(o.payload_off, 20);
+	assert_int_equal(o.payload_len, 8);
+	/* packet size that lies */
+	assert_int_equal(vfgx_fmt_decode(&f, p, 32, &o), VFGX_FD_BAD_LENGTH);
+	/* a trailer (T) and a class id (C): payload between */
+	vfgx_wr32(p, (1u << 28) | (1u << 27) | (1u << 26) | (9u << 16) | 6);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 24, &o), VFGX_FD_OK);
+	assert_int_equal(o.payload_off, 16);
+	assert_int_equal(o.payload_len, 4);
+	/* a context packet (type 4): not data */
+	vfgx_wr32(p, (4u << 28) | 7);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 28, &o), VFGX_FD_MISMATCH);
+
+	/* eCPRI IQ data: revision 1, C 0 | type 0 | payload size 12 |
+	 * PC_ID 0x0102 | SEQ_ID 0x33, E 1 sub 0 | 8 sample bytes */
+	profile("ecpri", &f);
+	memset(p, 0, sizeof(p));
+	p[0] = 0x10;
+	p[1] = 0x00;
+	vfgx_wr16(p + 2, 12);
+	vfgx_wr16(p + 4, 0x0102);
+	p[6] = 0x33;
+	p[7] = 0x80;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream_raw, 0x0102);
+	assert_int_equal(o.seq, 0x33);
+	assert_int_equal(o.payload_off, 8);
+	assert_int_equal(o.payload_len, 8);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 20, &o), VFGX_FD_BAD_LENGTH);
+	p[0] = 0x11; /* concatenated: another message follows */
+	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_MISMATCH);
+}
+
+/* ---- YAML and the check -------------------------------------------------- */
+
+static int load(const char *yaml, struct vfgx_format *f)
+{
+	char path[] = "/tmp/test_format_XXXXXX";
+	int fd = mkstemp(path), ret;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+	close(fd);
+	ret = vfgx_format_load_file(ctx, path, f);
+	unlink(path);
+	return ret;
+}
+
+static void test_yaml(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_fmt_pkt o;
+	uint8_t p[64] = { 0 };
+
+	(void)state;
+	/* a header nobody built in: 2-byte little-endian stream at 0, a
+	 * 3-bit sequence in bits 5..7 of byte 2, end in bit 0 of byte 2 */
+	assert_int_equal(load("pipeline:\n  format:\n    profile: vfgx\n    header_len: 4\n"
+			      "    stream: {offset: 0, size: 2, endian: little}\n"
+			      "    seq: {offset: 2, size: 1, shift: 5, bits: 3}\n"
+			      "    end: {offset: 2, bit: 0}\n"
+			      "    seq_bits: 3\n    streams: 600\n", &f), 0);
+	p[0] = 0x58;
+	p[1] = 0x02; /* stream 0x0258 = 600: beyond 600 streams */
+	p[2] = (5 << 5) | 1;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 10, &o), VFGX_FD_BAD_STREAM);
+	p[0] = 0x57;
+	assert_int_equal(vfgx_fmt_decode(&f, p, 10, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream, 599);
+	assert_int_equal(o.seq, 5);
+	assert_int_equal(o.end, 1);
+	assert_int_equal(o.payload_off, 4);
+	assert_int_equal(f.seq_max_dropout, 4);
+	/* a field outside the packet: the sequence at 100 of a 50-byte one */
+	assert_int_equal(load("format:\n  profile: gr-udp\n  seq: {offset: 100, size: 8}\n", &f), 0);
+	assert_int_equal(vfgx_fmt_decode(&f, p, 50, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* ... and against the smallest packet the port receives: one line */
+	assert_int_equal(vfgx_format_check(ctx, &f, 64, 1472), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "seq ends at byte 108, past the smallest UDP payload"));
+	assert_null(strchr(vfgx_last_error(ctx), '\n'));
+	/* the errors of a description, each one line with its place */
+	assert_int_equal(load("format:\n  profile: nope\n", &f), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), ":2:12: "));
+	assert_non_null(strstr(vfgx_last_error(ctx), "unknown profile 'nope'; built in: vfgx, rtp"));
+	assert_int_equal(load("format:\n  seq: {offset: 2, size: 9}\n", &f), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "must be 1..8"));
+	assert_int_equal(load("format:\n  seq: {offset: 2, size: 1, shift: 4, bits: 5}\n", &f), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "the bits must lie inside"));
+	assert_int_equal(load("format:\n  profile: vdif\n", &f), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "seq_major_mult"));
+	assert_int_equal(load("format:\n  profile: vdif\n  frames_per_second: 25600\n", &f), 0);
+	assert_int_equal(f.seq_major_mult, 25600);
+	assert_int_equal(load("format:\n  profile: rtp\n  seq_bits: 8\n  seq_max_dropout: 200\n", &f),
+			 -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "exceed the 8-bit sequence's 256 values"));
+	assert_int_equal(load("format:\n  profile: rtp-video\n  width: 3840\n  height: 2160\n", &f), 0);
+	assert_int_equal(f.stride, 7680);
+	assert_int_equal(f.chunk_bytes, 7680ull * 2160);
+	assert_int_equal(load("format:\n  profile: rtp\n  stream_ids: [0xdeadbeef, 17]\n", &f), 0);
+	assert_int_equal(f.n_stream_ids, 2);
+	assert_int_equal(f.max_streams, 2);
+	assert_int_equal(f.stream_ids[0], 0xdeadbeef);
+	assert_int_equal(load("format:\n  match: [{offset: 0, size: 1, value: 300}]\n", &f), -EINVAL);
+	assert_int_equal(load("format:\n  colour: blue\n", &f), -EINVAL);
+	/* names of every drop reason, distinct */
+	for (int a = 1; a < VFGX_FD_MAX; a++)
+		for (int b = a + 1; b < VFGX_FD_MAX; b++)
+			assert_string_not_equal(vfgx_fmt_drop_name(a), vfgx_fmt_drop_name(b));
+	/* every built-in profile passes its own check at 1500-byte packets,
+	 * except the composite one that needs its rate */
+	for (unsigned i = 0; vfgx_format_profile_name(i); i++) {
+		profile(vfgx_format_profile_name(i), &f);
+		if (!strcmp(f.name, "vdif"))
+			f.seq_major_mult = 1;
+		assert_int_equal(vfgx_format_check(ctx, &f, 48, 1472), 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spead),
+		cmocka_unit_test(test_vdif),
+		cmocka_unit_test(test_rtp),
+		cmocka_unit_test(test_rfc4175),
+		cmocka_unit_test(test_seq_extend),
+		cmocka_unit_test(test_vfgx_vita_ecpri),
+		cmocka_unit_test(test_yaml),
+	};
+	int ret;
+
+	if (vfgx_ctx_create(&ctx))
+		return 1;
+	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	vfgx_ctx_destroy(ctx);
+	return ret;
+}
