@@ -28,6 +28,7 @@
 
 #include "cliopt.h"
 #include "commands.h"
+#include "guest_targets.h"
 #include "results.h"
 #include "core/numparse.h"
 
@@ -465,16 +466,8 @@ static int pairs(const struct eba_rounds *e, int i, int rounds, bool two,
  * counted at least TARGET_MIN_MSGS messages in the window. */
 static int target_pairs(const struct eba_rounds *e, int i, int rounds, double *a, double *b)
 {
-	int n = 0;
-
-	for (int k = 0; k < rounds; k++)
-		if (e->ring_mb[i][k] > 0 && e->ib_mb[i][k] > 0 &&
-		    e->ring_n[i][k] >= TARGET_MIN_MSGS && e->ib_n[i][k] >= TARGET_MIN_MSGS) {
-			a[n] = e->ring_mb[i][k];
-			b[n] = e->ib_mb[i][k];
-			n++;
-		}
-	return n;
+	return bench_pairs_min_msgs(e->ring_mb[i], e->ib_mb[i], e->ring_n[i], e->ib_n[i], rounds,
+				    TARGET_MIN_MSGS, a, b);
 }
 
 static int run_rounds(vfgx_ctx *ctx, const struct opts *o, struct eba_rounds *e)
