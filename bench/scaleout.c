@@ -29,7 +29,7 @@ static const struct cli_opt scaleout_opts[] = {
 	{ "rounds", 'r', "N", "mpirun runs at 4 ranks, each one round of both targets (default 7)" },
 	{ "bench-rounds", 'b', "R", "corner turns of one chunk per rate measurement (default 400)" },
 	{ "max-np", 'n', "N", "largest rank count of the bootstrap growth rows (default 8, at most 16)" },
-	{ "guest", 'g', "SCRIPT", "then rings vs MPI_Alltoall in the QEMU guest over soft-RoCE (SCRIPT: tests/mpi/vm_corner_turn.sh); the target is taken there" },
+	{ "guest", 'g', "SCRIPT", "then rings vs MPI_Alltoall in the QEMU guest over soft-RoCE (SCRIPT: tests/mpi/vm_corner_turn.sh), reported beside the host's (Open MPI uses TCP there, so the target stays the host's)" },
 	{ "guest-rounds", 'G', "N", "mpirun runs of 2 ranks in the guest (default 7)" },
 	{ "guest-log", 'L', "FILE", "with --guest: read the output SCRIPT gave in a guest already run (tests/vm/bench-guest.sh runs it with the other guest benchmarks in one boot) instead of booting one" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
