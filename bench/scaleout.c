@@ -224,8 +224,8 @@ int vfgx_bench_scaleout(int argc, char **argv)
 	fprintf(f, "- command: vfgx bench scaleout --rounds %d --bench-rounds %d --max-np %d",
 		rounds, bench_rounds, max_np);
 	if (guest && guest_log)
-		fprintf(f, " --guest %s --guest-rounds %d --guest-log %s (the host part here; the guest part is %s's output from the one boot of the QEMU guest that also ran the rdma and eba benchmarks: tests/vm/bench-guest.sh)",
-			guest, guest_rounds, guest_log, guest);
+		fprintf(f, " --guest %s --guest-rounds %d --guest-log %s (the host part here; the guest part is %s's output in a boot of the QEMU guest made earlier, read from %s: tests/vm/bench-guest.sh runs it first of the guest benchmarks in its one boot)",
+			guest, guest_rounds, guest_log, guest, guest_log);
 	else if (guest)
 		fprintf(f, " --guest %s --guest-rounds %d (one command: the host part, then one boot of the QEMU guest for the guest part)",
 			guest, guest_rounds);
