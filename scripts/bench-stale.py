@@ -64,8 +64,8 @@ SOURCES = {
                 "src/port/socket_udp.c"],
     "dpdk.md": ["bench/dpdk.c", "bench/testpmd.c", "bench/testpmd.h", "src/port/dpdk.c",
                 "src/port/dpdk_setup.c", "src/port/dpdk_opts.c", "src/port/port.c"],
-    "eba.md": ["bench/eba.c", "src/eba", "src/rdma"],
-    "rdma.md": ["bench/rdma.c", "src/rdma"],
+    "eba.md": ["bench/eba.c", "bench/guest_targets.h", "src/eba", "src/rdma"],
+    "rdma.md": ["bench/rdma.c", "bench/guest_targets.h", "src/rdma"],
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "guest_targets.h"
 #include "results.h"
 
 static void stat_interval_from_binomial(void **state)
@@ -202,6 +203,61 @@ static void out_checked_before_the_run(void **state)
 	rmdir(dir);
 }
 
+/* bench/eba.c's targets: a round counts only where both sides ran and both
+ * counted at least the floor of messages in the window */
+static void guest_pairs_need_messages_on_both_sides(void **state)
+{
+	const double m[6] = { 10, 20, 0, 30, 40, 50 }, r[6] = { 11, 21, 22, 0, 41, 51 };
+	const uint64_t mn[6] = { 1000, 999, 5000, 5000, 2000, 1500 };
+	const uint64_t rn[6] = { 1000, 5000, 5000, 5000, 999, 1500 };
+	double a[6], b[6];
+
+	(void)state;
+	assert_int_equal(bench_pairs_min_msgs(m, r, mn, rn, 6, 1000, a, b), 2);
+	assert_true(a[0] == 10 && b[0] == 11 && a[1] == 50 && b[1] == 51);
+	/* no floor: only the failed runs (0) are left out */
+	assert_int_equal(bench_pairs_min_msgs(m, r, mn, rn, 6, 0, a, b), 4);
+	assert_true(a[1] == 20 && b[2] == 41);
+	assert_int_equal(bench_pairs_min_msgs(m, r, mn, rn, 0, 0, a, b), 0);
+}
+
+/* bench/rdma.c's size classes: met only when every size met its own
+ * target, where pooling the sizes' rounds would have met */
+static void guest_class_needs_every_size(void **state)
+{
+	/* per-round ratios (reference 1): size A all above the goal, size B
+	 * with one round at 0.90, so B's 7-round interval (min..max) crosses
+	 * 0.95, while the 14 pooled rounds' interval x(3)..x(12) does not */
+	const double ra[7] = { 1.00, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06 };
+	const double rb[7] = { 0.90, 0.96, 0.97, 0.98, 0.99, 1.00, 1.00 };
+	double one[14], pooled[14];
+	int met[2], both[2] = { 1, 1 }, unmeasured[2] = { 1, -1 };
+	FILE *f = tmpfile();
+
+	(void)state;
+	assert_non_null(f);
+	for (int i = 0; i < 14; i++) {
+		one[i] = 1;
+		pooled[i] = i < 7 ? ra[i] : rb[i - 7];
+	}
+	met[0] = bench_target_rounds(f, &(struct bench_target_rounds){
+		.name = "a", .measured = ra, .reference = one, .n = 7, .goal = 0.95,
+		.goal_on_ratio = true, .higher_better = true });
+	met[1] = bench_target_rounds(f, &(struct bench_target_rounds){
+		.name = "b", .measured = rb, .reference = one, .n = 7, .goal = 0.95,
+		.goal_on_ratio = true, .higher_better = true });
+	assert_int_equal(met[0], 1);
+	assert_int_equal(met[1], 0);
+	assert_int_equal(bench_target_rounds(f, &(struct bench_target_rounds){
+		.name = "pooled", .measured = pooled, .reference = one, .n = 14, .goal = 0.95,
+		.goal_on_ratio = true, .higher_better = true }), 1);
+	assert_int_equal(bench_class_met(met, 2), 0);
+	assert_int_equal(bench_class_met(both, 2), 1);
+	assert_int_equal(bench_class_met(unmeasured, 2), 0);
+	assert_int_equal(bench_class_met(both, 0), 0);
+	fclose(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +269,8 @@ int main(void)
 		cmocka_unit_test(target_unmeasured_line),
 		cmocka_unit_test(results_name_their_commit),
 		cmocka_unit_test(out_checked_before_the_run),
+		cmocka_unit_test(guest_pairs_need_messages_on_both_sides),
+		cmocka_unit_test(guest_class_needs_every_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
