@@ -779,12 +779,13 @@ int vfgx_bench_chunks(int argc, char **argv)
 			       path, sizeof(path));
 	if (!f)
 		goto out;
-	fprintf(f, "- command: vfgx bench chunks --seconds %g --rounds %d\n", seconds, rounds);
+	fprintf(f, "- command: vfgx bench chunks --seconds %g --rounds %d (one command: the CPU rows anywhere, the GPU rows where there is a GPU and the spectrometer build)\n",
+		seconds, rounds);
 	fprintf(f, "- load average (1 min) before %.2f, after %.2f on %ld online cores\n",
 		load0, load1, sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "- traffic: `vfgx bench pipeline`'s 64 B frames (%d streams round-robin, 1%% lost, 0.5%% sent twice, 1%% swapped up to 16 places; UDP checksums on), %zu MiB working set against a %zu MiB last-level cache.\n",
 		WORK_STREAMS, w.bytes >> 20, llc >> 20);
-	fprintf(f, "- with chunks: one vfgx_proc on one thread, parse + validate + filter, each record's payload written into its slot of a chunk (%d packets, %u B slots, 4 in flight per stream, close_distance 2); a consumer inline between bursts takes and returns every ready chunk. Without: the same processor with reorder windows (1024 slots), the pipeline's default. Every pass is checked (each unique sequence placed, each copy late or duplicate, lost ones as gaps).\n",
+	fprintf(f, "- with chunks: one vfgx_proc on one thread, parse + validate + filter, each record's payload written into its slot of a chunk (%d packets, %u B slots, 4 in flight per stream, close_distance 2); a consumer inline between bursts takes and returns every ready chunk. Without: the same processor with reorder windows (1024 slots), the pipeline's default. Both sides: one thread, no system call in the timed loop, one copy of each accepted payload (into its chunk slot, or into its reorder window slot as src/pipeline/proc.c does at the commit above). Every pass is checked (each unique sequence placed, each copy late or duplicate, lost ones as gaps).\n",
 		CHUNK_PACKETS, w.size);
 	fprintf(f, "- rate = packets per second of the thread's CPU time; the two sides alternate in each round (order flipped every round).\n");
 	fprintf(f, "- ready latency: a placer thread writes chunks of 64 packets of 48 B in order, 200 us apart; a consumer thread polling vfgx_chunk_get's path (vfgx_chunkset_get with timeout 0, as a consumer owning a core does; pinned to the last CPU, the placer to the one below) stamps each complete chunk: time from the last packet's write (its last_packet_ns) to get returning it. 2000 chunks per round.\n\n");
@@ -857,25 +858,29 @@ int vfgx_bench_chunks(int argc, char **argv)
 			.name = "chunk_ready_latency_p99_us_gpu_stream", .measured = sl99,
 			.reference = fl99, .n = n_sl, .goal = 10, .higher_better = false });
 	else
-		fprintf(f, "target: chunk_ready_latency_p99_us_gpu_stream measured=none reference=none ratio=none goal=10 met=no\n");
+		bench_target_unmeasured(f, "chunk_ready_latency_p99_us_gpu_stream", 10,
+					"no GPU here: vfgx bench chunks on a GPU host measures it");
 	if (n_dl)
 		bench_target_rounds(f, &(struct bench_target_rounds){
 			.name = "chunk_ready_latency_p99_us_gpu_consumer", .measured = dl99,
 			.n = n_dl, .goal = 10, .higher_better = false });
 	else
-		fprintf(f, "target: chunk_ready_latency_p99_us_gpu_consumer measured=none reference=none ratio=none goal=10 met=no\n");
+		bench_target_unmeasured(f, "chunk_ready_latency_p99_us_gpu_consumer", 10,
+					"no GPU here: vfgx bench chunks on a GPU host measures it");
 	if (n_gpu)
 		bench_target_rounds(f, &(struct bench_target_rounds){
 			.name = "chunks_gpu_vs_e2e_8192B", .measured = gwith, .reference = gwithout,
 			.n = n_gpu, .goal = 0.9, .goal_on_ratio = true, .higher_better = true });
 	else
-		fprintf(f, "target: chunks_gpu_vs_e2e_8192B measured=none reference=none ratio=none goal=0.9 met=no\n");
+		bench_target_unmeasured(f, "chunks_gpu_vs_e2e_8192B", 0.9,
+					"no GPU here: vfgx bench chunks on a GPU host measures it");
 	if (n_fft)
 		bench_target_rounds(f, &(struct bench_target_rounds){
 			.name = "chunks_fft_consumer_vs_none", .measured = fft, .reference = nofft,
 			.n = n_fft, .goal = 0.9, .goal_on_ratio = true, .higher_better = true });
 	else
-		fprintf(f, "target: chunks_fft_consumer_vs_none measured=none reference=none ratio=none goal=0.9 met=no\n");
+		bench_target_unmeasured(f, "chunks_fft_consumer_vs_none", 0.9,
+					"no GPU or no spectrometer build here: vfgx bench chunks on a GPU host measures it");
 	fclose(f);
 	printf("wrote %s\n", path);
 	ret = 0;

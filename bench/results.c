@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -215,10 +216,11 @@ const char bench_ci_rule[] =
 	"Every target line is computed by bench/results.c from the rounds listed above: "
 	"the median over rounds, min..max, and a distribution-free confidence interval of "
 	"the median (order statistics x(k)..x(n+1-k), k the largest rank whose binomial "
-	"coverage is >= 95%; with fewer than 6 rounds it is min..max and its coverage is "
-	"printed). For a goal relative to a reference, the ratio is taken per round "
-	"(reference measured in the same round) and the interval is that of the ratios. "
-	"met=yes only when the whole interval meets the goal.";
+	"coverage is >= 95%). For a goal relative to a reference, the ratio is taken per "
+	"round (reference measured in the same round) and the interval is that of the "
+	"ratios. met=yes only when the whole interval meets the goal and its coverage is "
+	"at least 95%: fewer than 6 rounds cannot give that (5 give 93.8%), so such a "
+	"target is met=no (too few rounds for 95%).";
 
 /* P(Bin(n, 1/2) <= j) */
 static double binom_half_cdf(int n, int j)
@@ -232,6 +234,16 @@ static double binom_half_cdf(int n, int j)
 	for (int i = 0; i < n; i++)
 		p *= 0.5;
 	return p;
+}
+
+int bench_rounds_needed(double level)
+{
+	int n = 1;
+
+	/* the widest interval, min..max, covers 1 - 2 P(B <= 0) = 1 - 2^(1-n) */
+	while (n < 64 && 1 - 2 * binom_half_cdf(n, 0) < level)
+		n++;
+	return n;
 }
 
 int bench_stat(const double *v, int n, struct bench_stat *s)
@@ -280,12 +292,21 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 {
 	struct bench_stat m, r = { 0 }, q = { 0 }, *on;
 	double *ratio = NULL;
+	char why[96] = "";
 	bool met;
 
 	if (t->n < 1 || bench_stat(t->measured, t->n, &m)) {
 		bench_target_unmeasured(f, t->name, t->goal, "no round measured");
 		return -1;
 	}
+	/* a round that is not a number sorts nowhere: no interval from it */
+	for (int i = 0; i < t->n; i++)
+		if (!isfinite(t->measured[i]) ||
+		    (t->reference && !isfinite(t->reference[i]))) {
+			bench_target_unmeasured(f, t->name, t->goal,
+						"a round that is not a finite number");
+			return -1;
+		}
 	/* a ratio needs a reference measured above 0 in every round: a round
 	 * without one is no round (its ratio of 0 would meet any upper goal) */
 	for (int i = 0; t->goal_on_ratio && i < t->n; i++)
@@ -311,11 +332,18 @@ int bench_target_rounds(FILE *f, const struct bench_target_rounds *t)
 		free(ratio);
 	}
 	on = t->goal_on_ratio ? &q : &m;
+	/* the interval is two-sided at on->level; each goal is one side of it,
+	 * so a met goal holds at (1 + level) / 2 or more */
 	met = t->higher_better ? on->lo >= t->goal : on->hi <= t->goal;
+	if (on->level < BENCH_CI_LEVEL) {
+		met = false;
+		snprintf(why, sizeof(why), " (too few rounds for %.0f%%: %d needed)",
+			 BENCH_CI_LEVEL * 100, bench_rounds_needed(BENCH_CI_LEVEL));
+	}
 	fprintf(f, "target: %s measured=%.4g reference=%.4g ratio=%.4f goal=%.4g met=%s "
-		"rounds=%d min=%.4g max=%.4g interval=[%.4g,%.4g] level=%.3f on=%s\n",
+		"rounds=%d min=%.4g max=%.4g interval=[%.4g,%.4g] level=%.3f on=%s%s\n",
 		t->name, m.median, r.median, q.median, t->goal, met ? "yes" : "no", t->n,
 		on->min, on->max, on->lo, on->hi, on->level,
-		t->goal_on_ratio ? "ratio" : "measured");
+		t->goal_on_ratio ? "ratio" : "measured", why);
 	return met;
 }

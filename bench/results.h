@@ -58,8 +58,11 @@ double bench_median(const double *v, int n);
  * largest rank whose binomial coverage 1 - 2 P(Bin(n, 1/2) < k) is at
  * least the level asked (BENCH_CI_LEVEL).  No normality is assumed; with
  * too few rounds for the level the interval is min..max and its actual
- * (lower) coverage is printed. */
+ * (lower) coverage is printed, and a target over it is not met. */
 #define BENCH_CI_LEVEL 0.95
+/* The fewest rounds whose min..max interval of the median covers level:
+ * 6 for 0.95 (1 - 2^-5 = 0.969; 5 rounds give 0.938). */
+int bench_rounds_needed(double level);
 
 struct bench_stat {
 	int n;
@@ -79,7 +82,10 @@ int bench_stat(const double *v, int n, struct bench_stat *s);
  *   target: NAME measured=MED reference=MED ratio=MED goal=G met=yes|no
  *           rounds=N min=.. max=.. interval=[LO,HI] level=0.95 on=ratio|measured
  * where min, max and the interval are of the quantity the goal is on, and
- * met=yes only when the whole interval meets the goal. */
+ * met=yes only when the whole interval meets the goal and its coverage is at
+ * least BENCH_CI_LEVEL; with fewer rounds than bench_rounds_needed() the
+ * line is met=no and ends " (too few rounds for 95%: 6 needed)".  A round
+ * that is not finite makes the line bench_target_unmeasured's. */
 struct bench_target_rounds {
 	const char *name;
 	const double *measured;

@@ -30,8 +30,8 @@ struct testpmd_rate {
  * window of o->seconds that starts once it has forwarded for o->skip s
  * (its start-up and its teardown are outside): wall rate = mean of the
  * sample lines printed in the window (one per second), CPU rate = that
- * over the forwarding thread's share of a CPU in the window (its schedstat
- * run time).  0, or -errno after a message on stderr. */
+ * over the forwarding thread's share of a CPU in the window (the schedstat
+ * run time in the window of the testpmd thread that ran most in it).  0, or -errno after a message on stderr. */
 int testpmd_measure(const struct testpmd_run *o, struct testpmd_rate *res);
 
 #endif

@@ -6,9 +6,10 @@
       line, written by bench/results.c), or that name none; always exit 0
       (exit 1 only for a results file the source map below lacks)
   bench-stale.py --check [--results DIR]  exit 1 when a `target:` line says
-      met=yes without the numbers behind it: no measurement, no reference
-      for a ratio, a ratio that is not measured/reference, an interval that
-      does not meet the goal; and when a bench/*.c call passes one buffer to
+      met=yes without the numbers behind it: no measurement, no rounds, too
+      few rounds for 95% (fewer than 6), a level that is not the one its
+      rounds give, no reference for a ratio, an interval that does not meet
+      the goal; and when a bench/*.c call passes one buffer to
       bench_fmt_spread twice (both figures would print the last one)
   bench-stale.py --readme                 the README line naming the stale
       files (the listing says whether README.md has it)
@@ -20,6 +21,7 @@ under it).
 """
 import argparse
 import glob
+import math
 import os
 import re
 import subprocess
@@ -128,6 +130,21 @@ def num(s):
         return None
 
 
+CI_LEVEL = 0.95  # BENCH_CI_LEVEL in bench/results.h
+
+
+def median_coverage(n):
+    """The coverage bench/results.c gives the median's interval over n
+    rounds: order statistics x(k)..x(n+1-k), k the largest rank whose
+    coverage 1 - 2 P(Bin(n, 1/2) <= k-1) is >= CI_LEVEL (k = 1 if none)."""
+    def cdf(j):
+        return sum(math.comb(n, i) for i in range(j + 1)) / 2.0 ** n
+    k = 1
+    while k + 1 <= (n + 1) // 2 and 1 - 2 * cdf(k) >= CI_LEVEL:
+        k += 1
+    return 1 - 2 * cdf(k - 1)
+
+
 def check_target(name, rest):
     """None when a met=yes line has its numbers behind it, else why not."""
     kv = dict(re.findall(r"(\w+)=(\[[^\]]*\]|\S+)", rest))
@@ -136,28 +153,30 @@ def check_target(name, rest):
     m, r, q, g = (num(kv.get(k)) for k in ("measured", "reference", "ratio", "goal"))
     if None in (m, r, q, g):
         return "met=yes without measured, reference, ratio and goal all numbers"
+    if "rounds" not in kv:
+        # issue #41: one value has no interval; every target is from rounds
+        return "met=yes without rounds=N interval=[lo,hi] level=L (no rounds behind it)"
     iv = re.fullmatch(r"\[([^,]+),([^\]]+)\]", kv.get("interval", ""))
     lo, hi = (num(iv.group(1)), num(iv.group(2))) if iv else (None, None)
-    if "rounds" in kv:
-        n = num(kv["rounds"])
-        if not n or n < 1:
-            return "met=yes over %s rounds" % kv["rounds"]
-        if lo is None or hi is None or kv.get("on") not in ("ratio", "measured"):
-            return "met=yes from rounds without interval=[lo,hi] and on=ratio|measured"
-        if kv["on"] == "ratio" and not (r > 0 and q > 0):
-            return "met=yes on a ratio with reference=%g ratio=%g (no ratio computed)" % (r, q)
-        med = q if kv["on"] == "ratio" else m
-        if not lo <= med <= hi:
-            return "met=yes with the median %g outside its interval [%g,%g]" % (med, lo, hi)
-        if not (lo >= g or hi <= g):
-            return "met=yes with the interval [%g,%g] across the goal %g" % (lo, hi, g)
-        return None
-    # one value, no rounds: the ratio must be measured/reference
-    if not r > 0:
-        return "met=yes with reference=%g: no ratio computed from a measurement" % r
-    if abs(q - m / r) > 0.0051 * max(1.0, abs(q)):
-        return "met=yes with ratio=%g, but measured/reference = %g" % (q, m / r)
-    if lo is not None and not (lo >= g or hi <= g):
+    n = num(kv["rounds"])
+    if not n or n < 1 or n != int(n):
+        return "met=yes over %s rounds" % kv["rounds"]
+    n = int(n)
+    if lo is None or hi is None or kv.get("on") not in ("ratio", "measured"):
+        return "met=yes from rounds without interval=[lo,hi] and on=ratio|measured"
+    level = num(kv.get("level"))
+    cover = median_coverage(n)
+    if cover < CI_LEVEL:
+        return ("met=yes over %d rounds: too few for %.0f%% (the median's interval "
+                "covers %.3f)" % (n, CI_LEVEL * 100, cover))
+    if level is None or abs(level - cover) > 0.0006:
+        return "met=yes with level=%s, but %d rounds give %.3f" % (kv.get("level"), n, cover)
+    if kv["on"] == "ratio" and not (r > 0 and q > 0):
+        return "met=yes on a ratio with reference=%g ratio=%g (no ratio computed)" % (r, q)
+    med = q if kv["on"] == "ratio" else m
+    if not lo <= med <= hi:
+        return "met=yes with the median %g outside its interval [%g,%g]" % (med, lo, hi)
+    if not (lo >= g or hi <= g):
         return "met=yes with the interval [%g,%g] across the goal %g" % (lo, hi, g)
     return None
 

@@ -18,15 +18,21 @@ target: ratio_rounds measured=0 reference=0 ratio=0.0000 goal=1.05 met=yes round
 target: across_goal measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=3 max=6 interval=[3,6] level=0.984 on=measured
 target: fine measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=4.5 max=6 interval=[4.5,6] level=0.984 on=measured
 target: not_measured measured=none reference=none ratio=none goal=1.05 met=no (no round measured)
+target: five_rounds measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=5 min=4.5 max=6 interval=[4.5,6] level=0.938 on=measured
+target: level_lies measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=4.5 max=6 interval=[4.5,6] level=0.999 on=measured
+target: no_level measured=5 reference=0 ratio=0.0000 goal=4 met=yes rounds=7 min=4.5 max=6 interval=[4.5,6] on=measured
+target: five_not_met measured=5 reference=0 ratio=0.0000 goal=4 met=no rounds=5 min=4.5 max=6 interval=[4.5,6] level=0.938 on=measured (too few rounds for 95%: 6 needed)
 M
 out=$(python3 "$script" --check --results "$tmp")
 rc=$?
 echo "$out"
 [ "$rc" = 1 ] || { echo "FAIL: --check passed a fixture with unbacked met=yes lines"; fails=$((fails + 1)); }
-for want in rdma.md:1:.rdma_read_lat_small_usec rdma.md:2:.one_value rdma.md:3:.ratio_rounds rdma.md:4:.across_goal; do
+# issue #41: five rounds give 93.8%, not the 95% the files state
+for want in rdma.md:1:.rdma_read_lat_small_usec rdma.md:2:.one_value rdma.md:3:.ratio_rounds rdma.md:4:.across_goal \
+	rdma.md:7:.five_rounds rdma.md:8:.level_lies rdma.md:9:.no_level; do
 	grep -q "^FAIL: ${want}" <<<"$out" || { echo "FAIL: --check did not refuse ${want}"; fails=$((fails + 1)); }
 done
-grep -q "rdma.md:[56]:" <<<"$out" && { echo "FAIL: --check refused a backed line or a met=no line"; fails=$((fails + 1)); }
+grep -q "rdma.md:\(5\|6\|10\):" <<<"$out" && { echo "FAIL: --check refused a backed line or a met=no line"; fails=$((fails + 1)); }
 # a results file must have its sources declared for the stale listing
 mkdir "$tmp/undeclared" && echo "# x" >"$tmp/undeclared/new-bench.md"
 python3 "$script" --results "$tmp/undeclared" >/dev/null 2>&1 &&
