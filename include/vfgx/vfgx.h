@@ -24,5 +24,6 @@
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"
+#include "session.h"
 
 #endif

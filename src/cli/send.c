@@ -32,6 +32,7 @@
 #include "core/opts.h"
 #include "port/loopback_replay.h"
 #include "port/tx_fill.h"
+#include "run_config.h"
 #include "run_output.h"
 #include "send_pace.h"
 
@@ -710,6 +711,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	const struct vfgx_iface_config *ifc = NULL;
 	const char *listen = NULL;
 	struct run_output ro = { 0 };
+	struct run_config rcfg = { 0 };
 	vfgx_ctx *ctx;
 	int c, ret, rc = 1;
 
@@ -757,6 +759,11 @@ int vfgx_cmd_send(int argc, char **argv)
 	s.ctx = ctx;
 	if ((rc = send_conf_load(ctx, cfg, &s.c)))
 		goto out;
+	if (run_config_parse(cfg, &rcfg)) { /* metrics.listen, as vfgx run */
+		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
+		rc = 2;
+		goto out;
+	}
 	rc = 2;
 	if (duration >= 0)
 		s.c.duration_s = duration;
@@ -800,7 +807,7 @@ int vfgx_cmd_send(int argc, char **argv)
 		goto out;
 	/* --metrics, else the config's metrics.listen, as vfgx run */
 	ro.listen = listen;
-	if (run_output_open(ctx, cfg, &ro)) {
+	if (run_output_open(ctx, &rcfg, &ro)) {
 		rc = ro.rc;
 		goto out;
 	}
@@ -815,6 +822,7 @@ out:
 	run_output_close(&ro);
 	vfgx_port_close(s.src);
 	vfgx_port_close(s.out);
+	run_config_free(&rcfg);
 	vfgx_config_destroy(cfg);
 	vfgx_ctx_destroy(ctx);
 	return rc;
