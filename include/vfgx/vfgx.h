@@ -24,6 +24,7 @@
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"
+#include "send.h"
 #include "session.h"
 
 #endif
