@@ -4,6 +4,7 @@
 #define VFGX_H
 
 #include "core.h"
+#include "frame.h"
 #include "mem.h"
 #include "config.h"
 #include "port.h"

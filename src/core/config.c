@@ -16,7 +16,7 @@
 #include "mem/pool_bytes.h"
 #include "numparse.h"
 #include "opts.h"
-#include "pipeline/chunk_opts.h"
+#include "chunk_opts.h"
 #include "pipeline/rx_memory.h"
 
 extern const char vfgx_default_config_yaml[];

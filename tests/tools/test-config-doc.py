@@ -6,7 +6,7 @@ import re
 import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-FILES = ["src/core/config.c", "src/port/loopback.c", "src/pipeline/chunk_opts.c",
+FILES = ["src/core/config.c", "src/port/loopback.c", "src/core/chunk_opts.c",
          "src/port/pcap_opts.c", "src/session/sender.c", "src/cli/run_config.c",
          "src/record/record.c"]
 
