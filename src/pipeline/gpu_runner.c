@@ -271,10 +271,11 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->conf = *conf;
 	gpl->chunks = chunks;
 	pthread_mutex_init(&gpl->lock, NULL);
-	ret = conf->gpu ? (gpl->opts = *conf->gpu, 0) :
-			  vfgx_gpu_opts_parse(&conf->gpu_opts, &gpl->opts);
-	if (ret)
-		goto fail;
+	/* pipeline.gpu, typed once by vfgx_pipeline_create */
+	if (conf->gpu)
+		gpl->opts = *conf->gpu;
+	else
+		vfgx_gpu_opts_default(&gpl->opts);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		gpl->nb_rx += vfgx_port_nb_rx_queues(ports[i]);
 	if (!gpl->nb_rx) {
