@@ -156,29 +156,6 @@ struct vfgx_pipeline_config {
 	const struct vfgx_chunk_config *chunks;
 };
 
-struct vfgx_expect_config {
-	bool all_received;  /* every generated packet accounted for */
-	bool in_order;      /* reorder delivered every sequence, no gaps */
-	bool verified;      /* no payload mismatch */
-	/* delivered at least this many; default 1: a run that delivered
-	 * nothing fails unless the config sets 0 (an empty run expected) */
-	uint64_t min_packets;
-};
-
-/* ranks[i]: what one MPI rank of `mpirun -np N vfgx run` uses (the entry
- * of its rank, else of its local rank; none: the whole config). */
-struct vfgx_rank_config {
-	int32_t rank;          /* MPI_COMM_WORLD rank, -1: matched by local_rank */
-	int32_t local_rank;    /* rank on its node, -1: matched by rank */
-	uint16_t nb_ifaces;    /* 0: every interface */
-	const char **ifaces;   /* interfaces[].name this rank opens */
-	uint16_t rx_queues;    /* 0: as configured; else each of its
-				* interfaces keeps its first rx_queues */
-	int32_t gpu;           /* -1: unchanged; CUDA device the rank sees */
-	uint16_t nb_cores;     /* 0: unchanged */
-	const uint16_t *cores; /* CPU cores the rank's threads run on */
-};
-
 struct vfgx_config {
 	const char *source; /* file name, or "<embedded>" */
 	enum vfgx_log_level log_level;
@@ -188,8 +165,6 @@ struct vfgx_config {
 	struct vfgx_iface_config *ifaces;    /* nb_ifaces (at most VFGX_MAX_IFACES) */
 	struct vfgx_pipeline_config pipeline;
 	struct vfgx_port_range *port_ranges; /* behind pipeline.port_ranges */
-	struct vfgx_expect_config expect;
-	const char *metrics_listen; /* metrics.listen: ADDR:PORT, "" = off */
 	struct vfgx_cfg_doc *doc;
 	/* pipeline.user: the shared object `vfgx run` loads (vfgx/user.h),
 	 * "" = none, and the string its init gets */
@@ -207,9 +182,6 @@ struct vfgx_config {
 	const struct vfgx_capture_conf *capture;
 	/* send: the options of `vfgx send` (docs/send.md); absent: defaults */
 	struct vfgx_cfg_node send_opts;
-	/* ranks: per-rank overrides for MPI launches (docs/scale-out.md) */
-	uint16_t nb_ranks;
-	struct vfgx_rank_config *ranks;
 	/* record (vfgx/record.h), NULL: none; its path may be NULL (given
 	 * on the command line) */
 	const struct vfgx_record_conf *record;
@@ -224,6 +196,11 @@ int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 /* The default configuration (configs/loopback.yaml, embedded at build). */
 int vfgx_config_load_default(vfgx_ctx *ctx, struct vfgx_config **out);
 void vfgx_config_destroy(struct vfgx_config *cfg);
+/* The document's top-level map, for a program that reads sections of its
+ * own with the vfgx_cfg_* accessors: `vfgx run` reads expect:, metrics:
+ * and ranks: (src/cli/run_config.c), `vfgx send` send:; the library
+ * knows their names and passes them over unread. */
+void vfgx_config_root(const struct vfgx_config *cfg, struct vfgx_cfg_node *out);
 const struct vfgx_region_config *
 vfgx_config_find_region(const struct vfgx_config *cfg, const char *name);
 

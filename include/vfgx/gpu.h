@@ -103,16 +103,6 @@ int vfgx_gpu_proc_stats(vfgx_gpu_proc *gp, struct vfgx_pipeline_stats *st,
 			uint64_t *order_errors);
 /* Per-stream sums of the flow_sum user stage; n entries. */
 int vfgx_gpu_proc_flow_sums(vfgx_gpu_proc *gp, uint64_t *sums, uint32_t n);
-/* Delivery log (log_records > 0), sorted by stream then ordinal.  Returns
- * the number of records written, or -ENOSPC when the log overflowed. */
-int64_t vfgx_gpu_proc_log(vfgx_gpu_proc *gp, struct vfgx_gpu_delivery *recs,
-			  uint64_t max);
-/* Persistent mode, a finished item whose slot is not yet reused: the
- * vfgx_now_ns() taken just before READY was stored, and the GPU's
- * %globaltimer (ns) when it first saw READY (clocks differ: see
- * bench/gpu.c for the calibration).  -EINVAL otherwise. */
-int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
-				 uint64_t *ready_ns, uint64_t *gpu_seen_ns);
 /* One line: device, mode, placement of status words. */
 const char *vfgx_gpu_proc_describe(const vfgx_gpu_proc *gp);
 /* Stop (quit flag), wait for the kernel at most timeout_ms, free. */

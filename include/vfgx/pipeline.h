@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "core.h"
+#include "frame.h"
 #include "port.h"
 
 #ifdef __cplusplus
@@ -171,26 +172,6 @@ void vfgx_stats_add(struct vfgx_pipeline_stats *dst,
 /* Latency percentile (0..100) from the histogram, in ns (bucket upper
  * bound); 0 when empty. */
 uint64_t vfgx_stats_lat_pct(const struct vfgx_pipeline_stats *st, double pct);
-
-/* --- packet builder -------------------------------------------------------- */
-struct vfgx_pkt_spec {
-	uint8_t src_mac[6], dst_mac[6];
-	uint32_t src_ip, dst_ip;  /* host byte order */
-	uint16_t src_port, dst_port;
-	uint16_t vlan;            /* 0: untagged */
-	uint32_t stream;
-	uint32_t flags;
-	uint64_t seq;
-	uint32_t frame_len;       /* total frame bytes, >= headers + 16 */
-	bool udp_csum;            /* compute the UDP checksum (else 0) */
-};
-
-/* Minimum frame length that holds all headers and the app header. */
-uint32_t vfgx_pkt_min_len(uint16_t vlan);
-/* Write a complete frame (checksums, pattern payload) into buf.  Returns
- * the frame length, or 0 when cap is too small or frame_len too short. */
-uint32_t vfgx_pkt_build(uint8_t *buf, uint32_t cap,
-			const struct vfgx_pkt_spec *s);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -138,6 +138,9 @@ const char *vfgx_port_name(const vfgx_port *port);
 const char *vfgx_port_backend(const vfgx_port *port);
 uint16_t vfgx_port_nb_rx_queues(const vfgx_port *port);
 uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port);
+/* The most one vfgx_port_rx_burst of queue q returns (its batch_size);
+ * 0 for a queue the port lacks. */
+uint16_t vfgx_port_rx_batch(const vfgx_port *port, uint16_t q);
 /* The pool rx queue q receives into (read its vfgx_pool_stats on the
  * queue's thread), or NULL when the backend keeps its own buffers. */
 vfgx_pool *vfgx_port_rx_pool(const vfgx_port *port, uint16_t q);

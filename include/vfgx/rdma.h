@@ -106,17 +106,6 @@ const struct vfgx_rdma_mr_info *vfgx_rdma_mr_info(const vfgx_rdma_mr *mr);
 void *vfgx_rdma_mr_cpu_addr(const vfgx_rdma_mr *mr);
 struct ibv_mr *vfgx_rdma_mr_ibv(const vfgx_rdma_mr *mr);
 
-/*
- * Test seam: make the first registration steps fail as if the platform
- * lacked them.  mask bit (1 << VFGX_RDMA_REG_DMABUF) and/or
- * (1 << VFGX_RDMA_REG_PEERMEM) force those steps to fail with -EOPNOTSUPP
- * and are reported in step_err like a real failure.  It also lets a host
- * region walk the GPU chain (treated as if it were device memory), which
- * is how the chain is tested where no GPU exists.  0 restores normal
- * behaviour.
- */
-void vfgx_rdma_dev_set_reg_fail(vfgx_rdma_dev *dev, unsigned mask);
-
 /* ---------------------------------------------------------- queue pairs */
 
 enum vfgx_rdma_qp_type {

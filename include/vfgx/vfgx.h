@@ -4,6 +4,7 @@
 #define VFGX_H
 
 #include "core.h"
+#include "frame.h"
 #include "mem.h"
 #include "config.h"
 #include "port.h"
@@ -26,5 +27,7 @@
 #include "eba.h"
 #include "metrics.h"
 #include "format.h"
+#include "send.h"
+#include "session.h"
 
 #endif

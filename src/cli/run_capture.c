@@ -1,5 +1,5 @@
-/* run_capture.c - `vfgx run`'s capture files (--capture, pipeline.capture)
- * and --expect-sent (a `vfgx send --json` report as the run's source of
+/* run_capture.c - `vfgx run`'s verdict on its capture files (the session
+ * wrote them: --capture, pipeline.capture) and --expect-sent (a `vfgx send --json` report as the run's source of
  * expectations, so a two-process run is checked as exactly as a loopback
  * one). */
 #include <errno.h>
@@ -12,50 +12,7 @@
 #include <unistd.h>
 
 #include "cliopt.h"
-#include "port/capture_open.h"
 #include "run_capture.h"
-
-int run_capture_open(vfgx_ctx *ctx, const struct vfgx_config *cfg, const char *path,
-		     bool force, vfgx_port *const *ports, uint16_t nb_ports, vfgx_capture **out)
-{
-	/* an existing file is replaced only when asked; never a file a port
-	 * reads (a pcap port's input) */
-	struct vfgx_capture_guard guard = { .replace = force, .inputs = ports,
-					    .nb_inputs = nb_ports };
-	struct vfgx_capture_conf cc;
-	int ret;
-
-	*out = NULL;
-	if (!cfg->capture && !path)
-		return 0;
-	if (cfg->capture)
-		cc = *cfg->capture;
-	else
-		vfgx_capture_conf_default(&cc);
-	if (path)
-		cc.path = path;
-	if ((ret = vfgx_capture_open_guarded(ctx, &cc, &guard, out))) {
-		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-		return ret == -EINVAL || ret == -ENOTSUP || ret == -EEXIST ? 2 : 1;
-	}
-	for (uint16_t i = 0; i < nb_ports; i++) {
-		if ((ret = vfgx_capture_attach(*out, ports[i]))) {
-			fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
-			vfgx_capture_close(*out, NULL);
-			*out = NULL;
-			return ret == -ENOTSUP ? 2 : 1;
-		}
-	}
-	return 0;
-}
-
-bool run_capture_close(vfgx_capture *c, struct vfgx_capture_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	if (!c)
-		return true;
-	return vfgx_capture_close(c, st) == 0;
-}
 
 /* What the capture's mode chose and is not in the files: dropped with
  * the ring full, left in GPU memory, or after a write error. */
@@ -70,17 +27,6 @@ static double not_captured_pct(const struct vfgx_capture_stats *st)
 	uint64_t chosen = st->selected + st->skipped_gpu;
 
 	return chosen ? 100.0 * (double)not_captured(st) / (double)chosen : 0;
-}
-
-void run_capture_report(const struct vfgx_capture_stats *st, const char *path)
-{
-	printf("capture %s: %" PRIu64 " packets seen, %" PRIu64 " selected, %" PRIu64
-	       " written (%" PRIu64 " bytes, %u files), %" PRIu64 " dropped (ring full), %" PRIu64
-	       " in GPU memory not copied, %" PRIu64 " failed; %" PRIu64
-	       " not captured (%.1f%%)%s%s\n",
-	       path, st->seen, st->selected, st->written, st->bytes, st->files, st->ring_full,
-	       st->skipped_gpu, st->failed, not_captured(st), not_captured_pct(st),
-	       st->error ? ": " : "", st->error ? strerror(-st->error) : "");
 }
 
 bool run_capture_verdict(const struct vfgx_capture_stats *st, bool closed_ok, char *d,

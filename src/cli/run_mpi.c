@@ -32,7 +32,7 @@ struct rank_row {
 	char host[64];
 };
 
-static const struct vfgx_rank_config *my_entry(const struct vfgx_config *cfg,
+static const struct run_rank *my_entry(const struct run_config *cfg,
 					       int rank, int local_rank)
 {
 	for (uint16_t i = 0; i < cfg->nb_ranks; i++)
@@ -45,7 +45,7 @@ static const struct vfgx_rank_config *my_entry(const struct vfgx_config *cfg,
 }
 
 static int apply_entry(const struct run_mpi *m, struct vfgx_config *cfg,
-		       const struct vfgx_rank_config *e)
+		       const struct run_rank *e)
 {
 	uint16_t n = 0;
 
@@ -92,9 +92,10 @@ static int apply_entry(const struct run_mpi *m, struct vfgx_config *cfg,
 	return 0;
 }
 
-int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg, bool json)
+int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg, const struct run_config *rc,
+		  bool json)
 {
-	const struct vfgx_rank_config *e;
+	const struct run_rank *e;
 	MPI_Comm node;
 
 	memset(m, 0, sizeof(*m));
@@ -123,7 +124,7 @@ int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg, bool json)
 			m->rank, cli_esc(cfg->source));
 		return 2;
 	}
-	e = my_entry(cfg, m->rank, m->local_rank);
+	e = my_entry(rc, m->rank, m->local_rank);
 	return e ? apply_entry(m, cfg, e) : 0;
 }
 
@@ -188,6 +189,7 @@ static void check(int *failed, bool wanted, bool ok, const char *what,
 /* Rank 0: the rows, the job's totals (tot: MPI_Reduce of every rank's
  * counters) and expect: over the whole job.  The exit code. */
 static int job_report(const struct run_mpi *m, const struct vfgx_config *cfg,
+		      const struct run_config *rc,
 		      const struct rank_row *rows,
 		      const struct vfgx_pipeline_stats *tot)
 {
@@ -236,7 +238,7 @@ static int job_report(const struct run_mpi *m, const struct vfgx_config *cfg,
 			printf("drop %-12s %" PRIu64 "\n",
 			       vfgx_drop_reason_name((enum vfgx_drop_reason)i), tot->drops[i]);
 	printf("expectations (whole job):\n");
-	if (cfg->expect.all_received && sum.src_known) {
+	if (rc->expect.all_received && sum.src_known) {
 		uint64_t want = sum.generated - sum.lost - sum.corrupted;
 		uint64_t sent = sum.generated - sum.lost + sum.duplicated;
 		uint64_t explained = tot->drops[VFGX_DROP_BAD_UDP_CSUM] +
@@ -255,7 +257,7 @@ static int job_report(const struct run_mpi *m, const struct vfgx_config *cfg,
 			      tot->drops[VFGX_DROP_DUPLICATE] + tot->drops[VFGX_DROP_LATE] ==
 				      sum.duplicated,
 		      "all_received", d);
-	} else if (cfg->expect.all_received) {
+	} else if (rc->expect.all_received) {
 		snprintf(d, sizeof(d), "live source: received %" PRIu64 ", delivered %" PRIu64
 			 "; dropped by ports %" PRIu64 ", by the pipelines %" PRIu64 ", gaps %" PRIu64,
 			 sum.rx_packets, tot->delivered, sum.port_drops, drops, tot->gaps);
@@ -265,19 +267,20 @@ static int job_report(const struct run_mpi *m, const struct vfgx_config *cfg,
 		      "all_received", d);
 	}
 	snprintf(d, sizeof(d), "%" PRIu64 " out-of-order deliveries", tot->order_errors);
-	check(&failed, cfg->expect.in_order, tot->order_errors == 0, "in_order", d);
+	check(&failed, rc->expect.in_order, tot->order_errors == 0, "in_order", d);
 	snprintf(d, sizeof(d), "%" PRIu64 " payload mismatches", tot->verify_errors);
-	check(&failed, cfg->expect.verified, tot->verify_errors == 0, "verified", d);
+	check(&failed, rc->expect.verified, tot->verify_errors == 0, "verified", d);
 	snprintf(d, sizeof(d), "%" PRIu64 " delivered by %d ranks, at least %" PRIu64 " wanted",
-		 tot->delivered, m->size, cfg->expect.min_packets);
-	check(&failed, cfg->expect.min_packets > 0,
-	      tot->delivered >= cfg->expect.min_packets, "min_packets", d);
+		 tot->delivered, m->size, rc->expect.min_packets);
+	check(&failed, rc->expect.min_packets > 0,
+	      tot->delivered >= rc->expect.min_packets, "min_packets", d);
 	printf("result: %s\n", failed ? "FAILED" : "PASSED");
 	fflush(stdout);
 	return failed ? 1 : 0;
 }
 
 int run_mpi_report(struct run_mpi *m, const struct vfgx_config *cfg,
+		   const struct run_config *rcfg,
 		   vfgx_port **ports, uint16_t nb_ports,
 		   const struct vfgx_pipeline_stats *st, int pipeline_err,
 		   double secs)
@@ -299,7 +302,7 @@ int run_mpi_report(struct run_mpi *m, const struct vfgx_config *cfg,
 	MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, rows, (int)sizeof(mine),
 		   MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (m->rank == 0)
-		rc = job_report(m, cfg, rows, &tot);
+		rc = job_report(m, cfg, rcfg, rows, &tot);
 	free(rows);
 	MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	return rc;

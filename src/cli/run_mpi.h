@@ -11,6 +11,8 @@
 
 #include <vfgx/vfgx.h>
 
+#include "run_config.h"
+
 struct run_mpi {
 	bool on;        /* launched by mpirun/srun and MPI initialised */
 	bool reported;  /* reached the job report (every rank does, or none) */
@@ -28,12 +30,13 @@ static inline bool run_mpi_launched(void)
 /* When launched: MPI_Init, then this rank's ranks: entry applied to cfg
  * (interfaces, rx queues, CUDA_VISIBLE_DEVICES, CPU affinity).
  * 0, or an exit code after a one-line error. */
-int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg, bool json);
+int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg,
+		  const struct run_config *rc, bool json);
 /* Reduce every rank's counters to rank 0, which prints one report with a
  * row per rank and checks expect: over the whole job.  Every rank
  * returns the job's exit code. */
 int run_mpi_report(struct run_mpi *m, const struct vfgx_config *cfg,
-		   vfgx_port **ports, uint16_t nb_ports,
+		   const struct run_config *rc, vfgx_port **ports, uint16_t nb_ports,
 		   const struct vfgx_pipeline_stats *st, int pipeline_err,
 		   double secs);
 /* A rank that failed before the report ends the job (MPI_Abort); the
@@ -41,9 +44,10 @@ int run_mpi_report(struct run_mpi *m, const struct vfgx_config *cfg,
 void run_mpi_end(struct run_mpi *m, int rc);
 #else
 static inline int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg,
-				bool json)
+				const struct run_config *rc, bool json)
 {
 	(void)cfg;
+	(void)rc;
 	(void)json;
 	m->on = false;
 	if (!run_mpi_launched())
@@ -52,11 +56,11 @@ static inline int run_mpi_begin(struct run_mpi *m, struct vfgx_config *cfg,
 	return 2;
 }
 static inline int run_mpi_report(struct run_mpi *m, const struct vfgx_config *cfg,
-				 vfgx_port **ports, uint16_t nb_ports,
+				 const struct run_config *rc, vfgx_port **ports, uint16_t nb_ports,
 				 const struct vfgx_pipeline_stats *st,
 				 int pipeline_err, double secs)
 {
-	(void)m, (void)cfg, (void)ports, (void)nb_ports, (void)st;
+	(void)m, (void)cfg, (void)rc, (void)ports, (void)nb_ports, (void)st;
 	(void)pipeline_err, (void)secs;
 	return 1; /* never reached: run_mpi_begin refused */
 }

@@ -20,12 +20,12 @@ static struct {
 } expectations[MAX_EXPECT];
 static int nb_expectations;
 
-int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+int run_output_open(vfgx_ctx *ctx, const struct run_config *rcfg,
 		    struct run_output *ro)
 {
 	ro->saved_stdout = -1;
-	if (!ro->listen && cfg->metrics_listen[0])
-		ro->listen = cfg->metrics_listen;
+	if (!ro->listen && rcfg->metrics_listen[0])
+		ro->listen = rcfg->metrics_listen;
 	if (!ro->listen)
 		return 0;
 	int ret = vfgx_metrics_start(ctx, ro->listen, &ro->metrics);

@@ -11,6 +11,8 @@
 #include <json-c/json.h>
 #include <vfgx/vfgx.h>
 
+#include "run_config.h"
+
 #define RUN_JSON_SCHEMA "vfgx.run/1"
 
 struct run_output {
@@ -24,7 +26,7 @@ struct run_output {
 
 /* Start the endpoint when asked; prints its address on stderr.  Non-zero
  * (ro->rc set, message printed) when it cannot serve. */
-int run_output_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+int run_output_open(vfgx_ctx *ctx, const struct run_config *rcfg,
 		    struct run_output *ro);
 /* Record one expectation line of the text report for the JSON document. */
 void run_output_expectation(const char *name, bool ok, const char *detail);

@@ -12,12 +12,11 @@
 #include <vfgx/record.h>
 
 #include "cfgdoc.h"
-#include "config_ranks.h"
 #include "hostmem.h"
 #include "mem/pool_bytes.h"
 #include "numparse.h"
 #include "opts.h"
-#include "pipeline/chunk_opts.h"
+#include "chunk_opts.h"
 #include "pipeline/rx_memory.h"
 
 extern const char vfgx_default_config_yaml[];
@@ -361,38 +360,12 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	return parse_chunks(p, &pl);
 }
 
-static int parse_expect(struct vfgx_config *cfg,
-			const struct vfgx_cfg_node *root)
+/* send: is `vfgx send`'s; expect:, metrics: and ranks: are `vfgx run`'s
+ * (src/cli/run_config.c reads them): passed over here. */
+static int parse_program_sections(struct vfgx_config *cfg,
+				  const struct vfgx_cfg_node *root)
 {
-	static const char *const keys[] = { "all_received", "in_order",
-					    "verified", "min_packets", NULL };
-	struct vfgx_expect_config *e = &cfg->expect;
-	struct vfgx_cfg_node ex;
-	int ret;
-
-	vfgx_cfg_child(root, "expect", &ex);
-	if ((ret = vfgx_cfg_check_keys(&ex, keys)) ||
-	    (ret = vfgx_cfg_bool(&ex, "all_received", false, &e->all_received)) ||
-	    (ret = vfgx_cfg_bool(&ex, "in_order", false, &e->in_order)) ||
-	    (ret = vfgx_cfg_bool(&ex, "verified", false, &e->verified)) ||
-	    (ret = vfgx_cfg_u64(&ex, "min_packets", 1, 0, UINT64_MAX,
-				&e->min_packets)))
-		return ret;
-	return 0;
-}
-
-static int parse_metrics(struct vfgx_config *cfg,
-			 const struct vfgx_cfg_node *root)
-{
-	static const char *const keys[] = { "listen", NULL };
-	struct vfgx_cfg_node mn;
-	int ret;
-
 	vfgx_cfg_child(root, "send", &cfg->send_opts);
-	vfgx_cfg_child(root, "metrics", &mn);
-	if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
-	    (ret = cfg_str_ref(&mn, "listen", "", 64, &cfg->metrics_listen)))
-		return ret;
 	return 0;
 }
 
@@ -457,8 +430,8 @@ static int parse_all(struct vfgx_config *cfg)
 		return ret;
 	cfg->log_level = (enum vfgx_log_level)lvl;
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
-	    (ret = parse_pipeline(cfg, &root)) || (ret = parse_expect(cfg, &root)) ||
-	    (ret = parse_metrics(cfg, &root)) || (ret = vfgx_config_parse_ranks(cfg, &root)) ||
+	    (ret = parse_pipeline(cfg, &root)) ||
+	    (ret = parse_program_sections(cfg, &root)) ||
 	    (ret = parse_record(cfg, &root)) || (ret = check_rx_memory(cfg)))
 		return ret;
 	return 0;
@@ -695,6 +668,11 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 	free(cfg->port_ranges);
 	free((char *)cfg->source);
 	free(cfg);
+}
+
+void vfgx_config_root(const struct vfgx_config *cfg, struct vfgx_cfg_node *out)
+{
+	*out = (struct vfgx_cfg_node){ .doc = cfg->doc, .index = 1 };
 }
 
 const struct vfgx_region_config *

@@ -14,6 +14,17 @@
  * (pkts_dev: their device address) as one item, with no copy; the records
  * must stay untouched until the item is finished.  ts_min: the oldest
  * receive stamp among them (latency).  Item number or -errno. */
+/* Test and bench hooks, not in the ABI (tests/gpu, bench/gpu.c): */
+/* Delivery log (log_records > 0), sorted by stream then ordinal.  Returns
+ * the number of records written, or -ENOSPC when the log overflowed. */
+int64_t vfgx_gpu_proc_log(vfgx_gpu_proc *gp, struct vfgx_gpu_delivery *recs,
+			  uint64_t max);
+/* Persistent mode, a finished item whose slot is not yet reused: the
+ * vfgx_now_ns() taken just before READY was stored, and the GPU's
+ * %globaltimer (ns) when it first saw READY (clocks differ: see
+ * bench/gpu.c for the calibration).  -EINVAL otherwise. */
+int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
+				 uint64_t *ready_ns, uint64_t *gpu_seen_ns);
 int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *pkts_dev,
 				     uint32_t n, uint64_t ts_min);
 

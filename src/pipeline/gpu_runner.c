@@ -24,7 +24,6 @@
 #include "gpu_bench.h"
 #include "gpu_iface.h"
 #include "gpu_runner.h"
-#include "port/backend.h"
 #include "rx_memory.h"
 
 #define RUN_BURST 1024   /* packets per item at most */
@@ -136,7 +135,7 @@ static bool all_in_place(vfgx_port *const *ports, uint16_t nb_ports)
 {
 	for (uint16_t i = 0; i < nb_ports; i++)
 		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
-			vfgx_pool *pool = ports[i]->rx_pools[q];
+			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
 			enum vfgx_mem_kind kd;
 
 			if (!pool)
@@ -272,10 +271,11 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->conf = *conf;
 	gpl->chunks = chunks;
 	pthread_mutex_init(&gpl->lock, NULL);
-	ret = conf->gpu ? (gpl->opts = *conf->gpu, 0) :
-			  vfgx_gpu_opts_parse(&conf->gpu_opts, &gpl->opts);
-	if (ret)
-		goto fail;
+	/* pipeline.gpu, typed once by vfgx_pipeline_create */
+	if (conf->gpu)
+		gpl->opts = *conf->gpu;
+	else
+		vfgx_gpu_opts_default(&gpl->opts);
 	for (uint16_t i = 0; i < nb_ports; i++)
 		gpl->nb_rx += vfgx_port_nb_rx_queues(ports[i]);
 	if (!gpl->nb_rx) {
@@ -384,8 +384,8 @@ static int rx_into(vfgx_gpu_pipeline *gpl, struct held *h, struct rx_entry *rx,
 	uint64_t zero = 0;
 	int n, ret;
 
-	if (want > rx->port->burst)
-		want = rx->port->burst;
+	if (want > vfgx_port_rx_batch(rx->port, rx->q))
+		want = vfgx_port_rx_batch(rx->port, rx->q);
 	n = vfgx_port_rx_burst(rx->port, rx->q, h->pkts + h->n, (uint16_t)want);
 	if (n < 0) {
 		vfgx_set_error(gpl->ctx, n, "%s: rx queue %u failed: %s",

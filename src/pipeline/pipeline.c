@@ -65,11 +65,7 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 
 	if (conf->device == VFGX_DEVICE_CPU)
 		return &vfgx_engine_cpu;
-	ret = conf->gpu ? (go = *conf->gpu, 0) : vfgx_gpu_opts_parse(&conf->gpu_opts, &go);
-	if (ret) {
-		*err = ret;
-		return NULL;
-	}
+	go = *conf->gpu; /* typed once, in vfgx_pipeline_create */
 	ret = vfgx_gpu_probe(ctx, go.gpu_id, desc, sizeof(desc));
 	if (conf->device == VFGX_DEVICE_GPU) {
 		if (ret == -ENOTSUP) {
@@ -170,12 +166,18 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);
-	/* the engines read conf->gpu as this library's struct */
+	/* pipeline.gpu becomes this library's typed struct once, here: the
+	 * program's (argsz-checked), or the config's section parsed; the
+	 * engine choice and the gpu runner read conf->gpu alone */
 	if (c.gpu) {
 		if (vfgx_argsz_copy(&gopts, sizeof(gopts), c.gpu, sizeof(gopts)))
 			return vfgx_set_error(ctx, -EINVAL,
 					      "pipeline: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
 					      c.gpu->argsz, VFGX_VERSION_STRING);
+		c.gpu = &gopts;
+	} else if (c.device != VFGX_DEVICE_CPU) {
+		if ((ret = vfgx_gpu_opts_parse(&c.gpu_opts, &gopts)))
+			return ret;
 		c.gpu = &gopts;
 	}
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)

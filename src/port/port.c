@@ -387,6 +387,11 @@ uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port)
 	return port->nb_tx_queues;
 }
 
+uint16_t vfgx_port_rx_batch(const vfgx_port *port, uint16_t q)
+{
+	return q < port->nb_rx_queues ? port->rx_burst[q] : 0;
+}
+
 void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 			       struct vfgx_pkt *pkts, uint16_t n)
 {

@@ -77,4 +77,16 @@ void rdma_ah_from_ep(const vfgx_rdma_dev *dev,
 		     const struct vfgx_rdma_endpoint *r,
 		     struct ibv_ah_attr *aa);
 
+/* A test hook, not in the ABI (tests/vm/test_rdma.c). */
+/*
+ * Test seam: make the first registration steps fail as if the platform
+ * lacked them.  mask bit (1 << VFGX_RDMA_REG_DMABUF) and/or
+ * (1 << VFGX_RDMA_REG_PEERMEM) force those steps to fail with -EOPNOTSUPP
+ * and are reported in step_err like a real failure.  It also lets a host
+ * region walk the GPU chain (treated as if it were device memory), which
+ * is how the chain is tested where no GPU exists.  0 restores normal
+ * behaviour.
+ */
+void vfgx_rdma_dev_set_reg_fail(vfgx_rdma_dev *dev, unsigned mask);
+
 #endif

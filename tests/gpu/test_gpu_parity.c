@@ -23,6 +23,8 @@
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
+#include "pipeline/gpu_bench.h" /* vfgx_gpu_proc_log: a test hook */
+
 #define SLOT 2048
 #define STREAMS 8
 #define MAX_BURST 256

@@ -6,8 +6,9 @@ import re
 import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-FILES = ["src/core/config.c", "src/port/loopback.c", "src/pipeline/chunk_opts.c",
-         "src/port/pcap_opts.c", "src/cli/send.c", "src/record/record.c"]
+FILES = ["src/core/config.c", "src/port/loopback.c", "src/core/chunk_opts.c",
+         "src/port/pcap_opts.c", "src/session/sender.c", "src/cli/run_config.c",
+         "src/record/record.c"]
 
 doc = open(os.path.join(SRC, "docs/config.md")).read()
 rows = [l for l in doc.splitlines() if l.startswith("| `")]

@@ -21,6 +21,8 @@
 #include <vfgx/rdma.h>
 #include <vfgx/vfgx.h>
 
+#include "rdma/rdma_internal.h" /* vfgx_rdma_dev_set_reg_fail: a test hook */
+
 static vfgx_ctx *ctx;
 static const char *devname_, *ip;
 

@@ -1,5 +1,5 @@
-/* run_gpu_user.c - pipeline.user.gpu_module: a CUDA module (cubin, fatbin
- * or PTX) `vfgx run` loads with the runtime's library API
+/* user_gpu.c - pipeline.user.gpu_module: a CUDA module (cubin, fatbin
+ * or PTX) a session loads with the runtime's library API
  * (cudaLibraryLoadFromFile), whose per-chunk kernel runs on every ready
  * chunk in pinned or GPU memory, one launch per chunk on a stream of its
  * own, waited for before the chunk is given back.  Its state (device
@@ -11,21 +11,21 @@
 
 #include <vfgx/user.h>
 
-#include "cliopt.h"
-#include "run_gpu_user.h"
+#include "session_priv.h"
 #include "vfgx_build.h"
 
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-static int cuda_fail(struct run_gpu_user *g, const char *what, cudaError_t e)
+static int cuda_fail(struct session_gpu_user *g, const char *what, cudaError_t e)
 {
 	snprintf(g->error, sizeof(g->error), "user gpu module %s: %s: %s",
 		 g->path, what, cudaGetErrorString(e));
 	return -1;
 }
 
-int run_gpu_user_load(struct run_gpu_user *g, const struct vfgx_config *cfg)
+int session_gpu_user_load(struct session_gpu_user *g, vfgx_ctx *ctx,
+			  const struct vfgx_config *cfg)
 {
 	cudaLibrary_t lib;
 	cudaKernel_t k;
@@ -41,24 +41,21 @@ int run_gpu_user_load(struct run_gpu_user *g, const struct vfgx_config *cfg)
 	g->state_bytes = cfg->user_gpu_state_bytes;
 	if (!cfg->pipeline.chunks || (cfg->pipeline.chunks->mem != VFGX_MEM_GPU &&
 				      cfg->pipeline.chunks->mem != VFGX_MEM_PINNED)) {
-		fprintf(stderr, "vfgx: %s: pipeline.user.gpu_module needs pipeline.chunks with mem: gpu or pinned\n",
-			cli_esc(cfg->source));
-		return 2;
+		return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module needs pipeline.chunks with mem: gpu or pinned",
+			cfg->source);
 	}
 	e = cudaSetDevice((int)cfg->pipeline.chunks->gpu_id);
 	if (e == cudaSuccess)
 		e = cudaLibraryLoadFromFile(&lib, g->path, NULL, NULL, 0, NULL, NULL, 0);
 	if (e != cudaSuccess) {
-		fprintf(stderr, "vfgx: %s: pipeline.user.gpu_module %s: %s\n",
-			cli_esc(cfg->source), cli_esc(g->path), cudaGetErrorString(e));
-		return 2;
+		return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module %s: %s",
+			cfg->source, g->path, cudaGetErrorString(e));
 	}
 	g->lib = lib;
 	e = cudaLibraryGetKernel(&k, lib, cfg->user_gpu_kernel);
 	if (e != cudaSuccess) {
-		fprintf(stderr, "vfgx: %s: pipeline.user.gpu_module %s has no kernel %s (an extern \"C\" __global__ function; see include/vfgx/user.h)\n",
-			cli_esc(cfg->source), cli_esc(g->path), cli_esc(cfg->user_gpu_kernel));
-		return 2;
+		return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module %s has no kernel %s (an extern \"C\" __global__ function; see include/vfgx/user.h)",
+			cfg->source, g->path, cfg->user_gpu_kernel);
 	}
 	g->kernel = k;
 	/* Load the kernel's code now, before the gpu engine's persistent
@@ -72,15 +69,14 @@ int run_gpu_user_load(struct run_gpu_user *g, const struct vfgx_config *cfg)
 	    (g->stream = s, false) ||
 	    (g->state_bytes && ((e = cudaMalloc(&g->state, g->state_bytes)) != cudaSuccess ||
 				(e = cudaMemset(g->state, 0, g->state_bytes)) != cudaSuccess))) {
-		fprintf(stderr, "vfgx: %s: pipeline.user.gpu_module: %s\n", cli_esc(cfg->source),
+		return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module: %s", cfg->source,
 			cudaGetErrorString(e));
-		return 2;
 	}
 	g->loaded = true;
 	return 0;
 }
 
-int run_gpu_user_chunk(struct run_gpu_user *g, const struct vfgx_chunk *c)
+int session_gpu_user_chunk(struct session_gpu_user *g, const struct vfgx_chunk *c)
 {
 	struct vfgx_chunk_kargs a = {
 		.stream = c->stream, .packets = c->packets,
@@ -106,7 +102,7 @@ int run_gpu_user_chunk(struct run_gpu_user *g, const struct vfgx_chunk *c)
 	return 0;
 }
 
-int run_gpu_user_finish(struct run_gpu_user *g)
+int session_gpu_user_finish(struct session_gpu_user *g)
 {
 	FILE *f;
 	void *buf;
@@ -140,7 +136,7 @@ int run_gpu_user_finish(struct run_gpu_user *g)
 	return ret;
 }
 
-void run_gpu_user_close(struct run_gpu_user *g)
+void session_gpu_user_close(struct session_gpu_user *g)
 {
 	/* after a fault the context is gone: these fail quietly */
 	if (g->state)
@@ -152,29 +148,29 @@ void run_gpu_user_close(struct run_gpu_user *g)
 	memset(g, 0, sizeof(*g));
 }
 #else
-int run_gpu_user_load(struct run_gpu_user *g, const struct vfgx_config *cfg)
+int session_gpu_user_load(struct session_gpu_user *g, vfgx_ctx *ctx,
+			  const struct vfgx_config *cfg)
 {
 	memset(g, 0, sizeof(*g));
 	if (!cfg->user_gpu_module || !cfg->user_gpu_module[0])
 		return 0;
-	fprintf(stderr, "vfgx: %s: pipeline.user.gpu_module: this build has no CUDA (install the CUDA toolkit and rebuild)\n",
-		cli_esc(cfg->source));
-	return 2;
+	return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module: this build has no CUDA (install the CUDA toolkit and rebuild)",
+		cfg->source);
 }
 
-int run_gpu_user_chunk(struct run_gpu_user *g, const struct vfgx_chunk *c)
+int session_gpu_user_chunk(struct session_gpu_user *g, const struct vfgx_chunk *c)
 {
 	(void)g, (void)c;
 	return -1;
 }
 
-int run_gpu_user_finish(struct run_gpu_user *g)
+int session_gpu_user_finish(struct session_gpu_user *g)
 {
 	(void)g;
 	return 0;
 }
 
-void run_gpu_user_close(struct run_gpu_user *g)
+void session_gpu_user_close(struct session_gpu_user *g)
 {
 	memset(g, 0, sizeof(*g));
 }

@@ -1,8 +1,9 @@
 /* packet.c - builds complete Ethernet/IPv4/UDP frames with the sequence
- * header and the verifiable payload pattern. */
+ * header and the verifiable payload pattern (vfgx/frame.h); in core, below
+ * the ports (the loopback generator) that build frames. */
 #include <string.h>
 
-#include <vfgx/pipeline.h>
+#include <vfgx/frame.h>
 #include <vfgx/stages.h>
 
 uint32_t vfgx_pkt_min_len(uint16_t vlan)

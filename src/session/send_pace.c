@@ -1,4 +1,5 @@
-/* send_pace.c - the token bucket of `vfgx send` and its error measure. */
+/* send_pace.c - the token bucket of the sender (sender.c) and its error
+ * measure. */
 #include <sys/prctl.h>
 #include <time.h>
 

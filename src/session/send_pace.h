@@ -1,9 +1,9 @@
-/* send_pace.h - the token bucket of `vfgx send` (send_pace.c): each burst
+/* send_pace.h - the token bucket of the sender (send_pace.c): each burst
  * waits until the packets and bits sent before it are due at the asked
  * rates, so bursts are spread evenly; what it measures is the pacing error
  * the report gives (achieved rate, burst gap error percentiles). */
-#ifndef VFGX_CLI_SEND_PACE_H
-#define VFGX_CLI_SEND_PACE_H
+#ifndef VFGX_SEND_PACE_H
+#define VFGX_SEND_PACE_H
 
 #include <signal.h>
 #include <stdbool.h>

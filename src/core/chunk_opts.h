@@ -1,0 +1,17 @@
+/* chunk_opts.h - pipeline.chunks options (chunk_opts.c): in core with the
+ * other option tables, so that the config loader reads the section
+ * without reaching up into the pipeline. */
+#ifndef VFGX_CHUNK_OPTS_H
+#define VFGX_CHUNK_OPTS_H
+
+#include <vfgx/chunk.h>
+#include <vfgx/config.h>
+
+/* Defaults, then the keys of map (file:line:col errors). */
+int vfgx_chunk_config_from_yaml(const struct vfgx_cfg_node *map,
+				struct vfgx_chunk_config *c);
+/* A program's struct: argsz-checked copy into out, every value checked;
+ * errors name "pipeline: chunks options: KEY ...". */
+int vfgx_chunk_config_check(vfgx_ctx *ctx, const struct vfgx_chunk_config *user,
+			    struct vfgx_chunk_config *out);
+#endif
