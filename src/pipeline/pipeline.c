@@ -56,9 +56,29 @@ static const char *engine_lacks(const char *engine)
 
 /* The engine pipeline.device names, with the messages `vfgx run` has always
  * printed; NULL with -ENODEV/-EINVAL in *err when gpu cannot be had. */
-static const struct vfgx_engine_ops *
-choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
+/* auto with a GPU: the rx queue whose packets are in GPU memory (only the
+ * gpu engine reads them), else -1 */
+static int gpu_memory_queue(vfgx_port *const *ports, uint16_t nb_ports, uint16_t *port)
 {
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
+			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
+
+			if (pool && vfgx_pool_region(pool) &&
+			    vfgx_region_info(vfgx_pool_region(pool))->kind == VFGX_MEM_GPU) {
+				*port = i;
+				return q;
+			}
+		}
+	return -1;
+}
+
+static const struct vfgx_engine_ops *
+choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+	      vfgx_port *const *ports, uint16_t nb_ports, int *err)
+{
+	uint16_t gp = 0;
+	int gq;
 	struct vfgx_gpu_opts go;
 	char desc[256];
 	int ret;
@@ -94,8 +114,25 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf, int *err)
 		vfgx_clear_error(ctx);
 		return &vfgx_engine_cpu;
 	}
-	vfgx_info(ctx, "pipeline.device auto: using %s", desc);
-	return &vfgx_engine_gpu;
+	/* auto with a GPU: the engine that is faster for where the packets
+	 * are.  In GPU memory only the gpu engine reads them, at the memory's
+	 * rate; in host or pinned memory the cpu engine delivers each packet
+	 * in microseconds where the gpu engine's items take milliseconds at
+	 * the rates a host source gives (docs/gpu.md, "device: auto"). */
+	gq = gpu_memory_queue(ports, nb_ports, &gp);
+	if (gq >= 0) {
+		vfgx_info(ctx, "pipeline.device auto: using %s: %s rx queue %d's packets are in GPU memory, which only the gpu engine reads",
+			  desc, vfgx_port_name(ports[gp]), gq);
+		return &vfgx_engine_gpu;
+	}
+	if (go.user_stage) {
+		vfgx_info(ctx, "pipeline.device auto: using %s: pipeline.gpu.user_stage runs on the GPU",
+			  desc);
+		return &vfgx_engine_gpu;
+	}
+	vfgx_info(ctx, "pipeline.device auto: using the CPU pipeline: the packets are in host or pinned memory, where its latency is lower (pipeline.device: gpu runs them on %s)",
+		  desc);
+	return &vfgx_engine_cpu;
 }
 
 int vfgx_rx_memory_check(vfgx_ctx *ctx, enum vfgx_device_choice device,
@@ -187,7 +224,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	if (!pl)
 		return -ENOMEM;
 	pl->ctx = ctx;
-	pl->ops = choose_engine(ctx, conf, &ret);
+	pl->ops = choose_engine(ctx, conf, ports, nb_ports, &ret);
 	if (!pl->ops || (ret = check_ports_memory(ctx, pl->ops, ports, nb_ports))) {
 		free(pl);
 		return ret;
