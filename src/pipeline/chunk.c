@@ -14,6 +14,7 @@
 #include "chunk_opts.h"
 #include "chunkset.h"
 #include "gpu_iface.h"
+#include "rules.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 /* Placers waiting for a held slot re-check this often (and on every put). */
@@ -37,6 +38,33 @@ static void bump(_Atomic uint64_t *c, uint64_t n)
 static uint64_t rd(_Atomic uint64_t *c)
 {
 	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* The stream's state as rules.h takes it. */
+static struct vfgx_ck_stream ck_state(const struct chunk_stream *st)
+{
+	struct vfgx_ck_stream v = { st->head, st->top, st->open };
+
+	return v;
+}
+
+/* Does ring slot n % in_flight hold chunk n (filling)? */
+static bool holds(const struct vfgx_chunkset *cs, const struct chunk_stream *st,
+		  uint64_t n)
+{
+	uint32_t r = (uint32_t)(n % cs->conf.in_flight);
+
+	return vfgx_ck_holds(atomic_load_explicit(&st->state[r], memory_order_relaxed) ==
+				     CHUNK_FILLING,
+			     st->desc[r].index, n);
+}
+
+/* Is the head chunk held with every packet present? */
+static bool head_complete(const struct vfgx_chunkset *cs,
+			  const struct chunk_stream *st)
+{
+	return st->head <= st->top && holds(cs, st, st->head) &&
+	       st->desc[st->head % cs->conf.in_flight].present_count == cs->conf.packets;
 }
 
 static size_t slot_index(const struct vfgx_chunkset *cs, uint32_t stream,
@@ -149,6 +177,13 @@ int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 		free(cs);
 		return ret;
 	}
+	cs->rule = (struct vfgx_ck_conf){
+		.packets = cs->conf.packets, .in_flight = cs->conf.in_flight,
+		.close_distance = cs->conf.close_distance,
+		.payload_bytes = cs->conf.payload_bytes, .place = cs->conf.place,
+		.field_offset = cs->conf.field_offset,
+		.field_size = cs->conf.field_size, .field_step = cs->conf.field_step,
+	};
 	cs->chunk_bytes = (size_t)cs->conf.packets * cs->conf.payload_bytes;
 	cs->present_words = (cs->conf.packets + 63) / 64;
 	cs->slot_stride = ALIGN_UP(lens_off(cs) + (size_t)cs->conf.packets * 4, 4096);
@@ -209,32 +244,27 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 	free(cs);
 }
 
-/* Slots of chunk d below its highest present one that are missing, not
- * counting those before the stream's first packet. */
+/* The gaps inside closed chunk d (rules.h: vfgx_ck_gaps_from, _word_*). */
 static void count_gaps(struct vfgx_chunkset *cs, struct chunk_stream *st,
 		       const struct vfgx_chunk *d, const uint64_t *present,
 		       bool later_known)
 {
-	uint32_t P = d->packets, hi = 0, from = 0;
+	uint32_t hi = 0, from = vfgx_ck_gaps_from(d->first, st->first_index);
 	uint64_t gaps = 0;
+	struct vfgx_ck_gaps tail;
 
 	for (uint32_t w = cs->present_words; w-- > 0;) {
 		if (present[w]) {
-			hi = w * 64 + 63 - (uint32_t)__builtin_clzll(present[w]);
+			hi = vfgx_ck_word_hi(present[w], w);
 			break;
 		}
 	}
-	if (d->first < st->first_index)
-		from = (uint32_t)(st->first_index - d->first);
-	for (uint32_t i = from; i < hi; i++)
-		if (!(present[i / 64] >> (i % 64) & 1))
-			gaps++;
+	for (uint32_t w = from / 64; w * 64 < hi; w++)
+		gaps += vfgx_ck_word_gaps(present[w], w, from, hi);
 	bump(&st->gaps, gaps);
-	/* after the highest: gaps only if the stream goes on */
-	if (later_known)
-		bump(&st->gaps, P - 1 - hi);
-	else
-		st->pending_gaps += P - 1 - hi;
+	tail = vfgx_ck_gaps_split(later_known, d->packets - 1 - hi);
+	bump(&st->gaps, tail.now);
+	st->pending_gaps += tail.pending;
 }
 
 void vfgx_chunkset_enqueue_locked(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
@@ -303,19 +333,18 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 	uint32_t r = (uint32_t)(st->head % cs->conf.in_flight);
 	struct vfgx_chunk *d = &st->desc[r];
 	uint8_t *host = slot_host(cs, s, r);
+	struct vfgx_ck_release rl = vfgx_ck_release(
+		cs->rule, holds(cs, st, st->head), d->present_count, reason, later_known);
 
-	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) != CHUNK_FILLING ||
-	    d->index != st->head) {
-		if (later_known)
-			bump(&st->gaps, d->packets);
-		else
-			st->pending_gaps += d->packets;
+	if (rl.skip) {
+		bump(&st->gaps, rl.gaps.now);
+		st->pending_gaps += rl.gaps.pending;
 		bump(&st->skipped, 1);
 		st->head++;
 		return;
 	}
-	d->missing = d->packets - d->present_count;
-	d->flags = d->missing ? reason : VFGX_CHUNK_COMPLETE;
+	d->missing = rl.missing;
+	d->flags = rl.flags;
 	d->stream_late = rd(&st->late);
 	if (d->missing) {
 		bump(&st->closed, 1);
@@ -351,19 +380,16 @@ static void advance_to(struct vfgx_chunkset *cs, uint32_t s, uint64_t target,
 		       uint32_t reason, bool later_known)
 {
 	struct chunk_stream *st = &cs->streams[s];
-	uint64_t n = cs->conf.in_flight;
+	struct vfgx_ck_advance a = vfgx_ck_advance(cs->rule, st->head, target,
+						   later_known);
 
-	if (target - st->head > n) {
-		for (uint64_t i = 0; i < n; i++)
-			release_head(cs, s, reason, later_known);
-		bump(&st->skipped, target - st->head);
-		if (later_known)
-			bump(&st->gaps, (target - st->head) * cs->conf.packets);
-		st->head = target;
-		return;
-	}
-	while (st->head < target)
+	for (uint64_t i = 0; i < a.jump.steps; i++)
 		release_head(cs, s, reason, later_known);
+	if (a.jump.skipped) {
+		bump(&st->skipped, a.jump.skipped);
+		bump(&st->gaps, a.gaps);
+	}
+	st->head = target;
 }
 
 /* A slot returned from a CUDA stream is free once its returned word says
@@ -440,26 +466,6 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 	return 0;
 }
 
-/* The packet index of a record, or a drop reason. */
-static int packet_index(const struct vfgx_chunk_config *c, uint64_t seq,
-			const uint8_t *body, uint32_t len, uint64_t *p)
-{
-	uint64_t v;
-
-	if (c->place == VFGX_CHUNK_BY_SEQ) {
-		*p = seq;
-		return seq < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
-	}
-	if ((uint64_t)c->field_offset + c->field_size > len)
-		return VFGX_R_BAD_APP_HDR;
-	v = c->field_size == 4 ? vfgx_rd32(body + c->field_offset) :
-				 vfgx_rd64(body + c->field_offset);
-	if (v % c->field_step)
-		return VFGX_R_BAD_APP_HDR;
-	*p = v / c->field_step;
-	return *p < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
-}
-
 int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t seq, const uint8_t *body, uint32_t len,
 			uint64_t now, const uint8_t **slot_data)
@@ -467,51 +473,43 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 	const struct vfgx_chunk_config *c = &cs->conf;
 	struct chunk_stream *st;
 	struct vfgx_chunk *d;
-	uint64_t p, n, bit, *present;
-	uint32_t r, k;
+	struct vfgx_ck_place pl;
+	struct vfgx_ck_settle se;
+	uint64_t *present;
 	uint8_t *host;
-	int ret;
 
 	if (stream >= c->streams)
 		return VFGX_R_BAD_STREAM;
 	st = &cs->streams[stream];
-	if (len > c->payload_bytes) {
-		bump(&st->out_of_range, 1);
-		return VFGX_R_TOO_BIG;
-	}
-	ret = packet_index(c, seq, body, len, &p);
-	if (ret != VFGX_STAGE_PASS) {
-		bump(&st->out_of_range, 1);
-		return ret;
-	}
-	n = p / c->packets;
-	k = (uint32_t)(p % c->packets);
-	if (!st->open) {
+	pl = vfgx_ck_place(cs->rule, ck_state(st), seq, body, len);
+	if (pl.open) {
 		st->open = true;
-		st->head = st->top = n;
-		st->first_index = p;
+		st->head = st->top = pl.n;
+		st->first_index = pl.p;
 	}
-	if (n < st->head) {
-		struct vfgx_chunk *old = &st->desc[n % c->in_flight];
+	if (pl.verdict != VFGX_STAGE_PASS) {
+		if (pl.out_of_range)
+			bump(&st->out_of_range, 1);
+		if (pl.late) {
+			struct vfgx_chunk *old = &st->desc[pl.slot];
 
-		bump(&st->late, 1);
-		/* the chunk's own count while its buffer still holds it */
-		if (old->index == n && old->ready_ns &&
-		    atomic_load_explicit(&st->state[n % c->in_flight],
-					 memory_order_relaxed) != CHUNK_FILLING)
-			__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
-		return VFGX_R_LATE;
+			bump(&st->late, 1);
+			/* the chunk's own count while its buffer still holds it */
+			if (old->index == pl.n && old->ready_ns &&
+			    atomic_load_explicit(&st->state[pl.slot],
+						 memory_order_relaxed) != CHUNK_FILLING)
+				__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
+		}
+		return pl.verdict;
 	}
-	if (n - st->head >= c->in_flight)
-		advance_to(cs, stream, n - c->in_flight + 1, VFGX_CHUNK_BY_RING, true);
-	r = (uint32_t)(n % c->in_flight);
-	if (slot_open(cs, stream, r, n, now))
+	if (pl.advance)
+		advance_to(cs, stream, pl.target, VFGX_CHUNK_BY_RING, true);
+	if (slot_open(cs, stream, pl.slot, pl.n, now))
 		return VFGX_DROP_NOBUFS;
-	d = &st->desc[r];
-	host = slot_host(cs, stream, r);
-	present = (uint64_t *)(host + present_off(cs)) + k / 64;
-	bit = 1ull << (k % 64);
-	if (*present & bit) {
+	d = &st->desc[pl.slot];
+	host = slot_host(cs, stream, pl.slot);
+	present = (uint64_t *)(host + present_off(cs)) + pl.k / 64;
+	if (vfgx_ck_dup(*present, pl.k) != VFGX_STAGE_PASS) {
 		bump(&st->duplicates, 1);
 		return VFGX_R_DUPLICATE;
 	}
@@ -519,38 +517,21 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 		bump(&st->gaps, st->pending_gaps);
 		st->pending_gaps = 0;
 	}
-	memcpy(host + (size_t)k * c->payload_bytes, body, len);
-	((uint32_t *)(host + lens_off(cs)))[k] = len;
-	*present |= bit;
+	memcpy(host + (size_t)pl.k * c->payload_bytes, body, len);
+	((uint32_t *)(host + lens_off(cs)))[pl.k] = len;
+	*present |= 1ull << (pl.k % 64);
 	d->present_count++;
 	d->last_packet_ns = now;
 	bump(&st->placed, 1);
-	*slot_data = host + (size_t)k * c->payload_bytes;
-	if (n > st->top)
-		st->top = n;
-	while (st->head <= st->top) {
-		struct vfgx_chunk *h = &st->desc[st->head % c->in_flight];
-
-		if (atomic_load_explicit(&st->state[st->head % c->in_flight],
-					 memory_order_relaxed) != CHUNK_FILLING ||
-		    h->index != st->head || h->present_count != c->packets)
-			break;
-		release_head(cs, stream, VFGX_CHUNK_COMPLETE, st->head < st->top);
-	}
-	if (c->close_distance && st->top >= st->head &&
-	    st->top - st->head >= c->close_distance)
-		advance_to(cs, stream, st->top - c->close_distance + 1,
-			   VFGX_CHUNK_BY_DISTANCE, true);
+	*slot_data = host + (size_t)pl.k * c->payload_bytes;
+	if (pl.n > st->top)
+		st->top = pl.n;
+	while ((se = vfgx_ck_settle(cs->rule, ck_state(st), head_complete(cs, st))).act ==
+	       VFGX_CK_RELEASE)
+		release_head(cs, stream, VFGX_CHUNK_COMPLETE, se.later_known);
+	if (se.act == VFGX_CK_CLOSE)
+		advance_to(cs, stream, se.target, VFGX_CHUNK_BY_DISTANCE, true);
 	return VFGX_STAGE_PASS;
-}
-
-static bool filling(const struct vfgx_chunkset *cs,
-		    const struct chunk_stream *st, uint64_t n)
-{
-	uint32_t r = (uint32_t)(n % cs->conf.in_flight);
-
-	return atomic_load_explicit(&st->state[r], memory_order_relaxed) ==
-		       CHUNK_FILLING && st->desc[r].index == n;
 }
 
 /* The oldest chunk with packets timed out: release it with the empty ones
@@ -560,18 +541,20 @@ void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream, uint64_t now)
 	uint64_t limit = (uint64_t)cs->conf.timeout_ms * 1000000ull;
 	struct chunk_stream *st;
 
-	if (!limit || stream >= cs->conf.streams || !cs->streams[stream].open)
+	if (stream >= cs->conf.streams)
 		return;
 	st = &cs->streams[stream];
-	while (st->head <= st->top) {
-		uint64_t m = st->head;
+	for (;;) {
+		uint64_t m = st->head, end;
 
-		while (m <= st->top && !filling(cs, st, m))
+		while (m <= st->top && !holds(cs, st, m))
 			m++;
-		if (m > st->top ||
-		    now - st->first_ns[m % cs->conf.in_flight] < limit)
+		end = vfgx_ck_tick(ck_state(st), m,
+				   m <= st->top ? st->first_ns[m % cs->conf.in_flight] : 0,
+				   now, limit);
+		if (!end)
 			break;
-		while (st->head <= m)
+		while (st->head < end)
 			release_head(cs, stream, VFGX_CHUNK_BY_TIMEOUT,
 				     st->head < st->top);
 	}
@@ -584,8 +567,7 @@ void vfgx_chunkset_flush(struct vfgx_chunkset *cs, uint32_t stream)
 	if (stream >= cs->conf.streams || !cs->streams[stream].open)
 		return;
 	st = &cs->streams[stream];
-	/* only [head, head + in_flight) can hold packets */
-	for (uint32_t i = 0; i < cs->conf.in_flight && st->head <= st->top; i++)
+	for (uint64_t i = vfgx_ck_flush(cs->rule, ck_state(st)); i > 0; i--)
 		release_head(cs, stream, VFGX_CHUNK_BY_END, st->head < st->top);
 	st->top = st->head;
 	if (cs->stage)

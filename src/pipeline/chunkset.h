@@ -20,6 +20,8 @@
 #include <vfgx/chunk.h>
 #include <vfgx/pipeline.h>
 
+#include "rules.h"
+
 enum chunk_slot_state {
 	CHUNK_FREE = 0,
 	CHUNK_FILLING = 1,
@@ -53,6 +55,7 @@ struct chunk_stream {
 struct vfgx_chunkset {
 	vfgx_ctx *ctx;
 	struct vfgx_chunk_config conf;
+	struct vfgx_ck_conf rule; /* what rules.h reads of conf */
 	size_t chunk_bytes;      /* packets * payload_bytes */
 	uint32_t present_words;  /* (packets + 63) / 64 */
 	size_t slot_stride;      /* data, present, lens of one ring slot */

@@ -1,8 +1,8 @@
 /* gpu_chunks.cuh - pipeline.chunks on the GPU: phase B places each record
  * of a stream, in item order (its group's ticket), straight into its
- * chunk slot, by the rules of chunk.c (vfgx/chunk.h's contract, the same
- * counters and drop reasons), so the two engines agree (tests/gpu/
- * test_chunks_gpu.c).  A chunk made ready is told to the CPU by its slot's
+ * chunk slot, by the rules of rules.h that chunk.c follows too
+ * (vfgx/chunk.h's contract, the same counters and drop reasons), so the
+ * two engines agree (tests/gpu/test_chunks_gpu.c).  A chunk made ready is told to the CPU by its slot's
  * descriptor and ready word and the stream's rel_head, all pinned
  * (chunk_gpu.c hands it out); a slot is reused once its returned word
  * says the consumer gave it back (vfgx_chunk_put or a CUDA stream).
@@ -27,6 +27,7 @@
 #include <vfgx/chunk.h>
 
 #include "gpu_kcommon.cuh"
+#include "rules.h"
 
 #define KC_FREE 0
 #define KC_FILLING 1
@@ -68,6 +69,32 @@ struct kc_defer {
 	uint32_t ncp, npb;
 	ull item;
 };
+
+/* What rules.h reads of the chunk options, and a stream's state. */
+__device__ __forceinline__ struct vfgx_ck_conf kc_conf(const kparams &k)
+{
+	struct vfgx_ck_conf c;
+
+	c.packets = k.ch.packets;
+	c.in_flight = k.ch.in_flight;
+	c.close_distance = k.ch.close_distance;
+	c.payload_bytes = k.ch.payload_bytes;
+	c.place = k.ch.place;
+	c.field_offset = k.ch.field_offset;
+	c.field_size = k.ch.field_size;
+	c.field_step = k.ch.field_step;
+	return c;
+}
+
+__device__ __forceinline__ struct vfgx_ck_stream kc_state(const struct kc_stream *st)
+{
+	struct vfgx_ck_stream v;
+
+	v.head = KV(st->head);
+	v.top = KV(st->top);
+	v.open = KV(st->open) != 0;
+	return v;
+}
 
 __device__ __forceinline__ void kc_set(ull &x, ull v, uint32_t lane)
 {
@@ -168,30 +195,26 @@ __device__ void kc_count_gaps(const kparams &k, struct kc_stream *st, size_t si,
 			      ull first, bool later_known, uint32_t lane)
 {
 	volatile ull *present = kc_present(k, si);
-	uint32_t W = k.ch.present_words, P = k.ch.packets, hi = 0, from = 0;
-	ull fi = KV(st->first_index), gaps = 0;
+	uint32_t W = k.ch.present_words, P = k.ch.packets, hi = 0;
+	uint32_t from = vfgx_ck_gaps_from(first, KV(st->first_index));
+	ull gaps = 0;
+	struct vfgx_ck_gaps tail;
 
 	for (uint32_t w = lane; w < W; w += 32) {
 		ull v = present[w];
 
 		if (v)
-			hi = max(hi, w * 64 + 63 - (uint32_t)__clzll((long long)v));
+			hi = max(hi, vfgx_ck_word_hi(v, w));
 	}
 	hi = __reduce_max_sync(FULL, hi);
-	if (first < fi)
-		from = (uint32_t)(fi - first);
-	for (uint32_t w = lane; w < W; w += 32) {
-		uint32_t a = max(w * 64, from), b = min(w * 64 + 64, hi);
-
-		if (a < b)
-			gaps += (ull)__popcll(~present[w] & kc_bits(a - w * 64, b - w * 64));
-	}
+	for (uint32_t w = lane; w < W; w += 32)
+		gaps += vfgx_ck_word_gaps(present[w], w, from, hi);
 	gaps = warp_sum(gaps);
 	kc_bump(st, GPUK_K_GAPS, gaps, lane);
-	if (later_known)
-		kc_bump(st, GPUK_K_GAPS, P - 1 - hi, lane);
-	else
-		kc_set(st->pending_gaps, KV(st->pending_gaps) + P - 1 - hi, lane);
+	tail = vfgx_ck_gaps_split(later_known, P - 1 - hi);
+	kc_bump(st, GPUK_K_GAPS, tail.now, lane);
+	if (tail.pending)
+		kc_set(st->pending_gaps, KV(st->pending_gaps) + tail.pending, lane);
 	__syncwarp();
 }
 
@@ -204,19 +227,21 @@ __device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
 	ull head = KV(st->head), P = k.ch.packets;
 	size_t si = kc_si(k, s, head);
 	struct kc_slot *sl = &k.kcsl[si];
+	ull pc = KV(sl->present_count);
+	struct vfgx_ck_release rl = vfgx_ck_release(
+		kc_conf(k), vfgx_ck_holds(KV(sl->state) == KC_FILLING, KV(sl->index), head),
+		pc, reason, later_known);
+	ull missing = rl.missing;
 
-	if (KV(sl->state) != KC_FILLING || KV(sl->index) != head) {
-		if (later_known)
-			kc_bump(st, GPUK_K_GAPS, P, lane);
-		else
-			kc_set(st->pending_gaps, KV(st->pending_gaps) + P, lane);
+	if (rl.skip) {
+		kc_bump(st, GPUK_K_GAPS, rl.gaps.now, lane);
+		if (rl.gaps.pending)
+			kc_set(st->pending_gaps, KV(st->pending_gaps) + rl.gaps.pending, lane);
 		kc_bump(st, GPUK_K_SKIPPED, 1, lane);
 		kc_set(st->head, head + 1, lane);
 		__syncwarp();
 		return;
 	}
-	ull pc = KV(sl->present_count), missing = P - pc;
-
 	if (missing) {
 		kc_bump(st, GPUK_K_CLOSED, 1, lane);
 		kc_bump(st, GPUK_K_MISSING, missing, lane);
@@ -231,7 +256,7 @@ __device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
 		d->index = head;
 		d->present_count = pc;
 		d->missing = missing;
-		d->flags = missing ? reason : VFGX_CHUNK_COMPLETE;
+		d->flags = rl.flags;
 		d->stream_late = KV(st->c[GPUK_K_LATE]);
 		d->last_gt = KV(sl->last_gt);
 		KV(sl->state) = KC_READY;
@@ -252,22 +277,17 @@ __device__ void kc_advance_to(const kparams &k, uint32_t s, ull target,
 			      const struct kc_defer *df)
 {
 	struct kc_stream *st = &k.kcs[s];
-	ull F = k.ch.in_flight;
+	struct vfgx_ck_advance a = vfgx_ck_advance(kc_conf(k), KV(st->head), target,
+						   later_known);
 
-	if (target - KV(st->head) > F) {
-		for (ull i = 0; i < F; i++)
-			kc_release_head(k, s, reason, later_known, lane, df);
-		ull head = KV(st->head);
-
-		kc_bump(st, GPUK_K_SKIPPED, target - head, lane);
-		if (later_known)
-			kc_bump(st, GPUK_K_GAPS, (target - head) * k.ch.packets, lane);
+	for (ull i = 0; i < a.jump.steps; i++)
+		kc_release_head(k, s, reason, later_known, lane, df);
+	if (a.jump.skipped) {
+		kc_bump(st, GPUK_K_SKIPPED, a.jump.skipped, lane);
+		kc_bump(st, GPUK_K_GAPS, a.gaps, lane);
 		kc_set(st->head, target, lane);
 		__syncwarp();
-		return;
 	}
-	while (KV(st->head) < target)
-		kc_release_head(k, s, reason, later_known, lane, df);
 }
 
 /* The stream's counters and rel_head, for the CPU (pinned): the chunks
@@ -501,50 +521,28 @@ __device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
 	return true;
 }
 
-/* The packet index of a record, or a drop reason (chunk.c's packet_index). */
-__device__ int kc_index(const kparams &k, const struct res &r, ull *p)
-{
-	ull v = 0;
-
-	if (k.ch.place == VFGX_CHUNK_BY_SEQ) {
-		*p = r.seq;
-		return r.seq < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
-	}
-	if ((ull)k.ch.field_offset + k.ch.field_size > r.len)
-		return VFGX_R_BAD_APP_HDR;
-	for (uint32_t i = 0; i < k.ch.field_size; i++)
-		v = v << 8 | r.body[k.ch.field_offset + i];
-	if (v % k.ch.field_step)
-		return VFGX_R_BAD_APP_HDR;
-	*p = v / k.ch.field_step;
-	return *p < VFGX_CHUNK_MAX_INDEX ? VFGX_STAGE_PASS : VFGX_R_BAD_APP_HDR;
-}
-
 /* After a record was placed: release the head chunks that are complete,
  * and close those close_distance behind the top. */
 __device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane,
 			  const struct kc_defer *df)
 {
 	struct kc_stream *st = &k.kcs[s];
-	ull head, top;
+	struct vfgx_ck_settle se;
 
 	for (;;) {
-		head = KV(st->head);
-		top = KV(st->top);
-		if (head > top)
-			break;
-		struct kc_slot *h = &k.kcsl[kc_si(k, s, head)];
+		struct vfgx_ck_stream v = kc_state(st);
+		struct kc_slot *h = &k.kcsl[kc_si(k, s, v.head)];
+		bool complete = v.head <= v.top &&
+				vfgx_ck_holds(KV(h->state) == KC_FILLING, KV(h->index), v.head) &&
+				KV(h->present_count) == k.ch.packets;
 
-		if (KV(h->state) != KC_FILLING || KV(h->index) != head ||
-		    KV(h->present_count) != k.ch.packets)
+		se = vfgx_ck_settle(kc_conf(k), v, complete);
+		if (se.act != VFGX_CK_RELEASE)
 			break;
-		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, head < top, lane, df);
+		kc_release_head(k, s, VFGX_CHUNK_COMPLETE, se.later_known, lane, df);
 	}
-	head = KV(st->head);
-	top = KV(st->top);
-	if (k.ch.close_distance && top >= head && top - head >= k.ch.close_distance)
-		kc_advance_to(k, s, top - k.ch.close_distance + 1, VFGX_CHUNK_BY_DISTANCE,
-			      true, lane, df);
+	if (se.act == VFGX_CK_CLOSE)
+		kc_advance_to(k, s, se.target, VFGX_CHUNK_BY_DISTANCE, true, lane, df);
 }
 
 /* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS, else the drop
@@ -552,53 +550,40 @@ __device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane,
 __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 			uint32_t lane, struct kc_defer *df)
 {
-	uint32_t s = r.stream, P = k.ch.packets;
+	uint32_t s = r.stream;
 	struct kc_stream *st;
-	ull p, n, head, pw, bit;
+	struct vfgx_ck_place pl;
+	ull pw, bit;
 	uint32_t kk;
 	size_t si;
-	int ret;
 
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
 	st = &k.kcs[s];
-	if (r.len > k.ch.payload_bytes) {
-		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
+	pl = vfgx_ck_place(kc_conf(k), kc_state(st), r.seq, r.body, r.len);
+	if (pl.verdict != VFGX_STAGE_PASS) {
+		kc_bump(st, pl.late ? GPUK_K_LATE : GPUK_K_OUT_OF_RANGE, 1, lane);
 		__syncwarp();
-		return VFGX_R_TOO_BIG;
+		return pl.verdict;
 	}
-	ret = kc_index(k, r, &p);
-	if (ret != VFGX_STAGE_PASS) {
-		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
-		__syncwarp();
-		return ret;
-	}
-	n = p / P;
-	kk = (uint32_t)(p % P);
-	if (!KV(st->open)) {
+	if (pl.open) {
 		if (lane == 0) {
 			KV(st->open) = 1;
-			KV(st->head) = n;
-			KV(st->top) = n;
-			KV(st->first_index) = p;
+			KV(st->head) = pl.n;
+			KV(st->top) = pl.n;
+			KV(st->first_index) = pl.p;
 		}
 		__syncwarp();
 	}
-	head = KV(st->head);
-	if (n < head) {
-		kc_bump(st, GPUK_K_LATE, 1, lane);
-		__syncwarp();
-		return VFGX_R_LATE;
-	}
-	if (n - head >= k.ch.in_flight)
-		kc_advance_to(k, s, n - k.ch.in_flight + 1, VFGX_CHUNK_BY_RING, true, lane,
-			      df);
-	si = kc_si(k, s, n);
-	if (!kc_slot_open(k, s, si, n, now, lane, df))
+	if (pl.advance)
+		kc_advance_to(k, s, pl.target, VFGX_CHUNK_BY_RING, true, lane, df);
+	si = kc_si(k, s, pl.n);
+	if (!kc_slot_open(k, s, si, pl.n, now, lane, df))
 		return KC_DROP_NOBUFS;
+	kk = pl.k;
 	pw = kc_present(k, si)[kk / 64];
 	bit = 1ull << (kk % 64);
-	if (pw & bit) {
+	if (vfgx_ck_dup(pw, kk) != VFGX_STAGE_PASS) {
 		kc_bump(st, GPUK_K_DUPLICATES, 1, lane);
 		__syncwarp();
 		return VFGX_R_DUPLICATE;
@@ -616,8 +601,8 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 		kc_present(k, si)[kk / 64] = pw | bit;
 		KV(sl->present_count) = KV(sl->present_count) + 1;
 		KV(sl->last_gt) = now;
-		if (n > KV(st->top))
-			KV(st->top) = n;
+		if (pl.n > KV(st->top))
+			KV(st->top) = pl.n;
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
@@ -703,11 +688,13 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 			     struct kc_defer *df)
 {
 	uint32_t P = k.ch.packets, kk;
-	ull p, n, pw, bit;
+	uint64_t p;
+	ull n, pw, bit;
 	volatile ull *present;
 
 	if (c.s == UINT32_MAX || r.stream != c.s || r.len > k.ch.payload_bytes ||
-	    kc_index(k, r, &p) != VFGX_STAGE_PASS || p / P != c.n) {
+	    vfgx_ck_index(kc_conf(k), r.seq, r.body, r.len, &p) != VFGX_STAGE_PASS ||
+	    p / P != c.n) {
 		kc_cache_put(k, c, lane);
 		return 0;
 	}
@@ -751,7 +738,8 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 				 ull pw, uint32_t lane, struct kc_defer *df)
 {
 	uint32_t P = k.ch.packets, kk = 0, kk0, end, wa, wb, m;
-	ull p = 0, n = c.n;
+	uint64_t p = 0;
+	ull n = c.n;
 	bool good;
 	volatile ull *present;
 
@@ -759,7 +747,8 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance))
 		return 0;
 	good = lane < batch && mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
-	       kc_index(k, mine, &p) == VFGX_STAGE_PASS && p / P == n;
+	       vfgx_ck_index(kc_conf(k), mine.seq, mine.body, mine.len, &p) ==
+		       VFGX_STAGE_PASS && p / P == n;
 	kk = (uint32_t)(p % P);
 	kk0 = __shfl_sync(FULL, kk, 0);
 	good = good && kk == kk0 + lane && !((pw >> (kk % 64)) & 1);
@@ -828,11 +817,11 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	return m;
 }
 
-__device__ bool kc_filling(const kparams &k, uint32_t s, ull n)
+__device__ bool kc_holds(const kparams &k, uint32_t s, ull n)
 {
 	struct kc_slot *sl = &k.kcsl[kc_si(k, s, n)];
 
-	return KV(sl->state) == KC_FILLING && KV(sl->index) == n;
+	return vfgx_ck_holds(KV(sl->state) == KC_FILLING, KV(sl->index), n);
 }
 
 /* The oldest chunk with packets timed out: release it with the empty ones
@@ -845,14 +834,17 @@ __device__ void kc_tick(const kparams &k, uint32_t s, ull now, uint32_t lane,
 
 	if (!limit || !KV(st->open))
 		return;
-	while (KV(st->head) <= KV(st->top)) {
-		ull m = KV(st->head), top = KV(st->top);
+	for (;;) {
+		struct vfgx_ck_stream v = kc_state(st);
+		ull m = v.head, end;
 
-		while (m <= top && !kc_filling(k, s, m))
+		while (m <= v.top && !kc_holds(k, s, m))
 			m++;
-		if (m > top || now - KV(k.kcsl[kc_si(k, s, m)].first_gt) < limit)
+		end = vfgx_ck_tick(v, m, m <= v.top ? KV(k.kcsl[kc_si(k, s, m)].first_gt) : 0,
+				   now, limit);
+		if (!end)
 			break;
-		while (KV(st->head) <= m)
+		while (KV(st->head) < end)
 			kc_release_head(k, s, VFGX_CHUNK_BY_TIMEOUT,
 					KV(st->head) < KV(st->top), lane, df);
 	}
@@ -866,7 +858,7 @@ __device__ void kc_flush(const kparams &k, uint32_t s, uint32_t lane,
 
 	if (!KV(st->open))
 		return;
-	for (uint32_t i = 0; i < k.ch.in_flight && KV(st->head) <= KV(st->top); i++)
+	for (ull i = vfgx_ck_flush(kc_conf(k), kc_state(st)); i > 0; i--)
 		kc_release_head(k, s, VFGX_CHUNK_BY_END, KV(st->head) < KV(st->top), lane,
 				df);
 	kc_set(st->top, KV(st->head), lane);

@@ -7,6 +7,7 @@
 #define VFGX_GPU_PHASE_A_CUH
 
 #include "gpu_kcommon.cuh"
+#include "rules.h"
 
 /* ---- phase A: a warp per packet, or 32 per warp (phase_a_chunks) --------------------------------------- */
 
@@ -166,17 +167,18 @@ __device__ __forceinline__ uint32_t pat_base(uint32_t id, uint64_t seq)
 /* Returns false when the user stage dropped the record.  flags: LAST and
  * RF_BAD (verification was done in phase A, in the same loads as the
  * checksum). */
-__device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
-			const uint8_t *data, uint32_t len, uint32_t flags,
-			bool ordered, uint32_t lane)
+__device__ bool kd_deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
+			   const uint8_t *data, uint32_t len, uint32_t flags,
+			   bool ordered, uint32_t lane)
 {
-	int keep;
+	int drop = __shfl_sync(FULL, vfgx_gpu_user_stage(&k.user, s, seq, data, len,
+							 lane), 0);
+	struct vfgx_rule_delivery d = vfgx_rule_deliver(k.verify && (flags & RF_BAD),
+							drop, len, flags);
 
-	if (k.verify && (flags & RF_BAD) && lane == 0)
+	if (lane == 0 && d.verify_error)
 		count(cnt, GPUK_C_VERIFY, 1);
-	keep = !__shfl_sync(FULL, vfgx_gpu_user_stage(&k.user, s, seq, data, len,
-						      lane), 0);
-	if (!keep) {
+	if (d.user_drop) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + DROP_USER, 1);
 		return false;
@@ -208,9 +210,9 @@ __device__ bool deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 		}
 	}
 	if (lane == 0) {
-		count(cnt, GPUK_C_DELIVERED, 1);
-		count(cnt, GPUK_C_DELIVERED_BYTES, len);
-		if (flags & VFGX_APP_FLAG_LAST)
+		count(cnt, GPUK_C_DELIVERED, d.delivered);
+		count(cnt, GPUK_C_DELIVERED_BYTES, d.bytes);
+		if (d.last)
 			count(cnt, GPUK_C_LAST_SEEN, 1);
 		if (ordered) {
 			if (seq < __ldcg(&k.next[s]))
@@ -291,14 +293,14 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	}
 	if (!k.to_b) {
 		if (r == VFGX_STAGE_PASS)
-			deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
+			kd_deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
 				pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
 				h.flags, false, lane);
 		else if (k.verify) {
 			if (lane == 0)
 				count(cnt, GPUK_C_DROP0 + r, 1);
 		} else {
-			deliver(k, cnt, q * k.max_streams, 0, pay, ps.payload_len,
+			kd_deliver(k, cnt, q * k.max_streams, 0, pay, ps.payload_len,
 				0, false, lane);
 		}
 		return;
@@ -502,7 +504,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				qj = __shfl_sync(FULL, q, j);
 				aj = __shfl_sync(FULL, ar, j);
 				if (aj == VFGX_STAGE_PASS)
-					deliver(k, cnt, qj * k.max_streams +
+					kd_deliver(k, cnt, qj * k.max_streams +
 						__shfl_sync(FULL, h.stream, j),
 						__shfl_sync(FULL, h.seq, j),
 						pay + VFGX_APP_HLEN, pl - VFGX_APP_HLEN,
@@ -511,7 +513,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 					if (lane == 0)
 						count(cnt, GPUK_C_DROP0 + aj, 1);
 				} else {
-					deliver(k, cnt, qj * k.max_streams, 0, pay, pl,
+					kd_deliver(k, cnt, qj * k.max_streams, 0, pay, pl,
 						0, false, lane);
 				}
 			}

@@ -6,6 +6,7 @@
 
 #include "gpu_chunks.cuh"
 #include "gpu_phase_a.cuh"
+#include "rules.h"
 
 /* ---- phase B: reorder, one warp per stream group --------------------------
  * All lanes run the same control flow on values read after __syncwarp();
@@ -13,75 +14,70 @@
  * the warp.  State written by another multiprocessor is read with __ldcg
  * after the ticket's acquire. */
 
-__device__ void slot_advance(const kparams &k, ull *cnt, uint32_t s,
-			     uint32_t lane)
+/* The reorder window by rules.h's vfgx_ro_* decisions (proc.c follows the
+ * same); here only the window's memory and the warp's synchronisation. */
+
+/* Deliver or skip the slot at base and advance. */
+__device__ void kr_slot_advance(const kparams &k, ull *cnt, uint32_t s,
+				uint32_t lane)
 {
 	uint64_t base = __ldcg(&k.base[s]);
-	size_t i = (size_t)s * k.window + (base & (k.window - 1));
+	size_t i = (size_t)s * k.window + vfgx_ro_slot(base, k.window);
 	uint32_t l = __ldcg(&k.slot_len[i]);
 
 	if (l) {
-		deliver(k, cnt, s, base, k.slot_data + i * k.slot, l - 1,
+		kd_deliver(k, cnt, s, base, k.slot_data + i * k.slot, l - 1,
 			__ldcg(&k.slot_flags[i]), true, lane);
 		if (lane == 0) {
 			k.slot_len[i] = 0;
 			k.held[s] = __ldcg(&k.held[s]) - 1;
 		}
 	} else if (lane == 0) {
-		count(cnt, GPUK_C_GAPS, 1);
+		count(cnt, GPUK_C_GAPS, vfgx_ro_advance_gaps(0));
 	}
 	if (lane == 0)
 		k.base[s] = base + 1;
 	__syncwarp();
 }
 
-__device__ void slide_to(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
-			 uint32_t lane)
+__device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
+			  uint32_t lane)
 {
-	uint64_t w = k.window;
-	uint64_t target = seq - w + 1;
-
-	if (target - __ldcg(&k.base[s]) > w) {
-		for (uint64_t i = 0; i < w; i++)
-			slot_advance(k, cnt, s, lane);
-		if (lane == 0) {
-			count(cnt, GPUK_C_GAPS, target - __ldcg(&k.base[s]));
-			k.base[s] = target;
-		}
-		__syncwarp();
-		return;
-	}
-	while (__ldcg(&k.base[s]) < target)
-		slot_advance(k, cnt, s, lane);
-}
-
-__device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
-			       uint32_t lane)
-{
-	uint32_t s = r->stream, mask = k.window - 1;
+	uint32_t s = r->stream;
 	uint64_t seq = r->seq;
-	uint64_t base = __ldcg(&k.base[s]);
+	struct vfgx_ro_state rs;
+	struct vfgx_ro_insert d;
 	size_t i;
 
-	/* In order with nothing held: inserting and draining would deliver
-	 * this record at once from its slot, so deliver it from the packet
-	 * (same bytes, same counters) and skip the copy. */
-	if (seq == base && __ldcg(&k.held[s]) == 0) {
-		deliver(k, cnt, s, seq, r->body, r->len, r->flags, true, lane);
+	rs.base = __ldcg(&k.base[s]);
+	rs.held = __ldcg(&k.held[s]);
+	d = vfgx_ro_insert(rs, k.window, seq);
+	/* in order with nothing held: from the packet, no copy */
+	if (d.act == VFGX_RO_DELIVER) {
+		kd_deliver(k, cnt, s, seq, r->body, r->len, r->flags, true, lane);
 		if (lane == 0)
-			k.base[s] = base + 1;
+			k.base[s] = rs.base + 1;
 		__syncwarp();
 		return;
 	}
-	if (seq < base) {
+	if (d.act == VFGX_RO_LATE) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + VFGX_R_LATE, 1);
 		return;
 	}
-	if (seq - base >= k.window)
-		slide_to(k, cnt, s, seq, lane);
-	i = (size_t)s * k.window + (seq & mask);
-	if (__ldcg(&k.slot_len[i])) {
+	if (d.ahead) {
+		for (uint64_t j = 0; j < d.slide.steps; j++)
+			kr_slot_advance(k, cnt, s, lane);
+		if (d.slide.skipped) {
+			if (lane == 0) {
+				count(cnt, GPUK_C_GAPS, d.slide.skipped);
+				k.base[s] = d.target;
+			}
+			__syncwarp();
+		}
+	}
+	i = (size_t)s * k.window + d.slot;
+	if (vfgx_ro_store(__ldcg(&k.slot_len[i]) != 0) != VFGX_STAGE_PASS) {
 		if (lane == 0)
 			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
 		return;
@@ -120,27 +116,28 @@ __device__ void reorder_insert(const kparams &k, ull *cnt, const struct res *r,
 	for (;;) {
 		uint64_t b2 = __ldcg(&k.base[s]);
 
-		if (!__ldcg(&k.slot_len[(size_t)s * k.window + (b2 & mask)]))
+		if (!__ldcg(&k.slot_len[(size_t)s * k.window + vfgx_ro_slot(b2, k.window)]))
 			break;
-		slot_advance(k, cnt, s, lane);
+		kr_slot_advance(k, cnt, s, lane);
 	}
 }
 
-__device__ void flush_stream(const kparams &k, ull *cnt, uint32_t s,
-			     uint32_t lane)
+__device__ void kr_flush(const kparams &k, ull *cnt, uint32_t s, uint32_t lane)
 {
 	uint64_t skipped = 0;
 
 	for (uint32_t i = 0; i < k.window && __ldcg(&k.held[s]); i++) {
 		uint64_t base = __ldcg(&k.base[s]);
+		struct vfgx_ro_flush f = vfgx_ro_flush_step(
+			skipped,
+			__ldcg(&k.slot_len[(size_t)s * k.window + vfgx_ro_slot(base, k.window)]) != 0);
 
-		if (__ldcg(&k.slot_len[(size_t)s * k.window + (base & (k.window - 1))])) {
-			if (lane == 0 && skipped)
-				count(cnt, GPUK_C_GAPS, skipped);
-			skipped = 0;
-			slot_advance(k, cnt, s, lane);
+		if (lane == 0 && f.gaps_now)
+			count(cnt, GPUK_C_GAPS, f.gaps_now);
+		skipped = f.skipped;
+		if (f.deliver) {
+			kr_slot_advance(k, cnt, s, lane);
 		} else {
-			skipped++;
 			if (lane == 0)
 				k.base[s] = base + 1;
 			__syncwarp();
@@ -352,8 +349,11 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 				 * when a placement one by one left it there */
 				struct res m = shfl_res_from(mine, lane + j);
 				uint32_t nb = batch - j, st0 = __shfl_sync(FULL, m.stream, 0);
-				ull p = 0, n0;
-				bool ok = lane < nb && kc_index(k, m, &p) == VFGX_STAGE_PASS;
+				uint64_t p = 0;
+				ull n0;
+				bool ok = lane < nb &&
+					  vfgx_ck_index(kc_conf(k), m.seq, m.body, m.len, &p) ==
+						  VFGX_STAGE_PASS;
 
 				n0 = __shfl_sync(FULL, p, 0) / k.ch.packets;
 				if (__shfl_sync(FULL, ok, 0) && st0 < k.ch.streams &&
@@ -388,15 +388,16 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 					kc_publish(k, last, lane, df);
 				last = r.stream;
 				v = kc_place(k, r, now, lane, df);
-				ull p;
+				uint64_t p;
 
 				/* hold its chunk for the records that follow */
 				if (v == VFGX_STAGE_PASS &&
-				    kc_index(k, r, &p) == VFGX_STAGE_PASS)
+				    vfgx_ck_index(kc_conf(k), r.seq, r.body, r.len, &p) ==
+					    VFGX_STAGE_PASS)
 					kc_cache_get(k, c, r.stream, p / k.ch.packets, lane);
 			}
 			if (v == VFGX_STAGE_PASS)
-				deliver(k, cnt, r.stream, r.seq, r.body, r.len, r.flags, false,
+				kd_deliver(k, cnt, r.stream, r.seq, r.body, r.len, r.flags, false,
 					lane);
 			else if (lane == 0)
 				count(cnt, GPUK_C_DROP0 + v, 1);
@@ -467,7 +468,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		chunk_group(k, cnt, rs, grp, n, g, bal, tot, mine0, lane, df);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
-			flush_stream(k, cnt, s, lane);
+			kr_flush(k, cnt, s, lane);
 	} else if (k.reorder) {
 		/* One stream's window state cached in registers (the same in
 		 * every lane) while its records come in order with nothing
@@ -495,7 +496,10 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 
 					if (__all_sync(FULL, run)) {
 						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
-						if (s0 == cbase && cheld == 0) {
+						struct vfgx_ro_state rs = { cbase, cheld };
+
+						if (vfgx_ro_insert(rs, k.window, s0).act ==
+						    VFGX_RO_DELIVER) {
 							ull bytes = warp_sum(lane < batch ? mine.len : 0);
 							uint32_t last = __popc(__ballot_sync(FULL,
 								lane < batch && (mine.flags & VFGX_APP_FLAG_LAST)));
@@ -523,8 +527,11 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					struct res r = shfl_res(mine, j);
 
 					cache_get(k, r.stream, cs, cbase, cnext, cheld, lane);
-					if (r.seq == cbase && cheld == 0) {
-						if (deliver(k, cnt, cs, r.seq, r.body, r.len,
+					struct vfgx_ro_state rs = { cbase, cheld };
+
+					if (vfgx_ro_insert(rs, k.window, r.seq).act ==
+					    VFGX_RO_DELIVER) {
+						if (kd_deliver(k, cnt, cs, r.seq, r.body, r.len,
 							    r.flags, false, lane)) {
 							if (lane == 0 && r.seq < cnext)
 								count(cnt, GPUK_C_ORDER, 1);
@@ -535,7 +542,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					}
 					cache_put(k, cs, cbase, cnext, lane);
 					cs = UINT32_MAX;
-					reorder_insert(k, cnt, &r, lane);
+					kr_insert(k, cnt, &r, lane);
 				}
 		});
 		cache_put(k, cs, cbase, cnext, lane);

@@ -12,6 +12,7 @@
 #include "chunkset.h"
 #include "core/hostmem.h"
 #include "proc_steer.h"
+#include "rules.h"
 
 struct reorder_stream {
 	uint64_t base;   /* next sequence to deliver */
@@ -226,90 +227,85 @@ refuse:
 	return &refused_stream;
 }
 
+static bool pattern_bad(uint32_t stream, uint64_t seq, const uint8_t *data,
+			uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (data[i] != vfgx_pattern_byte(stream, seq, i))
+			return true;
+	return false;
+}
+
+/* Verify (pipeline.verify_payload), the user stage, then the counters
+ * rules.h's vfgx_rule_deliver says. */
 static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
 		    const uint8_t *data, uint32_t len, uint32_t flags)
 {
-	if (p->conf.verify_payload) {
-		for (uint32_t i = 0; i < len; i++) {
-			if (data[i] != vfgx_pattern_byte(stream, seq, i)) {
-				p->st.verify_errors++;
-				break;
-			}
-		}
-	}
-	if (p->user_fn && p->user_fn(p->user, stream, seq, data, len)) {
-		p->st.drops[VFGX_DROP_USER]++;
-		return;
-	}
-	p->st.delivered++;
-	p->st.delivered_bytes += len;
-	if (flags & VFGX_APP_FLAG_LAST)
-		p->st.last_seen++;
+	int bad = p->conf.verify_payload && pattern_bad(stream, seq, data, len);
+	int drop = p->user_fn && p->user_fn(p->user, stream, seq, data, len);
+	struct vfgx_rule_delivery d = vfgx_rule_deliver(bad, drop, len, flags);
+
+	p->st.verify_errors += d.verify_error;
+	p->st.drops[VFGX_DROP_USER] += d.user_drop;
+	p->st.delivered += d.delivered;
+	p->st.delivered_bytes += d.bytes;
+	p->st.last_seen += d.last;
 }
 
 /* Deliver or skip the slot at s->base and advance. */
 static void slot_advance(vfgx_proc *p, uint32_t id, struct reorder_stream *s)
 {
-	uint32_t mask = p->conf.reorder_window - 1;
-	uint32_t i = (uint32_t)s->base & mask;
+	uint32_t i = vfgx_ro_slot(s->base, p->conf.reorder_window);
 
+	p->st.gaps += vfgx_ro_advance_gaps(s->len[i] != 0);
 	if (s->len[i]) {
 		deliver(p, id, s->base,
 			s->data + (size_t)i * p->conf.reorder_slot,
 			s->len[i] - 1, s->flags[i]);
 		s->len[i] = 0;
 		s->held--;
-	} else {
-		p->st.gaps++;
 	}
 	s->base++;
 }
 
-/* Slide so that seq fits in the window: the window is [seq-w+1, seq]. */
-static void slide_to(vfgx_proc *p, uint32_t id, struct reorder_stream *s,
-		     uint64_t seq)
-{
-	uint64_t w = p->conf.reorder_window;
-	uint64_t target = seq - w + 1;
-
-	if (target - s->base > w) {
-		/* Jump far ahead: drain the whole window, count the rest as
-		 * gaps without walking them one by one. */
-		for (uint64_t i = 0; i < w; i++)
-			slot_advance(p, id, s);
-		p->st.gaps += target - s->base;
-		s->base = target;
-		return;
-	}
-	while (s->base < target)
-		slot_advance(p, id, s);
-}
-
+/* A record by rules.h's vfgx_ro_insert: delivered from the packet when in
+ * order with nothing held (no copy), else slid to, stored and drained. */
 static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 			  const uint8_t *body, uint32_t len)
 {
 	struct reorder_stream *s;
-	uint32_t i, mask = p->conf.reorder_window - 1;
-	int ahead;
+	struct vfgx_ro_insert d;
+	struct vfgx_ro_state rs;
+	uint32_t w = p->conf.reorder_window;
 
 	if (len > p->conf.reorder_slot)
 		return VFGX_DROP_TOO_BIG;
 	s = stream_get(p, h->stream);
 	if (s == &refused_stream)
 		return VFGX_DROP_BAD_STREAM;
-	if (vfgx_reorder_classify(s->base, p->conf.reorder_window, h->seq,
-				  &ahead) != VFGX_STAGE_PASS)
+	rs.base = s->base;
+	rs.held = s->held;
+	d = vfgx_ro_insert(rs, w, h->seq);
+	if (d.act == VFGX_RO_DELIVER) {
+		deliver(p, h->stream, h->seq, body, len, h->flags);
+		s->base++;
+		return VFGX_STAGE_PASS;
+	}
+	if (d.act == VFGX_RO_LATE)
 		return VFGX_DROP_LATE;
-	if (ahead)
-		slide_to(p, h->stream, s, h->seq);
-	i = (uint32_t)h->seq & mask;
-	if (s->len[i])
+	if (d.ahead) {
+		for (uint64_t i = 0; i < d.slide.steps; i++)
+			slot_advance(p, h->stream, s);
+		p->st.gaps += d.slide.skipped;
+		s->base = d.target;
+	}
+	if (vfgx_ro_store(s->len[d.slot] != 0) != VFGX_STAGE_PASS)
 		return VFGX_DROP_DUPLICATE;
-	memcpy(s->data + (size_t)i * p->conf.reorder_slot, body, len);
-	s->len[i] = len + 1;
-	s->flags[i] = (uint8_t)h->flags;
+	memcpy(s->data + (size_t)d.slot * p->conf.reorder_slot, body, len);
+	s->len[d.slot] = len + 1;
+	s->flags[d.slot] = (uint8_t)h->flags;
 	s->held++;
-	while (s->len[(uint32_t)s->base & mask])
+	while (s->len[vfgx_ro_slot(s->base, w)])
 		slot_advance(p, h->stream, s);
 	return VFGX_STAGE_PASS;
 }
@@ -472,16 +468,15 @@ void vfgx_proc_flush(vfgx_proc *p)
 			continue;
 		/* Deliver what is held; gaps count only between held slots. */
 		for (uint32_t i = 0; i < w && s->held; i++) {
-			uint32_t slot = (uint32_t)s->base & (w - 1);
+			struct vfgx_ro_flush f =
+				vfgx_ro_flush_step(skipped, s->len[vfgx_ro_slot(s->base, w)] != 0);
 
-			if (s->len[slot]) {
-				p->st.gaps += skipped;
-				skipped = 0;
+			p->st.gaps += f.gaps_now;
+			skipped = f.skipped;
+			if (f.deliver)
 				slot_advance(p, id, s);
-			} else {
-				skipped++;
+			else
 				s->base++;
-			}
 		}
 		s->base -= skipped;
 	}
