@@ -125,7 +125,7 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			  desc, vfgx_port_name(ports[gp]), gq);
 		return &vfgx_engine_gpu;
 	}
-	if (go.user_stage) {
+	if (go.user != VFGX_GPU_USER_NONE) {
 		vfgx_info(ctx, "pipeline.device auto: using %s: pipeline.gpu.user_stage runs on the GPU",
 			  desc);
 		return &vfgx_engine_gpu;

@@ -50,6 +50,18 @@ for m in gpu pinned; do
 	step "record $m chunks" env VFGX_RECORD_MEM=$m "$pyg" tests/cli/test_record.py \
 		"$build/src/cli/vfgx" "$build" test_raw_from_device
 done
+# device: auto picks by where the packets are: the generator's host memory
+# -> the CPU pipeline; the replay's GPU memory -> the gpu engine (one line each)
+auto_pick() { # CONFIG WANT
+	local out y
+	y=$(mktemp --suffix=.yaml)
+	sed 's/device: gpu/device: auto/' "$1" >"$y"
+	out=$("$build/src/cli/vfgx" run --quiet "$y" 2>&1)
+	rm -f "$y"
+	grep -q -- "$2" <<<"$out" || { echo "$out" | grep -i "device auto" ; return 1; }
+}
+step "auto on host memory: the CPU pipeline" auto_pick configs/loopback.yaml "auto: using the CPU pipeline: the packets are in host or pinned memory"
+step "auto on GPU memory: the gpu engine" auto_pick configs/gpu-loopback-replay.yaml "packets are in GPU memory, which only the gpu engine reads"
 for c in configs/gpu-loopback.yaml configs/gpu-loopback-replay.yaml; do
 	step "vfgx run $c" "$build/src/cli/vfgx" run --quiet "$c"
 done
