@@ -69,3 +69,8 @@ double cpu_busy(const struct cpu_sample *a, const struct cpu_sample *b)
 		return -1;
 	return (double)(b->busy - a->busy) / (double)(b->total - a->total);
 }
+
+bool udp_saturated(double busy, double offered, double got)
+{
+	return busy >= 0.95 && offered > 0 && offered - got >= 0.01 * offered;
+}

@@ -5,6 +5,7 @@
 #ifndef VFGX_BENCH_LO_RPS_H
 #define VFGX_BENCH_LO_RPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* After unshare(CLONE_NEWNET): a private mount namespace with sysfs
@@ -21,5 +22,9 @@ struct cpu_sample {
 int cpu_sample(int cpu, struct cpu_sample *s);
 /* Busy fraction between two samples (0..1), -1 when unknown. */
 double cpu_busy(const struct cpu_sample *a, const struct cpu_sample *b);
+
+/* A receiver that was the bottleneck of its run: its CPU >= 95% busy and
+ * >= 1% of the offered datagrams lost (busy < 0: unknown, not saturated). */
+bool udp_saturated(double busy, double offered, double got);
 
 #endif

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "lo_rps.h"
+#include "pace_rx.h"
 #include "results.h"
 
 static void stat_interval_from_binomial(void **state)
@@ -202,6 +204,73 @@ static void out_checked_before_the_run(void **state)
 	rmdir(dir);
 }
 
+/* bench/pace_rx.c: the pacing rows' numbers from a receiver's timestamps,
+ * against values worked out by hand.  Bursts of 4 at 1000 datagrams/s: one
+ * burst every 4 ms. */
+static void pace_rx_on_schedule(void **state)
+{
+	uint64_t ts[40];
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		ts[i] = 1000000000ull + (uint64_t)(i / 4) * 4000000ull + (uint64_t)(i % 4) * 10;
+	assert_int_equal(pace_rx_compute(ts, 40, 4, 1000, &st), 0);
+	assert_int_equal(st.bursts, 10);
+	assert_true(st.rate_pps > 999.999 && st.rate_pps < 1000.001);
+	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
+	assert_true(st.gap_p50_ns < 1e-3 && st.gap_p99_ns < 1e-3 && st.gap_max_ns < 1e-3);
+}
+
+/* one burst 100 us late, the next back on schedule (a sender that catches
+ * up): the average rate is exact, the gaps are not */
+static void pace_rx_late_burst_shows_in_gaps(void **state)
+{
+	static uint64_t ts[404];
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 404; i++)
+		ts[i] = (uint64_t)(i / 4) * 4000000ull + (i / 4 == 50 ? 100000ull : 0);
+	assert_int_equal(pace_rx_compute(ts, 404, 4, 1000, &st), 0);
+	assert_int_equal(st.bursts, 101);
+	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
+	/* 100 gaps: 98 of 0, two of 100 us; the 99th smallest is 100 us */
+	assert_true(st.gap_p50_ns < 1e-3);
+	assert_true(st.gap_p99_ns > 99999.9 && st.gap_p99_ns < 100000.1);
+	assert_true(st.gap_max_ns > 99999.9 && st.gap_max_ns < 100000.1);
+}
+
+/* every gap 1% long: 990.1 datagrams/s, -0.990% */
+static void pace_rx_slow_sender_fails_rate(void **state)
+{
+	uint64_t ts[40];
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		ts[i] = (uint64_t)(i / 4) * 4040000ull;
+	assert_int_equal(pace_rx_compute(ts, 40, 4, 1000, &st), 0);
+	assert_true(st.rate_pps > 990.09 && st.rate_pps < 990.10);
+	assert_true(st.rate_error_pct > -0.991 && st.rate_error_pct < -0.990);
+	assert_true(st.gap_p99_ns > 39999.9 && st.gap_p99_ns < 40000.1);
+	/* fewer than three bursts: nothing to compute */
+	assert_int_equal(pace_rx_compute(ts, 8, 4, 1000, &st), -1);
+	assert_int_equal(pace_rx_compute(ts, 40, 4, 0, &st), -1);
+}
+
+/* bench/lo_rps.c: a saturated receiver is busy and loses datagrams */
+static void saturated_needs_busy_and_loss(void **state)
+{
+	(void)state;
+	assert_true(udp_saturated(0.99, 1000, 980));
+	assert_true(udp_saturated(0.95, 1000, 990));
+	assert_false(udp_saturated(0.80, 1000, 500));  /* idle part of the time */
+	assert_false(udp_saturated(0.99, 1000, 995));  /* kept up: 0.5% lost */
+	assert_false(udp_saturated(-1, 1000, 500));    /* busy unknown */
+	assert_false(udp_saturated(0.99, 0, 0));       /* nothing offered */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +282,10 @@ int main(void)
 		cmocka_unit_test(target_unmeasured_line),
 		cmocka_unit_test(results_name_their_commit),
 		cmocka_unit_test(out_checked_before_the_run),
+		cmocka_unit_test(pace_rx_on_schedule),
+		cmocka_unit_test(pace_rx_late_burst_shows_in_gaps),
+		cmocka_unit_test(pace_rx_slow_sender_fails_rate),
+		cmocka_unit_test(saturated_needs_busy_and_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
