@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -22,8 +24,8 @@
 
 #include "pace_rx.h"
 
-#define PACE_RX_MAX (8u << 20) /* timestamps kept: 8 s at 1 Mpps */
-#define PACE_RX_BATCH 64
+#define PACE_RX_MAX (4u << 20) /* messages kept: over 2 min of 32-datagram bursts at 1 Mpps */
+#define PACE_RX_BATCH 16
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -41,30 +43,30 @@ static double rank(const double *sorted, size_t m, double q)
 	return sorted[k ? (k > m ? m : k) - 1 : 0];
 }
 
-int pace_rx_compute(const uint64_t *ts, size_t n, uint32_t burst, double asked_pps,
+int pace_rx_compute(const uint64_t *ts, const uint32_t *cnt, size_t n, double asked_pps,
 		    struct pace_rx_stats *st)
 {
-	size_t nb = burst ? n / burst : 0, m;
-	double nominal, *gap;
+	double *gap, before_last = 0;
+	size_t m;
 
 	memset(st, 0, sizeof(*st));
-	st->datagrams = n;
-	st->bursts = nb;
-	if (nb < 3 || asked_pps <= 0)
+	st->messages = n;
+	for (size_t k = 0; k < n; k++)
+		st->datagrams += cnt[k];
+	if (n < 3 || asked_pps <= 0)
 		return -1;
-	nominal = (double)burst / asked_pps * 1e9;
-	m = nb - 1;
+	m = n - 1;
 	gap = malloc(sizeof(double) * m);
 	if (!gap)
 		return -1;
 	for (size_t k = 0; k < m; k++) {
-		double g = (double)ts[(k + 1) * burst] - (double)ts[k * burst] - nominal;
+		double g = (double)ts[k + 1] - (double)ts[k] - (double)cnt[k] / asked_pps * 1e9;
 
 		gap[k] = g < 0 ? -g : g;
+		before_last += cnt[k];
 	}
 	qsort(gap, m, sizeof(double), cmp_dbl);
-	st->rate_pps = (double)burst * (double)m /
-		       ((double)(ts[m * burst] - ts[0]) / 1e9);
+	st->rate_pps = ts[m] > ts[0] ? before_last / ((double)(ts[m] - ts[0]) / 1e9) : 0;
 	st->rate_error_pct = (st->rate_pps - asked_pps) / asked_pps * 100;
 	st->gap_p50_ns = rank(gap, m, 0.50);
 	st->gap_p99_ns = rank(gap, m, 0.99);
@@ -93,7 +95,7 @@ static int sh_cmd(const char *fmt, ...)
 
 int pace_net_up(struct pace_net *pn, int rps_cpu)
 {
-	unsigned id = (unsigned)getpid() % 200 + 20;
+	unsigned id = (unsigned)getpid() % 200 + 20; /* 10.251.id.0/29 */
 
 	memset(pn, 0, sizeof(*pn));
 	snprintf(pn->ns, sizeof(pn->ns), "vfgx-pace-%d", (int)getpid());
@@ -101,6 +103,8 @@ int pace_net_up(struct pace_net *pn, int rps_cpu)
 	snprintf(pn->ns_if, sizeof(pn->ns_if), "vfpr%u", id);
 	snprintf(pn->host_ip, sizeof(pn->host_ip), "10.251.%u.1", id);
 	snprintf(pn->ns_ip, sizeof(pn->ns_ip), "10.251.%u.2", id);
+	snprintf(pn->sink_ip, sizeof(pn->sink_ip), "10.251.%u.3", id);
+	memcpy(pn->sink_mac, (uint8_t[6]){ 2, 0x76, 0x66, (uint8_t)id, 0, 9 }, 6);
 	memcpy(pn->host_mac, (uint8_t[6]){ 2, 0x76, 0x66, (uint8_t)id, 0, 1 }, 6);
 	memcpy(pn->ns_mac, (uint8_t[6]){ 2, 0x76, 0x66, (uint8_t)id, 0, 2 }, 6);
 	if (sh_cmd("ip netns add %s", pn->ns))
@@ -108,23 +112,31 @@ int pace_net_up(struct pace_net *pn, int rps_cpu)
 	pn->up = 1;
 	if (sh_cmd("ip link add %s address 02:76:66:%02x:00:01 type veth peer name %s address 02:76:66:%02x:00:02 netns %s",
 		   pn->host_if, id, pn->ns_if, id, pn->ns) ||
-	    sh_cmd("ip addr add %s/30 dev %s && ip link set %s up", pn->host_ip,
+	    sh_cmd("ip addr add %s/29 dev %s && ip link set %s up", pn->host_ip,
 		   pn->host_if, pn->host_if) ||
-	    sh_cmd("ip -n %s addr add %s/30 dev %s && ip -n %s link set %s up && ip -n %s link set lo up",
+	    sh_cmd("ip -n %s addr add %s/29 dev %s && ip -n %s link set %s up && ip -n %s link set lo up",
 		   pn->ns, pn->ns_ip, pn->ns_if, pn->ns, pn->ns_if, pn->ns) ||
 	    sh_cmd("ip neigh replace %s lladdr 02:76:66:%02x:00:02 dev %s nud permanent",
 		   pn->ns_ip, id, pn->host_if) ||
+	    sh_cmd("ip neigh replace %s lladdr 02:76:66:%02x:00:09 dev %s nud permanent",
+		   pn->sink_ip, id, pn->host_if) ||
 	    sh_cmd("ip -n %s neigh replace %s lladdr 02:76:66:%02x:00:01 dev %s nud permanent",
 		   pn->ns, pn->host_ip, id, pn->ns_if))
 		goto err;
-	if (rps_cpu >= 0 && rps_cpu < 32 &&
-	    sh_cmd("ip netns exec %s sh -c 'echo %x > /sys/class/net/%s/queues/rx-0/rps_cpus'",
-		   pn->ns, 1u << rps_cpu, pn->ns_if))
+	if (rps_cpu >= 0 && pace_net_rps(pn, rps_cpu))
 		goto err;
 	return 0;
 err:
 	pace_net_down(pn);
 	return -1;
+}
+
+int pace_net_rps(const struct pace_net *pn, int cpu)
+{
+	if (cpu >= 32)
+		return -1;
+	return sh_cmd("ip netns exec %s sh -c 'echo %x > /sys/class/net/%s/queues/rx-0/rps_cpus'",
+		      pn->ns, cpu < 0 ? 0 : 1u << cpu, pn->ns_if);
 }
 
 void pace_net_down(struct pace_net *pn)
@@ -143,14 +155,15 @@ struct pace_rx_shared {
 	int failed;
 	uint64_t n, drops;
 	uint64_t ts[PACE_RX_MAX];
+	uint32_t cnt[PACE_RX_MAX];
 };
 
 static void rx_child(struct pace_rx_shared *sh, const struct pace_net *pn, uint16_t port,
 		     int cpu)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	static uint8_t data[PACE_RX_BATCH][2048];
-	static uint8_t ctl[PACE_RX_BATCH][CMSG_SPACE(sizeof(struct timespec))];
+	static uint8_t data[PACE_RX_BATCH][65536];
+	static uint8_t ctl[PACE_RX_BATCH][CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(int))];
 	struct mmsghdr m[PACE_RX_BATCH];
 	struct iovec iov[PACE_RX_BATCH];
 	struct timeval tmo = { 0, 100000 };
@@ -170,7 +183,7 @@ static void rx_child(struct pace_rx_shared *sh, const struct pace_net *pn, uint1
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	inet_pton(AF_INET, pn->ns_ip, &a.sin_addr);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)))
+	    setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) || bind(fd, (struct sockaddr *)&a, sizeof(a)))
 		goto fail;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
@@ -195,15 +208,27 @@ static void rx_child(struct pace_rx_shared *sh, const struct pace_net *pn, uint1
 			continue;
 		}
 		for (int i = 0; i < r; i++) {
-			struct cmsghdr *c = CMSG_FIRSTHDR(&m[i].msg_hdr);
+			struct msghdr *mh = &m[i].msg_hdr;
+			uint32_t seg = 0;
+			bool have_ts = false;
 			struct timespec t;
 
-			if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS)
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+					memcpy(&t, CMSG_DATA(c), sizeof(t));
+					have_ts = true;
+				} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+					int v;
+
+					memcpy(&v, CMSG_DATA(c), sizeof(v));
+					seg = v > 0 ? (uint32_t)v : 0;
+				}
+			}
+			if (!have_ts || !m[i].msg_len || sh->n >= PACE_RX_MAX)
 				continue; /* no timestamp: not counted */
-			memcpy(&t, CMSG_DATA(c), sizeof(t));
-			if (sh->n < PACE_RX_MAX)
-				sh->ts[sh->n++] = (uint64_t)t.tv_sec * 1000000000ull +
-						  (uint64_t)t.tv_nsec;
+			sh->ts[sh->n] = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+			sh->cnt[sh->n++] = seg && seg < m[i].msg_len ?
+						   (m[i].msg_len + seg - 1) / seg : 1;
 		}
 	}
 	{
@@ -249,18 +274,18 @@ int pace_rx_start(struct pace_rx *r, const struct pace_net *pn, uint16_t port, i
 	return 0;
 }
 
-int pace_rx_stop(struct pace_rx *r, uint32_t burst, double asked_pps,
-		 struct pace_rx_stats *st, uint64_t *drops)
+int pace_rx_stop(struct pace_rx *r, double asked_pps, struct pace_rx_stats *st,
+		 uint64_t *drops)
 {
 	int ret, status = 0;
 
 	atomic_store(&r->sh->stop, 1);
 	waitpid(r->pid, &status, 0);
 	ret = atomic_load(&r->sh->done) && WIFEXITED(status) && !WEXITSTATUS(status) ?
-		      pace_rx_compute(r->sh->ts, r->sh->n, burst, asked_pps, st) : -1;
+		      pace_rx_compute(r->sh->ts, r->sh->cnt, r->sh->n, asked_pps, st) : -1;
 	*drops = r->sh->drops;
-	if (ret)
-		memset(st, 0, sizeof(*st)), st->datagrams = r->sh->n;
+	if (ret && !atomic_load(&r->sh->done))
+		memset(st, 0, sizeof(*st));
 	munmap(r->sh, sizeof(*r->sh));
 	r->sh = NULL;
 	return ret;
