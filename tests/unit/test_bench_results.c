@@ -205,18 +205,22 @@ static void out_checked_before_the_run(void **state)
 }
 
 /* bench/pace_rx.c: the pacing rows' numbers from a receiver's timestamps,
- * against values worked out by hand.  Bursts of 4 at 1000 datagrams/s: one
- * burst every 4 ms. */
+ * against values worked out by hand.  Bursts (messages) of 4 datagrams at
+ * 1000 datagrams/s: one every 4 ms. */
 static void pace_rx_on_schedule(void **state)
 {
-	uint64_t ts[40];
+	uint64_t ts[10];
+	uint32_t cnt[10];
 	struct pace_rx_stats st;
 
 	(void)state;
-	for (int i = 0; i < 40; i++)
-		ts[i] = 1000000000ull + (uint64_t)(i / 4) * 4000000ull + (uint64_t)(i % 4) * 10;
-	assert_int_equal(pace_rx_compute(ts, 40, 4, 1000, &st), 0);
-	assert_int_equal(st.bursts, 10);
+	for (int i = 0; i < 10; i++) {
+		ts[i] = 1000000000ull + (uint64_t)i * 4000000ull;
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 1000, &st), 0);
+	assert_int_equal(st.messages, 10);
+	assert_int_equal(st.datagrams, 40);
 	assert_true(st.rate_pps > 999.999 && st.rate_pps < 1000.001);
 	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
 	assert_true(st.gap_p50_ns < 1e-3 && st.gap_p99_ns < 1e-3 && st.gap_max_ns < 1e-3);
@@ -226,14 +230,16 @@ static void pace_rx_on_schedule(void **state)
  * up): the average rate is exact, the gaps are not */
 static void pace_rx_late_burst_shows_in_gaps(void **state)
 {
-	static uint64_t ts[404];
+	uint64_t ts[101];
+	uint32_t cnt[101];
 	struct pace_rx_stats st;
 
 	(void)state;
-	for (int i = 0; i < 404; i++)
-		ts[i] = (uint64_t)(i / 4) * 4000000ull + (i / 4 == 50 ? 100000ull : 0);
-	assert_int_equal(pace_rx_compute(ts, 404, 4, 1000, &st), 0);
-	assert_int_equal(st.bursts, 101);
+	for (int i = 0; i < 101; i++) {
+		ts[i] = (uint64_t)i * 4000000ull + (i == 50 ? 100000ull : 0);
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 101, 1000, &st), 0);
 	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
 	/* 100 gaps: 98 of 0, two of 100 us; the 99th smallest is 100 us */
 	assert_true(st.gap_p50_ns < 1e-3);
@@ -241,22 +247,30 @@ static void pace_rx_late_burst_shows_in_gaps(void **state)
 	assert_true(st.gap_max_ns > 99999.9 && st.gap_max_ns < 100000.1);
 }
 
-/* every gap 1% long: 990.1 datagrams/s, -0.990% */
+/* every gap 1% long: 990.1 datagrams/s, -0.990%; a short burst is owed a
+ * shorter gap */
 static void pace_rx_slow_sender_fails_rate(void **state)
 {
-	uint64_t ts[40];
+	uint64_t ts[10], t2[3] = { 0, 2000000, 6000000 };
+	uint32_t cnt[10], c2[3] = { 2, 4, 4 };
 	struct pace_rx_stats st;
 
 	(void)state;
-	for (int i = 0; i < 40; i++)
-		ts[i] = (uint64_t)(i / 4) * 4040000ull;
-	assert_int_equal(pace_rx_compute(ts, 40, 4, 1000, &st), 0);
+	for (int i = 0; i < 10; i++) {
+		ts[i] = (uint64_t)i * 4040000ull;
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 1000, &st), 0);
 	assert_true(st.rate_pps > 990.09 && st.rate_pps < 990.10);
 	assert_true(st.rate_error_pct > -0.991 && st.rate_error_pct < -0.990);
 	assert_true(st.gap_p99_ns > 39999.9 && st.gap_p99_ns < 40000.1);
-	/* fewer than three bursts: nothing to compute */
-	assert_int_equal(pace_rx_compute(ts, 8, 4, 1000, &st), -1);
-	assert_int_equal(pace_rx_compute(ts, 40, 4, 0, &st), -1);
+	/* 2 then 4 datagrams: 2 ms then 4 ms, on time; 6 in 6 ms */
+	assert_int_equal(pace_rx_compute(t2, c2, 3, 1000, &st), 0);
+	assert_true(st.gap_max_ns < 1e-3);
+	assert_true(st.rate_pps > 999.999 && st.rate_pps < 1000.001);
+	/* fewer than three messages, or no rate asked: nothing to compute */
+	assert_int_equal(pace_rx_compute(ts, cnt, 2, 1000, &st), -1);
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 0, &st), -1);
 }
 
 /* bench/lo_rps.c: a saturated receiver is busy and loses datagrams */
