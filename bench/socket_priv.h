@@ -69,6 +69,7 @@ struct udp_snmp {
  * start to their end (/proc/stat; -1: unknown). */
 struct udp_side {
 	double sent, got, drops, cpu_s, wall_s, busy;
+	double irq; /* the receiving CPU's interrupt (softirq) fraction, same span */
 };
 
 int udp_snmp(struct udp_snmp *u);

@@ -66,6 +66,7 @@ int udp_rx_ref(uint32_t size, double secs, double rate, uint16_t port,
 		if (!ended && atomic_load(&sh->done) == udp_senders) {
 			ended = true;
 			u->busy = cpu_sample(sb_cpu_recv, &k1) ? -1 : cpu_busy(&k0, &k1);
+			u->irq = u->busy < 0 ? -1 : cpu_irq(&k0, &k1);
 		}
 		/* the senders gone and their end seen: take what is queued */
 		flags = ended && marks ? MSG_DONTWAIT : MSG_WAITFORONE;
