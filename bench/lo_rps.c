@@ -54,6 +54,7 @@ int cpu_sample(int cpu, struct cpu_sample *s)
 			/* user nice system idle iowait irq softirq steal */
 			s->total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 			s->busy = s->total - v[3] - v[4];
+			s->irq = v[5] + v[6];
 			ret = 0;
 		}
 		break;
@@ -68,4 +69,16 @@ double cpu_busy(const struct cpu_sample *a, const struct cpu_sample *b)
 	if (b->total <= a->total)
 		return -1;
 	return (double)(b->busy - a->busy) / (double)(b->total - a->total);
+}
+
+double cpu_irq(const struct cpu_sample *a, const struct cpu_sample *b)
+{
+	if (b->total <= a->total)
+		return -1;
+	return (double)(b->irq - a->irq) / (double)(b->total - a->total);
+}
+
+bool udp_saturated(double rx_work, double offered, double got)
+{
+	return rx_work >= 0.9 && offered > 0 && offered - got >= 0.01 * offered;
 }

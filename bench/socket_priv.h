@@ -4,6 +4,7 @@
 #ifndef VFGX_BENCH_SOCKET_PRIV_H
 #define VFGX_BENCH_SOCKET_PRIV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,5 +43,50 @@ void sb_unpin(void);
 int sb_sockperf_tcp(uint16_t port, uint32_t size, double secs, bool pp, double *rate);
 int sb_vfgx_tcp(vfgx_ctx *ctx, uint16_t port, uint32_t size, double secs, bool pp,
 		double *rate);
+
+/* --- UDP receive: senders, kernel counters (socket.c) ------------------ */
+
+extern int udp_senders;
+extern struct vfgx_socket_opts udp_so; /* the vfgx receiver's options */
+
+struct udp_shared {
+	_Atomic int done;        /* senders finished */
+	_Atomic int go;          /* start sending */
+	_Atomic int ack;         /* the receiver has seen the end */
+	bool mark;               /* end with empty datagrams until ack */
+	int gso;                 /* >1: senders send GSO batches of this many
+				  * datagrams (kept across udp_start_senders) */
+	uint64_t sent[16];
+	double secs[16];
+};
+
+struct udp_snmp {
+	unsigned long long in, rcvbuf_err;
+};
+
+/* One receiver's run: datagrams offered, received, dropped; its CPU time;
+ * the senders' time; the receiving CPU's busy fraction from the senders'
+ * start to their end (/proc/stat; -1: unknown). */
+struct udp_side {
+	double sent, got, drops, cpu_s, wall_s, busy;
+	double irq; /* the receiving CPU's interrupt (softirq) fraction, same span */
+};
+
+int udp_snmp(struct udp_snmp *u);
+unsigned long udp_queued(uint16_t port);
+double thread_cpu_ns(void);
+/* Forks udp_senders processes that wait for sh->go, then send SIZE-byte
+ * datagrams to 127.0.0.1:port for secs (rate > 0: datagrams/s each),
+ * bursts of 64 per sendmmsg(), or GSO batches of sh->gso per sendmsg(). */
+int udp_start_senders(struct udp_shared *sh, pid_t *pids, uint16_t port, uint32_t size,
+		      double secs, double rate, bool mark);
+void udp_reap(pid_t *pids);
+void udp_totals(struct udp_shared *sh, struct udp_side *u);
+
+/* socket_ref.c: the same-syscall reference receiver: recvmmsg() of the
+ * vfgx port's batch with UDP GRO, each datagram copied out, on this
+ * thread pinned to sb_cpu_recv. */
+int udp_rx_ref(uint32_t size, double secs, double rate, uint16_t port,
+	       struct udp_shared *sh, struct udp_side *u);
 
 #endif

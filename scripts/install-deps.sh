@@ -34,6 +34,7 @@ pkgs=(
 	sockperf iproute2 kmod cpio busybox-static qemu-system-x86 shellcheck
 	ethtool # afxdp net test: checksum offload off on the veth sender
 	fio # bench/record: the reference of raw recording's write rate
+	netsniff-ng # trafgen: a reference row of vfgx bench send (the fastest Debian packet sender)
 	dpdk-dev # dpdk-testpmd: the reference of vfgx bench dpdk and bench afxdp
 	util-linux procps # netns tests: unshare, setpriv, pgrep, sysctl
 	wget # gpurdma_mon-guest reads vfgx run's metrics page with it (tests/vm/mon/guest.sh)

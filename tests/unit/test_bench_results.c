@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "guest_targets.h"
+#include "lo_rps.h"
+#include "pace_rx.h"
 #include "results.h"
 
 static void stat_interval_from_binomial(void **state)
@@ -356,6 +358,88 @@ static void guest_class_needs_every_size(void **state)
 	fclose(f);
 }
 
+/* bench/pace_rx.c: the pacing rows' numbers from a receiver's timestamps,
+ * against values worked out by hand.  Bursts (messages) of 4 datagrams at
+ * 1000 datagrams/s: one every 4 ms. */
+static void pace_rx_on_schedule(void **state)
+{
+	uint64_t ts[10];
+	uint32_t cnt[10];
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 10; i++) {
+		ts[i] = 1000000000ull + (uint64_t)i * 4000000ull;
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 1000, &st), 0);
+	assert_int_equal(st.messages, 10);
+	assert_int_equal(st.datagrams, 40);
+	assert_true(st.rate_pps > 999.999 && st.rate_pps < 1000.001);
+	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
+	assert_true(st.gap_p50_ns < 1e-3 && st.gap_p99_ns < 1e-3 && st.gap_max_ns < 1e-3);
+}
+
+/* one burst 100 us late, the next back on schedule (a sender that catches
+ * up): the average rate is exact, the gaps are not */
+static void pace_rx_late_burst_shows_in_gaps(void **state)
+{
+	uint64_t ts[101];
+	uint32_t cnt[101];
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 101; i++) {
+		ts[i] = (uint64_t)i * 4000000ull + (i == 50 ? 100000ull : 0);
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 101, 1000, &st), 0);
+	assert_true(st.rate_error_pct > -1e-6 && st.rate_error_pct < 1e-6);
+	/* 100 gaps: 98 of 0, two of 100 us; the 99th smallest is 100 us */
+	assert_true(st.gap_p50_ns < 1e-3);
+	assert_true(st.gap_p99_ns > 99999.9 && st.gap_p99_ns < 100000.1);
+	assert_true(st.gap_max_ns > 99999.9 && st.gap_max_ns < 100000.1);
+}
+
+/* every gap 1% long: 990.1 datagrams/s, -0.990%; a short burst is owed a
+ * shorter gap */
+static void pace_rx_slow_sender_fails_rate(void **state)
+{
+	uint64_t ts[10], t2[3] = { 0, 2000000, 6000000 };
+	uint32_t cnt[10], c2[3] = { 2, 4, 4 };
+	struct pace_rx_stats st;
+
+	(void)state;
+	for (int i = 0; i < 10; i++) {
+		ts[i] = (uint64_t)i * 4040000ull;
+		cnt[i] = 4;
+	}
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 1000, &st), 0);
+	assert_true(st.rate_pps > 990.09 && st.rate_pps < 990.10);
+	assert_true(st.rate_error_pct > -0.991 && st.rate_error_pct < -0.990);
+	assert_true(st.gap_p99_ns > 39999.9 && st.gap_p99_ns < 40000.1);
+	/* 2 then 4 datagrams: 2 ms then 4 ms, on time; 6 in 6 ms */
+	assert_int_equal(pace_rx_compute(t2, c2, 3, 1000, &st), 0);
+	assert_true(st.gap_max_ns < 1e-3);
+	assert_true(st.rate_pps > 999.999 && st.rate_pps < 1000.001);
+	/* fewer than three messages, or no rate asked: nothing to compute */
+	assert_int_equal(pace_rx_compute(ts, cnt, 2, 1000, &st), -1);
+	assert_int_equal(pace_rx_compute(ts, cnt, 10, 0, &st), -1);
+}
+
+/* bench/lo_rps.c: a saturated receiver spends its CPU receiving and loses
+ * datagrams */
+static void saturated_needs_busy_and_loss(void **state)
+{
+	(void)state;
+	assert_true(udp_saturated(0.99, 1000, 980));
+	assert_true(udp_saturated(0.90, 1000, 990));
+	assert_false(udp_saturated(0.80, 1000, 500));  /* the CPU on other work */
+	assert_false(udp_saturated(0.99, 1000, 995));  /* kept up: 0.5% lost */
+	assert_false(udp_saturated(-1, 1000, 500));    /* busy unknown */
+	assert_false(udp_saturated(0.99, 0, 0));       /* nothing offered */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +455,10 @@ int main(void)
 		cmocka_unit_test(out_checked_before_the_run),
 		cmocka_unit_test(guest_pairs_need_messages_on_both_sides),
 		cmocka_unit_test(guest_class_needs_every_size),
+		cmocka_unit_test(pace_rx_on_schedule),
+		cmocka_unit_test(pace_rx_late_burst_shows_in_gaps),
+		cmocka_unit_test(pace_rx_slow_sender_fails_rate),
+		cmocka_unit_test(saturated_needs_busy_and_loss),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
