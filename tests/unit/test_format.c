@@ -75,7 +75,7 @@ static void test_spead(void **state)
 {
 	struct vfgx_format f;
 	struct vfgx_seq_state st = { 0 };
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	uint8_t p[256];
 	uint32_t n;
 
@@ -148,7 +148,7 @@ static void test_vdif(void **state)
 {
 	struct vfgx_format f;
 	struct vfgx_seq_state st = { 0 };
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	uint8_t p[32 + 64];
 
 	(void)state;
@@ -214,7 +214,7 @@ static void test_rtp(void **state)
 {
 	struct vfgx_format f;
 	struct vfgx_seq_state st = { 0 };
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	uint8_t p[64] = { 0 };
 	uint32_t h;
 
@@ -288,7 +288,7 @@ static void test_rfc4175(void **state)
 {
 	struct vfgx_format f;
 	struct vfgx_seq_state st = { 0 };
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	static uint8_t p[2048];
 	/* 320x240 UYVY: stride 640 bytes; a pixel group 4 bytes, 2 pixels */
 	const uint16_t two[2][3] = { { 8, 0, 316 }, { 640, 1, 0 } };
@@ -393,7 +393,7 @@ static void test_seq_extend(void **state)
 static void test_vfgx_vita_ecpri(void **state)
 {
 	struct vfgx_format f;
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	uint8_t p[64] = { 0 };
 
 	(void)state;
@@ -473,7 +473,7 @@ static int load(const char *yaml, struct vfgx_format *f)
 static void test_yaml(void **state)
 {
 	struct vfgx_format f;
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	uint8_t p[64] = { 0 };
 
 	(void)state;
