@@ -120,7 +120,7 @@ static struct vfgx_seq_state *state_of(struct decoder *d, uint64_t raw)
 static void decode_payload(struct decoder *d, uint64_t frame, const uint8_t *p,
 			   uint32_t len)
 {
-	struct vfgx_fmt_pkt o;
+	struct vfgx_fmt_pkt o = { 0 };
 	struct vfgx_seq_state *st;
 	int r = vfgx_fmt_decode(&d->f, p, len, &o);
 
