@@ -52,16 +52,23 @@ for m in gpu pinned; do
 done
 # device: auto picks by where the packets are: the generator's host memory
 # -> the CPU pipeline; the replay's GPU memory -> the gpu engine (one line each)
-auto_pick() { # CONFIG WANT
+auto_pick() { # CONFIG WANT: the line `vfgx run` logs with device: auto
 	local out y
 	y=$(mktemp --suffix=.yaml)
 	sed 's/device: gpu/device: auto/' "$1" >"$y"
-	out=$("$build/src/cli/vfgx" run --quiet "$y" 2>&1)
+	out=$(timeout "${GPU_TEST_TIMEOUT:-600}" "$build/src/cli/vfgx" run --quiet "$y" 2>&1)
 	rm -f "$y"
-	grep -q -- "$2" <<<"$out" || { echo "$out" | grep -i "device auto" ; return 1; }
+	if grep -q -- "$2" <<<"$out"; then
+		echo "PASS $3"
+	else
+		echo "FAIL $3: want '$2'"; grep -i "device auto" <<<"$out"; fail=1
+	fi
 }
-step "auto on host memory: the CPU pipeline" auto_pick configs/loopback.yaml "auto: using the CPU pipeline: the packets are in host or pinned memory"
-step "auto on GPU memory: the gpu engine" auto_pick configs/gpu-loopback-replay.yaml "packets are in GPU memory, which only the gpu engine reads"
+echo "== auto"
+auto_pick configs/loopback.yaml "auto: using the CPU pipeline: the packets are in host or pinned memory" \
+	"auto on host memory: the CPU pipeline"
+auto_pick configs/gpu-loopback-replay.yaml "packets are in GPU memory, which only the gpu engine reads" \
+	"auto on GPU memory: the gpu engine"
 for c in configs/gpu-loopback.yaml configs/gpu-loopback-replay.yaml; do
 	step "vfgx run $c" "$build/src/cli/vfgx" run --quiet "$c"
 done

@@ -26,10 +26,10 @@ ref = {}
 with vfgx.Pipeline(cfg("cpu", "host")) as p:
     for c in p.chunks(timeout=5.0):
         with c:
-            lens = c.lens
-            data = c.data
-            pres = [bool(c.present[i]) for i in range(c.packets)]
+            lens, data, present = c.lens, c.data, c.present
+            pres = [bool(present[i]) for i in range(c.packets)]
             ref[c.index] = (sum(pres), int(sum(int(data[i, :lens[i]].sum()) for i in range(c.packets) if pres[i])))
+            del lens, data, present  # no array may view the chunk at its release
 
 SRC = r"""
 #include <vfgx/chunk_device.h>
