@@ -10,7 +10,10 @@
  * A chunk is copied into the recorder's ring of staging buffers (pinned
  * memory for chunks in GPU memory, copied with cudaMemcpyAsync) and may be
  * given back as soon as the call returns: the recorder never holds more
- * than its ring.  A write error (a full disk, a file removed while
+ * than its ring.  On its own thread, raw recording of chunks in host or
+ * pinned memory copies nothing: it writes each chunk's ring slot and gives
+ * the chunk back when the write completed, holding at most record.ring
+ * chunks.  A write error (a full disk, a file removed while
  * written) stops the recording, never the pipeline: later chunks are
  * counted as not recorded.  docs/record.md. */
 #ifndef VFGX_RECORD_H
@@ -57,6 +60,10 @@ struct vfgx_record_conf {
 	/* not a config key: the text stored in the files' config attribute
 	 * (the program's configuration), NULL: none */
 	const char *config_text;
+	uint32_t max_wait_ms;    /* [10000: 10 s; 0: never] a write not done
+				  * after this long stops the recording (a disk
+				  * slower than the stream); hdf5: a write that
+				  * took longer */
 };
 
 struct vfgx_record_stats {

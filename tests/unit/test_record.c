@@ -75,6 +75,7 @@ static void test_conf_yaml(void **state)
 	assert_int_equal(c.format, VFGX_RECORD_HDF5);
 	assert_int_equal(c.compression, VFGX_RECORD_COMPRESSION_OFF);
 	assert_int_equal(c.ring, 4);
+	assert_int_equal(c.max_wait_ms, 10000);
 	assert_false(c.overwrite);
 	assert_null(c.path);
 	assert_int_equal(vfgx_config_load_string(ctx, bad_format, strlen(bad_format), "t.yaml", &cfg),
@@ -169,7 +170,22 @@ static size_t count_lines(const char *path)
 	return n;
 }
 
-static void test_own_thread(void **state)
+static char warned[512];
+static int nwarned;
+
+static void sink(void *user, enum vfgx_log_level level, const char *line)
+{
+	(void)user;
+	if (level == VFGX_LOG_WARN && strstr(line, "record.ring")) {
+		snprintf(warned, sizeof(warned), "%s", line);
+		nwarned++;
+	}
+}
+
+/* ring: record.ring; the pipeline's in_flight is 8.  Raw on the
+ * recorder's own thread writes the chunks' own ring slots and gives each
+ * back once written: every chunk handed out is recorded and returned. */
+static void own_thread(uint32_t ring)
 {
 	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
 	struct vfgx_record_stats st;
@@ -178,14 +194,16 @@ static void test_own_thread(void **state)
 	char p[128], idx[160];
 	struct rig g;
 
-	(void)state;
 	rig_open(&g, chunked);
 	vfgx_record_conf_default(&c);
 	c.format = VFGX_RECORD_RAW;
+	c.ring = ring;
 	path_in_dir(p, sizeof(p), "own.raw");
 	snprintf(idx, sizeof(idx), "%s.index.jsonl", p);
 	unlink(idx);
 	c.path = p;
+	nwarned = 0;
+	vfgx_log_set_sink(ctx, sink, NULL);
 	assert_int_equal(vfgx_record_open(ctx, &c, g.pl, &rec), 0);
 	assert_int_equal(vfgx_record_start(rec), 0);
 	assert_int_equal(vfgx_record_start(rec), -EBUSY);
@@ -193,15 +211,32 @@ static void test_own_thread(void **state)
 	wait_done(g.pl);
 	vfgx_pipeline_stop(g.pl);
 	assert_int_equal(vfgx_record_close(rec, &st), 0);
+	vfgx_log_set_sink(ctx, NULL, NULL);
 	assert_int_equal(vfgx_chunk_stats(g.pl, &cs), 0);
 	assert_true(cs.handed_out > 0);
 	assert_int_equal(st.recorded, cs.handed_out);
+	assert_int_equal(cs.returned, cs.handed_out);
 	assert_int_equal(st.not_recorded, 0);
 	assert_int_equal(st.files, 1);
 	assert_int_equal(count_lines(idx), 1 + cs.handed_out); /* header + chunks */
+	if (ring >= 8) {
+		/* one line: the recorder holds in_flight - 1 */
+		assert_int_equal(nwarned, 1);
+		assert_non_null(strstr(warned, "chunks.in_flight 8"));
+		assert_null(strchr(warned, '\n'));
+	} else {
+		assert_int_equal(nwarned, 0);
+	}
 	unlink(p);
 	unlink(idx);
 	rig_close(&g);
+}
+
+static void test_own_thread(void **state)
+{
+	(void)state;
+	own_thread(4);
+	own_thread(8);
 }
 
 static void test_program_consumer(void **state)
