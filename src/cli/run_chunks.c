@@ -127,12 +127,17 @@ static void *consume(void *arg)
 	struct vfgx_chunk *c;
 	int ret;
 
-	while ((ret = vfgx_chunk_get(rc->pl, 200, &c)) != -ENODATA) {
+	uint32_t held = 0;
+
+	/* chunks the recorder holds: look at their writes every ms */
+	while ((ret = vfgx_chunk_get(rc->pl, held ? 1 : 200, &c)) != -ENODATA) {
 		uint32_t stream;
 		uint64_t index;
 
-		if (ret)
+		if (ret) {
+			held = rc->rec ? run_record_poll(rc->rec) : 0;
 			continue; /* -ETIMEDOUT: look again */
+		}
 		/* which chunk to give back, before user code sees the
 		 * descriptor */
 		stream = c->stream;
@@ -149,8 +154,10 @@ static void *consume(void *arg)
 		}
 		/* the user code saw the chunk; then it is recorded as it
 		 * is now, then given back */
-		if (rc->rec)
-			run_record_chunk(rc->rec, c);
+		if (rc->rec && run_record_chunk(rc->rec, c)) {
+			held = run_record_poll(rc->rec);
+			continue; /* the recorder gives it back once written */
+		}
 		vfgx_chunk_put(rc->pl, stream, index);
 	}
 	return NULL;

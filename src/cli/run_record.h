@@ -30,7 +30,11 @@ int run_record_open(struct run_record *rr, vfgx_ctx *ctx,
 		    const char *flag_path, vfgx_pipeline *pl);
 /* A chunk the consumer holds: written (or counted as not recorded); the
  * consumer gives it back after. */
-void run_record_chunk(struct run_record *rr, const struct vfgx_chunk *c);
+/* 1: the recorder keeps the chunk and gives it back once written (the
+ * caller must not); 0: the caller gives it back. */
+int run_record_chunk(struct run_record *rr, const struct vfgx_chunk *c);
+/* Writes completed meanwhile taken; the chunks the recorder still holds. */
+uint32_t run_record_poll(struct run_record *rr);
 /* After the consumer stopped: finish and close the files. */
 void run_record_close(struct run_record *rr);
 /* The report's line; false when the recording stopped on an error. */

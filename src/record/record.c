@@ -361,6 +361,16 @@ void rec_count_recorded(vfgx_record *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
+int vfgx_record_take(vfgx_record *r, const struct vfgx_chunk *c)
+{
+	return record_one(r, c, r->hold);
+}
+
+uint32_t vfgx_record_poll(vfgx_record *r)
+{
+	return r->ops->pending ? r->ops->pending(r) : 0;
+}
+
 static void *consume(void *arg)
 {
 	vfgx_record *r = arg;
@@ -375,25 +385,17 @@ static void *consume(void *arg)
 		uint64_t index;
 
 		if (ret) {
-			/* -ETIMEDOUT: look again */
-			held = r->ops->pending ? r->ops->pending(r) : 0;
+			held = vfgx_record_poll(r); /* -ETIMEDOUT: look again */
 			continue;
 		}
 		stream = c->stream;
 		index = c->index;
 		/* held: the raw writer gives it back once written */
-		if (record_one(r, c, r->hold) <= 0)
+		if (vfgx_record_take(r, c) <= 0)
 			vfgx_chunk_put(r->pl, stream, index);
-		held = r->hold && r->ops->pending ? r->ops->pending(r) : 0;
+		held = r->hold ? vfgx_record_poll(r) : 0;
 	}
 	return NULL;
-}
-
-static uint32_t in_flight_of(vfgx_record *r)
-{
-	const struct vfgx_chunk_config *cc = vfgx_chunk_conf(r->pl);
-
-	return cc ? cc->in_flight : 2;
 }
 
 int vfgx_record_start(vfgx_record *r)
@@ -402,17 +404,6 @@ int vfgx_record_start(vfgx_record *r)
 
 	if (r->running)
 		return vfgx_set_error(r->ctx, -EBUSY, "record: started already");
-	/* the recorder is the only consumer: raw writes go out from the
-	 * chunks' own ring slots, at most ring chunks held, and the pipeline
-	 * needs a free slot per stream beside them */
-	r->hold = r->hold_ok && r->ops == &rec_raw_ops;
-	r->hold_depth = r->conf.ring;
-	if (r->hold && r->hold_depth >= in_flight_of(r)) {
-		r->hold_depth = in_flight_of(r) - 1;
-		vfgx_log(r->ctx, VFGX_LOG_WARN,
-			 "record: record.ring %u is not below pipeline.chunks.in_flight %u: the recorder holds at most %u chunks (raise in_flight above ring for ring writes in flight)",
-			 r->conf.ring, in_flight_of(r), r->hold_depth);
-	}
 	ret = pthread_create(&r->thread, NULL, consume, r);
 	if (ret)
 		return vfgx_set_error(r->ctx, -ret, "record: thread: %s", strerror(ret));
@@ -526,6 +517,17 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 		rec_free(r);
 		return vfgx_set_error(ctx, -ENOTSUP, "record: chunks in GPU memory need a build with CUDA");
 #endif
+	}
+	/* raw writes go out from the chunks' own ring slots (vfgx_record_take,
+	 * vfgx_record_start), at most ring chunks held, and the pipeline
+	 * needs a free slot per stream beside them */
+	r->hold = r->hold_ok && r->ops == &rec_raw_ops;
+	r->hold_depth = r->conf.ring;
+	if (r->hold && r->hold_depth >= cc->in_flight) {
+		r->hold_depth = cc->in_flight - 1;
+		vfgx_log(ctx, VFGX_LOG_WARN,
+			 "record: record.ring %u is not below pipeline.chunks.in_flight %u: the recorder holds at most %u chunks (raise in_flight above ring for ring writes in flight)",
+			 r->conf.ring, cc->in_flight, r->hold_depth);
 	}
 	if ((ret = open_next(r))) {
 		rec_free(r);

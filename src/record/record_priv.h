@@ -63,7 +63,7 @@ struct vfgx_record {
 	 * a multiple of 4096), read from vfgx_chunk_slot's addresses */
 	size_t present_off, lens_off, rec_bytes;
 	bool hold_ok;             /* slots page-aligned, rec_bytes apart at least */
-	bool hold;                /* vfgx_record_start: raw writes from the slots */
+	bool hold;                /* raw writes from the slots (take, start) */
 	uint32_t hold_depth;      /* chunks held at most: ring, < in_flight */
 	uint64_t file_bytes;      /* bytes in the current file */
 	uint64_t file_chunks;     /* chunks handed to the current file */
