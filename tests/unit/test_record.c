@@ -3,7 +3,9 @@
  * refusals of vfgx_record_open (no chunks, no path, a FIFO, a symlink, an
  * existing file without overwrite, raw with deflate), the recorder's own
  * consumer thread (every chunk handed out is recorded; a second start is
- * -EBUSY) and a program's own consumer calling vfgx_record_chunk.  The
+ * -EBUSY; raw writes the chunks' own ring slots, each given back once; record.ring
+ * not below in_flight: one line) and a program's own consumer calling
+ * vfgx_record_chunk, or vfgx_record_take / vfgx_record_poll.  The
  * bytes on file are checked by tests/cli/test_record.py. */
 #include <errno.h>
 #include <fcntl.h>
@@ -279,6 +281,64 @@ static void test_program_consumer(void **state)
 	rig_close(&g);
 }
 
+/* A program's own consumer with vfgx_record_take: raw host chunks are
+ * kept by the recorder and given back once written; the program gives
+ * back only those it got 0 for, polls while none is ready, and every
+ * chunk handed out is recorded and returned exactly once. */
+static void test_program_take(void **state)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	struct vfgx_record_stats st;
+	struct vfgx_record_conf c;
+	struct vfgx_chunk *ch;
+	vfgx_record *rec;
+	uint64_t kept = 0;
+	uint32_t held = 0;
+	char p[128], idx[160];
+	struct rig g;
+	int ret;
+
+	(void)state;
+	rig_open(&g, chunked);
+	vfgx_record_conf_default(&c);
+	c.format = VFGX_RECORD_RAW;
+	path_in_dir(p, sizeof(p), "take.raw");
+	snprintf(idx, sizeof(idx), "%s.index.jsonl", p);
+	unlink(idx);
+	c.path = p;
+	assert_int_equal(vfgx_record_open(ctx, &c, g.pl, &rec), 0);
+	assert_int_equal(vfgx_pipeline_start(g.pl), 0);
+	while ((ret = vfgx_chunk_get(g.pl, held ? 1 : 200, &ch)) != -ENODATA) {
+		uint32_t stream;
+		uint64_t index;
+
+		if (ret) {
+			held = vfgx_record_poll(rec);
+			continue;
+		}
+		stream = ch->stream;
+		index = ch->index;
+		ret = vfgx_record_take(rec, ch);
+		assert_true(ret == 0 || ret == 1);
+		if (ret)
+			kept++;
+		else
+			assert_int_equal(vfgx_chunk_put(g.pl, stream, index), 0);
+		held = vfgx_record_poll(rec);
+		assert_true(held <= c.ring);
+	}
+	vfgx_pipeline_stop(g.pl);
+	assert_int_equal(vfgx_record_close(rec, &st), 0);
+	assert_int_equal(vfgx_chunk_stats(g.pl, &cs), 0);
+	assert_true(kept > 0); /* host chunks: the slots written as they lie */
+	assert_int_equal(st.recorded, cs.handed_out);
+	assert_int_equal(cs.returned, cs.handed_out);
+	assert_int_equal(count_lines(idx), 1 + cs.handed_out);
+	unlink(p);
+	unlink(idx);
+	rig_close(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_open_refusals),
 		cmocka_unit_test(test_own_thread),
 		cmocka_unit_test(test_program_consumer),
+		cmocka_unit_test(test_program_take),
 	};
 	int ret;
 
