@@ -50,7 +50,9 @@ def commit():
     try:
         h = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
                            capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD", "--"]).returncode != 0
+        # the results file being written is not a difference
+        dirty = subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD", "--", ".",
+                                ":!bench/results"]).returncode != 0
         return h + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
@@ -222,8 +224,8 @@ def cpu_main(a, load, started):
             t["raw2"].append(raw2 / 1e6)
             rows.append((rnd, "hdf5 vs raw: the same run and file system, file bytes written over "
                          "the run's seconds, raw before and after, their mean the reference "
-                         "(hdf5: H5Dwrite_chunk from the chunk, buffered, a flush per chunk; raw: "
-                         "each chunk's ring slot as it lies, O_DIRECT io_uring)",
+                         "(hdf5: H5Dwrite_chunk from the chunk, buffered, a flush per chunk, fsync on close; raw: "
+                         "each chunk's ring slot as it lies, O_DIRECT io_uring, fsync on close)",
                          "%.1f MB/s" % (h5 / 1e6), "raw %.1f MB/s" % (raw2 / 1e6), h5 / raw2))
             # the target's condition: tmpfs faster than the stream, the
             # stream paced at a.rate_pps (fio on tmpfs in the round shows it)

@@ -275,8 +275,12 @@ static int h5_close(vfgx_record *r)
 		if (H5Fclose(w->file) < 0 && !r->stopped)
 			ret = h5_err(r, "close");
 	}
-	if (w->fd >= 0)
+	if (w->fd >= 0) {
+		/* on disk once closed, as raw (fsync on close) */
+		if (!r->stopped && fsync(w->fd) && !ret)
+			ret = rec_fail(r, -errno, "record: %s: %s on close", r->cur_path, strerror(errno));
 		close(w->fd);
+	}
 	free(w->streams);
 	free(w->zbuf);
 	free(w);
