@@ -50,7 +50,9 @@ def commit():
     try:
         h = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
                            capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD", "--"]).returncode != 0
+        # the results file being written is not a difference
+        dirty = subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD", "--", ".",
+                                ":!bench/results"]).returncode != 0
         return h + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
@@ -211,8 +213,8 @@ def cpu_main(a, load, started):
             rows.append((rnd, "raw vs fio: %.0f MB in blocks of %d, io_uring depth %d, O_DIRECT %s; "
                          "fio before and after (%s MB/s), their mean the reference; vfgx also "
                          "generates and assembles the packets (the generator replaying in the "
-                         "pipeline's thread, 1 consumer thread copying each chunk into a staging "
-                         "buffer)" % (size / 1e6, bs, RING, "yes" if direct else "no",
+                         "pipeline's thread, 1 consumer thread writing each chunk's ring slot as it "
+                         "lies, no copy, at most record.ring chunks held)" % (size / 1e6, bs, RING, "yes" if direct else "no",
                                       "%.1f, %.1f" % (ref_a / 1e6, ref_b / 1e6)),
                          "%.1f MB/s" % (raw / 1e6), "fio %.1f MB/s" % (ref / 1e6), raw / ref))
             rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.h5 }\n" % d)
@@ -225,8 +227,8 @@ def cpu_main(a, load, started):
             t["raw2"].append(raw2 / 1e6)
             rows.append((rnd, "hdf5 vs raw: the same run and file system, file bytes written over "
                          "the run's seconds, raw before and after, their mean the reference "
-                         "(hdf5: H5Dwrite_chunk from the chunk, buffered, a flush per chunk; raw: "
-                         "staging copy, O_DIRECT io_uring)",
+                         "(hdf5: H5Dwrite_chunk from the chunk, buffered, a flush per chunk, fsync on close; raw: "
+                         "each chunk's ring slot as it lies, O_DIRECT io_uring, fsync on close)",
                          "%.1f MB/s" % (h5 / 1e6), "raw %.1f MB/s" % (raw2 / 1e6), h5 / raw2))
             # the target's condition: tmpfs faster than the stream, the
             # stream paced at a.rate_pps (fio on tmpfs in the round shows it)
@@ -254,8 +256,8 @@ def cpu_main(a, load, started):
             t["unorec"].append(unorec)
             rows.append((rnd, "(not a target) the same, generator unpaced: the stream %.0f MB/s "
                          "without recording, tmpfs took %.0f MB/s by fio this round; recording adds "
-                         "two copies per byte (chunk to staging buffer, staging buffer to tmpfs) on "
-                         "the consumer thread" % (unorec * 2048, shm_bw / 1e6),
+                         "one copy per byte (the chunk's ring slot into tmpfs's pages, by the kernel; "
+                         "no staging copy) on the consumer thread" % (unorec * 2048, shm_bw / 1e6),
                          "%.3f Mpps" % urec, "no recording %.3f Mpps" % unorec, urec / unorec))
             print("round %d: raw/fio %.3f hdf5/raw %.3f rate %.3f" % (rnd, raw / ref, h5 / raw2, rec / norec),
                   file=sys.stderr, flush=True)

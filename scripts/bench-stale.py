@@ -31,10 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMMON = ["bench/results.c", "bench/results.h"]
 SOURCES = {
-    "record.md": ["bench/record.py", "src/record", "src/cli/run_chunks.c", "src/cli/run_record.c",
+    "record.md": ["bench/record.py", "src/record", "src/session/user_cpu.c", "src/session/session_record.c",
                   "src/port/loopback.c"],
-    "record-gpu.md": ["bench/record.py", "bench/record_d2h.cu", "src/record", "src/cli/run_chunks.c",
-                      "src/cli/run_record.c", "src/pipeline/chunk_cuda.c", "src/pipeline/chunk_gpu.c"],
+    "record-gpu.md": ["bench/record.py", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",
+                      "src/session/session_record.c", "src/pipeline/chunk_cuda.c", "src/pipeline/chunk_gpu.c"],
     "pipeline-cpu.md": ["bench/pipeline_cpu.c", "bench/pipeline_work.c", "bench/pipeline_work.h",
                         "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/packet.c",
                         "src/pipeline/pipeline.c", "src/mem", "include/vfgx/stages.h"],

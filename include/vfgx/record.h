@@ -10,7 +10,10 @@
  * A chunk is copied into the recorder's ring of staging buffers (pinned
  * memory for chunks in GPU memory, copied with cudaMemcpyAsync) and may be
  * given back as soon as the call returns: the recorder never holds more
- * than its ring.  A write error (a full disk, a file removed while
+ * than its ring.  On its own thread, raw recording of chunks in host or
+ * pinned memory copies nothing: it writes each chunk's ring slot and gives
+ * the chunk back when the write completed, holding at most record.ring
+ * chunks.  A write error (a full disk, a file removed while
  * written) stops the recording, never the pipeline: later chunks are
  * counted as not recorded.  docs/record.md. */
 #ifndef VFGX_RECORD_H
@@ -57,6 +60,10 @@ struct vfgx_record_conf {
 	/* not a config key: the text stored in the files' config attribute
 	 * (the program's configuration), NULL: none */
 	const char *config_text;
+	uint32_t max_wait_ms;    /* [10000: 10 s; 0: never] a write not done
+				  * after this long stops the recording (a disk
+				  * slower than the stream); hdf5: a write that
+				  * took longer */
 };
 
 struct vfgx_record_stats {
@@ -91,6 +98,21 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
  * stopped recording (then and later: the chunk counted as not recorded).
  * One thread at a time. */
 int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c);
+/* As vfgx_record_chunk, but the recorder may keep the chunk and give it
+ * back itself (vfgx_chunk_put, by its stream and index) once written: raw
+ * recording of chunks in host or pinned memory writes the chunk's ring
+ * slot as it lies, with no staging copy, holding at most record.ring
+ * chunks (fewer than the pipeline's in_flight: one line says so when
+ * not).  Returns 1 when it keeps the chunk (the caller must not give it
+ * back), 0 when the caller gives it back now, or the error that stopped
+ * recording (the caller gives it back).  A consumer using it calls
+ * vfgx_record_poll whenever vfgx_chunk_get found no chunk (give it a
+ * short timeout while chunks are held: the pipeline may wait for one of
+ * them).  One thread at a time, the thread calling vfgx_record_chunk. */
+int vfgx_record_take(vfgx_record *r, const struct vfgx_chunk *c);
+/* Take the writes completed meanwhile and give their chunks back, without
+ * waiting (record.max_wait_ms applies); returns the chunks still held. */
+uint32_t vfgx_record_poll(vfgx_record *r);
 /* Consume the pipeline's chunks on a thread of the recorder's own (get,
  * write, put) until the pipeline has no more; for a program with no other
  * chunk consumer.  -EBUSY when started already. */

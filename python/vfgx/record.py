@@ -2,7 +2,10 @@
 as NumPy arrays, without libvfgx: the sidecar PATH.index.jsonl (a header
 line, then one line per chunk written once the chunk's data was on file)
 and the data file it describes (fixed-size records: payload slots, present
-bitmap, lengths).  HDF5 recordings open with h5py directly.
+bitmap, lengths at the header's offsets; format versions 1 and 2).  Only
+bytes [0, lens[i]) of a slot whose present bit is set are the packet's:
+the rest holds what the ring buffer held before.  HDF5 recordings open
+with h5py directly.
 
     rec = vfgx.record.open_raw("run.raw")
     s = rec.stream(0)
@@ -20,6 +23,10 @@ __all__ = ["open_raw", "RawRecording", "RawStream"]
 
 # the flags of struct vfgx_chunk (include/vfgx/chunk.h)
 COMPLETE, BY_DISTANCE, BY_TIMEOUT, BY_RING, BY_END = 0x1, 0x2, 0x4, 0x8, 0x10
+
+# 1: bitmap and lengths packed after the slots; 2: the chunk ring slot's
+# layout (docs/record.md); both read through the header's offsets
+_VERSIONS = (1, 2)
 
 _META = ("index", "first", "offset", "present_count", "missing", "flags",
          "ready_ns", "last_packet_ns", "late")
@@ -71,6 +78,10 @@ class RawRecording:
             raise ValueError("%s: not a vfgx raw index (profile %r, format %r)"
                              % (self.index_path, self.header.get("profile"),
                                 self.header.get("format")))
+        if self.header.get("format_version") not in _VERSIONS:
+            raise ValueError("%s: raw format version %r; this reader takes %s (a newer vfgx wrote it?)"
+                             % (self.index_path, self.header.get("format_version"),
+                                ", ".join(map(str, _VERSIONS))))
         self.packets = self.header["packets"]
         self.payload_bytes = self.header["payload_bytes"]
         self.config = self.header.get("config")

@@ -34,6 +34,7 @@ static const struct vfgx_opt rc_opts[] = {
 	RC_OPT(U32, compression_level, 4, 1, 9),
 	RC_OPT(U32, ring, 4, 1, 64),
 	RC_OPT(BOOL, overwrite, 0),
+	RC_OPT(U32, max_wait_ms, 10000, 0, 3600000),
 };
 #define RC_NOPTS (sizeof(rc_opts) / sizeof(rc_opts[0]))
 
@@ -308,7 +309,8 @@ static int check_linked(vfgx_record *r)
 			r->cur_path);
 }
 
-int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+/* One chunk; 1 when the writer holds it (and gives it back itself). */
+static int record_one(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 {
 	int ret;
 
@@ -326,10 +328,13 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 		}
 	}
 	r->file_chunks++;
-	ret = r->ops->chunk(r, c);
-	if (!ret)
-		ret = check_linked(r);
-	if (ret) {
+	ret = r->ops->chunk(r, c, hold);
+	if (ret >= 0 && check_linked(r)) {
+		if (ret > 0)
+			return ret; /* held: counted when its write comes back */
+		ret = r->st.error;
+	}
+	if (ret < 0) {
 		rec_count_not_recorded(r);
 		return ret;
 	}
@@ -339,7 +344,14 @@ int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 		r->st.recorded++;
 		pthread_mutex_unlock(&r->lock);
 	}
-	return 0;
+	return ret;
+}
+
+int vfgx_record_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+{
+	int ret = record_one(r, c, false);
+
+	return ret > 0 ? 0 : ret;
 }
 
 void rec_count_recorded(vfgx_record *r)
@@ -349,17 +361,39 @@ void rec_count_recorded(vfgx_record *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
+int vfgx_record_take(vfgx_record *r, const struct vfgx_chunk *c)
+{
+	return record_one(r, c, r->hold);
+}
+
+uint32_t vfgx_record_poll(vfgx_record *r)
+{
+	return r->ops->pending ? r->ops->pending(r) : 0;
+}
+
 static void *consume(void *arg)
 {
 	vfgx_record *r = arg;
 	struct vfgx_chunk *c;
+	uint32_t held = 0;
 	int ret;
 
-	while ((ret = vfgx_chunk_get(r->pl, 200, &c)) != -ENODATA) {
-		if (ret)
-			continue; /* -ETIMEDOUT: look again */
-		vfgx_record_chunk(r, c);
-		vfgx_chunk_put(r->pl, c->stream, c->index);
+	/* with chunks held, look at their writes every millisecond while no
+	 * chunk is ready: the pipeline may wait for one of them */
+	while ((ret = vfgx_chunk_get(r->pl, held ? 1 : 200, &c)) != -ENODATA) {
+		uint32_t stream;
+		uint64_t index;
+
+		if (ret) {
+			held = vfgx_record_poll(r); /* -ETIMEDOUT: look again */
+			continue;
+		}
+		stream = c->stream;
+		index = c->index;
+		/* held: the raw writer gives it back once written */
+		if (vfgx_record_take(r, c) <= 0)
+			vfgx_chunk_put(r->pl, stream, index);
+		held = r->hold ? vfgx_record_poll(r) : 0;
 	}
 	return NULL;
 }
@@ -395,6 +429,34 @@ static void rec_free(vfgx_record *r)
 	free(r->path);
 	free(r->config_text);
 	free(r);
+}
+
+/* The raw record is the pipeline's ring slot: its offsets from the
+ * addresses of slot 0 (the GPU's view for gpu memory: the same offsets),
+ * and whether slots can be written as they lie (page-aligned, a record
+ * apart at least). */
+static void rec_layout(vfgx_record *r, vfgx_pipeline *pl)
+{
+	const struct vfgx_chunk *d0 = vfgx_chunk_slot(pl, 0, 0);
+	const struct vfgx_chunk *d1 = vfgx_chunk_slot(pl, 0, 1);
+	size_t dbytes = (size_t)r->packets * r->payload_bytes;
+	size_t pw = (size_t)r->present_words * 8;
+	uintptr_t base = d0 ? (uintptr_t)d0->data : 0;
+
+	if (d0 && (uintptr_t)d0->present >= base + dbytes && (uintptr_t)d0->present % 8 == 0 &&
+	    (uintptr_t)d0->lens >= (uintptr_t)d0->present + pw && (uintptr_t)d0->lens % 4 == 0) {
+		r->present_off = (uintptr_t)d0->present - base;
+		r->lens_off = (uintptr_t)d0->lens - base;
+	} else {
+		/* chunk.c's layout (include/vfgx/chunk.h does not promise one) */
+		r->present_off = (dbytes + 255) / 256 * 256;
+		r->lens_off = r->present_off + (pw + 255) / 256 * 256;
+	}
+	r->rec_bytes = (r->lens_off + (size_t)r->packets * 4 + 4095) / 4096 * 4096;
+	r->hold_ok = d0 && d1 && r->mem != VFGX_MEM_GPU && base % 4096 == 0 &&
+		     (uintptr_t)d1->data >= base + r->rec_bytes &&
+		     (uintptr_t)d0->present - base == r->present_off &&
+		     (uintptr_t)d0->lens - base == r->lens_off;
 }
 
 int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
@@ -434,6 +496,7 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 	r->streams = cc->streams;
 	r->present_words = (cc->packets + 63) / 64;
 	r->mem = cc->mem;
+	rec_layout(r, pl);
 	r->ops = conf->format == VFGX_RECORD_RAW ? &rec_raw_ops : &rec_hdf5_ops;
 	if (!r->path || (conf->config_text && !r->config_text)) {
 		rec_free(r);
@@ -454,6 +517,17 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 		rec_free(r);
 		return vfgx_set_error(ctx, -ENOTSUP, "record: chunks in GPU memory need a build with CUDA");
 #endif
+	}
+	/* raw writes go out from the chunks' own ring slots (vfgx_record_take,
+	 * vfgx_record_start), at most ring chunks held, and the pipeline
+	 * needs a free slot per stream beside them */
+	r->hold = r->hold_ok && r->ops == &rec_raw_ops;
+	r->hold_depth = r->conf.ring;
+	if (r->hold && r->hold_depth >= cc->in_flight) {
+		r->hold_depth = cc->in_flight - 1;
+		vfgx_log(ctx, VFGX_LOG_WARN,
+			 "record: record.ring %u is not below pipeline.chunks.in_flight %u: the recorder holds at most %u chunks (raise in_flight above ring for ring writes in flight)",
+			 r->conf.ring, cc->in_flight, r->hold_depth);
 	}
 	if ((ret = open_next(r))) {
 		rec_free(r);

@@ -169,7 +169,7 @@ static int put_row(hid_t d, int rank, hsize_t row, hsize_t width, hid_t type,
 	return e < 0 ? -1 : 0;
 }
 
-static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 {
 	struct h5_writer *w = r->w;
 	struct h5_stream *s;
@@ -181,7 +181,9 @@ static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	uint32_t u32[3] = { c->present_count, c->missing, c->flags };
 	hsize_t dims[3] = { 0, r->packets, r->payload_bytes }, off[3] = { 0 };
 	hsize_t size;
+	uint64_t t0 = vfgx_now_ns();
 
+	(void)hold; /* libhdf5 writes synchronously: nothing to hold */
 	quiet();
 	if (c->stream >= r->streams)
 		return rec_fail(r, -EINVAL, "record: chunk of stream %u, the pipeline has %u streams", c->stream, r->streams);
@@ -230,6 +232,14 @@ static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 		return h5_err(r, "flush");
 	if (H5Fget_filesize(w->file, &size) >= 0 && size > r->file_bytes)
 		rec_add_bytes(r, size - r->file_bytes);
+	/* a synchronous write: the deadline is checked after it (the chunk
+	 * is on file and counted; the next ones are not) */
+	if (r->conf.max_wait_ms &&
+	    vfgx_now_ns() - t0 > (uint64_t)r->conf.max_wait_ms * 1000000u) {
+		rec_fail(r, -ETIMEDOUT, "record: %s: a chunk's write took over %u ms (record.max_wait_ms; the disk is slower than the stream); recording stopped (the pipeline goes on)",
+			 r->cur_path, r->conf.max_wait_ms);
+		return 0;
+	}
 	return 0;
 }
 
@@ -265,8 +275,12 @@ static int h5_close(vfgx_record *r)
 		if (H5Fclose(w->file) < 0 && !r->stopped)
 			ret = h5_err(r, "close");
 	}
-	if (w->fd >= 0)
+	if (w->fd >= 0) {
+		/* on disk once closed, as raw (fsync on close) */
+		if (!r->stopped && fsync(w->fd) && !ret)
+			ret = rec_fail(r, -errno, "record: %s: %s on close", r->cur_path, strerror(errno));
 		close(w->fd);
+	}
 	free(w->streams);
 	free(w->zbuf);
 	free(w);
@@ -351,9 +365,10 @@ static int h5_open(vfgx_record *r, const char *path, int fd)
 	return rec_fail(r, -ENOTSUP, "record: format hdf5: this build has no libhdf5 (install libhdf5-dev and rebuild, or use format raw)");
 }
 
-static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 {
 	(void)c;
+	(void)hold;
 	return r->st.error ? r->st.error : -ENOTSUP;
 }
 

@@ -29,10 +29,17 @@ struct rec_ops {
 	 * by rec_create as fd, which the writer owns from here on). */
 	int (*open)(vfgx_record *r, const char *path, int fd);
 	/* Write one chunk; raw may copy c into its ring and return before
-	 * the write completed. */
-	int (*chunk)(vfgx_record *r, const struct vfgx_chunk *c);
+	 * the write completed.  hold (raw, chunks in host or pinned memory,
+	 * vfgx_record_start's thread): write the chunk's ring slot itself
+	 * and give the chunk back (vfgx_chunk_put) once its write completed
+	 * or failed; returns 1 then (the chunk is the writer's), 0 when the
+	 * caller gives it back, or -errno. */
+	int (*chunk)(vfgx_record *r, const struct vfgx_chunk *c, bool hold);
 	/* Finish what is in flight and close; returns the first error. */
 	int (*close)(vfgx_record *r);
+	/* Take the writes completed meanwhile, without waiting (stop on
+	 * record.max_wait_ms); the writes still in flight.  NULL: none. */
+	uint32_t (*pending)(vfgx_record *r);
 	/* The data file's descriptor (to notice its removal), or -1. */
 	int (*fd)(vfgx_record *r);
 };
@@ -51,6 +58,13 @@ struct vfgx_record {
 	/* the chunks' shape, from the pipeline */
 	uint32_t packets, payload_bytes, streams, present_words;
 	enum vfgx_mem_kind mem;
+	/* the raw record: the pipeline's ring slot layout (data at 0, the
+	 * present bitmap at present_off, lens at lens_off, rec_bytes in all,
+	 * a multiple of 4096), read from vfgx_chunk_slot's addresses */
+	size_t present_off, lens_off, rec_bytes;
+	bool hold_ok;             /* slots page-aligned, rec_bytes apart at least */
+	bool hold;                /* raw writes from the slots (take, start) */
+	uint32_t hold_depth;      /* chunks held at most: ring, < in_flight */
 	uint64_t file_bytes;      /* bytes in the current file */
 	uint64_t file_chunks;     /* chunks handed to the current file */
 	uint64_t opened_ns;       /* when the current file was opened */

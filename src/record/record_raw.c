@@ -1,8 +1,12 @@
 /* record_raw.c - raw recording: one large sequential data file written
- * with O_DIRECT through io_uring (record.ring writes in flight from
- * ring + 1 aligned staging buffers, one chunk record each: payload slots,
- * present bitmap, lengths, padded to 4096 bytes; the spare buffer takes
- * the next chunk's copy while ring writes keep the disk's queue full)
+ * with O_DIRECT through io_uring, one record per chunk laid out as the
+ * pipeline's ring slot (payload slots, present bitmap, lengths at the
+ * slot's offsets, padded to 4096 bytes).  On the recorder's own thread
+ * with chunks in host or pinned memory the slot itself is written and the
+ * chunk given back when its write completed (record.ring held at most);
+ * otherwise (vfgx_record_chunk, GPU chunks) the chunk is copied into one
+ * of ring + 1 aligned staging buffers: the spare one takes the next
+ * chunk's copy while ring writes keep the disk's queue full
  * and a sidecar PATH.index.jsonl: a header line, then one
  * line per chunk appended only after the chunk's write completed, so that
  * after a crash or SIGKILL the index still opens and lists exactly the
@@ -21,11 +25,13 @@
 #include "vfgx_build.h"
 
 #define RAW_ALIGN 4096u
-#define RAW_FORMAT_VERSION 1
+#define RAW_FORMAT_VERSION 2 /* 2: the record is the ring slot's layout */
 
 struct raw_slot {
-	void *buf;
+	void *buf;                /* staging, allocated on first use */
 	bool busy;
+	bool held;                /* writing the chunk's own slot: put it after */
+	uint64_t submit_ns;
 	/* the chunk's metadata, for its index line once written */
 	uint32_t stream, present_count, missing, flags;
 	uint64_t index, first, ready_ns, last_packet_ns, late, offset;
@@ -39,13 +45,9 @@ struct raw_writer {
 	struct raw_slot *slots;
 	size_t rec_bytes, present_off, lens_off;
 	uint64_t next_off;
+	bool abandoned;           /* writes left to the kernel after a stall */
 	char index_path[4200];
 };
-
-static size_t align_up(size_t v, size_t a)
-{
-	return (v + a - 1) / a * a;
-}
 
 /* One line to the index, whole or not at all from the reader's view (a
  * line without its newline is ignored). */
@@ -118,9 +120,9 @@ static int raw_open(vfgx_record *r, const char *path, int fd)
 	}
 	w->fd = fd;
 	w->index_fd = -1;
-	w->present_off = align_up((size_t)r->packets * r->payload_bytes, 8);
-	w->lens_off = w->present_off + r->present_words * sizeof(uint64_t);
-	w->rec_bytes = align_up(w->lens_off + (size_t)r->packets * sizeof(uint32_t), RAW_ALIGN);
+	w->present_off = r->present_off;
+	w->lens_off = r->lens_off;
+	w->rec_bytes = r->rec_bytes;
 	w->depth = r->conf.ring;
 	w->nslots = r->conf.ring + 1;
 	/* O_DIRECT where the file system takes it (tmpfs before Linux 6.6
@@ -136,14 +138,6 @@ static int raw_open(vfgx_record *r, const char *path, int fd)
 	if (!w->slots) {
 		rec_fail(r, -ENOMEM, "record: out of memory");
 		goto fail;
-	}
-	for (uint32_t i = 0; i < w->nslots; i++) {
-		w->slots[i].buf = rec_host_alloc(r, w->rec_bytes);
-		if (!w->slots[i].buf) {
-			rec_fail(r, -ENOMEM, "record: out of memory for %u staging buffers of %zu bytes (lower record.ring)",
-				 w->nslots, w->rec_bytes);
-			goto fail;
-		}
 	}
 	ret = io_uring_queue_init(w->depth, &w->ring, 0);
 	if (ret < 0) {
@@ -161,6 +155,61 @@ fail:
 	return r->st.error ? r->st.error : -EIO;
 }
 
+/* Give a held chunk back: the pipeline may fill its slot again. */
+static void release(vfgx_record *r, struct raw_slot *s)
+{
+	if (s->held)
+		vfgx_chunk_put(r->pl, s->stream, s->index);
+	s->held = false;
+	s->busy = false;
+}
+
+/* No write completed within record.max_wait_ms: the disk is slower than
+ * the stream.  Stop; the writes in flight are left to the kernel (their
+ * chunks given back and counted as not recorded: never indexed, so a
+ * reader never sees them; their bytes may or may not reach the file). */
+static int stall(vfgx_record *r, struct raw_writer *w)
+{
+	int ret = rec_fail(r, -ETIMEDOUT,
+			   "record: %s: a write has not completed in %u ms (record.max_wait_ms; the disk is slower than the stream); recording stopped (the pipeline goes on)",
+			   r->cur_path, r->conf.max_wait_ms);
+
+	for (uint32_t i = 0; i < w->nslots; i++)
+		if (w->slots[i].busy) {
+			release(r, &w->slots[i]);
+			rec_count_not_recorded(r);
+		}
+	w->in_flight = 0;
+	w->abandoned = true;
+	return ret;
+}
+
+/* Wait for a completion, at most until the oldest write in flight is
+ * record.max_wait_ms old. */
+static int wait_cqe(vfgx_record *r, struct raw_writer *w, struct io_uring_cqe **cqe)
+{
+	struct __kernel_timespec ts;
+	uint64_t oldest = UINT64_MAX, now, dl;
+	int ret;
+
+	if (!r->conf.max_wait_ms)
+		return io_uring_wait_cqe(&w->ring, cqe);
+	for (uint32_t i = 0; i < w->nslots; i++)
+		if (w->slots[i].busy && w->slots[i].submit_ns < oldest)
+			oldest = w->slots[i].submit_ns;
+	if (oldest == UINT64_MAX)
+		return io_uring_wait_cqe(&w->ring, cqe);
+	dl = oldest + (uint64_t)r->conf.max_wait_ms * 1000000u;
+	now = vfgx_now_ns();
+	dl = dl > now ? dl - now : 0;
+	ts.tv_sec = (long long)(dl / 1000000000u);
+	ts.tv_nsec = (long long)(dl % 1000000000u);
+	ret = io_uring_wait_cqe_timeout(&w->ring, cqe, &ts);
+	if (ret == -ETIME)
+		return stall(r, w);
+	return ret;
+}
+
 /* One completion: its index line when the write went whole. */
 static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 {
@@ -169,7 +218,9 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 	char line[512];
 	int ret, res;
 
-	ret = wait ? io_uring_wait_cqe(&w->ring, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
+	ret = wait ? wait_cqe(r, w, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
+	if (ret == -ETIMEDOUT && w->abandoned)
+		return ret;
 	if (ret == -EAGAIN || ret == -EINTR)
 		return 1;
 	if (ret < 0)
@@ -178,16 +229,17 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 	s = &w->slots[io_uring_cqe_get_data64(cqe)];
 	res = cqe->res;
 	io_uring_cqe_seen(&w->ring, cqe);
-	s->busy = false;
 	w->in_flight--;
 	if (res < 0 || (size_t)res != w->rec_bytes) {
 		if (res >= 0)
 			res = -ENOSPC; /* a short write: the file system is full */
 		rec_fail(r, res, "record: %s: %s writing stream %u chunk %" PRIu64 "; recording stopped (the pipeline goes on)",
 			 r->cur_path, strerror(-res), s->stream, s->index);
+		release(r, s);
 		rec_count_not_recorded(r);
 		return res;
 	}
+	release(r, s);
 	if (r->stopped) {
 		/* written, but after the stop: not indexed */
 		rec_count_not_recorded(r);
@@ -208,29 +260,48 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 	return 0;
 }
 
-static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c)
+static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 {
 	struct raw_writer *w = r->w;
 	struct io_uring_sqe *sqe;
 	struct raw_slot *s = NULL;
-	uint32_t i;
+	uint32_t i, depth = w->depth;
+	const void *buf;
 	int ret;
 
+	/* the slot as it lies: host or pinned memory, aligned for O_DIRECT */
+	hold = hold && c->mem != VFGX_MEM_GPU && ((uintptr_t)c->data % RAW_ALIGN) == 0;
+	if (hold && r->hold_depth < depth)
+		depth = r->hold_depth;
 	while (w->in_flight && reap_one(r, w, false) == 0)
 		; /* take what completed meanwhile, without waiting */
 	if (r->stopped)
 		return r->st.error;
+	if (hold) {
+		/* nothing to copy: wait for a place in the queue first */
+		while (w->in_flight >= depth)
+			if ((ret = reap_one(r, w, true)) < 0)
+				return ret;
+	}
 	/* at most depth < nslots writes in flight: a buffer is free, and
 	 * the copy into it overlaps depth writes */
 	for (i = 0; i < w->nslots && !s; i++)
 		if (!w->slots[i].busy)
 			s = &w->slots[i];
-	if ((ret = rec_stage(r, c, s->buf, (uint64_t *)((uint8_t *)s->buf + w->present_off),
-			     (uint32_t *)((uint8_t *)s->buf + w->lens_off))))
-		return ret;
-	while (w->in_flight == w->depth)
-		if ((ret = reap_one(r, w, true)) < 0)
+	if (hold) {
+		buf = c->data;
+	} else {
+		if (!s->buf && !(s->buf = rec_host_alloc(r, w->rec_bytes)))
+			return rec_fail(r, -ENOMEM, "record: out of memory for a staging buffer of %zu bytes (lower record.ring); recording stopped",
+					w->rec_bytes);
+		if ((ret = rec_stage(r, c, s->buf, (uint64_t *)((uint8_t *)s->buf + w->present_off),
+				     (uint32_t *)((uint8_t *)s->buf + w->lens_off))))
 			return ret;
+		buf = s->buf;
+		while (w->in_flight >= depth)
+			if ((ret = reap_one(r, w, true)) < 0)
+				return ret;
+	}
 	if (r->stopped)
 		return r->st.error;
 	s->stream = c->stream;
@@ -246,15 +317,17 @@ static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c)
 	sqe = io_uring_get_sqe(&w->ring);
 	if (!sqe)
 		return rec_fail(r, -EBUSY, "record: io_uring: no submission entry; recording stopped");
-	io_uring_prep_write(sqe, w->fd, s->buf, (unsigned)w->rec_bytes, s->offset);
+	io_uring_prep_write(sqe, w->fd, buf, (unsigned)w->rec_bytes, s->offset);
 	io_uring_sqe_set_data64(sqe, (uint64_t)(s - w->slots));
 	ret = io_uring_submit(&w->ring);
 	if (ret < 0)
 		return rec_fail(r, ret, "record: io_uring submit: %s; recording stopped", strerror(-ret));
 	s->busy = true;
+	s->held = hold;
+	s->submit_ns = vfgx_now_ns();
 	w->in_flight++;
 	w->next_off += w->rec_bytes;
-	return 0;
+	return hold ? 1 : 0;
 }
 
 static int raw_close(vfgx_record *r)
@@ -271,6 +344,12 @@ static int raw_close(vfgx_record *r)
 		if (w->in_flight == before && r->stopped)
 			break; /* the ring itself failed: nothing more comes */
 	}
+	for (uint32_t i = 0; i < w->nslots; i++)
+		if (w->slots[i].busy) {
+			/* the ring failed with these in flight */
+			release(r, &w->slots[i]);
+			rec_count_not_recorded(r);
+		}
 	if (!r->stopped && fsync(w->fd))
 		ret = rec_fail(r, -errno, "record: %s: %s on close", r->cur_path, strerror(errno));
 	if (r->stopped && r->st.message[0]) {
@@ -289,6 +368,27 @@ static int raw_close(vfgx_record *r)
 	return ret ? ret : r->st.error;
 }
 
+static uint32_t raw_pending(vfgx_record *r)
+{
+	struct raw_writer *w = r->w;
+	uint64_t now;
+
+	if (!w)
+		return 0;
+	while (w->in_flight && reap_one(r, w, false) == 0)
+		;
+	if (w->in_flight && r->conf.max_wait_ms) {
+		now = vfgx_now_ns();
+		for (uint32_t i = 0; i < w->nslots; i++)
+			if (w->slots[i].busy &&
+			    now - w->slots[i].submit_ns > (uint64_t)r->conf.max_wait_ms * 1000000u) {
+				stall(r, w);
+				break;
+			}
+	}
+	return w->in_flight;
+}
+
 static int raw_fd(vfgx_record *r)
 {
 	struct raw_writer *w = r->w;
@@ -301,5 +401,6 @@ const struct rec_ops rec_raw_ops = {
 	.open = raw_open,
 	.chunk = raw_chunk,
 	.close = raw_close,
+	.pending = raw_pending,
 	.fd = raw_fd,
 };

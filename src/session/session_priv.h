@@ -53,8 +53,10 @@ struct session_record {
 int session_record_open(struct session_record *rr, vfgx_ctx *ctx,
 			const struct vfgx_config *cfg, const char *config_text,
 			const char *flag_path, vfgx_pipeline *pl);
-void session_record_chunk(struct session_record *rr, vfgx_ctx *ctx,
+/* 1: the recorder keeps the chunk and gives it back once written */
+int session_record_chunk(struct session_record *rr, vfgx_ctx *ctx,
 			  const struct vfgx_chunk *c);
+uint32_t session_record_poll(struct session_record *rr);
 void session_record_close(struct session_record *rr, vfgx_ctx *ctx);
 void session_record_free(struct session_record *rr, vfgx_ctx *ctx);
 

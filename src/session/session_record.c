@@ -66,21 +66,30 @@ int session_record_open(struct session_record *rr, vfgx_ctx *ctx,
 	return 0;
 }
 
-void session_record_chunk(struct session_record *rr, vfgx_ctx *ctx, const struct vfgx_chunk *c)
+int session_record_chunk(struct session_record *rr, vfgx_ctx *ctx, const struct vfgx_chunk *c)
 {
 	struct vfgx_record_stats st;
+	int ret;
 
 	if (!rr->on)
-		return;
+		return 0;
 	if (!rr->rec) {
 		rr->refused++;
-		return;
+		return 0;
 	}
-	if (vfgx_record_chunk(rr->rec, c) && !rr->told) {
+	/* 1: the recorder keeps the chunk and gives it back once written */
+	ret = vfgx_record_take(rr->rec, c);
+	if (ret < 0 && !rr->told) {
 		vfgx_record_stats(rr->rec, &st);
 		vfgx_err(ctx, "%s", st.message);
 		rr->told = true;
 	}
+	return ret > 0;
+}
+
+uint32_t session_record_poll(struct session_record *rr)
+{
+	return rr->rec ? vfgx_record_poll(rr->rec) : 0;
 }
 
 void session_record_close(struct session_record *rr, vfgx_ctx *ctx)

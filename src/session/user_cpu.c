@@ -118,14 +118,18 @@ static void *consume(void *arg)
 {
 	struct session_user *u = arg;
 	struct vfgx_chunk *c;
+	uint32_t held = 0;
 	int ret;
 
-	while ((ret = vfgx_chunk_get(u->pl, 200, &c)) != -ENODATA) {
+	/* chunks the recorder holds: look at their writes every ms */
+	while ((ret = vfgx_chunk_get(u->pl, held ? 1 : 200, &c)) != -ENODATA) {
 		uint32_t stream;
 		uint64_t index;
 
-		if (ret)
+		if (ret) {
+			held = u->rec ? session_record_poll(u->rec) : 0;
 			continue; /* -ETIMEDOUT: look again */
+		}
 		/* which chunk to give back, before user code sees the
 		 * descriptor */
 		stream = c->stream;
@@ -144,8 +148,10 @@ static void *consume(void *arg)
 		}
 		/* the user code saw the chunk; then it is recorded as it
 		 * is now, then given back */
-		if (u->rec)
-			session_record_chunk(u->rec, u->ctx, c);
+		if (u->rec && session_record_chunk(u->rec, u->ctx, c)) {
+			held = session_record_poll(u->rec);
+			continue; /* the recorder gives it back once written */
+		}
 		vfgx_chunk_put(u->pl, stream, index);
 	}
 	return NULL;

@@ -368,6 +368,108 @@ def test_full_file_system(tmp_path):
                 check_rows(s, raw_rows(str(tmp_path / name), s))
 
 
+def _throttle_files():
+    """The kernel's block throttle for a cgroup: cgroup v2's io.max where
+    the io controller is on the unified hierarchy, else cgroup v1's
+    blkio.throttle.write_bps_device (the same blk-throttle).  (make(name)
+    -> (dir, write(majmin, bps))) or None with the reason."""
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        try:
+            ctl = open(os.path.join(root, "cgroup.controllers")).read().split()
+        except OSError:
+            continue
+        if "io" in ctl:
+            def make(name, root=root):
+                with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
+                    f.write("+io")
+                d = os.path.join(root, name)
+                os.mkdir(d)
+                return d, lambda mm, bps: open(os.path.join(d, "io.max"), "w").write(
+                    "%s wbps=%d" % (mm, bps))
+            return make, None
+    v1 = "/sys/fs/cgroup/blkio"
+    if os.path.exists(os.path.join(v1, "blkio.throttle.write_bps_device")):
+        def make(name):
+            d = os.path.join(v1, name)
+            os.mkdir(d)
+            return d, lambda mm, bps: open(os.path.join(d, "blkio.throttle.write_bps_device"),
+                                           "w").write("%s %d" % (mm, bps))
+        return make, None
+    return None, "no cgroup io controller (neither io.max nor blkio.throttle) in this kernel"
+
+
+def test_slow_disk(tmp_path):
+    """A real slow disk: ext4 on a loop device, its writes throttled to
+    64 KiB/s for the recording process by the kernel's cgroup block
+    throttle (io.max wbps, or cgroup v1's blkio.throttle.write_bps_device
+    where the io controller is bound to v1, as on this host).  A write not
+    done within record.max_wait_ms stops the recording with one line; the
+    pipeline delivers everything; recorded + not recorded = every chunk
+    handed out; the index lists exactly the chunks recorded, byte-exact,
+    and says why it stopped.  No timing is asserted."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (loop device, mount, cgroup)")
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("unshare -m not permitted here")
+    make, why = _throttle_files()
+    if not make:
+        pytest.skip(why)
+    img = tmp_path / "disk.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
+    lo = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True)
+    if lo.returncode:
+        pytest.skip("no loop device: " + lo.stderr.strip())
+    dev = lo.stdout.strip()
+    cg = None
+    try:
+        rdev = os.stat(dev).st_rdev
+        cg, throttle = make("vfgx-test-slow-disk-%d" % os.getpid())
+        throttle("%d:%d" % (os.major(rdev), os.minor(rdev)), 65536)
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        name = "x.raw"
+        code = """
+            import glob, json, os, shutil, subprocess, warnings
+            subprocess.run(["mount", %r, %r], check=True)
+            with open(os.path.join(%r, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+            import vfgx
+            p = vfgx.Pipeline(%r)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                st = p.record(%r)
+            for f in glob.glob(%r + "*"):
+                shutil.copy(f, %r)
+            print(json.dumps(dict(st=st, cs=p.chunk_stats(), ps=p.stats(),
+                                  warnings=[str(x.message) for x in w])))
+            """ % (dev, str(mnt), cg, cfg(packets=40000, record="record:\n  format: raw\n  max_wait_ms: 300\n"),
+                   str(mnt / name), str(mnt / name), str(tmp_path))
+        pr = run_py(code, tmp_path, prefix=("unshare", "-m", "--propagation", "private"))
+        out, err = pr.communicate(timeout=240)
+        assert pr.returncode == 0, err[-500:]
+        r = json.loads(out)
+        st, cs = r["st"], r["cs"]
+        assert len(r["warnings"]) == 1 and name in r["warnings"][0] and "\n" not in r["warnings"][0]
+        assert "max_wait_ms" in r["warnings"][0] and st["error"] == r["warnings"][0]
+        assert r["ps"]["delivered"] == 40000
+        assert st["not_recorded"] > 0 and st["recorded"] + st["not_recorded"] == cs["handed_out"]
+        rec = vfgx.record.open_raw(str(tmp_path / name))
+        assert rec.stopped == st["error"] and len(rec.chunks) == st["recorded"]
+        for s in range(2):
+            check_rows(s, raw_rows(str(tmp_path / name), s))
+    finally:
+        if cg:
+            for _ in range(100):  # the child's threads leave the cgroup as they exit
+                try:
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        subprocess.run(["losetup", "-d", dev])
+
+
 ENDLESS = """
     import json, sys, time, vfgx
     p = vfgx.Pipeline(%r)

@@ -3,7 +3,9 @@
  * refusals of vfgx_record_open (no chunks, no path, a FIFO, a symlink, an
  * existing file without overwrite, raw with deflate), the recorder's own
  * consumer thread (every chunk handed out is recorded; a second start is
- * -EBUSY) and a program's own consumer calling vfgx_record_chunk.  The
+ * -EBUSY; raw writes the chunks' own ring slots, each given back once; record.ring
+ * not below in_flight: one line) and a program's own consumer calling
+ * vfgx_record_chunk, or vfgx_record_take / vfgx_record_poll.  The
  * bytes on file are checked by tests/cli/test_record.py. */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,7 @@ static void test_conf_yaml(void **state)
 	assert_int_equal(c.format, VFGX_RECORD_HDF5);
 	assert_int_equal(c.compression, VFGX_RECORD_COMPRESSION_OFF);
 	assert_int_equal(c.ring, 4);
+	assert_int_equal(c.max_wait_ms, 10000);
 	assert_false(c.overwrite);
 	assert_null(c.path);
 	assert_int_equal(vfgx_config_load_string(ctx, bad_format, strlen(bad_format), "t.yaml", &cfg),
@@ -169,7 +172,22 @@ static size_t count_lines(const char *path)
 	return n;
 }
 
-static void test_own_thread(void **state)
+static char warned[512];
+static int nwarned;
+
+static void sink(void *user, enum vfgx_log_level level, const char *line)
+{
+	(void)user;
+	if (level == VFGX_LOG_WARN && strstr(line, "record.ring")) {
+		snprintf(warned, sizeof(warned), "%s", line);
+		nwarned++;
+	}
+}
+
+/* ring: record.ring; the pipeline's in_flight is 8.  Raw on the
+ * recorder's own thread writes the chunks' own ring slots and gives each
+ * back once written: every chunk handed out is recorded and returned. */
+static void own_thread(uint32_t ring)
 {
 	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
 	struct vfgx_record_stats st;
@@ -178,14 +196,16 @@ static void test_own_thread(void **state)
 	char p[128], idx[160];
 	struct rig g;
 
-	(void)state;
 	rig_open(&g, chunked);
 	vfgx_record_conf_default(&c);
 	c.format = VFGX_RECORD_RAW;
+	c.ring = ring;
 	path_in_dir(p, sizeof(p), "own.raw");
 	snprintf(idx, sizeof(idx), "%s.index.jsonl", p);
 	unlink(idx);
 	c.path = p;
+	nwarned = 0;
+	vfgx_log_set_sink(ctx, sink, NULL);
 	assert_int_equal(vfgx_record_open(ctx, &c, g.pl, &rec), 0);
 	assert_int_equal(vfgx_record_start(rec), 0);
 	assert_int_equal(vfgx_record_start(rec), -EBUSY);
@@ -193,15 +213,32 @@ static void test_own_thread(void **state)
 	wait_done(g.pl);
 	vfgx_pipeline_stop(g.pl);
 	assert_int_equal(vfgx_record_close(rec, &st), 0);
+	vfgx_log_set_sink(ctx, NULL, NULL);
 	assert_int_equal(vfgx_chunk_stats(g.pl, &cs), 0);
 	assert_true(cs.handed_out > 0);
 	assert_int_equal(st.recorded, cs.handed_out);
+	assert_int_equal(cs.returned, cs.handed_out);
 	assert_int_equal(st.not_recorded, 0);
 	assert_int_equal(st.files, 1);
 	assert_int_equal(count_lines(idx), 1 + cs.handed_out); /* header + chunks */
+	if (ring >= 8) {
+		/* one line: the recorder holds in_flight - 1 */
+		assert_int_equal(nwarned, 1);
+		assert_non_null(strstr(warned, "chunks.in_flight 8"));
+		assert_null(strchr(warned, '\n'));
+	} else {
+		assert_int_equal(nwarned, 0);
+	}
 	unlink(p);
 	unlink(idx);
 	rig_close(&g);
+}
+
+static void test_own_thread(void **state)
+{
+	(void)state;
+	own_thread(4);
+	own_thread(8);
 }
 
 static void test_program_consumer(void **state)
@@ -244,6 +281,64 @@ static void test_program_consumer(void **state)
 	rig_close(&g);
 }
 
+/* A program's own consumer with vfgx_record_take: raw host chunks are
+ * kept by the recorder and given back once written; the program gives
+ * back only those it got 0 for, polls while none is ready, and every
+ * chunk handed out is recorded and returned exactly once. */
+static void test_program_take(void **state)
+{
+	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
+	struct vfgx_record_stats st;
+	struct vfgx_record_conf c;
+	struct vfgx_chunk *ch;
+	vfgx_record *rec;
+	uint64_t kept = 0;
+	uint32_t held = 0;
+	char p[128], idx[160];
+	struct rig g;
+	int ret;
+
+	(void)state;
+	rig_open(&g, chunked);
+	vfgx_record_conf_default(&c);
+	c.format = VFGX_RECORD_RAW;
+	path_in_dir(p, sizeof(p), "take.raw");
+	snprintf(idx, sizeof(idx), "%s.index.jsonl", p);
+	unlink(idx);
+	c.path = p;
+	assert_int_equal(vfgx_record_open(ctx, &c, g.pl, &rec), 0);
+	assert_int_equal(vfgx_pipeline_start(g.pl), 0);
+	while ((ret = vfgx_chunk_get(g.pl, held ? 1 : 200, &ch)) != -ENODATA) {
+		uint32_t stream;
+		uint64_t index;
+
+		if (ret) {
+			held = vfgx_record_poll(rec);
+			continue;
+		}
+		stream = ch->stream;
+		index = ch->index;
+		ret = vfgx_record_take(rec, ch);
+		assert_true(ret == 0 || ret == 1);
+		if (ret)
+			kept++;
+		else
+			assert_int_equal(vfgx_chunk_put(g.pl, stream, index), 0);
+		held = vfgx_record_poll(rec);
+		assert_true(held <= c.ring);
+	}
+	vfgx_pipeline_stop(g.pl);
+	assert_int_equal(vfgx_record_close(rec, &st), 0);
+	assert_int_equal(vfgx_chunk_stats(g.pl, &cs), 0);
+	assert_true(kept > 0); /* host chunks: the slots written as they lie */
+	assert_int_equal(st.recorded, cs.handed_out);
+	assert_int_equal(cs.returned, cs.handed_out);
+	assert_int_equal(count_lines(idx), 1 + cs.handed_out);
+	unlink(p);
+	unlink(idx);
+	rig_close(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_open_refusals),
 		cmocka_unit_test(test_own_thread),
 		cmocka_unit_test(test_program_consumer),
+		cmocka_unit_test(test_program_take),
 	};
 	int ret;
 
