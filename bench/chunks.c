@@ -640,11 +640,12 @@ int vfgx_bench_chunks(int argc, char **argv)
 	double gwith[MAX_ROUNDS], gwithout[MAX_ROUNDS];
 	uint64_t gchunks[MAX_ROUNDS], gwaits[MAX_ROUNDS];
 	double sl99[MAX_ROUNDS]; /* the CUDA-stream consumer's rounds */
-	double dl50[MAX_ROUNDS], dl99[MAX_ROUNDS], dlrel99[MAX_ROUNDS]; /* device API */
+	double dl99[MAX_ROUNDS]; /* the device-API consumer's rounds */
 	int n_dl = 0;
 	double fl99[MAX_ROUNDS]; /* ...and the stream wait's own, same rounds */
 #if VFGX_HAVE_CUDA
 	double sl50[MAX_ROUNDS], slrel99[MAX_ROUNDS], fl50[MAX_ROUNDS];
+	double dl50[MAX_ROUNDS], dlrel99[MAX_ROUNDS];
 	struct stream_lat slr[MAX_ROUNDS];
 #endif
 	int n_sl = 0;
@@ -837,7 +838,6 @@ int vfgx_bench_chunks(int argc, char **argv)
 				slr[i].last_slow, fl50[i], fl99[i]);
 		fprintf(f, "\n");
 	}
-#endif
 	if (n_dl) {
 		fprintf(f, "- device-API consumer (vfgx/chunk_device.h): the same paced source and chunks; one thread of a kernel launched once, before the start, waits for each chunk on its ring slot's ready word (ld.acquire.sys, __nanosleep back-off up to 256 ns), reads %%globaltimer and the engine's record of the chunk, and gives it back (st.release.sys of the returned word): no stream wait, no launch, no CPU per chunk. Time from the chunk's last packet written (and from its release) to the consumer seeing it, both on the GPU's clock; every one of the %d chunks of a round.\n\n",
 			STREAM_CHUNKS);
@@ -846,6 +846,7 @@ int vfgx_bench_chunks(int argc, char **argv)
 			fprintf(f, "| %d | %.1f | %.1f | %.1f |\n", i + 1, dl50[i], dl99[i], dlrel99[i]);
 		fprintf(f, "\n");
 	}
+#endif
 	fprintf(f, "- rule: %s\n\n", bench_ci_rule);
 	bench_target_rounds(f, &(struct bench_target_rounds){
 		.name = "chunks_cpu_mpps_per_core_64B", .measured = with, .reference = without,
