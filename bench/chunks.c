@@ -393,19 +393,24 @@ struct stream_lat {
 	int slow, last_slow;
 };
 
+/* The paced source both GPU consumers of gpu-engine chunks take: one
+ * stream, a chunk of 64 x 512 B packets every 100 us, 8 in flight in GPU
+ * memory. */
+static const char stream_yaml[] =
+	"log_level: warn\n"
+	"memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 8192}]\n"
+	"interfaces:\n"
+	"  - backend: loopback\n"
+	"    rx: {queues: [{id: 0, memory_region: r, batch_size: 64}]}\n"
+	"    loopback: {packets: 64000, packet_size: 512, flows: 1, rate_pps: 640000}\n"
+	"pipeline:\n"
+	"  device: gpu\n"
+	"  chunks: {payload_bytes: 512, packets: 64, in_flight: 8, mem: gpu}\n";
+
 static int gpu_stream_latency(vfgx_ctx *ctx, struct stream_lat *sl)
 {
 	static uint64_t last[STREAM_CHUNKS], ready[STREAM_CHUNKS];
-	const char *y =
-		"log_level: warn\n"
-		"memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 8192}]\n"
-		"interfaces:\n"
-		"  - backend: loopback\n"
-		"    rx: {queues: [{id: 0, memory_region: r, batch_size: 64}]}\n"
-		"    loopback: {packets: 64000, packet_size: 512, flows: 1, rate_pps: 640000}\n"
-		"pipeline:\n"
-		"  device: gpu\n"
-		"  chunks: {payload_bytes: 512, packets: 64, in_flight: 8, mem: gpu}\n";
+	const char *y = stream_yaml;
 	struct vfgx_config *cfg = NULL;
 	struct chunk_stamps *cs = NULL;
 	vfgx_port *port = NULL;
@@ -538,16 +543,7 @@ static int gpu_stream_floor(vfgx_ctx *ctx, double *p50, double *p99)
 static int gpu_device_latency(vfgx_ctx *ctx, double *p50, double *p99, double *rel99)
 {
 	static uint64_t last[STREAM_CHUNKS], ready[STREAM_CHUNKS];
-	const char *y =
-		"log_level: warn\n"
-		"memory_regions: [{name: r, kind: pinned, buf_size: 2048, num_bufs: 8192}]\n"
-		"interfaces:\n"
-		"  - backend: loopback\n"
-		"    rx: {queues: [{id: 0, memory_region: r, batch_size: 64}]}\n"
-		"    loopback: {packets: 64000, packet_size: 512, flows: 1, rate_pps: 640000}\n"
-		"pipeline:\n"
-		"  device: gpu\n"
-		"  chunks: {payload_bytes: 512, packets: 64, in_flight: 8, mem: gpu}\n";
+	const char *y = stream_yaml;
 	struct vfgx_chunk_device v = { .argsz = sizeof(v) };
 	struct vfgx_chunk_stats st = { .argsz = sizeof(st) };
 	struct vfgx_config *cfg = NULL;
