@@ -72,6 +72,25 @@ struct vfgx_session_opts {
 				    * callback, a CUDA module or a recorder */
 	vfgx_session_chunk_fn on_chunk; /* [NULL] see above */
 	void *on_chunk_user;
+	/* what a program that takes chunks itself when nothing else does
+	 * (the Python package) and serves metrics of its own asks for */
+	bool consumer_auto;        /* [false] the consumer thread only when a
+				    * module's chunk callback, a CUDA module,
+				    * the recorder or on_chunk takes chunks;
+				    * else the program takes them
+				    * (vfgx_session_consumes says which) */
+	const char *metrics_listen; /* [NULL] an endpoint of the session's own
+				    * at "ADDR:PORT", "[IPv6]:PORT" or ":PORT"
+				    * (port 0 picks one), fed by its pipeline
+				    * and serving the final counters until
+				    * vfgx_session_destroy; not with metrics */
+	bool metrics_config;       /* [false] with metrics_listen NULL: such an
+				    * endpoint where the config's metrics.listen
+				    * says, when it says (`vfgx run` starts
+				    * its own and leaves this off) */
+	const char *config_text;   /* [NULL] the text the recorder stores for
+				    * a config the caller loaded
+				    * (vfgx_session_create); config_path wins */
 };
 
 void vfgx_session_opts_default(struct vfgx_session_opts *o);
@@ -107,6 +126,13 @@ const struct vfgx_config *vfgx_session_config(const vfgx_session *s);
 vfgx_pipeline *vfgx_session_pipeline(vfgx_session *s);
 uint16_t vfgx_session_nb_ports(const vfgx_session *s);
 vfgx_port *vfgx_session_port(vfgx_session *s, uint16_t i);
+/* True when the session's consumer thread takes the chunks (the pipeline
+ * has chunks and no_consumer is off, or consumer_auto found user code or
+ * the recorder to hand them to); false: vfgx_chunk_get is the program's. */
+bool vfgx_session_consumes(const vfgx_session *s);
+/* The endpoint the pipeline feeds (opts.metrics, or the session's own,
+ * vfgx_metrics_port says where), or NULL. */
+vfgx_metrics *vfgx_session_metrics(vfgx_session *s);
 
 /* The report of a stopped session. */
 struct vfgx_session_report {

@@ -1,13 +1,19 @@
-"""vfgx - VectorFlow-GX from Python: a pipeline from a config, its chunks
-as arrays that alias the pipeline's memory (NumPy for host and pinned
-chunks; DLPack and __cuda_array_interface__ for GPU chunks, so
-cupy.from_dlpack(chunk) and torch.from_dlpack(chunk) take the device
-pointer the pipeline wrote).  docs/python.md has the whole story.
+"""vfgx - VectorFlow-GX from Python: a session from a config, as `vfgx run`
+runs it (ports, capture, pipeline, the Prometheus endpoint, user modules,
+the recorder, the report), and its chunks as arrays that alias the
+pipeline's memory (NumPy for host and pinned chunks; DLPack and
+__cuda_array_interface__ for GPU chunks, so cupy.from_dlpack(chunk) and
+torch.from_dlpack(chunk) take the device pointer the pipeline wrote).
+docs/python.md has the whole story.
 
     with vfgx.Pipeline("config.yaml") as p:
         for chunk in p.chunks(timeout=1.0):
             with chunk:
                 total += chunk.data.sum()
+
+    s = vfgx.Session("config.yaml", capture="rx.pcapng", metrics="127.0.0.1:0")
+    s.run_to_end()
+    print(s.report_text)
 
 Recording (docs/record.md): `p.record("run.h5")` records every chunk to
 HDF5 (raw files for other names) until the sources end, in one call.
@@ -43,7 +49,7 @@ def include_dir():
     raise FileNotFoundError("vfgx.include_dir: no vfgx/chunk_device.h under $VFGX_INCLUDE_DIR, %s or %s"
                             % (_vfgx.INSTALL_INCLUDE, _vfgx.SOURCE_INCLUDE))
 
-__all__ = ["Pipeline", "Chunk", "Recorder", "ConfigError", "CHUNK_COMPLETE",
+__all__ = ["Session", "Pipeline", "Chunk", "Recorder", "ConfigError", "CHUNK_COMPLETE",
            "CHUNK_DEVICE_DTYPE", "include_dir"]
 
 
@@ -65,7 +71,7 @@ def _config_text(config):
             raise err from None
     if isinstance(config, str):
         return config, "<string>"
-    raise TypeError("vfgx.Pipeline: config is a path, a YAML string or a dict, not %s"
+    raise TypeError("vfgx: config is a path, a YAML string or a dict, not %s"
                     % type(config).__name__)
 
 
@@ -158,16 +164,95 @@ class Chunk:
             self.mem, " released" if self.released else "")
 
 
-class Pipeline:
-    """A pipeline from a config: a path, a YAML string or a dict.  Bad
-    configs raise ConfigError with the same one-line message `vfgx run`
-    prints (and .file, .line, .column)."""
+class Session:
+    """What `vfgx run` runs, from a config (a path, a YAML string or a
+    dict): its ports, the capture (capture:, or `capture=PATH`, pcapng for
+    a name ending .pcapng), the pipeline, the Prometheus endpoint
+    (metrics.listen, or `metrics="ADDR:PORT"`, port 0 picks one), the user
+    code of pipeline.user (or `user=PATH`, `user_arg=`), the recorder
+    (record:, or `record=PATH`) and the report.  `duration` (seconds)
+    overrides pipeline.duration_s.  Where a user module's chunk callback,
+    a CUDA module or the recorder takes the chunks, the session's consumer
+    thread hands each to them (`consumes` is True; get() is refused);
+    otherwise the program takes them with get() or chunks().  Bad configs
+    raise ConfigError with the same one-line message `vfgx run` prints
+    (and .file, .line, .column)."""
 
-    def __init__(self, config, name=None):
+    _kind = "Session"
+    _record_section = True
+
+    def __init__(self, config, name=None, *, capture=None, capture_replace=False, record=None,
+                 metrics=None, user=None, user_arg=None, duration=None):
         text, default_name = _config_text(config)
-        self._p = _vfgx.Pipeline(text, name or default_name)
+        fs = lambda v: None if v is None else os.fspath(v)  # noqa: E731
+        self._p = _vfgx.Session(
+            text, name or default_name, record_section=self._record_section,
+            capture=fs(capture), capture_replace=bool(capture_replace), record=fs(record),
+            metrics=metrics, user=fs(user), user_arg=user_arg,
+            duration=-1.0 if duration is None else float(duration), kind=self._kind)
         self._text = text  # the recordings' config attribute
         self._started = False
+        self._report = None
+
+    @property
+    def consumes(self):
+        """True when the session's consumer takes every chunk (a user
+        module's chunk callback, a CUDA module, the recorder)."""
+        return self._p.consumes
+
+    @property
+    def metrics_port(self):
+        """The Prometheus endpoint's port (metrics.listen or metrics=), or
+        None.  It serves until the session is deleted, the final counters
+        after stop()."""
+        return self._p.metrics_port
+
+    def wait(self, timeout=None):
+        """Wait until done() (the sources ended, duration_s passed, or user
+        code failed), in slices of 50 ms (Ctrl-C is seen); False after
+        `timeout` seconds."""
+        t0 = time.monotonic()
+        while not self.done():
+            if timeout is not None and time.monotonic() - t0 >= timeout:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def run_to_end(self, timeout=None):
+        """start(), wait(timeout), stop(); the report.  Ctrl-C stops the
+        session and raises KeyboardInterrupt."""
+        if not self._started:
+            self.start()
+        try:
+            self.wait(timeout)
+        finally:
+            self._stop_once()
+        return self.report()
+
+    def report(self):
+        """After stop(): the report as a dict: secs, pipeline (stats()),
+        pipeline_error, rx_packets, port_drops, conns_refused, source (what
+        the loopback generator made, or None), chunks and complete (taken
+        by the session's consumer), user_errors, user_module (name, fini),
+        gpu_module (path, launches, error), capture (path, closed, seen,
+        selected, written, ring_full, skipped_gpu, failed, bytes, files,
+        error), record (path, recorded, not_recorded, bytes, files,
+        direct, error), each None where the session ran none; ok: the
+        user code and the recorder ended well (`vfgx run`'s rule)."""
+        if self._report is None:
+            rep, text = self._p.report()
+            um, gm, rec = rep["user_module"], rep["gpu_module"], rep["record"]
+            rep["ok"] = (rep["user_errors"] == 0 and (um is None or um["fini"] == 0)
+                         and (gm is None or not gm["error"])
+                         and (rec is None or rec["error"] is None))
+            self._report, self._report_text = rep, text
+        return self._report
+
+    @property
+    def report_text(self):
+        """After stop(): the report's lines as `vfgx run` prints them."""
+        self.report()
+        return self._report_text
 
     @property
     def engine(self):
@@ -304,6 +389,21 @@ class Pipeline:
             self.stop()
         except RuntimeError:
             pass  # stopped already
+
+
+class Pipeline(Session):
+    """A Session whose record: section is the program's: p.record() and
+    p.recorder() take their defaults from it, and the session records
+    nothing itself (vfgx.Session(record=...) does).  Everything else is
+    the Session's: capture, metrics, user code."""
+
+    _kind = "Pipeline"
+    _record_section = False
+
+    def __init__(self, config, name=None, *, capture=None, capture_replace=False,
+                 metrics=None, user=None, user_arg=None, duration=None):
+        super().__init__(config, name, capture=capture, capture_replace=capture_replace,
+                         metrics=metrics, user=user, user_arg=user_arg, duration=duration)
 
 
 class Recorder:

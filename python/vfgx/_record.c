@@ -135,6 +135,8 @@ PyObject *pipeline_recorder(PipelineObject *p, PyObject *args, PyObject *kw)
 				"vfgx recorder: the pipeline has no chunks; recording writes chunks (add pipeline.chunks)");
 		return NULL;
 	}
+	if (need_own_chunks(p, "recorder()"))
+		return NULL;
 	if (p->cfg->record) {
 		rc = *p->cfg->record;
 	} else {

@@ -1,11 +1,11 @@
-/* _vfgx.c - the C side of the Python package: a Pipeline over libvfgx
- * (config from YAML text, ports, start/stop, stats), its chunks as objects
- * that export their memory without a copy (the buffer protocol for host
- * and pinned chunks, so numpy.frombuffer aliases them; DLPack and
- * __cuda_array_interface__ for GPU chunks), and the lifetime rules that
- * keep an array from outliving the chunk memory it views:
- *   - a chunk holds a reference to its pipeline, and every export holds a
- *     reference to its chunk: the pipeline is destroyed only after the
+/* _vfgx.c - the C side of the Python package: the module, and the chunks
+ * of a Session (_session.c) as objects that export their memory without a
+ * copy (the buffer protocol for host and pinned chunks, so
+ * numpy.frombuffer aliases them; DLPack and __cuda_array_interface__ for
+ * GPU chunks), with the lifetime rules that keep an array from outliving
+ * the chunk memory it views:
+ *   - a chunk holds a reference to its session, and every export holds a
+ *     reference to its chunk: the session is destroyed only after the
  *     last chunk and the last array are gone;
  *   - release() gives the chunk back to the pipeline (release(stream=) from
  *     a CUDA stream, after the work queued on it); it refuses (and
@@ -13,13 +13,8 @@
  *     new export is possible;
  *   - a chunk dropped without release() is given back when its last
  *     reference (arrays included) goes;
- *   - a Pipeline belongs to the process that made it: in a child of
- *     fork() it and its chunks are inherited memory without the threads
- *     that run them, so every use raises one RuntimeError and their
- *     teardown is skipped (destroying a condition variable the parent's
- *     threads waited on hangs the child at exit);
- *   - a pipeline runs once: start() after stop() and stop() before
- *     start() raise RuntimeError.
+ *   - a chunk of a session inherited through fork() refuses every use
+ *     and skips its teardown (_session.c says why).
  * The Python C API alone (no binding generator): the surface is small. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,384 +30,7 @@
 
 #include "_vfgx.h"
 
-static PyObject *ConfigError;
-
-/* How many fork()s this process is from the one that loaded the module:
- * each object keeps the value it was made in, and differs from it in a
- * child (pthread_atfork, so os.fork and any C library's fork count). */
-static volatile unsigned long fork_generation;
-
-static void after_fork_in_child(void)
-{
-	fork_generation++;
-}
-
-/* --- Pipeline -------------------------------------------------------------- */
-
-static PyTypeObject PipelineType, DeviceViewType;
-
-/* exc.name = v (a new reference, consumed); -1 on failure */
-static int set_attr(PyObject *exc, const char *name, PyObject *v)
-{
-	int ret = v ? PyObject_SetAttrString(exc, name, v) : -1;
-
-	Py_XDECREF(v);
-	return ret;
-}
-
-/* "file:line:col: message" -> ConfigError(message) with .message,
- * .file, .line and .column (None where the message has no position) */
-static PyObject *config_error(const char *msg)
-{
-	char file[512] = "";
-	unsigned line = 0, col = 0;
-	PyObject *exc;
-	int n = 0;
-
-	if (sscanf(msg, "%511[^:]:%u:%u: %n", file, &line, &col, &n) < 3 || !n)
-		file[0] = 0, line = col = 0;
-	exc = PyObject_CallFunction(ConfigError, "s", msg);
-	if (!exc)
-		return NULL;
-	if (set_attr(exc, "message", PyUnicode_FromString(msg)) ||
-	    set_attr(exc, "file", file[0] ? PyUnicode_FromString(file) : Py_NewRef(Py_None)) ||
-	    set_attr(exc, "line", line ? PyLong_FromUnsignedLong(line) : Py_NewRef(Py_None)) ||
-	    set_attr(exc, "column", col ? PyLong_FromUnsignedLong(col) : Py_NewRef(Py_None))) {
-		Py_DECREF(exc);
-		return NULL;
-	}
-	PyErr_SetObject(ConfigError, exc);
-	Py_DECREF(exc);
-	return NULL;
-}
-
-int inherited(const PipelineObject *p)
-{
-	return p->owner_pid && p->generation != fork_generation;
-}
-
-/* One line for every use of an inherited pipeline or chunk. */
-int refuse_inherited(const PipelineObject *p)
-{
-	PyErr_Format(PyExc_RuntimeError,
-		     "vfgx.Pipeline: made in process %ld and inherited through fork(); a child cannot use it (make a new vfgx.Pipeline in the child)",
-		     p->owner_pid);
-	return -1;
-}
-
-static void pipeline_close(PipelineObject *p)
-{
-	/* a child's copy: the parent's threads are not here to end, and
-	 * destroying what they waited on would hang; the process's exit
-	 * frees the memory */
-	if (inherited(p)) {
-		p->pl = NULL;
-		p->nb_ports = 0;
-		p->cfg = NULL;
-		p->ctx = NULL;
-		return;
-	}
-	if (p->pl) {
-		Py_BEGIN_ALLOW_THREADS
-		vfgx_pipeline_destroy(p->pl);
-		Py_END_ALLOW_THREADS
-		p->pl = NULL;
-	}
-	for (uint16_t i = 0; i < p->nb_ports; i++)
-		vfgx_port_close(p->ports[i]);
-	p->nb_ports = 0;
-	vfgx_config_destroy(p->cfg);
-	p->cfg = NULL;
-	if (p->ctx)
-		vfgx_ctx_destroy(p->ctx);
-	p->ctx = NULL;
-}
-
-static int pipeline_init(PipelineObject *p, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "yaml", "name", NULL };
-	const char *yaml, *name = "<python>";
-	Py_ssize_t len;
-	int ret;
-
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|s", kwlist, &yaml, &len, &name))
-		return -1;
-	if (p->ctx) {
-		PyErr_SetString(PyExc_RuntimeError, "vfgx.Pipeline: already initialised");
-		return -1;
-	}
-	p->generation = fork_generation;
-	p->owner_pid = (long)getpid();
-	if (vfgx_ctx_create(&p->ctx)) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	vfgx_log_set_level(p->ctx, VFGX_LOG_ERROR);
-	if (vfgx_config_load_string(p->ctx, yaml, (size_t)len, name, &p->cfg)) {
-		config_error(vfgx_last_error(p->ctx));
-		return -1;
-	}
-	if (vfgx_pipeline_check(p->ctx, &p->cfg->pipeline)) {
-		config_error(vfgx_last_error(p->ctx));
-		return -1;
-	}
-	if (p->cfg->nb_ifaces == 0) {
-		config_error("no interfaces configured (add one under interfaces:)");
-		return -1;
-	}
-	for (uint16_t i = 0; i < p->cfg->nb_ifaces; i++, p->nb_ports++) {
-		ret = vfgx_port_open_config(p->ctx, p->cfg, &p->cfg->ifaces[i], &p->ports[i]);
-		if (ret) {
-			if (ret == -EINVAL)
-				config_error(vfgx_last_error(p->ctx));
-			else
-				PyErr_SetString(PyExc_OSError, vfgx_last_error(p->ctx));
-			return -1;
-		}
-	}
-	ret = vfgx_pipeline_create(p->ctx, &p->cfg->pipeline, p->ports, p->nb_ports, &p->pl);
-	if (ret) {
-		if (ret == -EINVAL || ret == -ENODEV)
-			config_error(vfgx_last_error(p->ctx));
-		else
-			PyErr_SetString(PyExc_OSError, vfgx_last_error(p->ctx));
-		return -1;
-	}
-	return 0;
-}
-
-static void pipeline_dealloc(PipelineObject *p)
-{
-	pipeline_close(p);
-	Py_TYPE(p)->tp_free((PyObject *)p);
-}
-
-int need_pipeline(PipelineObject *p)
-{
-	if (inherited(p))
-		return refuse_inherited(p);
-	if (p->pl)
-		return 0;
-	PyErr_SetString(PyExc_ValueError, "vfgx.Pipeline: not initialised");
-	return -1;
-}
-
-static PyObject *pipeline_start(PipelineObject *p, PyObject *unused)
-{
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	if (p->stopped) {
-		PyErr_SetString(PyExc_RuntimeError,
-				"vfgx.Pipeline: start() after stop(); a pipeline runs once (make a new vfgx.Pipeline)");
-		return NULL;
-	}
-	if (p->started) {
-		PyErr_SetString(PyExc_RuntimeError, "vfgx.Pipeline: started already");
-		return NULL;
-	}
-	if (vfgx_pipeline_start(p->pl)) {
-		PyErr_SetString(PyExc_OSError, vfgx_last_error(p->ctx));
-		return NULL;
-	}
-	p->started = 1;
-	Py_RETURN_NONE;
-}
-
-static PyObject *pipeline_stop(PipelineObject *p, PyObject *unused)
-{
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	if (!p->started) {
-		PyErr_SetString(PyExc_RuntimeError,
-				"vfgx.Pipeline: stop() before start(); start() it first (a pipeline never started needs no stop)");
-		return NULL;
-	}
-	/* chunk memory stays until the last chunk object goes */
-	Py_BEGIN_ALLOW_THREADS
-	vfgx_pipeline_stop(p->pl);
-	Py_END_ALLOW_THREADS
-	p->stopped = 1;
-	Py_RETURN_NONE;
-}
-
-static PyObject *pipeline_done(PipelineObject *p, PyObject *unused)
-{
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	return PyBool_FromLong(vfgx_pipeline_done(p->pl));
-}
-
-#define SET_U64(d, name, v) do { PyObject *o_ = PyLong_FromUnsignedLongLong(v); \
-	if (!o_ || PyDict_SetItemString(d, name, o_)) { Py_XDECREF(o_); Py_DECREF(d); return NULL; } \
-	Py_DECREF(o_); } while (0)
-
-static PyObject *pipeline_stats(PipelineObject *p, PyObject *unused)
-{
-	struct vfgx_pipeline_stats st;
-	PyObject *d, *drops;
-
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	vfgx_pipeline_stats(p->pl, &st);
-	d = PyDict_New();
-	if (!d)
-		return NULL;
-	SET_U64(d, "packets", st.packets);
-	SET_U64(d, "bytes", st.bytes);
-	SET_U64(d, "passed", st.passed);
-	SET_U64(d, "delivered", st.delivered);
-	SET_U64(d, "delivered_bytes", st.delivered_bytes);
-	SET_U64(d, "gaps", st.gaps);
-	SET_U64(d, "verify_errors", st.verify_errors);
-	SET_U64(d, "order_errors", st.order_errors);
-	drops = PyDict_New();
-	if (!drops || PyDict_SetItemString(d, "drops", drops)) {
-		Py_XDECREF(drops);
-		Py_DECREF(d);
-		return NULL;
-	}
-	Py_DECREF(drops);
-	for (int i = 0; i < VFGX_DROP_MAX; i++) {
-		PyObject *o = PyLong_FromUnsignedLongLong(st.drops[i]);
-
-		if (!o || PyDict_SetItemString(drops, vfgx_drop_reason_name((enum vfgx_drop_reason)i), o)) {
-			Py_XDECREF(o);
-			Py_DECREF(d);
-			return NULL;
-		}
-		Py_DECREF(o);
-	}
-	return d;
-}
-
-static PyObject *pipeline_chunk_stats(PipelineObject *p, PyObject *unused)
-{
-	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
-	PyObject *d;
-
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	if (vfgx_chunk_stats(p->pl, &cs))
-		Py_RETURN_NONE;
-	d = PyDict_New();
-	if (!d)
-		return NULL;
-	SET_U64(d, "complete", cs.complete);
-	SET_U64(d, "closed", cs.closed);
-	SET_U64(d, "skipped", cs.skipped);
-	SET_U64(d, "placed", cs.placed);
-	SET_U64(d, "missing", cs.missing);
-	SET_U64(d, "late", cs.late);
-	SET_U64(d, "duplicates", cs.duplicates);
-	SET_U64(d, "out_of_range", cs.out_of_range);
-	SET_U64(d, "backpressure", cs.backpressure);
-	SET_U64(d, "backpressure_drops", cs.backpressure_drops);
-	SET_U64(d, "handed_out", cs.handed_out);
-	SET_U64(d, "returned", cs.returned);
-	SET_U64(d, "chunk_bytes", cs.chunk_bytes);
-	return d;
-}
-
-/* get(timeout_ms) -> Chunk; None on timeout; EOFError at the end. */
-static PyObject *pipeline_get(PipelineObject *p, PyObject *args)
-{
-	struct vfgx_chunk *c = NULL;
-	ChunkObject *ch;
-	int timeout_ms, ret;
-
-	if (!PyArg_ParseTuple(args, "i", &timeout_ms) || need_pipeline(p))
-		return NULL;
-	if (!vfgx_chunk_conf(p->pl)) {
-		PyErr_SetString(PyExc_ValueError, "vfgx.Pipeline: the config has no pipeline.chunks");
-		return NULL;
-	}
-	Py_BEGIN_ALLOW_THREADS
-	ret = vfgx_chunk_get(p->pl, timeout_ms, &c);
-	Py_END_ALLOW_THREADS
-	if (ret == -ENODATA) {
-		PyErr_SetString(PyExc_EOFError, "no more chunks");
-		return NULL;
-	}
-	if (ret == -ETIMEDOUT || ret == -EAGAIN)
-		Py_RETURN_NONE;
-	if (ret) {
-		errno = -ret;
-		return PyErr_SetFromErrno(PyExc_OSError);
-	}
-	ch = PyObject_New(ChunkObject, &ChunkType);
-	if (!ch) {
-		vfgx_chunk_put(p->pl, c->stream, c->index);
-		return NULL;
-	}
-	ch->pipe = (PipelineObject *)Py_NewRef((PyObject *)p);
-	ch->c = c;
-	ch->stream = c->stream;
-	ch->index = c->index;
-	ch->exports = 0;
-	ch->shape[0] = c->packets;
-	ch->shape[1] = c->payload_bytes;
-	return (PyObject *)ch;
-}
-
-/* The device chunk API's view (vfgx/chunk_device.h) as the struct's bytes;
- * from here on the chunks go to the GPU consumer, not to get(). */
-static PyObject *pipeline_chunk_device(PipelineObject *p, PyObject *unused)
-{
-	struct vfgx_chunk_device v = { .argsz = sizeof(v) };
-
-	(void)unused;
-	if (need_pipeline(p))
-		return NULL;
-	if (vfgx_chunk_device(p->pl, &v)) {
-		PyErr_SetString(PyExc_RuntimeError, vfgx_last_error(p->ctx));
-		return NULL;
-	}
-	return PyBytes_FromStringAndSize((const char *)&v, sizeof(v));
-}
-
-static PyMethodDef pipeline_methods[] = {
-	{ "start", (PyCFunction)pipeline_start, METH_NOARGS, "start the engine" },
-	{ "stop", (PyCFunction)pipeline_stop, METH_NOARGS, "stop the engine (chunks stay valid)" },
-	{ "done", (PyCFunction)pipeline_done, METH_NOARGS, "True once every finite source ended" },
-	{ "stats", (PyCFunction)pipeline_stats, METH_NOARGS, "pipeline counters as a dict" },
-	{ "chunk_stats", (PyCFunction)pipeline_chunk_stats, METH_NOARGS, "chunk counters, or None" },
-	{ "get", (PyCFunction)pipeline_get, METH_VARARGS, "get(timeout_ms) -> Chunk | None" },
-	{ "chunk_device", (PyCFunction)pipeline_chunk_device, METH_NOARGS,
-	  "struct vfgx_chunk_device as bytes (vfgx/chunk_device.h)" },
-	{ "recorder", (PyCFunction)(void (*)(void))pipeline_recorder, METH_VARARGS | METH_KEYWORDS,
-	  "recorder(path, format, ...) -> Recorder (vfgx/record.h)" },
-	{ NULL },
-};
-
-static PyObject *pipeline_engine(PipelineObject *p, void *closure)
-{
-	(void)closure;
-	if (need_pipeline(p))
-		return NULL;
-	return PyUnicode_FromString(vfgx_pipeline_engine(p->pl));
-}
-
-static PyGetSetDef pipeline_getset[] = {
-	{ "engine", (getter)pipeline_engine, NULL, "cpu or gpu", NULL },
-	{ NULL },
-};
-
-static PyTypeObject PipelineType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "vfgx._vfgx.Pipeline",
-	.tp_basicsize = sizeof(PipelineObject),
-	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-	.tp_new = PyType_GenericNew,
-	.tp_init = (initproc)pipeline_init,
-	.tp_dealloc = (destructor)pipeline_dealloc,
-	.tp_methods = pipeline_methods,
-	.tp_getset = pipeline_getset,
-};
+static PyTypeObject DeviceViewType;
 
 /* --- Chunk ----------------------------------------------------------------- */
 int chunk_live(ChunkObject *ch)
@@ -863,7 +481,7 @@ PyMODINIT_FUNC PyInit__vfgx(void)
 {
 	PyObject *m;
 
-	if (PyType_Ready(&PipelineType) || PyType_Ready(&ChunkType) ||
+	if (PyType_Ready(&SessionType) || PyType_Ready(&ChunkType) ||
 	    PyType_Ready(&DeviceViewType) || PyType_Ready(&RecorderType))
 		return NULL;
 	if (pthread_atfork(NULL, NULL, after_fork_in_child))
@@ -874,7 +492,7 @@ PyMODINIT_FUNC PyInit__vfgx(void)
 	ConfigError = PyErr_NewExceptionWithDoc("vfgx.ConfigError",
 		"a bad configuration, with .message, .file, .line and .column", PyExc_ValueError, NULL);
 	if (!ConfigError || PyModule_AddObjectRef(m, "ConfigError", ConfigError) ||
-	    PyModule_AddObjectRef(m, "Pipeline", (PyObject *)&PipelineType) ||
+	    PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) ||
 	    PyModule_AddObjectRef(m, "Chunk", (PyObject *)&ChunkType) ||
 	    PyModule_AddObjectRef(m, "Recorder", (PyObject *)&RecorderType) ||
 	    PyModule_AddIntConstant(m, "CHUNK_COMPLETE", VFGX_CHUNK_COMPLETE) ||

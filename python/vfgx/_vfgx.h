@@ -1,6 +1,6 @@
-/* _vfgx.h - what the Python package's C files share: the Pipeline and
- * Chunk objects (_vfgx.c), the checks every use makes, and the Recorder
- * (_record.c) the Pipeline's recorder() method returns. */
+/* _vfgx.h - what the Python package's C files share: the Session
+ * (_session.c), the Chunk (_vfgx.c), the checks every use makes, and the
+ * Recorder (_record.c) the session's recorder() method returns. */
 #ifndef VFGX_PY_H
 #define VFGX_PY_H
 
@@ -9,16 +9,18 @@
 
 #include <vfgx/vfgx.h>
 
+/* A Session (_session.c): a vfgx_session; Pipeline in Python is one too. */
 typedef struct {
 	PyObject_HEAD
 	vfgx_ctx *ctx;
-	struct vfgx_config *cfg;
-	vfgx_port *ports[VFGX_MAX_IFACES];
-	uint16_t nb_ports;
-	vfgx_pipeline *pl;
+	struct vfgx_config *cfg;  /* the session's, kept here */
+	vfgx_session *s;
+	vfgx_pipeline *pl;        /* the session's */
 	int started, stopped;
 	unsigned long generation; /* fork_generation when made */
 	long owner_pid;           /* its process, for the message */
+	char kind[16];            /* "Session" or "Pipeline", for messages */
+	char *owned[5];           /* keyword strings the session points to */
 } PipelineObject;
 
 typedef struct {
@@ -31,7 +33,11 @@ typedef struct {
 	Py_ssize_t shape[2];
 } ChunkObject;
 
-extern PyTypeObject ChunkType, RecorderType;
+extern PyTypeObject SessionType, ChunkType, RecorderType;
+extern PyObject *ConfigError;
+
+/* pthread_atfork's child handler: objects made before are inherited */
+void after_fork_in_child(void);
 
 /* made in another process (inherited through fork()): refuse every use */
 int inherited(const PipelineObject *p);
@@ -39,6 +45,9 @@ int inherited(const PipelineObject *p);
 int refuse_inherited(const PipelineObject *p);
 /* 0, or -1 with the exception set: closed, or inherited */
 int need_pipeline(PipelineObject *p);
+/* need_pipeline, and the program takes the chunks (the config has
+ * chunks and no user code or recorder of the session takes them) */
+int need_own_chunks(PipelineObject *p, const char *what);
 /* 0, or -1 with the exception set: given back, or inherited */
 int chunk_live(ChunkObject *ch);
 /* Pipeline.recorder(path, format, ...) -> Recorder (_record.c) */

@@ -94,6 +94,47 @@ static int open_capture(vfgx_session *s)
 	return 0;
 }
 
+/* The endpoint: the caller's, or one of the session's own at
+ * opts.metrics_listen or (metrics_config) the config's metrics.listen. */
+static int open_metrics(vfgx_session *s)
+{
+	static const char *const keys[] = { "listen", NULL };
+	const char *listen = s->opts.metrics_listen;
+	struct vfgx_cfg_node root, mn;
+	char addr[64] = "";
+	int ret;
+
+	s->metrics = s->opts.metrics;
+	if (s->metrics && listen)
+		return vfgx_set_error(s->ctx, -EINVAL,
+				      "session: opts.metrics and opts.metrics_listen both given (one endpoint)");
+	if (!s->metrics && !listen && s->opts.metrics_config) {
+		vfgx_config_root(s->cfg, &root);
+		vfgx_cfg_child(&root, "metrics", &mn);
+		if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
+		    (ret = vfgx_cfg_str(&mn, "listen", "", addr, sizeof(addr))))
+			return ret;
+		if (addr[0])
+			listen = addr;
+	}
+	if (!listen)
+		return 0;
+	if ((ret = vfgx_metrics_start(s->ctx, listen, &s->own_metrics)))
+		return ret;
+	s->metrics = s->own_metrics;
+	return 0;
+}
+
+/* consumer_auto: the consumer thread only for user code or the recorder */
+static void pick_consumer(vfgx_session *s)
+{
+	const struct session_user *u = &s->user;
+
+	if (s->opts.consumer_auto &&
+	    !((u->mod && u->mod->chunk) || u->gpu.loaded || s->rec.on || u->on_chunk))
+		s->opts.no_consumer = true;
+}
+
 static int create(vfgx_session *s)
 {
 	struct vfgx_config *cfg = s->cfg;
@@ -123,8 +164,10 @@ static int create(vfgx_session *s)
 	if (ret)
 		return ret;
 	/* the endpoint is an observer like any other the program attaches */
-	if (s->opts.metrics &&
-	    (ret = vfgx_metrics_observe(s->ctx, s->pl, s->opts.metrics,
+	if ((ret = open_metrics(s)))
+		return ret;
+	if (s->metrics &&
+	    (ret = vfgx_metrics_observe(s->ctx, s->pl, s->metrics,
 					s->opts.metrics_job ? s->opts.metrics_job : "session", 1000)))
 		return ret;
 	/* telemetry to gpurdma_mon once a second, when the driver is loaded */
@@ -135,6 +178,8 @@ static int create(vfgx_session *s)
 		if (text_path) {
 			free(s->config_text);
 			s->config_text = file_text(text_path);
+		} else if (!s->config_text && s->opts.config_text) {
+			s->config_text = strdup(s->opts.config_text);
 		} else if (!s->config_text && !strncmp(cfg->source, "<embedded", 9)) {
 			s->config_text = strdup(vfgx_default_config_yaml);
 		}
@@ -148,6 +193,7 @@ static int create(vfgx_session *s)
 	}
 	if (s->user.gpu.loaded)
 		vfgx_escape(s->gpu_path, sizeof(s->gpu_path), s->user.gpu.path);
+	pick_consumer(s);
 	return 0;
 }
 
@@ -170,6 +216,7 @@ static int session_new(vfgx_ctx *ctx, struct vfgx_config *cfg, bool owns, char *
 	s->owns_cfg = owns;
 	s->config_text = text;
 	vfgx_session_opts_default(&s->opts);
+	/* the first version ended at on_chunk_user; later fields default */
 	if (opts && (ret = vfgx_argsz_copy(&s->opts, sizeof(s->opts), opts,
 					   offsetof(struct vfgx_session_opts, on_chunk_user) +
 						   sizeof(void *)))) {
@@ -288,6 +335,16 @@ vfgx_port *vfgx_session_port(vfgx_session *s, uint16_t i)
 	return i < s->nb_ports ? s->ports[i] : NULL;
 }
 
+bool vfgx_session_consumes(const vfgx_session *s)
+{
+	return s->pl && vfgx_chunk_conf(s->pl) && !s->opts.no_consumer;
+}
+
+vfgx_metrics *vfgx_session_metrics(vfgx_session *s)
+{
+	return s->metrics;
+}
+
 void vfgx_session_destroy(vfgx_session *s)
 {
 	if (!s)
@@ -299,6 +356,7 @@ void vfgx_session_destroy(vfgx_session *s)
 	if (s->cap) /* a failed start: the ports never ran */
 		vfgx_capture_close(s->cap, NULL);
 	vfgx_pipeline_destroy(s->pl); /* its observers first */
+	vfgx_metrics_stop(s->own_metrics);
 	session_user_close(&s->user);
 	for (uint16_t i = 0; i < s->nb_ports; i++)
 		vfgx_port_close(s->ports[i]);

@@ -112,6 +112,8 @@ struct vfgx_session {
 	char capture_path_esc[VFGX_PATH_MAX * 2];
 	bool started, stopped;
 	uint64_t t0, t1;
+	vfgx_metrics *metrics;               /* the endpoint fed, or NULL */
+	vfgx_metrics *own_metrics;           /* the session's own (opts) */
 };
 
 #endif
