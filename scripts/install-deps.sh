@@ -23,6 +23,7 @@ pkgs=(
 	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
 	libfftw3-dev # examples/spectrometer: the CPU twin of the cuFFT spectrometer
 	python3-dev python3-numpy python3-pytest libdlpack-dev # the Python package (python/)
+	python3-prometheus-client # tests/python parses the metrics page with its text parser
 	libhdf5-dev liburing-dev python3-h5py # the recorder (src/record): HDF5 and raw files; h5py reads them back in the tests
 	# backends
 	libxdp-dev libbpf-dev bpftool libdpdk-dev dpdk

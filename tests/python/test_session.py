@@ -6,9 +6,10 @@ checked by a reader that is not vfgx's:
     payload byte equal to the generator's pattern computed here from its
     definition, and the same slots the chunks the program took hold;
   - user modules: a module (py_user_module.c) whose stage drops every
-    third sequence; the chunks hold exactly the sequences NumPy says are
-    kept, byte-exact, the drops are counted as `user`, and the module's
-    own sums equal NumPy's over the chunks; with its chunk callback the
+    k-th sequence: the drops are counted as `user` (the records stay in
+    their chunks, docs/chunks.md), and the records and byte sums the
+    module saw equal what NumPy computes over the chunks for the
+    sequences it keeps; with its chunk callback the
     session's consumer takes the chunks (get() refused), and the sums the
     callback saw equal NumPy's over the recording h5py reads back;
   - metrics: the endpoint (metrics= or metrics.listen) is scraped with
