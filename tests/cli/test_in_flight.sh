@@ -42,7 +42,7 @@ refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN
 
 # a budget of 8 buffers over 2 workers: every packet, in order
 conf 16384 2 >"$tmp/ok.yaml"
-out=$(timeout -s KILL 60 "$vfgx" run -q --json "$tmp/ok.yaml" 2>&1)
+out=$(timeout -s KILL 60 "$vfgx" run -q --json "$tmp/ok.yaml" 2>"$tmp/ok.err")
 rc=$?
 if ((rc == 0)) && python3 - "$out" <<'PY'
 import json, sys
@@ -53,7 +53,7 @@ assert p["packets"] == 50000 and p["delivered"] == 50000, p
 assert p["order_errors"] == 0 and sum(p["drops"].values()) == 0, p
 print("ok   16384 B in flight, 2 workers: %d packets, all delivered in order" % p["delivered"])
 PY
-then :; else bad "budget 16384: exit $rc"; sed 's/^/     /' <<<"$out" | tail -15; fi
+then :; else bad "budget 16384: exit $rc"; { echo "$out"; cat "$tmp/ok.err"; } | sed 's/^/     /' | tail -15; fi
 
 conf 3000 2 >"$tmp/small.yaml"
 refused "budget below one buffer a worker" \

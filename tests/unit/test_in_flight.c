@@ -164,6 +164,34 @@ static void test_budget_below_one_buffer(void **state)
 	}
 }
 
+/* A program built before the key passes the shorter struct: accepted, the
+ * key taken as 0 (no bound), as docs/api.md's argsz rule says. */
+static void test_older_argsz(void **state)
+{
+	char y[2048];
+	struct vfgx_config *cfg = NULL;
+	struct vfgx_pipeline_config pc;
+	vfgx_port *port = NULL;
+	vfgx_pipeline *pl = NULL;
+
+	(void)state;
+	snprintf(y, sizeof(y), yaml_fmt, ONE_QUEUE, 1u, "");
+	assert_int_equal(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg), 0);
+	assert_int_equal(vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port), 0);
+	vfgx_pipeline_config_default(&pc);
+	pc.device = VFGX_DEVICE_CPU;
+	pc.max_in_flight_bytes = 1; /* not part of the older struct: unread */
+	pc.argsz = offsetof(struct vfgx_pipeline_config, max_in_flight_bytes);
+	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), 0);
+	assert_null(strstr(vfgx_pipeline_describe(pl), "in flight"));
+	vfgx_pipeline_destroy(pl);
+	pc.argsz = sizeof(pc);
+	assert_int_equal(vfgx_pipeline_create(ctx, &pc, &port, 1, &pl), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "pipeline.max_in_flight_bytes 1 "));
+	vfgx_port_close(port);
+	vfgx_config_destroy(cfg);
+}
+
 static void test_key_range_at_load(void **state)
 {
 	static const char *const bad[] = { "-1", "lots", "2199023255553" /* 2 TiB + 1 */ };
@@ -186,6 +214,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_bounds_buffers_held),
 		cmocka_unit_test(test_budget_below_one_buffer),
+		cmocka_unit_test(test_older_argsz),
 		cmocka_unit_test(test_key_range_at_load),
 	};
 	int ret;
