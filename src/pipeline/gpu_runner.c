@@ -294,7 +294,8 @@ static int fit_in_flight(vfgx_gpu_pipeline *gpl, vfgx_port *const *ports, uint16
 		gpl->cap = c > least ? (uint32_t)c : least;
 	}
 	while (gpl->nb_slots > 2 && arrays_for(gpl, gpl->nb_slots) * gpl->cap > pkts)
-		gpl->nb_slots = graph ? 2 * (gpl->nb_slots / 4) : gpl->nb_slots / 2;
+		gpl->nb_slots = graph ? 2 * (gpl->nb_slots / 4) :
+				gpl->nb_slots / 2 > 2 ? gpl->nb_slots / 2 : 2;
 	if (arrays_for(gpl, gpl->nb_slots) * gpl->cap > pkts) {
 		uint64_t a = arrays_for(gpl, gpl->nb_slots);
 
