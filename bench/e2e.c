@@ -218,15 +218,21 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	vfgx_gpu_pipeline *gpl = NULL;
 	vfgx_pipeline *pl = NULL;
 	struct vfgx_pipeline_stats st;
+	struct vfgx_gpu_opts gopts;
 	uint64_t order = 0, t0, t1;
 	bool gpu;
-	int ret;
+	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
 	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "e2e.yaml", &cfg)))
 		return ret;
 	gpu = cfg->pipeline.device == VFGX_DEVICE_GPU;
-	if ((ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
+	/* the runner reads pipeline.gpu typed (vfgx_pipeline_create types it
+	 * for the engine; this calls the runner directly): without this it
+	 * ran its defaults whatever the YAML said (mode, items, rx_threads) */
+	if (gpu && !(ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &gopts)))
+		cfg->pipeline.gpu = &gopts;
+	if (ret || (ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
 		goto out;
 	ret = gpu ? vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, &port, 1, NULL, &gpl) :
 		    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
