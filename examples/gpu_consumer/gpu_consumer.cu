@@ -174,7 +174,7 @@ static void keep_errors(void *user, enum vfgx_log_level level, const char *msg)
 {
 	(void)user;
 	if (level != VFGX_LOG_ERROR)
-		fprintf(stderr, "%s\n", msg);
+		fprintf(stderr, "vfgx: %s: %s\n", level == VFGX_LOG_WARN ? "warn" : "info", msg);
 	else if (!lib_error[0])
 		snprintf(lib_error, sizeof(lib_error), "%s", msg);
 }
