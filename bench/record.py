@@ -9,7 +9,9 @@ with the same median / interval rule, ported here):
                        queue depth record.ring) against fio writing the same
                        bytes to the same file system with the same block
                        size (one chunk record), O_DIRECT, io_uring, same
-                       queue depth, in the same round;
+                       queue depth, in the same round: three raw runs
+                       between four fio runs, each side's bytes over its
+                       seconds summed in the round;
   record_hdf5_vs_raw   the same run recorded to HDF5 against raw;
   record_pipeline_rate the pipeline's packet rate with raw recording to
                        tmpfs against the same run without recording.
@@ -41,6 +43,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK_PACKETS, PAYLOAD, RING = 1024, 2048, 4
+ALTERNATIONS = 3  # raw runs per round in record_raw_vs_fio
 
 
 def commit():
@@ -193,29 +196,42 @@ def cpu_main(a, load, started):
         size = os.path.getsize(os.path.join(d, "r.raw"))
         clean(d, "r.")
         for rnd in range(1, a.rounds + 1):
-            # A B A: the reference before and after, against the disk's drift
-            # (other programs share it): fio, raw, fio, then hdf5, raw
-            ref_a = fio(d, size, bs)
-            rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.raw, format: raw, ring: %d }\n"
-                           % (d, RING))
-            h = json.loads(open(os.path.join(d, "r.raw.index.jsonl")).readline())
-            bs = h["record_bytes"]
-            direct = rep["record"]["direct"]
-            size = os.path.getsize(os.path.join(d, "r.raw"))
-            # the data file's bytes (what fio writes) over the run's seconds
-            raw = rep["record"]["recorded"] * bs / rep["seconds"]
-            raw_file = rep["record"]["bytes"] / rep["seconds"]
-            clean(d, "r.")
-            ref_b = fio(d, size, bs)
-            ref = (ref_a + ref_b) / 2
+            # F R F R F R F: ALTERNATIONS raw runs between fio runs of the
+            # same bytes, each side's rate its bytes over its seconds summed
+            # in the round, so the shared disk's slow spells (seconds long)
+            # fall on both sides instead of on one run
+            fb = fs = rb = rs = 0.0
+            fios = []
+            direct = True
+            for k in range(ALTERNATIONS + 1):
+                bw = fio(d, size, bs)
+                fios.append(bw)
+                fb += size
+                fs += size / bw
+                if k == ALTERNATIONS:
+                    break
+                rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.raw, format: raw, ring: %d }\n"
+                               % (d, RING))
+                h = json.loads(open(os.path.join(d, "r.raw.index.jsonl")).readline())
+                bs = h["record_bytes"]
+                direct = direct and rep["record"]["direct"]
+                size = os.path.getsize(os.path.join(d, "r.raw"))
+                # the data file's bytes (what fio writes) over the run's seconds
+                rb += rep["record"]["recorded"] * bs
+                rs += rep["seconds"]
+                raw_file = rep["record"]["bytes"] / rep["seconds"]
+                clean(d, "r.")
+            raw, ref = rb / rs, fb / fs
             t["raw"].append(raw / 1e6)
             t["fio"].append(ref / 1e6)
-            rows.append((rnd, "raw vs fio: %.0f MB in blocks of %d, io_uring depth %d, O_DIRECT %s; "
-                         "fio before and after (%s MB/s), their mean the reference; vfgx also "
+            rows.append((rnd, "raw vs fio: %d raw runs of %.0f MB between %d fio runs of the same bytes, "
+                         "blocks of %d, io_uring depth %d, O_DIRECT %s; fio %s MB/s, each side its bytes "
+                         "over its seconds in the round; vfgx also "
                          "generates and assembles the packets (the generator replaying in the "
                          "pipeline's thread, 1 consumer thread writing each chunk's ring slot as it "
-                         "lies, no copy, at most record.ring chunks held)" % (size / 1e6, bs, RING, "yes" if direct else "no",
-                                      "%.1f, %.1f" % (ref_a / 1e6, ref_b / 1e6)),
+                         "lies, no copy, at most record.ring chunks held)"
+                         % (ALTERNATIONS, size / 1e6, ALTERNATIONS + 1, bs, RING, "yes" if direct else "no",
+                            ", ".join("%.0f" % (x / 1e6) for x in fios)),
                          "%.1f MB/s" % (raw / 1e6), "fio %.1f MB/s" % (ref / 1e6), raw / ref))
             rep = vfgx_run(a.vfgx, d, a.packets, "record: { path: %s/r.h5 }\n" % d)
             h5 = rep["record"]["bytes"] / rep["seconds"]
@@ -359,7 +375,7 @@ def gpu_main(a, load, started):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--packets", type=int, default=400000, help="per run (2048 B frames)")
+    ap.add_argument("--packets", type=int, default=200000, help="per run (2048 B frames)")
     ap.add_argument("--dir", default=None, help="file system the recordings and fio write to")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--vfgx", default=os.path.join(ROOT, "build", "src", "cli", "vfgx"))

@@ -9,6 +9,7 @@
  *                          [--chunks N] [--rate PPS] [--loss P]
  *     gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS] [--loss P]
  *     gpu_consumer OUT.txt --hold [--engine ...] [--mem ...]
+ *     gpu_consumer OUT.txt --fault [--engine ...] [--mem ...]
  *
  * OUT.txt gets one line per chunk: "index present_count byte_sum".
  * --reference takes the same stream's chunks in host memory on the CPU
@@ -20,7 +21,12 @@
  * (%globaltimer): `vfgx bench chunks` reports it.  --hold: the consumer
  * never gives a chunk back; after 2 s the program stops the pipeline,
  * which ends (its waits for the held slots counted as backpressure, what
- * waited dropped) instead of hanging. */
+ * waited dropped) instead of hanging.  --fault: the consumer writes through
+ * a null pointer at its 4th chunk (an illegal address: the GPU context is
+ * lost, the pipeline's own kernel with it); the program sees its stream
+ * fail, stops the pipeline and ends with one line naming the fault (the
+ * library's error lines kept, the first one joined to it) and the report
+ * line, exit 1, instead of hanging. */
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -56,7 +62,8 @@ static __device__ unsigned long long now_gt(void)
  * without the engine's records. */
 static __global__ void consume(struct vfgx_chunk_device v, struct result *out,
 			       unsigned int cap, unsigned int *count,
-			       unsigned long long *skipped, bool hold)
+			       unsigned long long *skipped, bool hold, bool fault,
+			       unsigned long long *bad)
 {
 	__shared__ int state;
 	__shared__ unsigned long long seen, part[THREADS / 32];
@@ -76,6 +83,9 @@ static __global__ void consume(struct vfgx_chunk_device v, struct result *out,
 			__syncthreads();
 			continue;
 		}
+		/* --fault: bad is the host's NULL */
+		if (fault && n == 3 && threadIdx.x == 0)
+			*(volatile unsigned long long *)bad = n;
 		const uint8_t *d = vfgx_dev_chunk_data(&v, 0, n);
 		const uint64_t *present = vfgx_dev_chunk_present(&v, 0, n);
 		const uint32_t *lens = vfgx_dev_chunk_lens(&v, 0, n);
@@ -156,6 +166,19 @@ static const char *yaml_fmt =
 	"  device: %s\n"
 	"  chunks: {payload_bytes: 512, packets: 64, in_flight: 8, mem: %s}\n";
 
+/* --fault: the library's error lines kept (the first joined to the one
+ * line the program ends with), the rest of its log on stderr as before */
+static char lib_error[512];
+
+static void keep_errors(void *user, enum vfgx_log_level level, const char *msg)
+{
+	(void)user;
+	if (level != VFGX_LOG_ERROR)
+		fprintf(stderr, "vfgx: %s: %s\n", level == VFGX_LOG_WARN ? "warn" : "info", msg);
+	else if (!lib_error[0])
+		snprintf(lib_error, sizeof(lib_error), "%s", msg);
+}
+
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
 	fprintf(stderr, "gpu_consumer: %s: %s\n", #x, cudaGetErrorString(e_)); goto out; } } while (0)
 
@@ -205,7 +228,8 @@ int main(int argc, char **argv)
 	const char *engine = "gpu", *mem = "gpu";
 	unsigned long chunks = 1000, rate = 640000;
 	double loss = 0;
-	bool ref = false, hold = false, tr = false;
+	bool ref = false, hold = false, tr = false, fault = false;
+	cudaError_t failed = cudaSuccess;
 	static char yaml[2048];
 	struct vfgx_config *cfg = NULL;
 	vfgx_pipeline *pl = NULL;
@@ -235,14 +259,16 @@ int main(int argc, char **argv)
 			ref = true;
 		else if (!strcmp(argv[i], "--hold"))
 			hold = true;
+		else if (!strcmp(argv[i], "--fault"))
+			fault = true;
 		else if (!strcmp(argv[i], "--trace"))
 			tr = true;
 		else
 			argc = 0;
 	}
-	if (argc < 2 || !chunks || (ref && hold) || (strcmp(engine, "gpu") && strcmp(engine, "cpu")) ||
+	if (argc < 2 || !chunks || (ref && hold) || (fault && (ref || hold)) || (strcmp(engine, "gpu") && strcmp(engine, "cpu")) ||
 	    (strcmp(mem, "gpu") && strcmp(mem, "pinned"))) {
-		fprintf(stderr, "usage: gpu_consumer OUT.txt [--engine gpu|cpu] [--mem gpu|pinned] [--chunks N] [--rate PPS] [--loss P] [--hold]\n"
+		fprintf(stderr, "usage: gpu_consumer OUT.txt [--engine gpu|cpu] [--mem gpu|pinned] [--chunks N] [--rate PPS] [--loss P] [--hold | --fault]\n"
 			"       gpu_consumer OUT.txt --reference [--chunks N] [--rate PPS] [--loss P]\n");
 		return 2;
 	}
@@ -269,7 +295,9 @@ int main(int argc, char **argv)
 		CK(cudaFuncGetAttributes(&fa, consume));
 		CK(cudaStreamSynchronize(0));
 	}
-	if (vfgx_ctx_create(&ctx) ||
+	if (!vfgx_ctx_create(&ctx) && fault)
+		vfgx_log_set_sink(ctx, keep_errors, NULL);
+	if (!ctx ||
 	    vfgx_config_load_string(ctx, yaml, strlen(yaml), "gpu_consumer", &cfg) ||
 	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port) ||
 	    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl)) {
@@ -297,7 +325,7 @@ int main(int argc, char **argv)
 		}
 		phase = "launch";
 		consume<<<1, THREADS, 0, s>>>(v, dout, (unsigned int)chunks, dcount, dskipped,
-					      hold);
+					      hold, fault, NULL);
 		CK(cudaGetLastError());
 		phase = "run";
 		uint64_t t0 = vfgx_now_ns();
@@ -305,11 +333,22 @@ int main(int argc, char **argv)
 		while (!vfgx_pipeline_done(pl) && (!hold || vfgx_now_ns() - t0 < 2000000000ull)) {
 			struct timespec ts = { 0, 1000000 };
 
+			/* the consumer failed: no chunk will be given back */
+			if (fault && (failed = cudaStreamQuery(s)) != cudaErrorNotReady &&
+			    failed != cudaSuccess)
+				break;
 			nanosleep(&ts, NULL);
 		}
 		phase = "stop";
 		vfgx_pipeline_stop(pl); /* the end word: the consumer returns */
 		phase = "consumer's end";
+		if (fault) {
+			/* after a fault every CUDA call fails: the counts are
+			 * the library's alone */
+			failed = cudaStreamSynchronize(s);
+			if (failed != cudaSuccess)
+				goto report;
+		}
 		CK(cudaStreamSynchronize(s));
 		phase = "results";
 		CK(cudaMemcpy(&count, dcount, sizeof(count), cudaMemcpyDeviceToHost));
@@ -318,10 +357,15 @@ int main(int argc, char **argv)
 		CK(cudaMemcpy(res.data(), dout, sizeof(result) * res.size(),
 			      cudaMemcpyDeviceToHost));
 	}
+report:
 	if (vfgx_chunk_stats(pl, &st) || write_out(argv[1], res))
 		goto out;
+	if (failed != cudaSuccess)
+		fprintf(stderr, "gpu_consumer: the consumer kernel failed: %s; the pipeline stopped%s%s\n",
+			cudaGetErrorString(failed), lib_error[0] ? ": " : "", lib_error);
 	printf("gpu_consumer (%s%s): %zu chunks, %llu skipped, complete %llu closed %llu backpressure %llu backpressure_drops %llu -> %s\n",
-	       ref ? "reference, cpu engine, host memory" : engine, hold ? ", --hold" : "",
+	       ref ? "reference, cpu engine, host memory" : engine,
+	       hold ? ", --hold" : fault ? ", --fault" : "",
 	       res.size(), skipped, (unsigned long long)st.complete,
 	       (unsigned long long)st.closed, (unsigned long long)st.backpressure,
 	       (unsigned long long)st.backpressure_drops, argv[1]);
@@ -335,7 +379,7 @@ int main(int argc, char **argv)
 		       us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 99 / 100)],
 		       us.back(), us.size());
 	}
-	rc = res.empty() ? 1 : 0;
+	rc = res.empty() || failed != cudaSuccess ? 1 : 0;
 out:
 	vfgx_pipeline_destroy(pl);
 	vfgx_port_close(port);

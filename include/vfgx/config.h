@@ -154,6 +154,11 @@ struct vfgx_pipeline_config {
 	/* pipeline.chunks (vfgx/chunk.h), or NULL: no chunks.  With chunks
 	 * every record goes into its chunk slot instead of a reorder window. */
 	const struct vfgx_chunk_config *chunks;
+	/* pipeline.max_in_flight_bytes: packet buffer bytes (the rx queue's
+	 * buf_size a packet) the engine holds between rx and release at most,
+	 * all queues together; it bounds latency under load at about this
+	 * over the rate (docs/config.md).  0: no bound but the pools. */
+	uint64_t max_in_flight_bytes;
 };
 
 struct vfgx_config {

@@ -23,13 +23,8 @@ static const struct cli_cmd bench_gpu_cli = {
 	.opts = bench_common_opts,
 };
 
-static const struct cli_cmd bench_e2e_cli = {
-	.name = "bench e2e", .summary = "GPU product path end to end: vfgx run's GPU pipeline on replayed traffic",
-	.opts = bench_common_opts,
-};
-
 const struct cli_cmd *const vfgx_bench_clis[] = {
-	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli, &bench_e2e_cli,
+	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli, &vfgx_bench_cli_e2e,
 	&vfgx_bench_cli_afxdp, &vfgx_bench_cli_chunks, &vfgx_bench_cli_python,
 	&vfgx_bench_cli_send,
 #if VFGX_HAVE_DPDK

@@ -284,7 +284,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	static const char *const keys[] = { "device", "workers", "filter",
 					    "reorder", "verify_payload",
 					    "duration_s", "gpu", "chunks", "user",
-					    "capture", NULL };
+					    "capture", "max_in_flight_bytes", NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
 	static const char *const ukeys[] = { "library", "arg", "gpu_module",
 					     "gpu_kernel", "gpu_threads",
@@ -305,7 +305,9 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = vfgx_cfg_bool(&pl, "verify_payload", false,
 				 &p->verify_payload)) ||
 	    (ret = vfgx_cfg_double(&pl, "duration_s", 0, 0, 86400 * 365,
-				   &p->duration_s)))
+				   &p->duration_s)) ||
+	    (ret = vfgx_cfg_u64(&pl, "max_in_flight_bytes", 0, 0, 1ull << 40,
+				&p->max_in_flight_bytes)))
 		return ret;
 	p->argsz = sizeof(*p);
 	p->device = (enum vfgx_device_choice)dev;

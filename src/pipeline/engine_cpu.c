@@ -27,6 +27,10 @@ _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
 
 #define SNAPSHOT_NS 5000000ull
 #define INBOX_BYTES (4u << 20) /* per worker, when streams can be split */
+#define RX_BURST 1024
+/* bytes a packet counts against pipeline.max_in_flight_bytes on a queue
+ * whose backend keeps buffers of its own (no memory_region pool) */
+#define UNPOOLED_BUF 2048
 
 /* Records other workers handed to this one.  Only streams split over
  * queues of several workers come here, so a mutex is fine: the common
@@ -43,6 +47,7 @@ struct poll_entry {
 	vfgx_port *port;
 	uint16_t q;
 	uint32_t index; /* over all ports: the queue_snap index */
+	uint16_t burst; /* packets per rx at most (pipeline.max_in_flight_bytes) */
 };
 
 struct worker {
@@ -84,6 +89,7 @@ struct cpu_engine {
 
 static void cpu_destroy(void *e);
 static int steer_init(struct cpu_engine *pl);
+static int fit_in_flight(struct cpu_engine *pl);
 
 /* Every delivery passes here: count order errors, then the user's stage. */
 static int order_stage(void *user, uint32_t stream, uint64_t seq,
@@ -168,13 +174,50 @@ static int cpu_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		}
 	}
 	pl->nb_queues = total;
-	if (chunks && (ret = cpu_set_chunks(pl, chunks))) {
+	if ((ret = fit_in_flight(pl)) || (chunks && (ret = cpu_set_chunks(pl, chunks)))) {
 		cpu_destroy(pl);
 		return ret;
 	}
-	snprintf(pl->desc, sizeof(pl->desc), "cpu: %u worker(s) over %u rx queue(s)",
-		 pl->nb_workers, total);
+	int len = snprintf(pl->desc, sizeof(pl->desc), "cpu: %u worker(s) over %u rx queue(s)",
+			   pl->nb_workers, total);
+
+	if (conf->max_in_flight_bytes && len > 0 && (size_t)len < sizeof(pl->desc))
+		snprintf(pl->desc + len, sizeof(pl->desc) - (size_t)len,
+			 ", at most %llu B in flight",
+			 (unsigned long long)conf->max_in_flight_bytes);
 	*out = pl;
+	return 0;
+}
+
+/* pipeline.max_in_flight_bytes: a worker holds one rx burst at a time
+ * (received, processed, released before its next rx), so its share of the
+ * budget caps its bursts at share / the queue's buffer size packets.  A
+ * share below one buffer is refused here, with the numbers that fit. */
+static int fit_in_flight(struct cpu_engine *pl)
+{
+	uint64_t budget = pl->conf.max_in_flight_bytes;
+	uint64_t share = budget / pl->nb_workers;
+
+	for (uint16_t w = 0; w < pl->nb_workers; w++) {
+		struct worker *wk = &pl->workers[w];
+
+		for (uint32_t i = 0; i < wk->nb_polls; i++) {
+			struct poll_entry *pe = &wk->polls[i];
+			vfgx_pool *pool = vfgx_port_rx_pool(pe->port, pe->q);
+			uint64_t buf = pool ? vfgx_pool_buf_size(pool) : UNPOOLED_BUF;
+			uint64_t n = budget ? share / buf : RX_BURST;
+
+			if (!n)
+				return vfgx_set_error(pl->ctx, -EINVAL,
+						      "pipeline.max_in_flight_bytes %llu holds less than one %llu-byte packet buffer (%s rx queue %u) for each of %u worker(s): set it to at least %llu, or lower pipeline.workers",
+						      (unsigned long long)budget,
+						      (unsigned long long)buf,
+						      vfgx_port_name(pe->port), pe->q,
+						      pl->nb_workers,
+						      (unsigned long long)(buf * pl->nb_workers));
+			pe->burst = (uint16_t)(n < RX_BURST ? n : RX_BURST);
+		}
+	}
 	return 0;
 }
 
@@ -329,7 +372,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 	struct cpu_engine *pl = wk->pl;
-	struct vfgx_pkt pkts[1024];
+	struct vfgx_pkt pkts[RX_BURST];
 	uint64_t start = vfgx_now_ns(), last_pub = start;
 	uint64_t end = pl->conf.duration_s > 0 ?
 			       start + (uint64_t)(pl->conf.duration_s * 1e9) :
@@ -341,7 +384,7 @@ static void *worker_main(void *arg)
 
 		for (uint32_t i = 0; i < wk->nb_polls; i++) {
 			struct poll_entry *pe = &wk->polls[i];
-			int n = vfgx_port_rx_burst(pe->port, pe->q, pkts, 1024);
+			int n = vfgx_port_rx_burst(pe->port, pe->q, pkts, pe->burst);
 
 			if (n < 0) {
 				wk->error = n;

@@ -32,6 +32,9 @@
 #define RF_BAD 0x80u
 #define DROP_USER 15 /* VFGX_DROP_USER */
 #define CSUM_DEPTH 16
+#ifndef VFGX_CSUM_PREFETCH
+#define VFGX_CSUM_PREFETCH 0 /* meson -Dgpu_csum_prefetch=true */
+#endif
 /* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
  * (spread over L2 slices) instead of 4 */
 #define TICKET_STRIDE 16

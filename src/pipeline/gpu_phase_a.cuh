@@ -123,6 +123,20 @@ __device__ __forceinline__ void span_part(uintptr_t start, uintptr_t end, uint32
 	o += (uint32_t)(acc >> 8);
 }
 
+#if VFGX_CSUM_PREFETCH
+/* The 128-byte lines of [start, end) asked into L2, lane sub of L taking
+ * lines sub, sub + L, ...  A prefetch never faults and holds no register;
+ * the first and last lines lie in the buffer's pages (pages are aligned
+ * far beyond 128 bytes). */
+__device__ __forceinline__ void span_prefetch(uintptr_t start, uintptr_t end, uint32_t L,
+					      uint32_t sub)
+{
+	for (uintptr_t a = (start & ~(uintptr_t)127) + 128 * (uintptr_t)sub; a < end;
+	     a += 128 * (uintptr_t)L)
+		asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+}
+#endif
+
 /* The sums of the L lanes of each aligned segment of the warp, in all of
  * them (L a power of two, the same in every lane). */
 __device__ __forceinline__ void span_reduce(uint32_t L, uint32_t &e, uint32_t &o,
@@ -449,6 +463,24 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				uint32_t l = __shfl_sync(FULL, sl, j);
 				uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
 
+#if VFGX_CSUM_PREFETCH
+				/* -Dgpu_csum_prefetch: the span this segment takes
+				 * next is asked into L2 while this one is summed, so
+				 * twice a warp's register-bound loads are in flight
+				 * (prefetches hold no register) */
+				{
+					uint32_t m2 = mm;
+
+					for (uint32_t t = 0; t < per && m2; t++)
+						m2 &= m2 - 1;
+					uint32_t j2 = m2 ? (uint32_t)(__ffs(m2) - 1) : lane;
+					uintptr_t sp2 = __shfl_sync(FULL, (ull)so, j2);
+					uint32_t l2 = __shfl_sync(FULL, sl, j2);
+
+					if (m2)
+						span_prefetch(sp2, sp2 + l2, L, lane % L);
+				}
+#endif
 				if (mm)
 					span_part(sp, sp + l, L, lane % L, vj, body, blen, c, e, o,
 						  diff);

@@ -255,6 +255,65 @@ static uint32_t item_cap(const vfgx_gpu_pipeline *gpl)
 	return c < gpl->opts.burst ? (c ? (uint32_t)c : 1) : gpl->opts.burst;
 }
 
+/* pipeline.max_in_flight_bytes: packets an item keeps while items can go */
+#define FIT_MIN_CAP 128
+
+/* Arrays of packets the lanes keep for slots comm-list slots (make_lanes). */
+static uint64_t arrays_for(const vfgx_gpu_pipeline *gpl, uint32_t slots)
+{
+	return gpl->nb_lanes == 1 ? slots : (uint64_t)(slots / gpl->nb_lanes + 2) * gpl->nb_lanes;
+}
+
+/* pipeline.max_in_flight_bytes: the packets the runner holds (received,
+ * not yet released) are at most its arrays x the packets an array takes,
+ * each counted at the largest rx buffer.  Fewer packets an item first,
+ * down to FIT_MIN_CAP (items in flight keep the GPU's blocks busy, and an
+ * item's fixed cost is spread over that many packets), then fewer items,
+ * down to two, then fewer packets again.  A budget below one packet an
+ * array is refused, with the numbers that fit.  Before make_lanes: it
+ * sizes the arrays from nb_slots. */
+static int fit_in_flight(vfgx_gpu_pipeline *gpl, vfgx_port *const *ports, uint16_t nb_ports)
+{
+	uint64_t budget = gpl->conf.max_in_flight_bytes, buf = 0, pkts;
+	bool graph = gpl->opts.mode == VFGX_GPU_GRAPH;
+
+	if (!budget)
+		return 0;
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
+			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
+			uint64_t b = pool ? vfgx_pool_buf_size(pool) : BOUNCE_SLOT;
+
+			buf = b > buf ? b : buf;
+		}
+	pkts = budget / buf;
+	if (arrays_for(gpl, gpl->nb_slots) * gpl->cap > pkts) {
+		uint64_t c = pkts / arrays_for(gpl, gpl->nb_slots);
+		uint32_t least = gpl->cap < FIT_MIN_CAP ? gpl->cap : FIT_MIN_CAP;
+
+		gpl->cap = c > least ? (uint32_t)c : least;
+	}
+	while (gpl->nb_slots > 2 && arrays_for(gpl, gpl->nb_slots) * gpl->cap > pkts)
+		gpl->nb_slots = graph ? 2 * (gpl->nb_slots / 4) :
+				gpl->nb_slots / 2 > 2 ? gpl->nb_slots / 2 : 2;
+	if (arrays_for(gpl, gpl->nb_slots) * gpl->cap > pkts) {
+		uint64_t a = arrays_for(gpl, gpl->nb_slots);
+
+		if (pkts < a)
+			return vfgx_set_error(gpl->ctx, -EINVAL,
+					      "pipeline.max_in_flight_bytes %llu holds less than one %llu-byte packet buffer for each of the gpu engine's %llu arrays of packets (%u comm-list items, %u rx lanes): set it to at least %llu, or lower pipeline.gpu.rx_threads",
+					      (unsigned long long)budget, (unsigned long long)buf,
+					      (unsigned long long)a, gpl->nb_slots, gpl->nb_lanes,
+					      (unsigned long long)(a * buf));
+		gpl->cap = (uint32_t)(pkts / a);
+	}
+	if (graph)
+		gpl->opts.graph_items = gpl->nb_slots / 2;
+	else
+		gpl->opts.items = gpl->nb_slots;
+	return 0;
+}
+
 int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 			     vfgx_port *const *ports, uint16_t nb_ports,
 			     struct vfgx_chunkset *chunks, vfgx_gpu_pipeline **out)
@@ -291,7 +350,8 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 							   gpl->opts.items;
 	gpl->nb_lanes = lanes_for(gpl->nb_rx, gpl->opts.rx_threads);
 	gpl->threaded = gpl->nb_lanes > 1;
-	if ((ret = make_lanes(gpl, ports, nb_ports)) ||
+	if ((ret = fit_in_flight(gpl, ports, nb_ports)) ||
+	    (ret = make_lanes(gpl, ports, nb_ports)) ||
 	    (ret = make_arrays(gpl, !all_in_place(ports, nb_ports))) ||
 	    (ret = vfgx_gpu_proc_create_chunks(ctx, conf, &gpl->opts, chunks, &gpl->gp)))
 		goto fail;
@@ -299,7 +359,11 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	if (gpl->threaded && len < sizeof(gpl->desc))
 		len += (size_t)snprintf(gpl->desc + len, sizeof(gpl->desc) - len, ", %u rx threads",
 					gpl->nb_lanes);
-	if (gpl->cap < gpl->opts.burst && len < sizeof(gpl->desc))
+	if (conf->max_in_flight_bytes && len < sizeof(gpl->desc))
+		snprintf(gpl->desc + len, sizeof(gpl->desc) - len,
+			 ", at most %llu B in flight (%u arrays of at most %u packets)",
+			 (unsigned long long)conf->max_in_flight_bytes, gpl->nb_arrays, gpl->cap);
+	else if (gpl->cap < gpl->opts.burst && len < sizeof(gpl->desc))
 		snprintf(gpl->desc + len, sizeof(gpl->desc) - len,
 			 ", items of at most %u packets (pipeline.chunks)", gpl->cap);
 	*out = gpl;

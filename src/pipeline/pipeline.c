@@ -2,6 +2,7 @@
  * (engine_cpu.c, engine_gpu.c), dispatches to its table, and starts and
  * stops the observers the application attached around the engine. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +200,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	int ret = 0;
 
 	*out = NULL;
-	if (vfgx_argsz_copy(&c, sizeof(c), user_conf, sizeof(c)))
+	if (vfgx_argsz_copy(&c, sizeof(c), user_conf,
+			    offsetof(struct vfgx_pipeline_config, max_in_flight_bytes)))
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);

@@ -30,6 +30,9 @@ step "wedged kernel" timeout 60 env VFGX_GPU_TEST_WEDGE=3 "$bin" --wedge
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
+# issue 40: the spectrometer on the device chunk API, a consumer kernel that
+# faults, pipeline.max_in_flight_bytes on the gpu engine
+step "device chunk API and in-flight bound" tests/gpu/test-gpu-device.sh "$build"
 if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
 	step "capture from GPU memory" tests/gpu/test-gpu-capture.sh "$build"
 else
