@@ -343,7 +343,8 @@ def gpu_main(a, load, started):
                 t[k].append(v)
             rows.append((rnd, "GPU chunks recorded raw vs min(copy floor %.0f, disk %.0f chunks/s: %s "
                          "blocks of %d, O_DIRECT); the same run without recording %.0f chunks/s"
-                         % (floor, disk, "fio io_uring depth %d" % RING if have_fio else "dd depth 1",
+                         % (floor, disk, "fio io_uring depth %d" % RING if have_fio else
+                            "dd depth 1, the recorder's record.ring 1",
                             bs, norec),
                          "%.0f chunks/s" % rec, "%.0f chunks/s" % ref, rec / ref))
             print("round %d: rec %.0f floor %.0f disk %.0f norec %.0f chunks/s" % (rnd, rec, floor, disk, norec),
@@ -391,6 +392,13 @@ def main():
         print("record.py: fewer than 7 rounds: a target's interval is not a 95%% one", file=sys.stderr)
     if a.device == "cpu" and not shutil.which("fio"):
         sys.exit("record.py: fio not installed (scripts/install-deps.sh installs it)")
+    if a.device == "gpu" and not shutil.which("fio"):
+        # the disk reference is then dd, one write in flight: the recorder
+        # gets the same (record.ring 1), so both sides keep one write queued
+        global RING
+        RING = 1
+        print("record.py: no fio: the disk reference is dd (queue depth 1), record.ring 1 to match",
+              file=sys.stderr)
     load = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc)
     (gpu_main if a.device == "gpu" else cpu_main)(a, load, started)
