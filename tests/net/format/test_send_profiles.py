@@ -22,7 +22,10 @@ namespace while tcpdump captures it and a receiver is bound to the port:
     specification (the 32-byte header's four little-endian words);
   - gr-udp, gr-udp-size: GNU Radio's gr-network udp_source receives the
     stream with the sequence header (and with its size), reports no missed
-    packet, and writes exactly the samples sent.
+    packet, and writes exactly the samples sent;
+  - a frame port (DPDK net_pcap writing the frames): tshark finds every
+    IPv4 and UDP length and checksum right around the rewritten payload,
+    and the generator's corrupted packets as bad UDP checksums.
 The payload pattern every profile sends is byte i of packet (or frame,
 heap) n of flow s = (131 s + 7 n + 13 i + 1) mod 256 (docs/formats.md,
 "Sending"); it is computed here on its own.
@@ -443,6 +446,49 @@ def test_gr_udp(tmp):
           f'{got // body} payloads that were sent ({n - lost})')
 
 
+def test_frames(tmp):
+    """A frame port: DPDK's net_pcap writes the frames vfgx send built
+    (lengths and checksums redone around the profile's payload); tshark
+    checks the IPv4 and UDP checksums and dissects the VITA-49 packets,
+    rounded down to whole words.  The generator's corruption arrives as
+    that many bad UDP checksums."""
+    out = os.path.join(tmp, 'frames.pcap')
+    cfg = os.path.join(tmp, 'frames.yaml')
+    n, size = 400, 303  # a 261-byte UDP payload: VITA-49 sends 260
+    with open(cfg, 'w') as f:
+        f.write(f"""interfaces:
+  - name: out
+    backend: dpdk
+    address: net_pcap0,tx_pcap={out}
+    tx: {{ queues: [ {{ id: 0 }} ] }}
+    dpdk: {{ memory: {{ num_mbufs: 8191, fallback: host }} }}
+send:
+  generator: {{ packets: {n}, packet_size: {size}, flows: 2, udp_csum: true, corrupt: 0.05, seed: 5 }}
+  format: {{ profile: vita49 }}
+  header: {{ stream_id: 77 }}
+""")
+    r = subprocess.run([VFGX, 'send', '--json', cfg], capture_output=True, text=True, timeout=120)
+    if r.returncode and ('dpdk' in r.stderr.lower() or 'net_pcap' in r.stderr):
+        print('SKIP frames: no DPDK net_pcap port here: ' + r.stderr.strip().splitlines()[-1][:200])
+        return
+    rep = json.loads(r.stdout)
+    rows = tshark(out, ['ip.len', 'udp.length', 'ip.checksum.status', 'udp.checksum.status',
+                        'vrt.sid', 'vrt.seq', 'vrt.len'], 'udp.port==5000,vrt',
+                  ['-o', 'ip.check_checksum:TRUE', '-o', 'udp.check_checksum:TRUE'])
+    bad_csum = sum(1 for r in rows if r[4] != '1')
+    corrupted = rep['source']['corrupted']
+    shape = all(int(r[1]) == 20 + 8 + 260 and int(r[2]) == 8 + 260 and r[3] == '1' and
+                int(r[7]) == 65 for r in rows)
+    check(len(rows) == n and shape, f'frames: {len(rows)} frames of {n}, IPv4 length 288, UDP 268, '
+          f'IPv4 checksum good, VITA-49 65 words')
+    per = by_stream(rows, lambda r: num(r[5]))
+    check(sorted(per) == [77, 78] and
+          all([int(r[6]) for r in v] == [k & 0xf for k in range(n // 2)] for v in per.values()),
+          'frames: stream ids 77, 78, counts 0, 1, ... wrapping at 16')
+    check(corrupted > 0 and bad_csum == corrupted,
+          f'frames: {bad_csum} UDP checksums tshark finds bad = the {corrupted} the generator corrupted')
+
+
 def test_errors(tmp):
     """Bad send.format input: one line, exit 2, nothing sent."""
     cfg = os.path.join(tmp, 'bad.yaml')
@@ -483,7 +529,7 @@ def main():
     only = sys.argv[2:]
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o777)  # tcpdump drops to its own user to write
-        for t in (test_errors, test_rtp, test_rtp_video, test_vita49, test_ecpri, test_spead,
+        for t in (test_errors, test_frames, test_rtp, test_rtp_video, test_vita49, test_ecpri, test_spead,
                   test_vdif, test_gr_udp):
             if not only or t.__name__[5:] in only:
                 t(tmp)
