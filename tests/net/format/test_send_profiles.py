@@ -29,6 +29,8 @@ namespace while tcpdump captures it and a receiver is bound to the port:
 The payload pattern every profile sends is byte i of packet (or frame,
 heap) n of flow s = (131 s + 7 n + 13 i + 1) mod 256 (docs/formats.md,
 "Sending"); it is computed here on its own.
+vfgx's own decoder then reads each capture back (a round trip: every packet
+decoded, none dropped; a check of agreement, not an oracle).
 Skips (77) when root, namespaces, tcpdump or tshark are missing; a
 receiver that is absent (GStreamer, GNU Radio) is named and skipped.
 """
@@ -145,6 +147,19 @@ def by_stream(rows, key):
     return out
 
 
+def round_trip(tmp, pcap, fmt_yaml, n, name):
+    """vfgx's own decoder over the capture (a round trip, not the oracle:
+    sender and receiver agree): every packet decoded, none dropped."""
+    cfg = os.path.join(tmp, name + '-decode.yaml')
+    with open(cfg, 'w') as f:
+        f.write('format: ' + fmt_yaml + '\n')
+    out = subprocess.run([VFGX, 'format', '--config', cfg, '--port', str(PORT), '--summary',
+                          'decode', pcap], capture_output=True, text=True).stdout.strip()
+    want = f'decoded {n} field_outside 0 bad_length 0 mismatch 0 offset_past_chunk 0 ' \
+           f'segment_past_frame 0 seq_jump 0 late 0 bad_stream 0'
+    check(want in out, f'{name}: vfgx format decode takes all {n} packets back ({out})')
+
+
 def test_rtp(tmp):
     n, flows, size = 600, 2, 200
     pcap, rep = send_capture(tmp, 'rtp', f"""  rate_pps: 20000
@@ -172,6 +187,7 @@ def test_rtp(tmp):
                     print(f'     flow {s} packet {k}: tshark {r[1:6]}, wanted {want}')
     check(bad == 0, f'rtp: payload type, sequence (wrapping at 65536), timestamp (wrapping at 2^32) '
           f'and payload of every packet as asked ({bad} differ)')
+    round_trip(tmp, pcap, '{ profile: rtp }', n, 'rtp')
 
     # the generator's faults arrive as the profile's: gaps, late and
     # repeated sequence numbers, as many as the report counts
@@ -225,6 +241,7 @@ def test_rtp_video(tmp):
     check(len(got) == len(want) and got == want,
           f'rtp-video: GStreamer rtpvrawdepay wrote {len(got)} bytes = the {frames} frames sent, '
           f'byte for byte ({len(want)})')
+    round_trip(tmp, pcap, f'{{ profile: rtp-video, width: {w}, height: {h} }}', 1300, 'rtp-video')
 
 
 def test_vita49(tmp):
@@ -253,6 +270,7 @@ def test_vita49(tmp):
                     print(f'     flow {s} packet {k}: tshark {got}, wanted {want}')
     check(bad == 0, f'vita49: type 1, count (wrapping at 16), size, TSI/TSF, integer and fractional '
           f'timestamps and payload of every packet as asked ({bad} differ)')
+    round_trip(tmp, pcap, '{ profile: vita49, stream_ids: [0xabc00, 0xabc01] }', n, 'vita49')
 
 
 def test_ecpri(tmp):
@@ -281,6 +299,7 @@ def test_ecpri(tmp):
                     print(f'     flow {s} message {k}: tshark {got}, wanted {want}')
     check(bad == 0, f'ecpri: revision 1, IQ data, payload size, SEQ_ID (wrapping at 256, E bit) '
           f'and IQ payload of every message as asked ({bad} differ)')
+    round_trip(tmp, pcap, '{ profile: ecpri }', n, 'ecpri')
 
 
 def udp_payloads(pcap):
@@ -334,6 +353,7 @@ def test_spead(tmp):
         whole += contiguous and data == pattern(s, i, 0, heap)
     check(whole == len(want_cnts), f'spead: {whole} of {len(want_cnts)} heaps reassembled by offset '
           f'are complete and the pattern sent')
+    round_trip(tmp, pcap, f'{{ profile: spead, chunk_bytes: {heap} }}', n, 'spead')
 
 
 def vdif_decode(p):
@@ -375,6 +395,7 @@ def test_vdif(tmp):
     check(bad == 0, f'vdif: seconds x {fps} + frame number counts on by one per thread from '
           f'1000 s + 60 frames, across second boundaries, and each frame\'s data is the pattern '
           f'({bad} differ)')
+    round_trip(tmp, pcap, f'{{ profile: vdif, frames_per_second: {fps} }}', n, 'vdif')
 
 
 GR_SOURCE = r'''
