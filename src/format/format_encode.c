@@ -82,28 +82,29 @@ static void body(uint8_t *p, uint32_t len, uint32_t stream, uint64_t n, uint64_t
 }
 
 /* RFC 4175: the frame bytes each packet carries, a whole number of pixel
- * groups, the most whose segment headers (one per line touched, at most
- * ceil(bytes / stride) + 1) still fit room; 0 when none do. */
+ * groups, the most whose segment headers (one per line touched) still fit
+ * room: with nseg headers, a run from any pixel group touches at most
+ * nseg lines when it is at most nseg - 1 lines long (stride is whole
+ * pixel groups), a whole frame exactly its lines.  0 when none fit. */
 static uint32_t rfc4175_bytes(const struct vfgx_format *f, uint32_t room)
 {
-	uint64_t frame = f->chunk_bytes;
+	uint64_t frame = f->chunk_bytes, best = 0;
 
 	for (uint32_t nseg = 1; nseg <= VFGX_FMT_MAX_SEGS; nseg++) {
-		uint32_t hl = RFC4175_HLEN + RFC4175_SEG * nseg, b;
+		uint32_t hl = RFC4175_HLEN + RFC4175_SEG * nseg;
+		uint64_t b;
 
 		if (room <= hl)
-			return 0;
+			break;
 		b = (room - hl) / f->pgroup_bytes * f->pgroup_bytes;
-		if (b > 0xffff / f->pgroup_bytes * f->pgroup_bytes)
-			b = 0xffff / f->pgroup_bytes * f->pgroup_bytes;
-		if (b > frame)
-			b = (uint32_t)frame;
-		/* a run of b bytes from any pixel group touches at most
-		 * ceil(b / stride) + 1 lines; a whole frame exactly its lines */
-		if (b && (b == frame ? frame / f->stride : (b + f->stride - 1) / f->stride + 1) <= nseg)
-			return b;
+		if (b >= frame && frame / f->stride <= nseg)
+			b = frame;
+		else if (b > (uint64_t)(nseg - 1) * f->stride)
+			b = (uint64_t)(nseg - 1) * f->stride;
+		if (b > best)
+			best = b;
 	}
-	return 0;
+	return (uint32_t)best;
 }
 
 int vfgx_fmt_encode_check(vfgx_ctx *ctx, const struct vfgx_format *f,
