@@ -519,6 +519,7 @@ def test_errors(tmp):
         ('format: { profile: rtp-video, width: 320, height: 240 }\n  generator: { packet_size: 60 }\n',
          'raise generator.packet_size'),
         ('format: { profile: rtp }\n  header: { payload_type: 200 }\n', 'payload_type'),
+        ('format: { seq: { offset: 0, size: 4 } }\n', 'of your own'),
         ('source: pcap\n  pcap: { file: /nonexistent.pcap }\n  format: { profile: rtp }\n',
          'sent as recorded'),
     ]
@@ -532,6 +533,15 @@ def test_errors(tmp):
         check(r.returncode == 2 and len(lines) == 1 and words in lines[0],
               f'bad send.format ({body.strip().splitlines()[0]}): exit {r.returncode}, '
               f'one line naming "{words}": {lines[:2]}')
+    with open(cfg, 'w') as f:
+        f.write('interfaces:\n  - { name: out, backend: socket, address: "udp://127.0.0.1:9",\n'
+                '      tx: { queues: [ { id: 0 } ] }, socket: { role: client } }\n'
+                'send: { format: { profile: rtp } }\n')
+    r = subprocess.run([VFGX, 'send', '--format', 'ecpri', cfg], capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and
+          'send.format is profile rtp' in r.stderr,
+          f'--format ecpri over send.format rtp: exit {r.returncode}, one line: {r.stderr.strip()[:120]}')
     with open(cfg, 'w') as f:
         f.write('interfaces:\n  - { name: out, backend: socket, address: "udp://127.0.0.1:9",\n'
                 '      tx: { queues: [ { id: 0 } ] }, socket: { role: client } }\n')
