@@ -606,4 +606,53 @@ const char *vfgx_fmt_drop_name(int reason);
 #endif
 #endif /* __CUDACC__ */
 
+/* ---- encoding: a profile's headers for a sender (src/format/format_encode.c) ----
+ * What `vfgx send --format` writes (docs/formats.md, "Sending"): the UDP
+ * payload of a flow's k-th packet, built from k alone, so the generator's
+ * loss, reordering and duplicates carry over as they are. */
+#ifndef __CUDACC__
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)
+
+/* The values a sender puts in the header beyond the description
+ * (send.header); defaults in brackets. */
+struct vfgx_fmt_send {
+	uint32_t argsz;           /* sizeof(struct vfgx_fmt_send) */
+	uint32_t payload_type;    /* [96] RTP payload type, 0..127 */
+	uint64_t stream_id;       /* [0] flow 0's SSRC, VITA-49 stream id,
+				   * PC_ID or VDIF thread; flow s: + s */
+	uint64_t seq_start;       /* [0] the first sequence (gr-udp: the
+				   * counter before the first packet) */
+	uint64_t timestamp_start; /* [0] RTP timestamp, VITA-49 / VDIF seconds */
+	uint64_t timestamp_step;  /* [0: the profile's] per packet (rtp: 1),
+				   * per frame (rtp-video: 1500), picoseconds
+				   * per packet (vita49: 1000000) */
+	uint32_t streams;         /* [1] SPEAD: flows whose heap counters
+				   * interleave (heap counter = seq_start +
+				   * heap x streams + flow) */
+	uint32_t pad;
+};
+
+void vfgx_fmt_send_default(struct vfgx_fmt_send *s);
+/* Whether f can be sent in UDP payloads of room bytes (the layout is
+ * built in, the header and at least one body byte fit); 0 or -EINVAL
+ * with one line naming the profile and the fix. */
+int vfgx_fmt_encode_check(vfgx_ctx *ctx, const struct vfgx_format *f,
+			  const struct vfgx_fmt_send *s, uint32_t room);
+/* The UDP payload of packet k (0, 1, ...) of flow stream, written into
+ * p: header and a body of the pattern vfgx_pattern_byte(stream, n, i).
+ * Returns its length (at most room: VITA-49 rounds down to 32-bit words,
+ * VDIF to 8 bytes, RFC 4175 to whole pixel groups), or -EINVAL where
+ * vfgx_fmt_encode_check would fail. */
+int vfgx_fmt_encode(const struct vfgx_format *f, const struct vfgx_fmt_send *s,
+		    uint32_t stream, uint64_t k, uint8_t *p, uint32_t room);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+}
+#endif
+#endif /* __CUDACC__ */
+
 #endif

@@ -7,7 +7,10 @@
  * frame ports the whole frame; replayed frames are copied straight into a
  * DPDK port's tx buffers instead.  With txtime each packet also carries
  * its launch time from the same schedule (SO_TXTIME, the ETF qdisc holds
- * it).  docs/send.md.
+ * it).  With send.format the generator's packets go out in a producer's
+ * profile (RTP, RFC 4175 video, VITA-49, eCPRI, SPEAD, VDIF, GNU Radio's
+ * UDP sink), each written from the flow and sequence the generator gave
+ * (vfgx_fmt_encode).  docs/send.md.
  *
  * Thread-safety: one thread drives a sender (vfgx_sender_run sends on
  * the calling thread); vfgx_sender_interrupt may be called from any
@@ -20,6 +23,7 @@
 
 #include "config.h"
 #include "core.h"
+#include "format.h"
 #include "metrics.h"
 #include "port.h"
 
@@ -54,6 +58,16 @@ struct vfgx_send_opts {
 	 * document (absent: the source's defaults) */
 	struct vfgx_cfg_node generator;
 	struct vfgx_cfg_node pcap;
+	/* the profile the generator's packets go out in: send.format (the
+	 * keys of pipeline.format; absent: vfgx, the frames as generated)
+	 * and send.header (the values written in its fields), as nodes */
+	struct vfgx_cfg_node format;
+	struct vfgx_cfg_node header;
+	const char *format_profile;  /* [NULL] a built-in profile in place of
+				      * send.format's (--format) */
+	const struct vfgx_format *format_desc; /* [NULL] in place of both */
+	const struct vfgx_fmt_send *header_values; /* [NULL] in place of
+						    * send.header */
 };
 
 void vfgx_send_opts_default(struct vfgx_send_opts *o);
@@ -68,9 +82,12 @@ enum vfgx_send_drop {
 	VFGX_SEND_DROP_NOT_UDP,      /* a payload port and a frame not UDP */
 	VFGX_SEND_DROP_TXTIME_MISSED, /* the qdisc found its launch time past */
 	VFGX_SEND_DROP_TXTIME_INVALID, /* the qdisc refused its launch time */
+	VFGX_SEND_DROP_ENCODE,       /* send.format: no generator frame to
+				      * write the profile from */
 	VFGX_SEND_DROP_MAX,
 };
-/* "stalled", "tx_error", "not_udp", "txtime_missed", "txtime_invalid" */
+/* "stalled", "tx_error", "not_udp", "txtime_missed", "txtime_invalid",
+ * "encode" */
 const char *vfgx_send_drop_name(enum vfgx_send_drop d);
 
 typedef struct vfgx_sender vfgx_sender;
@@ -129,6 +146,7 @@ struct vfgx_send_report {
 	bool interrupted;
 	int error;               /* 0, or what stopped the run */
 	const char *error_msg;   /* "" or its line */
+	const char *format;      /* the profile sent ("vfgx": as generated) */
 };
 
 int vfgx_sender_report(vfgx_sender *s, struct vfgx_send_report *r);

@@ -36,6 +36,7 @@ static void on_signal(int sig)
 static const struct cli_opt send_opts[] = {
 	{ "duration", 'd', "SECONDS", "stop after SECONDS (overrides send.duration_s)" },
 	{ "rate", 'r', "PPS", "packets per second, all queues together (overrides send.rate_pps)" },
+	{ "format", 'f', "PROFILE", "send the generator's packets in a built-in profile: rtp, rtp-video, vita49, ecpri, spead, vdif, gr-udp, gr-udp-size (sets send.format's profile; docs/formats.md#sending)" },
 	{ "txtime", 't', NULL, "launch times from the pacing schedule via SO_TXTIME and the ETF qdisc (socket UDP ports; sets send.txtime)" },
 	{ "quiet", 'q', NULL, "no live line" },
 	{ "metrics", 'm', "ADDR:PORT", "serve the tx queues' counters at http://ADDR:PORT/metrics (overrides metrics.listen)" },
@@ -130,6 +131,9 @@ static int report(const struct vfgx_config *cfg, const struct vfgx_send_opts *c,
 	fprintf(f, "sent %" PRIu64 " packets, %" PRIu64 " bytes in %.3f s: %.3f Mpps, %.3f Gbps (port %s, %s)\n",
 		s->packets, s->bytes, pr->seconds, pr->pps / 1e6, pr->bps / 1e9,
 		vfgx_port_name(out), vfgx_port_backend(out));
+	if (strcmp(s->format, "vfgx"))
+		fprintf(f, "format: %s (send.format), written from the generator's flows and sequences\n",
+			s->format);
 	if (pr->paced)
 		fprintf(f, "pacing: asked %.0f pps / %.0f bit/s, achieved %.0f pps (error %+.3f%%), burst gap error p50 %.1f us, p99 %.1f us, max %.1f us over %" PRIu64 " gaps\n",
 			c->rate_pps, c->rate_bps, pr->sched_pps, pr->rate_error_pct,
@@ -181,6 +185,7 @@ static int report(const struct vfgx_config *cfg, const struct vfgx_send_opts *c,
 		json_object_object_add(root, "config", json_object_new_string(cfg->source));
 		json_object_object_add(root, "port", json_object_new_string(vfgx_port_name(out)));
 		json_object_object_add(root, "backend", json_object_new_string(vfgx_port_backend(out)));
+		json_object_object_add(root, "format", json_object_new_string(s->format));
 		json_object_object_add(root, "packets", json_object_new_uint64(s->packets));
 		json_object_object_add(root, "bytes", json_object_new_uint64(s->bytes));
 		json_object_object_add(root, "seconds", json_object_new_double(pr->seconds));
@@ -231,7 +236,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	vfgx_sender *s = NULL;
 	double duration = -1, rate = -1;
 	bool quiet = false, json = false, txtime = false;
-	const char *listen = NULL;
+	const char *listen = NULL, *format = NULL;
 	struct run_output ro = { 0 };
 	vfgx_ctx *ctx;
 	int c, ret, rc = 1;
@@ -253,6 +258,9 @@ int vfgx_cmd_send(int argc, char **argv)
 			break;
 		case 't':
 			txtime = true;
+			break;
+		case 'f':
+			format = optarg;
 			break;
 		case 'm':
 			listen = optarg;
@@ -288,6 +296,7 @@ int vfgx_cmd_send(int argc, char **argv)
 		so.rate_pps = rate;
 	if (txtime)
 		so.txtime = true;
+	so.format_profile = format;
 	if ((ret = vfgx_sender_create(ctx, cfg, &so, &s))) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		rc = ret == -EINVAL || ret == -EOPNOTSUPP ? 2 : 1;

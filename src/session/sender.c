@@ -7,7 +7,9 @@
  * The wait spins its last spin_us; sched_priority makes the sending
  * thread SCHED_FIFO.  With txtime each packet also carries its launch time
  * from the same schedule (SO_TXTIME, the ETF qdisc holds it); where that
- * cannot run, the report says why and the token bucket alone paces. */
+ * cannot run, the report says why and the token bucket alone paces.
+ * send.format sends the generator's packets in a producer's profile
+ * (send_format.c writes each from its flow and sequence). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +27,7 @@
 #include "core/opts.h"
 #include "port/loopback_replay.h"
 #include "port/tx_fill.h"
+#include "send_format.h"
 #include "send_pace.h"
 
 #define SD_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_send_opts, F, __VA_ARGS__)
@@ -44,21 +47,25 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(U32, sched_priority, 0, 0, 99),
 	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	{ "format", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	{ "header", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
 #define SEND_NOPTS (sizeof(send_tab) / sizeof(send_tab[0]))
 
 enum { SD_STALLED = VFGX_SEND_DROP_STALLED, SD_ERROR = VFGX_SEND_DROP_TX_ERROR,
        SD_NOT_UDP = VFGX_SEND_DROP_NOT_UDP, SD_TXT_MISSED = VFGX_SEND_DROP_TXTIME_MISSED,
-       SD_TXT_INVALID = VFGX_SEND_DROP_TXTIME_INVALID, SD_MAX = VFGX_SEND_DROP_MAX };
+       SD_TXT_INVALID = VFGX_SEND_DROP_TXTIME_INVALID, SD_ENCODE = VFGX_SEND_DROP_ENCODE,
+       SD_MAX = VFGX_SEND_DROP_MAX };
 enum { SRC_GENERATOR = VFGX_SEND_GENERATOR, SRC_PCAP = VFGX_SEND_PCAP };
 static const char *const send_drop_names[SD_MAX] = { "stalled", "tx_error", "not_udp",
-						     "txtime_missed", "txtime_invalid" };
+						     "txtime_missed", "txtime_invalid", "encode" };
 
 struct vfgx_sender {
 	vfgx_ctx *ctx;
 	vfgx_port *src, *out;
 	bool payload_only; /* the out port sends UDP payloads (socket, rdma) */
 	bool fill;         /* replayed frames copied into the out port's tx buffers */
+	struct send_format fmt; /* send.format */
 	struct vfgx_send_opts c;
 	uint64_t packets, bytes, drops[SD_MAX];
 	uint64_t full_waits; /* tx_burst took nothing: retried */
@@ -85,6 +92,8 @@ void vfgx_send_opts_default(struct vfgx_send_opts *o)
 	vfgx_opts_default(send_tab, SEND_NOPTS, o, sizeof(*o));
 	o->generator = (struct vfgx_cfg_node){ 0 };
 	o->pcap = (struct vfgx_cfg_node){ 0 };
+	o->format = (struct vfgx_cfg_node){ 0 };
+	o->header = (struct vfgx_cfg_node){ 0 };
 }
 
 int vfgx_send_opts_from_config(const struct vfgx_config *cfg, struct vfgx_send_opts *o)
@@ -97,6 +106,8 @@ int vfgx_send_opts_from_config(const struct vfgx_config *cfg, struct vfgx_send_o
 		return ret;
 	vfgx_cfg_child(so, "generator", &o->generator);
 	vfgx_cfg_child(so, "pcap", &o->pcap);
+	vfgx_cfg_child(so, "format", &o->format);
+	vfgx_cfg_child(so, "header", &o->header);
 	return 0;
 }
 
@@ -375,7 +386,11 @@ static void send_loop(struct vfgx_sender *s)
 			const struct vfgx_pkt *send = pk;
 			uint16_t k = (uint16_t)n;
 
-			if (s->payload_only) {
+			if (s->fmt.on) {
+				k = send_format_burst(&s->fmt, pk, (uint16_t)n, tx, s->payload_only,
+						      &s->drops[SD_NOT_UDP], &s->drops[SD_ENCODE]);
+				send = tx;
+			} else if (s->payload_only) {
 				k = to_payload(s, pk, (uint16_t)n, tx);
 				send = tx;
 			}
@@ -467,7 +482,7 @@ static int replay_mode(struct vfgx_sender *s)
 	uint32_t room;
 	int ret;
 
-	if (!s->payload_only && !s->c.txtime &&
+	if (!s->payload_only && !s->c.txtime && !s->fmt.on &&
 	    vfgx_port_tx_reserve(s->out, 0, &buf, 1, &room) == 1) {
 		ret = vfgx_loopback_replay_copy_mode(s->src, room);
 		if (ret == 0) {
@@ -520,6 +535,8 @@ int vfgx_sender_create(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 	else
 		ret = vfgx_send_opts_from_config(cfg, &s->c);
 	if (ret)
+		goto fail;
+	if ((ret = send_format_open(ctx, cfg, &s->c, &s->fmt)))
 		goto fail;
 	for (uint16_t i = 0; i < cfg->nb_ifaces && !ifc; i++)
 		if (!s->c.interface || !strcmp(cfg->ifaces[i].name, s->c.interface))
@@ -637,6 +654,7 @@ int vfgx_sender_report(vfgx_sender *s, struct vfgx_send_report *rep)
 	r.interrupted = s->interrupted;
 	r.error = s->error;
 	r.error_msg = s->error_msg;
+	r.format = s->fmt.f.name;
 	return vfgx_argsz_fill(rep, &r, sizeof(r));
 }
 
@@ -646,5 +664,6 @@ void vfgx_sender_destroy(vfgx_sender *s)
 		return;
 	vfgx_port_close(s->src);
 	vfgx_port_close(s->out);
+	send_format_close(&s->fmt);
 	free(s);
 }
