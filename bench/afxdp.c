@@ -34,7 +34,6 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
 
 #define NS "xdb"
 #define NET "72"

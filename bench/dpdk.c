@@ -31,7 +31,6 @@
 #include "commands.h"
 #include "results.h"
 #include "testpmd.h"
-#include "core/numparse.h"
 
 #define MAX_ROUNDS 9
 #define BURST 32

@@ -31,7 +31,6 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
 #include "lo_rps.h"
 #include "socket_priv.h"
 

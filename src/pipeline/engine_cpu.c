@@ -329,7 +329,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 	struct cpu_engine *pl = wk->pl;
-	struct vfgx_pkt pkts[1024];
+	struct vfgx_pkt pkts[VFGX_BATCH_MAX];
 	uint64_t start = vfgx_now_ns(), last_pub = start;
 	uint64_t end = pl->conf.duration_s > 0 ?
 			       start + (uint64_t)(pl->conf.duration_s * 1e9) :
@@ -341,7 +341,8 @@ static void *worker_main(void *arg)
 
 		for (uint32_t i = 0; i < wk->nb_polls; i++) {
 			struct poll_entry *pe = &wk->polls[i];
-			int n = vfgx_port_rx_burst(pe->port, pe->q, pkts, 1024);
+			int n = vfgx_port_rx_burst(pe->port, pe->q, pkts,
+						   vfgx_port_rx_batch(pe->port, pe->q));
 
 			if (n < 0) {
 				wk->error = n;
