@@ -75,6 +75,11 @@ enum vfgx_opt_type {
 	/* const char *, no key: "file:line:col: key.path" of the mapping (or
 	 * list item) being read, for the program's own later messages */
 	VFGX_OPT_WHERE,
+	/* const char *, no key read: the entry's key is the backend's name
+	 * (a struct vfgx_backend_opts header, vfgx/port.h), set by the
+	 * defaults and the YAML adapter; a struct a program filled must carry
+	 * that name */
+	VFGX_OPT_BACKEND,
 };
 
 struct vfgx_opt {
@@ -94,6 +99,16 @@ struct vfgx_opt {
 
 #define VFGX_OPT(T, S, F, ...) \
 	{ #F, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
+
+/* The header every backend's options start with (struct vfgx_loopback_opts
+ * and the others: their hdr): argsz, sizeof the whole struct the caller
+ * compiled against, and the backend the struct is for, which
+ * vfgx_port_open (vfgx/port.h) checks against the port's.  Both are set by the
+ * backend's _default and _from_yaml. */
+struct vfgx_backend_opts {
+	uint32_t argsz;
+	const char *backend;
+};
 
 struct vfgx_config;
 /* Section name of cfg's top-level mapping (absent: defaults) into out

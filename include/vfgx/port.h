@@ -98,10 +98,12 @@ struct vfgx_port_conf {
 	/* nb_rx_queues pools (a NULL entry: the backend creates its own for
 	 * that queue), or NULL for all. */
 	vfgx_pool *const *rx_pools;
-	/* The backend's typed options, or NULL: struct vfgx_loopback_opts,
-	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
-	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h), or vfgx_pcap_opts (vfgx/pcap.h). */
-	const void *backend_opts;
+	/* The backend's typed options (&o.hdr of a struct vfgx_loopback_opts,
+	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts, vfgx_rdma_opts or
+	 * vfgx_pcap_opts: vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h,
+	 * pcap.h), or NULL.  Options for another backend than this port's
+	 * are refused with one line. */
+	const struct vfgx_backend_opts *backend_opts;
 	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
 	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns
 	 * at most this many; tx: tx_burst hands the backend at most this many

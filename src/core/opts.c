@@ -49,6 +49,9 @@ void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 		case VFGX_OPT_WHERE:
 			*(const char **)f = NULL;
 			break;
+		case VFGX_OPT_BACKEND:
+			*(const char **)f = tab[i].key;
+			break;
 		case VFGX_OPT_SKIP:
 			break;
 		}
@@ -99,6 +102,9 @@ static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
 		return 0;
 	case VFGX_OPT_WHERE:
 		*(const char **)f = vfgx_cfg_where(map);
+		return 0;
+	case VFGX_OPT_BACKEND:
+		*(const char **)f = o->key;
 		return 0;
 	case VFGX_OPT_LIST:
 		return -EINVAL; /* read_list: it needs the whole struct */
@@ -192,7 +198,7 @@ int vfgx_opts_from_yaml(const struct vfgx_cfg_node *map,
 	if (n >= 64)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
-		if (tab[i].type != VFGX_OPT_WHERE)
+		if (tab[i].type != VFGX_OPT_WHERE && tab[i].type != VFGX_OPT_BACKEND)
 			keys[k++] = tab[i].key;
 	keys[k] = NULL;
 	vfgx_opts_default(tab, n, s, size);
@@ -206,15 +212,46 @@ int vfgx_opts_from_yaml(const struct vfgx_cfg_node *map,
 	return 0;
 }
 
+/* Backend options: the header (at least hdr.argsz bytes of s) names the
+ * backend they are for; 0 when it names tab's. */
+static int backend_named(vfgx_ctx *ctx, const char *name,
+			 const struct vfgx_opt *tab, size_t n, const void *s)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *b = NULL;
+
+		if (tab[i].type != VFGX_OPT_BACKEND)
+			continue;
+		if (*(const uint32_t *)s >= tab[i].off + sizeof(b))
+			b = *(const char *const *)((const char *)s + tab[i].off);
+		if (!b || strcmp(b, tab[i].key))
+			return vfgx_set_error(ctx, -EINVAL,
+					      "%s: backend_opts are not struct vfgx_%s_opts (their header names backend '%s'; fill them with vfgx_%s_opts_default)",
+					      name, tab[i].key, b ? b : "(none)",
+					      tab[i].key);
+	}
+	return 0;
+}
+
 int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 			const struct vfgx_opt *tab, size_t n, const void *user,
 			void *out, size_t size)
 {
+	int ret;
+
+	/* another backend's struct (of another size) is named as what it is
+	 * before its size is judged; one too short for the header is judged
+	 * by its size */
+	if (*(const uint32_t *)user >= sizeof(struct vfgx_backend_opts) &&
+	    (ret = backend_named(ctx, name, tab, n, user)))
+		return ret;
 	if (vfgx_argsz_copy(out, size, user, size))
 		return vfgx_set_error(ctx, -EINVAL,
 				      "%s: struct vfgx_%s_opts argsz %" PRIu32 " not understood by libvfgx %s (use vfgx_%s_opts_default)",
 				      name, backend, *(const uint32_t *)user,
 				      VFGX_VERSION_STRING, backend);
+	if ((ret = backend_named(ctx, name, tab, n, out)))
+		return ret;
 	return vfgx_opts_check(ctx, name, backend, tab, n, out);
 }
 
