@@ -111,12 +111,13 @@ struct vfgx_backend_opts {
 };
 
 struct vfgx_config;
-/* Section name of cfg's top-level mapping (absent: defaults) into out
- * (size bytes, zeroed first; a struct whose first field is uint32_t argsz
- * gets argsz = size), by tab (n entries).  The library passes over the
- * sections it does not own (vfgx run's expect:, metrics:, ranks:) and
- * refuses any other key it does not know.  0, or -EINVAL with the place
- * in vfgx_last_error; strings and lists live until vfgx_config_destroy. */
+/* Section name of cfg's top-level mapping (absent: the defaults) into out
+ * (size bytes, zeroed, then tab's defaults), by tab (n entries): a
+ * mapping, or, when tab is one VFGX_OPT_LIST entry with no key, a list.
+ * The library passes over the sections it does not own (vfgx run's
+ * expect:, metrics:, ranks:) and refuses any other top-level key it does
+ * not know.  0, or -EINVAL with the place in vfgx_last_error; strings and
+ * lists live until vfgx_config_destroy. */
 int vfgx_config_section(const struct vfgx_config *cfg, const char *name,
 			const struct vfgx_opt *tab, size_t n, void *out,
 			size_t size);
