@@ -34,7 +34,6 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
 
 #define NS "xdb"
 #define NET "72"
@@ -317,7 +316,7 @@ static int run_afxdp(vfgx_ctx *ctx, unsigned frame, struct result *r)
 	struct vfgx_afxdp_opts ao;
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "bench", .backend = "afxdp",
-		.address = NS "-b0", .burst = 64, .backend_opts = &ao,
+		.address = NS "-b0", .burst = 64, .backend_opts = &ao.hdr,
 	};
 	struct vfgx_afxdp_info info;
 	struct vfgx_pkt pkts[64];

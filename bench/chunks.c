@@ -17,18 +17,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/bench.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
-#include "core/numparse.h"
-#include "pipeline/chunkset.h"
-#include "pipeline/proc_steer.h"
+#include "cliopt.h"
 #include "pipeline_work.h"
 #include "results.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include "chunk_stamp.h"
-#include "pipeline/gpu_iface.h"
 #endif
 
 #define MAX_ROUNDS 50
@@ -496,8 +494,8 @@ out:
 		struct vfgx_chunkset *set = vfgx_pipeline_chunkset(pl);
 
 		vfgx_pipeline_stop(pl);
-		for (uint32_t r = 0; set && r < set->conf.in_flight; r++)
-			atomic_store(&set->ready_word[r], UINT64_MAX);
+		if (set)
+			vfgx_chunkset_release_waits(set);
 	}
 	/* the pipeline (its persistent kernel) before cudaFree */
 	vfgx_pipeline_destroy(pl);

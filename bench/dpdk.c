@@ -31,7 +31,6 @@
 #include "commands.h"
 #include "results.h"
 #include "testpmd.h"
-#include "core/numparse.h"
 
 #define MAX_ROUNDS 9
 #define BURST 32
@@ -182,7 +181,7 @@ static int vfgx_rx(vfgx_ctx *ctx, const struct bench_opts *o, const char *addr,
 	struct vfgx_dpdk_opts dk;
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "bench", .backend = "dpdk", .address = addr,
-		.nb_rx_queues = 1, .nb_tx_queues = 1, .burst = BURST, .backend_opts = &dk,
+		.nb_rx_queues = 1, .nb_tx_queues = 1, .burst = BURST, .backend_opts = &dk.hdr,
 	};
 	const char *eal[16] = { "-l", NULL, "--no-pci" };
 	char lcore[16], mem[128], *save = NULL;

@@ -30,7 +30,6 @@
 #include "commands.h"
 #include "guest_targets.h"
 #include "results.h"
-#include "core/numparse.h"
 
 static const struct cli_opt eba_opts[] = {
 	{ "dev", 'd', "DEV", "RDMA device (default rxe0)" },

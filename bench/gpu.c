@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <vfgx/gpu.h>
+#include <vfgx/bench.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
@@ -23,7 +24,6 @@
 #include "vfgx_build.h"
 
 #include "gpu_kernel.h"
-#include "pipeline/gpu_bench.h"
 #include "pipeline_work.h"
 
 /* --help's summary line and --seconds' upper bound, the same in a build

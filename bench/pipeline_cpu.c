@@ -20,7 +20,7 @@
 
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
+#include "cliopt.h"
 #include "pipeline_work.h"
 
 #define MAX_ROUNDS 300

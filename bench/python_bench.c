@@ -15,7 +15,7 @@
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
-#include "core/numparse.h"
+#include "cliopt.h"
 #include "results.h"
 
 #define MAX_ROUNDS 50

@@ -27,7 +27,6 @@
 #include "commands.h"
 #include "guest_targets.h"
 #include "results.h"
-#include "core/numparse.h"
 
 enum test { WRITE_BW, WRITE_LAT, SEND_BW, SEND_LAT, READ_LAT, NB_TESTS };
 static const char *const test_names[] = { "write_bw", "write_lat", "send_bw",

@@ -11,10 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/core.h>
+
 #include "bench_commit.h"
 #include "cliopt.h"
 #include "results.h"
-#include "core/numparse.h"
 
 static char last_path[512];
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "core/numparse.h"
+#include "cliopt.h"
 #include "results.h"
 
 #define MAX_ROUNDS 50

@@ -32,7 +32,6 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
 #include "vfgx_build.h"
 #include "pace_rx.h"
 #include "send_ref.h"

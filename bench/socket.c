@@ -31,7 +31,6 @@
 #include "cliopt.h"
 #include "commands.h"
 #include "results.h"
-#include "core/numparse.h"
 #include "lo_rps.h"
 #include "socket_priv.h"
 
@@ -143,7 +142,7 @@ vfgx_port *sb_open_port(vfgx_ctx *ctx, const char *uri,
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "bench", .backend = "socket",
 		.address = uri, .nb_rx_queues = nrx, .nb_tx_queues = ntx,
-		.burst = 64, .backend_opts = so,
+		.burst = 64, .backend_opts = &so->hdr,
 	};
 	vfgx_port *port = NULL;
 

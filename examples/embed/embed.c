@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 	lo.reorder = 0.01; /* the pipeline puts them back in order */
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "gen0", .backend = "loopback",
-		.nb_rx_queues = 1, .burst = 256, .rx_pools = &pool, .backend_opts = &lo,
+		.nb_rx_queues = 1, .burst = 256, .rx_pools = &pool, .backend_opts = &lo.hdr,
 	};
 	vfgx_pipeline_config_default(&pc);
 	pc.device = !strcmp(dev, "gpu") ? VFGX_DEVICE_GPU :

@@ -20,7 +20,7 @@ enum vfgx_afxdp_mode { VFGX_AFXDP_AUTO = 0, VFGX_AFXDP_NATIVE = 1, VFGX_AFXDP_GE
 enum vfgx_afxdp_zc { VFGX_AFXDP_ZC_AUTO = 0, VFGX_AFXDP_ZC_ON = 1, VFGX_AFXDP_ZC_OFF = 2 };
 
 struct vfgx_afxdp_opts {
-	uint32_t argsz;      /* sizeof(struct vfgx_afxdp_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "afxdp": vfgx_afxdp_opts_default sets both */
 	uint32_t mode;       /* [auto] enum vfgx_afxdp_mode: XDP attach mode */
 	uint32_t zero_copy;  /* [auto] enum vfgx_afxdp_zc */
 	uint32_t frame_size; /* [2048] UMEM frame, 2048 or 4096 */

@@ -5,6 +5,7 @@
 #define VFGX_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core.h"
@@ -47,41 +48,79 @@ struct vfgx_cfg_node {
 	const char *path;
 };
 
-bool vfgx_cfg_present(const struct vfgx_cfg_node *n);
-/* Fail on any key of the mapping not in allowed (NULL-terminated). */
-int vfgx_cfg_check_keys(const struct vfgx_cfg_node *map,
-			const char *const *allowed);
-/* 0 and *out set when present, -ENOENT when absent, -EINVAL when not a map. */
-int vfgx_cfg_child(const struct vfgx_cfg_node *map, const char *key,
-		   struct vfgx_cfg_node *out);
-int vfgx_cfg_u64(const struct vfgx_cfg_node *map, const char *key,
-		 uint64_t def, uint64_t min, uint64_t max, uint64_t *out);
-int vfgx_cfg_u32(const struct vfgx_cfg_node *map, const char *key,
-		 uint32_t def, uint32_t min, uint32_t max, uint32_t *out);
-int vfgx_cfg_double(const struct vfgx_cfg_node *map, const char *key,
-		    double def, double min, double max, double *out);
-int vfgx_cfg_bool(const struct vfgx_cfg_node *map, const char *key, bool def,
-		  bool *out);
-/* Copies the scalar; -EINVAL (with a message) when longer than len-1. */
-int vfgx_cfg_str(const struct vfgx_cfg_node *map, const char *key,
-		 const char *def, char *buf, size_t len);
-/* names is NULL-terminated; *out is the index of the matching name. */
-int vfgx_cfg_enum(const struct vfgx_cfg_node *map, const char *key,
-		  const char *const *names, int def, int *out);
-/* Sequence access; an absent node is an empty sequence. */
-int vfgx_cfg_seq_len(const struct vfgx_cfg_node *seq);
-int vfgx_cfg_seq_item(const struct vfgx_cfg_node *seq, int i,
-		      struct vfgx_cfg_node *out);
-/* Scalar value of a node itself (for sequences of scalars). */
-const char *vfgx_cfg_scalar(const struct vfgx_cfg_node *n);
-/* A sequence item that must be a decimal whole number min..max, parsed by
- * the same strict rules as vfgx_cfg_u32. */
-int vfgx_cfg_item_u32(const struct vfgx_cfg_node *item, uint32_t min,
-		      uint32_t max, uint32_t *out);
-/* Report "file:line:col: path: message" on the document's context; returns
- * -EINVAL. */
-int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/*
+ * A program's own config sections (vfgx run's expect:, metrics: and
+ * ranks:) are described, like the library's, by a table of struct
+ * vfgx_opt and read by vfgx_config_section into the program's typed
+ * struct, with the library's errors (file:line:col: key.path: what is
+ * allowed).  The program never walks the document.
+ */
+enum vfgx_opt_type {
+	VFGX_OPT_U32,    /* uint32_t */
+	VFGX_OPT_U16,    /* uint16_t */
+	VFGX_OPT_U64,    /* uint64_t */
+	VFGX_OPT_DOUBLE, /* double */
+	VFGX_OPT_BOOL,   /* bool */
+	VFGX_OPT_ENUM,   /* uint32_t index into names */
+	VFGX_OPT_STR,    /* const char *; from YAML it points into the document */
+	VFGX_OPT_TRI,    /* int8_t: -1 (def: "depends"), or a YAML bool 0/1 */
+	VFGX_OPT_SKIP,   /* a key read by the backend's adapter (a list or a
+			  * nested section), never by the port */
+	/* a list: a pointer to elem_size-byte elements in memory of the loaded
+	 * config (NULL when absent or empty), their count a uint16_t at
+	 * count_off, at most max items.  Each item is a mapping read with
+	 * elem (nb_elem entries), or, when elem's keys are NULL, a scalar
+	 * read into the element by those entries */
+	VFGX_OPT_LIST,
+	/* const char *, no key: "file:line:col: key.path" of the mapping (or
+	 * list item) being read, for the program's own later messages */
+	VFGX_OPT_WHERE,
+	/* const char *, no key read: the entry's key is the backend's name
+	 * (a struct vfgx_backend_opts header, vfgx/port.h), set by the
+	 * defaults and the YAML adapter; a struct a program filled must carry
+	 * that name */
+	VFGX_OPT_BACKEND,
+};
+
+struct vfgx_opt {
+	const char *key;
+	enum vfgx_opt_type type;
+	size_t off;
+	double def, min, max; /* numbers; bool and enum: def only; list: max items */
+	const char *const *names; /* enum */
+	/* U64: the largest value when a double cannot name it exactly (above
+	 * 2^53, e.g. INT64_MAX, which max would round up to 2^63); 0: max,
+	 * where 1.8e19 or more means UINT64_MAX */
+	uint64_t max_u64;
+	/* LIST */
+	const struct vfgx_opt *elem;
+	size_t nb_elem, elem_size, count_off;
+};
+
+#define VFGX_OPT(T, S, F, ...) \
+	{ #F, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
+
+/* The header every backend's options start with (struct vfgx_loopback_opts
+ * and the others: their hdr): argsz, sizeof the whole struct the caller
+ * compiled against, and the backend the struct is for, which
+ * vfgx_port_open (vfgx/port.h) checks against the port's.  Both are set by the
+ * backend's _default and _from_yaml. */
+struct vfgx_backend_opts {
+	uint32_t argsz;
+	const char *backend;
+};
+
+struct vfgx_config;
+/* Section name of cfg's top-level mapping (absent: the defaults) into out
+ * (size bytes, zeroed, then tab's defaults), by tab (n entries): a
+ * mapping, or, when tab is one VFGX_OPT_LIST entry with no key, a list.
+ * The library passes over the sections it does not own (vfgx run's
+ * expect:, metrics:, ranks:) and refuses any other top-level key it does
+ * not know.  0, or -EINVAL with the place in vfgx_last_error; strings and
+ * lists live until vfgx_config_destroy. */
+int vfgx_config_section(const struct vfgx_config *cfg, const char *name,
+			const struct vfgx_opt *tab, size_t n, void *out,
+			size_t size);
 
 enum vfgx_mem_fallback {
 	VFGX_FALLBACK_HOST = 0, /* use host memory, with a warning */
@@ -201,11 +240,6 @@ int vfgx_config_load_string(vfgx_ctx *ctx, const char *yaml, size_t len,
 /* The default configuration (configs/loopback.yaml, embedded at build). */
 int vfgx_config_load_default(vfgx_ctx *ctx, struct vfgx_config **out);
 void vfgx_config_destroy(struct vfgx_config *cfg);
-/* The document's top-level map, for a program that reads sections of its
- * own with the vfgx_cfg_* accessors: `vfgx run` reads expect:, metrics:
- * and ranks: (src/cli/run_config.c), `vfgx send` send:; the library
- * knows their names and passes them over unread. */
-void vfgx_config_root(const struct vfgx_config *cfg, struct vfgx_cfg_node *out);
 const struct vfgx_region_config *
 vfgx_config_find_region(const struct vfgx_config *cfg, const char *name);
 

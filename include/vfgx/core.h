@@ -61,6 +61,36 @@ void vfgx_log(vfgx_ctx *ctx, enum vfgx_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int vfgx_log_level_parse(const char *name, enum vfgx_log_level *out);
 
+/*
+ * The one strict number parser of config values, for a program's own
+ * flags too: decimal digits only (0x only with VFGX_NUM_HEX), no sign on
+ * whole numbers, no leading zeros, no blanks, the whole string consumed,
+ * range-checked before any conversion; nan, inf and values that wrap are
+ * refused.  0 and *out set, or -EINVAL (out untouched) with a one-line
+ * message in err (errlen bytes, VFGX_NUM_ERR_MAX is room for any; err may
+ * be NULL) that echoes the input escaped, e.g. "'4294967297' is out of
+ * range (must be 0..4294967295)".
+ */
+#define VFGX_NUM_HEX 1u
+#define VFGX_NUM_ERR_MAX 256
+int vfgx_num_u64(const char *s, uint64_t min, uint64_t max, unsigned flags,
+		 uint64_t *out, char *err, size_t errlen);
+/* A decimal real: optional '-', digits with at most one '.', an optional
+ * exponent; finite and within min..max. */
+int vfgx_num_double(const char *s, double min, double max, double *out,
+		    char *err, size_t errlen);
+
+/*
+ * Copies src into dst (len bytes, always NUL-terminated when len > 0),
+ * writing newline, tab and carriage return as \n \t \r and every other
+ * control character and every byte that is not valid UTF-8 as \xNN, so
+ * text that echoes input (a config value, a name from the wire) stays one
+ * line and cannot move a terminal's cursor.  Truncates at a whole
+ * character or escape.  Returns strlen(dst).  vfgx_set_error() and
+ * vfgx_log() pass every message through it.
+ */
+size_t vfgx_escape(char *dst, size_t len, const char *src);
+
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). */
 uint64_t vfgx_now_ns(void);
 

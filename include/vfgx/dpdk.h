@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "port.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,7 +29,7 @@ struct vfgx_dpdk_flow {
 
 /* Defaults in brackets.  May grow at the end: argsz. */
 struct vfgx_dpdk_opts {
-	uint32_t argsz;         /* sizeof(struct vfgx_dpdk_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "dpdk": vfgx_dpdk_opts_default sets both */
 	const char *port;       /* [NULL: the port's address] PCI address or vdev */
 	uint32_t rx_desc;       /* [1024] 32..16384 */
 	uint32_t tx_desc;       /* [1024] 32..16384 */

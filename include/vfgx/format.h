@@ -9,6 +9,7 @@
 #ifndef VFGX_FORMAT_H
 #define VFGX_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stages.h"
@@ -591,6 +592,13 @@ int vfgx_format_profile(const char *name, struct vfgx_format *f);
 /* pipeline.format: a profile and/or described fields over it (file:line:col
  * errors).  NULL or absent map: the vfgx profile. */
 int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f);
+/* A YAML file on its own (what `vfgx format check` reads): either a map
+ * with the format keys at the top, or a config with pipeline.format.  One
+ * error line on ctx when bad. */
+int vfgx_format_load_file(vfgx_ctx *ctx, const char *path, struct vfgx_format *f);
+/* The same from len bytes of YAML text; name for messages. */
+int vfgx_format_load_string(vfgx_ctx *ctx, const char *name, const char *yaml,
+			    size_t len, struct vfgx_format *f);
 /* A description against the UDP payload sizes it can receive: every
  * field and the least header inside the smallest (min_payload bytes),
  * the placement's sizes in range; a warning when slots are smaller than

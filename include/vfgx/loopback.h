@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "port.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,7 +19,7 @@ extern "C" {
 /* Defaults (vfgx_loopback_opts_default) in brackets; ranges checked at
  * open.  The struct may grow at the end: argsz says which version. */
 struct vfgx_loopback_opts {
-	uint32_t argsz;            /* sizeof(struct vfgx_loopback_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "loopback": vfgx_loopback_opts_default sets both */
 	uint32_t packet_size;      /* [512] frame bytes, headers..9216 */
 	uint64_t packets;          /* [100000] over all flows; 0 = endless */
 	uint32_t flows;            /* [4] streams, 1..65536, spread over queues */

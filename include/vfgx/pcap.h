@@ -28,7 +28,7 @@ enum vfgx_pcap_sequences {
 /* Defaults (vfgx_pcap_opts_default) in brackets.  The struct may grow at
  * the end: argsz says which version. */
 struct vfgx_pcap_opts {
-	uint32_t argsz;     /* sizeof(struct vfgx_pcap_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "pcap": vfgx_pcap_opts_default sets both */
 	const char *file;   /* [NULL: the interface's address] */
 	uint64_t loops;     /* [1] times the file is read, 1..2^40 */
 	uint32_t sequences; /* [rewrite] enum vfgx_pcap_sequences */

@@ -78,6 +78,13 @@ struct vfgx_queue_stats {
 	uint64_t drops[VFGX_DROP_MAX];
 };
 
+/* A queue's batch_size (YAML rx/tx queues[].batch_size, or a port_conf's
+ * burst and rx_bursts/tx_bursts): the most packets one vfgx_port_rx_burst
+ * of the queue returns, and the most one backend call of its
+ * vfgx_port_tx_burst is handed; 1..VFGX_BATCH_MAX, checked when the port
+ * opens.  A caller's burst array of VFGX_BATCH_MAX entries always fits. */
+#define VFGX_BATCH_MAX 1024
+
 struct vfgx_port_conf {
 	uint32_t argsz;      /* sizeof(struct vfgx_port_conf) */
 	const char *name;
@@ -85,14 +92,18 @@ struct vfgx_port_conf {
 	const char *address; /* backend-specific; may be NULL */
 	uint16_t nb_rx_queues;
 	uint16_t nb_tx_queues;
-	uint16_t burst;      /* max packets per rx burst, 1..1024 */
+	uint16_t burst;      /* batch_size of every queue that rx_bursts /
+			      * tx_bursts leave 0 (tx: 0 there means no
+			      * limit), 1..VFGX_BATCH_MAX */
 	/* nb_rx_queues pools (a NULL entry: the backend creates its own for
 	 * that queue), or NULL for all. */
 	vfgx_pool *const *rx_pools;
-	/* The backend's typed options, or NULL: struct vfgx_loopback_opts,
-	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts or vfgx_rdma_opts
-	 * (vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h), or vfgx_pcap_opts (vfgx/pcap.h). */
-	const void *backend_opts;
+	/* The backend's typed options (&o.hdr of a struct vfgx_loopback_opts,
+	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts, vfgx_rdma_opts or
+	 * vfgx_pcap_opts: vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h,
+	 * pcap.h), or NULL.  Options for another backend than this port's
+	 * are refused with one line. */
+	const struct vfgx_backend_opts *backend_opts;
 	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
 	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns
 	 * at most this many; tx: tx_burst hands the backend at most this many

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "port.h"
 #include "core.h"
 #include "mem.h"
 
@@ -339,7 +340,7 @@ enum vfgx_rdma_role { VFGX_RDMA_CLIENT = 0, VFGX_RDMA_SERVER = 1 };
 enum vfgx_rdma_port_mode { VFGX_RDMA_MODE_SEND = 0, VFGX_RDMA_MODE_RING = 1 };
 
 struct vfgx_rdma_opts {
-	uint32_t argsz;           /* sizeof(struct vfgx_rdma_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "rdma": vfgx_rdma_opts_default sets both */
 	const char *device;       /* [NULL: the port's address] RDMA device */
 	const char *peer;         /* required: "host:port" (client: the server; server: listen) */
 	uint32_t port;            /* [1] device port, 1..255 */

@@ -30,7 +30,7 @@ enum vfgx_socket_role {
 };
 
 struct vfgx_socket_opts {
-	uint32_t argsz;              /* sizeof(struct vfgx_socket_opts) */
+	struct vfgx_backend_opts hdr; /* argsz, backend "socket": vfgx_socket_opts_default sets both */
 	uint32_t role;               /* [server] enum vfgx_socket_role */
 	const char *uri;             /* [NULL: the port's address] udp://ADDR:PORT or tcp://ADDR:PORT */
 	uint32_t rcvbuf, sndbuf;     /* [0: the kernel's] bytes, ..2^30 */

@@ -22,7 +22,6 @@
 #include "afxdp.h"
 #include "rdma.h"
 #include "loopback.h"
-#include "devices.h"
 #include "dpdk.h"
 #include "eba.h"
 #include "metrics.h"

@@ -1,8 +1,10 @@
 /* cliopt.c - getopt_long, usage text and errors from one option table. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cliopt.h"
-#include "core/escape.h"
+#include <vfgx/core.h>
 
 static size_t build(const struct cli_cmd *cmd, struct option *lo,
 		    char *shorts, size_t slen)
@@ -92,4 +94,53 @@ const char *cli_esc(const char *s)
 
 	vfgx_escape(b, sizeof(buf[0]), s);
 	return b;
+}
+
+static int flag_error(const char *cmd, const char *flag, const char *msg)
+{
+	fprintf(stderr, "vfgx %s: %s: %s\n", cmd, flag, msg);
+	return -EINVAL;
+}
+
+int vfgx_flag_u64(const char *cmd, const char *flag, const char *s,
+		  uint64_t min, uint64_t max, uint64_t *out)
+{
+	char err[VFGX_NUM_ERR_MAX];
+
+	if (vfgx_num_u64(s, min, max, 0, out, err, sizeof(err)))
+		return flag_error(cmd, flag, err);
+	return 0;
+}
+
+int vfgx_flag_u32(const char *cmd, const char *flag, const char *s,
+		  uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+	int ret = vfgx_flag_u64(cmd, flag, s, min, max, &v);
+
+	if (!ret)
+		*out = (uint32_t)v;
+	return ret;
+}
+
+int vfgx_flag_int(const char *cmd, const char *flag, const char *s, int min,
+		  int max, int *out)
+{
+	uint64_t v;
+	int ret = vfgx_flag_u64(cmd, flag, s, min < 0 ? 0 : (uint64_t)min,
+				max < 0 ? 0 : (uint64_t)max, &v);
+
+	if (!ret)
+		*out = (int)v;
+	return ret;
+}
+
+int vfgx_flag_double(const char *cmd, const char *flag, const char *s,
+		     double min, double max, double *out)
+{
+	char err[VFGX_NUM_ERR_MAX];
+
+	if (vfgx_num_double(s, min, max, out, err, sizeof(err)))
+		return flag_error(cmd, flag, err);
+	return 0;
 }

@@ -4,6 +4,7 @@
 #define VFGX_CLI_CLIOPT_H
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CLI_MAX_OPTS 24
@@ -38,5 +39,17 @@ int cli_bad_operands(const struct cli_cmd *cmd, const char *what);
  * messages that echo a command-line argument; valid until the 4th next
  * call (a rotating set of static buffers). */
 const char *cli_esc(const char *s);
+
+/* Command-line flags read with the strict parser (vfgx_num_u64,
+ * vfgx_num_double): on error print "vfgx CMD: FLAG: message" on stderr and
+ * return -EINVAL; the caller exits 2. */
+int vfgx_flag_u64(const char *cmd, const char *flag, const char *s,
+		  uint64_t min, uint64_t max, uint64_t *out);
+int vfgx_flag_u32(const char *cmd, const char *flag, const char *s,
+		  uint32_t min, uint32_t max, uint32_t *out);
+int vfgx_flag_int(const char *cmd, const char *flag, const char *s, int min,
+		  int max, int *out); /* 0 <= min <= max */
+int vfgx_flag_double(const char *cmd, const char *flag, const char *s,
+		     double min, double max, double *out);
 
 #endif

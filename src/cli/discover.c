@@ -11,7 +11,6 @@
 #include <vfgx/eba.h>
 
 #include "cliopt.h"
-#include "core/numparse.h"
 #include "commands.h"
 
 static const struct cli_opt discover_opts[] = {

@@ -13,8 +13,6 @@
 
 #include "cliopt.h"
 #include "commands.h"
-#include "core/numparse.h"
-#include "format/format_priv.h"
 #include "vfgx_build.h"
 
 #if VFGX_HAVE_PCAP

@@ -13,7 +13,6 @@
 
 #include "cliopt.h"
 #include "commands.h"
-#include "core/numparse.h"
 
 static volatile sig_atomic_t mon_interrupted;
 

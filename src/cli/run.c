@@ -17,7 +17,6 @@
 
 #include "cliopt.h"
 #include "commands.h"
-#include "core/numparse.h"
 #include "run_capture.h"
 #include "run_config.h"
 #include "run_mpi.h"
@@ -333,7 +332,7 @@ int vfgx_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	/* expect:, metrics:, ranks: are this program's sections */
-	if (run_config_parse(cfg, &rcfg)) {
+	if (run_config_parse(ctx, cfg, &rcfg)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		rc = 2;
 		goto out;

@@ -1,192 +1,167 @@
 /* run_config.c - `vfgx run`'s own config sections: expect:, metrics: and
  * ranks: (which interfaces, rx queues, GPU and CPU cores each MPI rank of
  * `mpirun vfgx run` uses, by rank or by local rank; docs/config.md,
- * docs/scale-out.md), read with the library's config accessors. */
+ * docs/scale-out.md).  Each is one table read by the library at load
+ * (vfgx_config_section); what ties keys together is checked here. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/core.h>
+
 #include "run_config.h"
 
-static int parse_expect(const struct vfgx_cfg_node *root, struct run_expect *e)
+#define N(t) (sizeof(t) / sizeof((t)[0]))
+
+#define EX_OPT(T, F, ...) VFGX_OPT(T, struct run_expect, F, __VA_ARGS__)
+static const struct vfgx_opt expect_tab[] = {
+	EX_OPT(BOOL, all_received, 0),
+	EX_OPT(BOOL, in_order, 0),
+	EX_OPT(BOOL, verified, 0),
+	EX_OPT(U64, min_packets, 1, 0, 1.9e19),
+};
+
+struct run_metrics {
+	const char *listen;
+};
+
+#define MX_OPT(T, F, ...) VFGX_OPT(T, struct run_metrics, F, __VA_ARGS__)
+static const struct vfgx_opt metrics_tab[] = {
+	MX_OPT(STR, listen, 0),
+};
+
+/* ranks[i] as read: rank and local_rank out of range when absent */
+#define RANK_ABSENT 4294967295.0
+struct rank_entry {
+	uint32_t rank, local_rank, gpu;
+	uint16_t rx_queues;
+	uint16_t nb_ifaces, nb_cores;
+	struct run_rank_iface *interfaces;
+	uint16_t *cores;
+	const char *where;
+};
+
+static const struct vfgx_opt iface_tab[] = {
+	{ NULL, VFGX_OPT_STR, offsetof(struct run_rank_iface, name) },
+	{ NULL, VFGX_OPT_WHERE, offsetof(struct run_rank_iface, where) },
+};
+
+static const struct vfgx_opt core_tab[] = {
+	{ NULL, VFGX_OPT_U16, 0, 0, 0, RUN_MAX_RANK_CORES - 1 },
+};
+
+#define RK_OPT(T, F, ...) VFGX_OPT(T, struct rank_entry, F, __VA_ARGS__)
+/* a list under key F, its count in field COUNT, items read by TAB */
+#define RKLIST_OPT(T, F, COUNT, TAB, MAX)                                      \
+	{ #F, VFGX_OPT_##T, offsetof(struct rank_entry, F), 0, 0, MAX,         \
+	  .elem = TAB, .nb_elem = N(TAB),                                      \
+	  .elem_size = sizeof(*((struct rank_entry *)0)->F),                   \
+	  .count_off = offsetof(struct rank_entry, COUNT) }
+static const struct vfgx_opt entry_tab[] = {
+	RK_OPT(U32, rank, RANK_ABSENT, 0, INT32_MAX),
+	RK_OPT(U32, local_rank, RANK_ABSENT, 0, INT32_MAX),
+	RKLIST_OPT(LIST, interfaces, nb_ifaces, iface_tab, VFGX_MAX_IFACES),
+	RK_OPT(U16, rx_queues, 0, 0, VFGX_MAX_QUEUES),
+	/* absent: -1, the GPU the rank sees is left as it is */
+	RK_OPT(U32, gpu, RANK_ABSENT, 0, 63),
+	RKLIST_OPT(LIST, cores, nb_cores, core_tab, RUN_MAX_RANK_CORES),
+	{ NULL, VFGX_OPT_WHERE, offsetof(struct rank_entry, where) },
+};
+
+struct run_ranks {
+	uint16_t nb;
+	struct rank_entry *e;
+};
+
+/* ranks: is a list: the one entry, with no key, reads the section itself */
+static const struct vfgx_opt ranks_tab[] = {
+	{ NULL, VFGX_OPT_LIST, offsetof(struct run_ranks, e), 0, 0,
+	  RUN_MAX_RANK_ENTRIES, .elem = entry_tab, .nb_elem = N(entry_tab),
+	  .elem_size = sizeof(struct rank_entry),
+	  .count_off = offsetof(struct run_ranks, nb) },
+};
+
+static int check_entry(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+		       const struct rank_entry *e, struct run_rank *r)
 {
-	static const char *const keys[] = { "all_received", "in_order",
-					    "verified", "min_packets", NULL };
-	struct vfgx_cfg_node ex;
-	int ret;
+	bool by_rank = e->rank != (uint32_t)RANK_ABSENT;
+	bool by_local = e->local_rank != (uint32_t)RANK_ABSENT;
 
-	vfgx_cfg_child(root, "expect", &ex);
-	if ((ret = vfgx_cfg_check_keys(&ex, keys)) ||
-	    (ret = vfgx_cfg_bool(&ex, "all_received", false, &e->all_received)) ||
-	    (ret = vfgx_cfg_bool(&ex, "in_order", false, &e->in_order)) ||
-	    (ret = vfgx_cfg_bool(&ex, "verified", false, &e->verified)) ||
-	    (ret = vfgx_cfg_u64(&ex, "min_packets", 1, 0, UINT64_MAX, &e->min_packets)))
-		return ret;
-	return 0;
-}
-
-static int parse_metrics(const struct vfgx_cfg_node *root, struct run_config *rc)
-{
-	static const char *const keys[] = { "listen", NULL };
-	struct vfgx_cfg_node mn;
-	int ret;
-
-	vfgx_cfg_child(root, "metrics", &mn);
-	if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
-	    (ret = vfgx_cfg_str(&mn, "listen", "", rc->metrics_listen,
-				sizeof(rc->metrics_listen))))
-		return ret;
-	return 0;
-}
-
-/* A sequence under key of at most max items, each elem bytes zeroed:
- * its length (0 when absent), or -EINVAL / -ENOMEM. */
-static int list_alloc(const struct vfgx_cfg_node *map, const char *key, int max,
-		      size_t elem, struct vfgx_cfg_node *seq, void **out)
-{
-	int n;
-
-	*out = NULL;
-	if (vfgx_cfg_child(map, key, seq) != 0)
-		return 0;
-	n = vfgx_cfg_seq_len(seq);
-	if (n <= 0)
-		return n;
-	if (n > max)
-		return vfgx_cfg_error(seq, "%d items; at most %d %s", n, max, key);
-	if (!(*out = calloc((size_t)n, elem)))
-		return -ENOMEM;
-	return n;
-}
-
-static int parse_ifaces(const struct vfgx_config *cfg, const struct vfgx_cfg_node *it,
-			struct run_rank *r)
-{
-	struct vfgx_cfg_node seq, name;
-	int n = list_alloc(it, "interfaces", VFGX_MAX_IFACES, sizeof(*r->ifaces), &seq,
-			   (void **)&r->ifaces);
-
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n; i++) {
-		const char *s;
+	if (by_rank == by_local)
+		return vfgx_set_error(ctx, -EINVAL, "%s: give exactly one of rank or local_rank",
+				      e->where);
+	for (uint16_t i = 0; i < e->nb_ifaces; i++) {
+		const char *s = e->interfaces[i].name;
 		bool found = false;
 
-		vfgx_cfg_seq_item(&seq, i, &name);
-		s = vfgx_cfg_scalar(&name);
-		if (!s)
-			return vfgx_cfg_error(&name, "must be an interface name");
 		for (uint16_t k = 0; k < cfg->nb_ifaces; k++)
 			found |= !strcmp(cfg->ifaces[k].name, s);
 		if (!found)
-			return vfgx_cfg_error(&name, "'%s' is not the name of one of interfaces:", s);
-		for (int k = 0; k < i; k++)
-			if (!strcmp(r->ifaces[k], s))
-				return vfgx_cfg_error(&name, "'%s' listed twice", s);
-		r->ifaces[i] = s;
+			return vfgx_set_error(ctx, -EINVAL, "%s: '%s' is not the name of one of interfaces:",
+					      e->interfaces[i].where, s);
+		for (uint16_t k = 0; k < i; k++)
+			if (!strcmp(e->interfaces[k].name, s))
+				return vfgx_set_error(ctx, -EINVAL, "%s: '%s' listed twice",
+						      e->interfaces[i].where, s);
 	}
-	r->nb_ifaces = (uint16_t)n;
+	*r = (struct run_rank){
+		.rank = by_rank ? (int32_t)e->rank : -1,
+		.local_rank = by_local ? (int32_t)e->local_rank : -1,
+		.nb_ifaces = e->nb_ifaces, .ifaces = e->interfaces,
+		.rx_queues = e->rx_queues,
+		.gpu = e->gpu == (uint32_t)RANK_ABSENT ? -1 : (int32_t)e->gpu,
+		.nb_cores = e->nb_cores, .cores = e->cores,
+	};
 	return 0;
 }
 
-static int parse_cores(const struct vfgx_cfg_node *it, struct run_rank *r)
-{
-	struct vfgx_cfg_node seq, item;
-	uint16_t *cores;
-	int n = list_alloc(it, "cores", RUN_MAX_RANK_CORES, sizeof(*cores), &seq,
-			   (void **)&cores);
-
-	if (n < 0)
-		return n;
-	r->cores = cores;
-	for (int i = 0; i < n; i++) {
-		uint32_t c;
-		int ret;
-
-		vfgx_cfg_seq_item(&seq, i, &item);
-		if ((ret = vfgx_cfg_item_u32(&item, 0, RUN_MAX_RANK_CORES - 1, &c)))
-			return ret;
-		cores[i] = (uint16_t)c;
-	}
-	r->nb_cores = (uint16_t)n;
-	return 0;
-}
-
-static int parse_entry(const struct vfgx_config *cfg, const struct vfgx_cfg_node *it,
-		       struct run_rank *r)
-{
-	static const char *const keys[] = { "rank", "local_rank", "interfaces",
-					    "rx_queues", "gpu", "cores", NULL };
-	struct vfgx_cfg_node rk, lk;
-	bool by_rank = vfgx_cfg_child(it, "rank", &rk) == 0;
-	bool by_local = vfgx_cfg_child(it, "local_rank", &lk) == 0;
-	uint32_t rank = 0, local = 0, q, gpu;
-	int ret;
-
-	if ((ret = vfgx_cfg_check_keys(it, keys)))
-		return ret;
-	if (by_rank == by_local)
-		return vfgx_cfg_error(it, "give exactly one of rank or local_rank");
-	/* no default: the one given is read */
-	if ((by_rank && (ret = vfgx_cfg_item_u32(&rk, 0, INT32_MAX, &rank))) ||
-	    (by_local && (ret = vfgx_cfg_item_u32(&lk, 0, INT32_MAX, &local))) ||
-	    (ret = vfgx_cfg_u32(it, "rx_queues", 0, 0, VFGX_MAX_QUEUES, &q)) ||
-	    (ret = vfgx_cfg_u32(it, "gpu", UINT32_MAX, 0, 63, &gpu)))
-		return ret;
-	r->rank = by_rank ? (int32_t)rank : -1;
-	r->local_rank = by_local ? (int32_t)local : -1;
-	r->rx_queues = (uint16_t)q;
-	r->gpu = gpu == UINT32_MAX ? -1 : (int32_t)gpu;
-	if ((ret = parse_ifaces(cfg, it, r)) || (ret = parse_cores(it, r)))
-		return ret;
-	return 0;
-}
-
-static int parse_ranks(const struct vfgx_config *cfg, const struct vfgx_cfg_node *root,
+static int parse_ranks(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		       struct run_config *rc)
 {
-	struct vfgx_cfg_node seq, it;
-	int n = list_alloc(root, "ranks", RUN_MAX_RANK_ENTRIES, sizeof(*rc->ranks), &seq,
-			   (void **)&rc->ranks);
+	struct run_ranks rk;
+	int ret;
 
-	if (n < 0)
-		return n;
-	rc->nb_ranks = (uint16_t)n; /* freed whole however far it got */
-	for (int i = 0; i < n; i++) {
+	if ((ret = vfgx_config_section(cfg, "ranks", ranks_tab, N(ranks_tab), &rk,
+				       sizeof(rk))))
+		return ret;
+	if (rk.nb && !(rc->ranks = calloc(rk.nb, sizeof(*rc->ranks))))
+		return vfgx_set_error(ctx, -ENOMEM, "ranks: out of memory");
+	rc->nb_ranks = rk.nb;
+	for (uint16_t i = 0; i < rk.nb; i++) {
 		struct run_rank *r = rc->ranks;
-		int ret;
 
-		vfgx_cfg_seq_item(&seq, i, &it);
-		if ((ret = parse_entry(cfg, &it, &r[i])))
+		if ((ret = check_entry(ctx, cfg, &rk.e[i], &r[i])))
 			return ret;
-		for (int j = 0; j < i; j++)
+		for (uint16_t j = 0; j < i; j++)
 			if (r[j].rank == r[i].rank && r[j].local_rank == r[i].local_rank)
-				return vfgx_cfg_error(&it, "a second entry for %s %d",
+				return vfgx_set_error(ctx, -EINVAL, "%s: a second entry for %s %d",
+						      rk.e[i].where,
 						      r[i].rank >= 0 ? "rank" : "local_rank",
 						      r[i].rank >= 0 ? r[i].rank : r[i].local_rank);
 	}
 	return 0;
 }
 
-int run_config_parse(const struct vfgx_config *cfg, struct run_config *rc)
+int run_config_parse(vfgx_ctx *ctx, const struct vfgx_config *cfg,
+		     struct run_config *rc)
 {
-	struct vfgx_cfg_node root;
+	struct run_metrics m;
 	int ret;
 
 	memset(rc, 0, sizeof(*rc));
-	vfgx_config_root(cfg, &root);
-	if ((ret = parse_expect(&root, &rc->expect)) || (ret = parse_metrics(&root, rc)) ||
-	    (ret = parse_ranks(cfg, &root, rc)))
+	if ((ret = vfgx_config_section(cfg, "expect", expect_tab, N(expect_tab),
+				       &rc->expect, sizeof(rc->expect))) ||
+	    (ret = vfgx_config_section(cfg, "metrics", metrics_tab, N(metrics_tab),
+				       &m, sizeof(m))) ||
+	    (ret = parse_ranks(ctx, cfg, rc)))
 		return ret;
+	rc->metrics_listen = m.listen && m.listen[0] ? m.listen : NULL;
 	return 0;
 }
 
 void run_config_free(struct run_config *rc)
 {
-	for (uint16_t i = 0; rc->ranks && i < rc->nb_ranks; i++) {
-		free(rc->ranks[i].ifaces);
-		free((void *)rc->ranks[i].cores);
-	}
 	free(rc->ranks);
 	memset(rc, 0, sizeof(*rc));
 }

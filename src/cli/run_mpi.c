@@ -56,7 +56,7 @@ static int apply_entry(const struct run_mpi *m, struct vfgx_config *cfg,
 			bool mine = false;
 
 			for (uint16_t k = 0; k < e->nb_ifaces; k++)
-				mine |= !strcmp(cfg->ifaces[i].name, e->ifaces[k]);
+				mine |= !strcmp(cfg->ifaces[i].name, e->ifaces[k].name);
 			if (mine) {
 				struct vfgx_iface_config t = cfg->ifaces[n];
 

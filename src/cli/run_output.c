@@ -24,7 +24,7 @@ int run_output_open(vfgx_ctx *ctx, const struct run_config *rcfg,
 		    struct run_output *ro)
 {
 	ro->saved_stdout = -1;
-	if (!ro->listen && rcfg->metrics_listen[0])
+	if (!ro->listen && rcfg->metrics_listen)
 		ro->listen = rcfg->metrics_listen;
 	if (!ro->listen)
 		return 0;

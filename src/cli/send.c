@@ -18,7 +18,6 @@
 
 #include "cliopt.h"
 #include "commands.h"
-#include "core/numparse.h"
 #include "run_config.h"
 #include "run_output.h"
 
@@ -286,7 +285,7 @@ int vfgx_cmd_send(int argc, char **argv)
 	}
 	vfgx_log_set_level(ctx, cfg->log_level);
 	rc = 2;
-	if (vfgx_send_opts_from_config(cfg, &so) || run_config_parse(cfg, &rcfg)) {
+	if (vfgx_send_opts_from_config(cfg, &so) || run_config_parse(ctx, cfg, &rcfg)) {
 		fprintf(stderr, "vfgx: %s\n", vfgx_last_error(ctx));
 		goto out;
 	}

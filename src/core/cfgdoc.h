@@ -7,6 +7,8 @@
 
 #include <vfgx/config.h>
 
+#include "cfgnode.h"
+
 struct vfgx_cfg_doc {
 	yaml_document_t doc;
 	vfgx_ctx *ctx;

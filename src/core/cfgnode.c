@@ -68,6 +68,17 @@ static int node_verror(const struct vfgx_cfg_doc *doc, const yaml_node_t *yn,
 			      path[0] ? path : "(top)", msg);
 }
 
+const char *vfgx_cfg_where(const struct vfgx_cfg_node *n)
+{
+	const yaml_node_t *yn = node_get(n);
+
+	if (!yn)
+		return "";
+	return path_make(n, "%s:%zu:%zu: %s", n->doc->name,
+			 yn->start_mark.line + 1, yn->start_mark.column + 1,
+			 pathof(n)[0] ? pathof(n) : "(top)");
+}
+
 int vfgx_cfg_error(const struct vfgx_cfg_node *n, const char *fmt, ...)
 {
 	va_list ap;

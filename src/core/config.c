@@ -9,6 +9,7 @@
 
 #include <vfgx/capture.h>
 #include <vfgx/chunk.h>
+#include <vfgx/port.h>
 #include <vfgx/record.h>
 
 #include "cfgdoc.h"
@@ -134,7 +135,7 @@ static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir
 		if ((ret = vfgx_cfg_check_keys(&it, qkeys)) ||
 		    (ret = vfgx_cfg_u32(&it, "id", (uint32_t)i, 0,
 					VFGX_MAX_QUEUES - 1, &id)) ||
-		    (ret = vfgx_cfg_u32(&it, "batch_size", 64, 1, 1024, &bs)) ||
+		    (ret = vfgx_cfg_u32(&it, "batch_size", 64, 1, VFGX_BATCH_MAX, &bs)) ||
 		    (ret = cfg_str_ref(&it, "memory_region", "", VFGX_NAME_MAX,
 				       &qs[i].region)))
 			return ret;
@@ -672,9 +673,26 @@ void vfgx_config_destroy(struct vfgx_config *cfg)
 	free(cfg);
 }
 
-void vfgx_config_root(const struct vfgx_config *cfg, struct vfgx_cfg_node *out)
+int vfgx_config_section(const struct vfgx_config *cfg, const char *name,
+			const struct vfgx_opt *tab, size_t n, void *out,
+			size_t size)
 {
-	*out = (struct vfgx_cfg_node){ .doc = cfg->doc, .index = 1 };
+	struct vfgx_cfg_node root = { .doc = cfg->doc, .index = 1 }, sec = { 0 };
+	int ret;
+
+	memset(out, 0, size);
+	if (n == 1 && tab[0].type == VFGX_OPT_LIST && !tab[0].key) {
+		/* the section is a list: read it as the list key of the top */
+		struct vfgx_opt o = tab[0];
+
+		o.key = name;
+		vfgx_opts_default(tab, n, out, 0);
+		return vfgx_opts_read_list(&root, &o, out);
+	}
+	ret = vfgx_cfg_child(&root, name, &sec);
+	if (ret && ret != -ENOENT)
+		return ret;
+	return vfgx_opts_from_yaml(&sec, tab, n, out, 0);
 }
 
 const struct vfgx_region_config *

@@ -10,33 +10,10 @@
 
 #include <vfgx/config.h>
 
-enum vfgx_opt_type {
-	VFGX_OPT_U32,    /* uint32_t */
-	VFGX_OPT_U16,    /* uint16_t */
-	VFGX_OPT_U64,    /* uint64_t */
-	VFGX_OPT_DOUBLE, /* double */
-	VFGX_OPT_BOOL,   /* bool */
-	VFGX_OPT_ENUM,   /* uint32_t index into names */
-	VFGX_OPT_STR,    /* const char *; from YAML it points into the document */
-	VFGX_OPT_TRI,    /* int8_t: -1 (def: "depends"), or a YAML bool 0/1 */
-	VFGX_OPT_SKIP,   /* a key read by the backend's adapter (a list or a
-			  * nested section), never by the port */
-};
+#include "core/cfgnode.h"
 
-struct vfgx_opt {
-	const char *key;
-	enum vfgx_opt_type type;
-	size_t off;
-	double def, min, max; /* numbers; bool and enum: def only */
-	const char *const *names; /* enum */
-	/* U64: the largest value when a double cannot name it exactly (above
-	 * 2^53, e.g. INT64_MAX, which max would round up to 2^63); 0: max,
-	 * where 1.8e19 or more means UINT64_MAX */
-	uint64_t max_u64;
-};
-
-#define VFGX_OPT(T, S, F, ...) \
-	{ #F, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
+/* enum vfgx_opt_type, struct vfgx_opt and VFGX_OPT are public
+ * (vfgx/config.h): a program describes its own config sections with them. */
 
 /* Defaults into s (strings NULL), then argsz = size.  size 0: only the
  * table's fields, nothing else touched (a nested section's table). */
@@ -48,6 +25,9 @@ void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 int vfgx_opts_from_yaml(const struct vfgx_cfg_node *map,
 			const struct vfgx_opt *tab, size_t n, void *s,
 			size_t size);
+/* o, a VFGX_OPT_LIST, read from map into s (the struct o->off is in). */
+int vfgx_opts_read_list(const struct vfgx_cfg_node *map,
+			const struct vfgx_opt *o, void *s);
 /* Every value of s against the table's ranges; errors name
  * "NAME: BACKEND options: KEY ...". */
 int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,

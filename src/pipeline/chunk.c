@@ -917,3 +917,11 @@ int vfgx_chunk_stream_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
 	return vfgx_chunk_cuda_write(cuda_stream, cs->dev_returned_word + i,
 				     index + 1, cs->ctx);
 }
+
+void vfgx_chunkset_release_waits(struct vfgx_chunkset *cs)
+{
+	size_t slots = (size_t)cs->conf.streams * cs->conf.in_flight;
+
+	for (size_t i = 0; i < slots; i++)
+		atomic_store(&cs->ready_word[i], UINT64_MAX);
+}

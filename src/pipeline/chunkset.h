@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <vfgx/bench.h> /* what vfgx-bench may call: exported */
 #include <vfgx/chunk.h>
 #include <vfgx/pipeline.h>
 

@@ -27,7 +27,6 @@ _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
 
 #define SNAPSHOT_NS 5000000ull
 #define INBOX_BYTES (4u << 20) /* per worker, when streams can be split */
-#define RX_BURST 1024
 /* bytes a packet counts against pipeline.max_in_flight_bytes on a queue
  * whose backend keeps buffers of its own (no memory_region pool) */
 #define UNPOOLED_BUF 2048
@@ -205,7 +204,8 @@ static int fit_in_flight(struct cpu_engine *pl)
 			struct poll_entry *pe = &wk->polls[i];
 			vfgx_pool *pool = vfgx_port_rx_pool(pe->port, pe->q);
 			uint64_t buf = pool ? vfgx_pool_buf_size(pool) : UNPOOLED_BUF;
-			uint64_t n = budget ? share / buf : RX_BURST;
+			uint64_t batch = vfgx_port_rx_batch(pe->port, pe->q);
+			uint64_t n = budget ? share / buf : batch;
 
 			if (!n)
 				return vfgx_set_error(pl->ctx, -EINVAL,
@@ -215,7 +215,9 @@ static int fit_in_flight(struct cpu_engine *pl)
 						      vfgx_port_name(pe->port), pe->q,
 						      pl->nb_workers,
 						      (unsigned long long)(buf * pl->nb_workers));
-			pe->burst = (uint16_t)(n < RX_BURST ? n : RX_BURST);
+			/* the queue's batch_size (at most VFGX_BATCH_MAX, checked
+			 * at port open), fewer where the budget says so */
+			pe->burst = (uint16_t)(n < batch ? n : batch);
 		}
 	}
 	return 0;
@@ -372,7 +374,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 	struct cpu_engine *pl = wk->pl;
-	struct vfgx_pkt pkts[RX_BURST];
+	struct vfgx_pkt pkts[VFGX_BATCH_MAX];
 	uint64_t start = vfgx_now_ns(), last_pub = start;
 	uint64_t end = pl->conf.duration_s > 0 ?
 			       start + (uint64_t)(pl->conf.duration_s * 1e9) :

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include <vfgx/bench.h> /* what vfgx-bench may call: exported */
 #include <vfgx/gpu.h>
 
 #include "gpu_runner.h"
@@ -45,22 +46,6 @@ int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp);
  * nothing was counted. */
 uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct);
 
-/* One hand-off sample, all from clocks read by one side each: the CPU's
- * vfgx_now_ns() just before storing READY (ready_ns); the CPU clock the
- * GPU's 16-byte load of the status line returned with READY (clock_ns);
- * the GPU's %globaltimer just before and just after that load; the longest
- * gap between two of the CPU's clock writes while it waited (gap_ns); the
- * CPU's clock two writes after the last write of clock_ns, each write
- * fenced before the next clock read, so the load read the line before
- * after2_ns (or the clock read after the wait, past the writes logged). */
-struct vfgx_gpu_handoff {
-	uint64_t ready_ns, clock_ns, g_before, g_after, gap_ns, after2_ns;
-};
-
-/* Persistent mode: submit an empty item and, until the GPU marks it DONE,
- * keep writing vfgx_now_ns() into its status line (each store followed by
- * a full fence; then, with every_ns, no store until every_ns passed); then
- * fill h.  -EINVAL in other modes. */
 int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 				struct vfgx_gpu_handoff *h);
 
@@ -70,11 +55,6 @@ void vfgx_gpu_pipeline_window(const vfgx_gpu_pipeline *gpl, uint64_t *first_ns,
 			      uint64_t *end_ns);
 uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct);
 
-/* Where the runner's threads' time went (ns), and its items. */
-struct vfgx_gpu_feeder {
-	uint64_t rx_ns, submit_ns, room_ns, items, packets;
-	uint32_t rx_threads; /* rx lanes on threads of their own (0: on the dispatcher's) */
-};
 void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f);
 
 #endif

@@ -15,6 +15,7 @@
 #include "chunkset.h"
 #include "commlist_host.h"
 #include "core/argsz.h"
+#include "core/cfgnode.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
 #include "gpu_runner.h"

@@ -4,6 +4,7 @@
 #ifndef VFGX_GPU_RUNNER_H
 #define VFGX_GPU_RUNNER_H
 
+#include <vfgx/bench.h> /* what vfgx-bench may call: exported */
 #include <vfgx/gpu.h>
 
 typedef struct vfgx_gpu_pipeline vfgx_gpu_pipeline;

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include <vfgx/bench.h> /* what vfgx-bench may call: exported */
 #include <vfgx/pipeline.h>
 
 /* A record for the worker that owns its stream (payload after the app

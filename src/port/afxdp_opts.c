@@ -9,6 +9,7 @@ static const char *const ax_modes[] = { "auto", "native", "generic", NULL };
 static const char *const ax_zcs[] = { "auto", "on", "off", NULL };
 #define AX_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_afxdp_opts, F, __VA_ARGS__)
 static const struct vfgx_opt ax_opts[] = {
+	{ "afxdp", VFGX_OPT_BACKEND, offsetof(struct vfgx_afxdp_opts, hdr.backend) },
 	AX_OPT(ENUM, mode, 0, 0, 0, ax_modes),
 	AX_OPT(ENUM, zero_copy, 0, 0, 0, ax_zcs),
 	AX_OPT(SKIP, queues, 0),

@@ -17,6 +17,7 @@ static const char *const dk_fallbacks[] = { "host", "fail", NULL };
 static const char *const dk_steerings[] = { "auto", "flow", "software", NULL };
 #define DK_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_dpdk_opts, F, __VA_ARGS__)
 static const struct vfgx_opt dk_top_opts[] = {
+	{ "dpdk", VFGX_OPT_BACKEND, offsetof(struct vfgx_dpdk_opts, hdr.backend) },
 	DK_OPT(SKIP, eal_args, 0),
 	DK_OPT(STR, port, 0),
 	DK_OPT(U32, rx_desc, 1024, 32, 16384),

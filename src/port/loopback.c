@@ -35,6 +35,7 @@ static bool chance(uint64_t *s, double p)
 
 #define LB_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_loopback_opts, F, __VA_ARGS__)
 static const struct vfgx_opt lb_opts[] = {
+	{ "loopback", VFGX_OPT_BACKEND, offsetof(struct vfgx_loopback_opts, hdr.backend) },
 	LB_OPT(U64, packets, 100000, 0, (double)INT64_MAX, NULL, INT64_MAX),
 	LB_OPT(U32, packet_size, 512, VFGX_ETH_HLEN + 20 + VFGX_UDP_HLEN + VFGX_APP_HLEN, 9216),
 	LB_OPT(U32, flows, 4, 1, 65536),

@@ -17,6 +17,7 @@
 static const char *const pc_seq_names[] = { "rewrite", "keep", NULL };
 static const char *const pc_timing_names[] = { "fast", "recorded", "rate", NULL };
 static const struct vfgx_opt pc_opts[] = {
+	{ "pcap", VFGX_OPT_BACKEND, offsetof(struct vfgx_pcap_opts, hdr.backend) },
 	PC_OPT(STR, file, 0),
 	PC_OPT(U64, loops, 1, 1, (double)(1ull << 40)),
 	PC_OPT(ENUM, sequences, VFGX_PCAP_REWRITE, 0, 0, pc_seq_names),

@@ -89,19 +89,23 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 				      conf->name ? conf->name : "port",
 				      conf->backend);
 	}
+	/* batch_size: one meaning (port.h), checked here once per queue */
 	if (conf->nb_rx_queues > VFGX_MAX_QUEUES ||
-	    conf->nb_tx_queues > VFGX_MAX_QUEUES || conf->burst == 0 ||
-	    conf->burst > 1024)
-		return vfgx_set_error(ctx, -EINVAL,
-				      "%s: queues must be 0..%d and burst 1..1024",
+	    conf->nb_tx_queues > VFGX_MAX_QUEUES)
+		return vfgx_set_error(ctx, -EINVAL, "%s: queues must be 0..%d",
 				      conf->name ? conf->name : "port",
 				      VFGX_MAX_QUEUES);
+	if (conf->burst == 0 || conf->burst > VFGX_BATCH_MAX)
+		return vfgx_set_error(ctx, -EINVAL, "%s: burst %u: must be 1..%d",
+				      conf->name ? conf->name : "port",
+				      conf->burst, VFGX_BATCH_MAX);
 	for (int q = 0; q < VFGX_MAX_QUEUES; q++)
-		if ((conf->rx_bursts && q < conf->nb_rx_queues && conf->rx_bursts[q] > 1024) ||
-		    (conf->tx_bursts && q < conf->nb_tx_queues && conf->tx_bursts[q] > 1024))
+		if ((conf->rx_bursts && q < conf->nb_rx_queues && conf->rx_bursts[q] > VFGX_BATCH_MAX) ||
+		    (conf->tx_bursts && q < conf->nb_tx_queues && conf->tx_bursts[q] > VFGX_BATCH_MAX))
 			return vfgx_set_error(ctx, -EINVAL,
-					      "%s: queue %d: burst must be 1..1024",
-					      conf->name ? conf->name : "port", q);
+					      "%s: queue %d: batch_size must be 1..%d",
+					      conf->name ? conf->name : "port", q,
+					      VFGX_BATCH_MAX);
 	port = calloc(1, sizeof(*port));
 	if (!port)
 		return -ENOMEM;
@@ -395,7 +399,7 @@ uint16_t vfgx_port_rx_batch(const vfgx_port *port, uint16_t q)
 void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 			       struct vfgx_pkt *pkts, uint16_t n)
 {
-	void *bufs[1024];
+	void *bufs[VFGX_BATCH_MAX];
 
 	for (uint16_t i = 0; i < n; i++)
 		bufs[i] = pkts[i].handle;

@@ -45,6 +45,7 @@ static const char *const rd_fallbacks[] = { "host", "fail", NULL };
 static const char *const rd_modes[] = { "send", "ring", NULL };
 #define RD_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_rdma_opts, F, __VA_ARGS__)
 static const struct vfgx_opt rd_opts[] = {
+	{ "rdma", VFGX_OPT_BACKEND, offsetof(struct vfgx_rdma_opts, hdr.backend) },
 	RD_OPT(STR, device, 0),
 	RD_OPT(U32, port, 1, 1, 255),
 	RD_OPT(U32, gid_index, 1000, 0, 1000),

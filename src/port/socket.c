@@ -92,6 +92,7 @@ bad:
 static const char *const sk_roles[] = { "server", "client", NULL };
 #define SK_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_socket_opts, F, __VA_ARGS__)
 static const struct vfgx_opt sk_opts[] = {
+	{ "socket", VFGX_OPT_BACKEND, offsetof(struct vfgx_socket_opts, hdr.backend) },
 	SK_OPT(STR, uri, 0),
 	SK_OPT(ENUM, role, SK_SERVER, 0, 0, sk_roles),
 	SK_OPT(U32, rcvbuf, 0, 0, 1u << 30),

@@ -96,12 +96,18 @@ static int open_capture(vfgx_session *s)
 
 /* The endpoint: the caller's, or one of the session's own at
  * opts.metrics_listen or (metrics_config) the config's metrics.listen. */
+struct session_metrics_section {
+	const char *listen;
+};
+
+static const struct vfgx_opt metrics_tab[] = {
+	VFGX_OPT(STR, struct session_metrics_section, listen, 0),
+};
+
 static int open_metrics(vfgx_session *s)
 {
-	static const char *const keys[] = { "listen", NULL };
 	const char *listen = s->opts.metrics_listen;
-	struct vfgx_cfg_node root, mn;
-	char addr[64] = "";
+	struct session_metrics_section m;
 	int ret;
 
 	s->metrics = s->opts.metrics;
@@ -109,13 +115,11 @@ static int open_metrics(vfgx_session *s)
 		return vfgx_set_error(s->ctx, -EINVAL,
 				      "session: opts.metrics and opts.metrics_listen both given (one endpoint)");
 	if (!s->metrics && !listen && s->opts.metrics_config) {
-		vfgx_config_root(s->cfg, &root);
-		vfgx_cfg_child(&root, "metrics", &mn);
-		if ((ret = vfgx_cfg_check_keys(&mn, keys)) ||
-		    (ret = vfgx_cfg_str(&mn, "listen", "", addr, sizeof(addr))))
+		/* the metrics: section vfgx run owns, read as it reads it */
+		if ((ret = vfgx_config_section(s->cfg, "metrics", metrics_tab, 1, &m, sizeof(m))))
 			return ret;
-		if (addr[0])
-			listen = addr;
+		if (m.listen && m.listen[0])
+			listen = m.listen;
 	}
 	if (!listen)
 		return 0;

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static char path[64];
 	struct vfgx_pcap_opts po;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "fz", .backend = "pcap",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po };
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po.hdr };
 	struct vfgx_pkt pk[64];
 	vfgx_port *p;
 	FILE *f;

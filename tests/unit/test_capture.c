@@ -36,7 +36,7 @@ static vfgx_port *loopback(uint16_t nq, uint32_t size, uint64_t packets)
 {
 	struct vfgx_loopback_opts lo;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
-				     .nb_rx_queues = nq, .burst = 64, .backend_opts = &lo };
+				     .nb_rx_queues = nq, .burst = 64, .backend_opts = &lo.hdr };
 	vfgx_port *p = NULL;
 
 	vfgx_loopback_opts_default(&lo);
@@ -159,7 +159,7 @@ static void capture_two_threads(void **state)
 	/* the file through the pcap port: every record, same bytes */
 	struct vfgx_pcap_opts po;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "rd", .backend = "pcap",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po };
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po.hdr };
 	struct poller rd = { 0 };
 	struct vfgx_pcap_info info;
 
@@ -221,7 +221,7 @@ static void capture_wraps(void **state)
 	for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
 		struct vfgx_loopback_opts lo;
 		struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
-					     .nb_rx_queues = 1, .burst = 32, .backend_opts = &lo };
+					     .nb_rx_queues = 1, .burst = 32, .backend_opts = &lo.hdr };
 		struct vfgx_capture_conf cc;
 		struct vfgx_capture_stats st;
 		struct vfgx_pkt pk[32];
@@ -401,7 +401,7 @@ static void capture_errors(void **state)
 	struct vfgx_socket_opts so;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "sk", .backend = "socket",
 				     .address = "udp://127.0.0.1:0", .nb_rx_queues = 1,
-				     .burst = 32, .backend_opts = &so };
+				     .burst = 32, .backend_opts = &so.hdr };
 	vfgx_port *sk;
 
 	vfgx_socket_opts_default(&so);
@@ -420,7 +420,7 @@ static void pcap_port_errors(void **state)
 {
 	struct vfgx_pcap_opts po;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "rd", .backend = "pcap",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po };
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &po.hdr };
 	vfgx_port *p;
 	char path[256];
 	FILE *f;
@@ -595,7 +595,7 @@ static void capture_by_ref_replay(void **state)
 {
 	struct vfgx_loopback_opts lo;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo };
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo.hdr };
 	struct vfgx_capture_stats st;
 	struct rx_log lg = { 0 };
 	vfgx_capture *c;
@@ -631,7 +631,7 @@ static void capture_by_ref_bound(void **state)
 	struct vfgx_loopback_opts lo;
 	vfgx_pool *pool = NULL;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo", .backend = "loopback",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo,
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo.hdr,
 				     .rx_pools = &pool };
 	struct vfgx_capture_stats st;
 	struct rx_log lg = { 0 };
@@ -672,7 +672,7 @@ static void capture_by_ref_reversed(void **state)
 		vfgx_pool *pool = NULL;
 		struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "lo",
 					     .backend = "loopback", .nb_rx_queues = 1,
-					     .burst = 64, .backend_opts = &lo,
+					     .burst = 64, .backend_opts = &lo.hdr,
 					     .rx_pools = use_pool ? &pool : NULL };
 		struct vfgx_capture_stats st;
 		struct rx_log lg = { 0 };

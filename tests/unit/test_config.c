@@ -6,12 +6,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include <vfgx/vfgx.h>
 
+#include "core/cfgnode.h"
 #include "core/numparse.h"
 
 static vfgx_ctx *ctx;
@@ -54,15 +56,21 @@ static void test_default_config(void **state)
 	assert_int_equal(cfg->nb_ifaces, 1);
 	assert_string_equal(cfg->ifaces[0].backend, "loopback");
 	assert_int_equal(cfg->ifaces[0].nb_rx_queues, 2);
-	/* expect: is vfgx run's section: passed over, readable through the
-	 * document's root */
-	struct vfgx_cfg_node root, ex;
-	bool all = false;
+	/* expect: is vfgx run's section: passed over, read by a table */
+	struct ex { bool all_received; uint64_t min_packets; } ex;
+	static const struct vfgx_opt ex_tab[] = {
+		VFGX_OPT(BOOL, struct ex, all_received, 0),
+		VFGX_OPT(U64, struct ex, min_packets, 1, 0, 1.9e19),
+	};
 
-	vfgx_config_root(cfg, &root);
-	assert_int_equal(vfgx_cfg_child(&root, "expect", &ex), 0);
-	assert_int_equal(vfgx_cfg_bool(&ex, "all_received", false, &all), 0);
-	assert_true(all);
+	/* the default config's expect: has keys the table lacks: refused */
+	assert_int_equal(vfgx_config_section(cfg, "expect", ex_tab, 1, &ex, sizeof(ex)),
+			 -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "expect."));
+	ex.all_received = false;
+	assert_int_equal(vfgx_config_section(cfg, "nosuch", ex_tab, 2, &ex, sizeof(ex)), 0);
+	assert_false(ex.all_received);
+	assert_int_equal(ex.min_packets, 1);
 	assert_int_equal(cfg->pipeline.reorder_window, 1024);
 	vfgx_config_destroy(cfg);
 }
@@ -103,13 +111,13 @@ static void test_full_config(void **state)
 	assert_int_equal(cfg->pipeline.port_ranges[1].lo, 1000);
 	assert_int_equal(cfg->pipeline.port_ranges[1].hi, 2000);
 	assert_false(cfg->pipeline.reorder);
-	struct vfgx_cfg_node root, ex;
-	uint64_t minp = 0;
+	struct ex { uint64_t min_packets; } ex;
+	static const struct vfgx_opt ex_tab[] = {
+		VFGX_OPT(U64, struct ex, min_packets, 1, 0, 1.9e19),
+	};
 
-	vfgx_config_root(cfg, &root);
-	assert_int_equal(vfgx_cfg_child(&root, "expect", &ex), 0);
-	assert_int_equal(vfgx_cfg_u64(&ex, "min_packets", 1, 0, UINT64_MAX, &minp), 0);
-	assert_int_equal(minp, 5);
+	assert_int_equal(vfgx_config_section(cfg, "expect", ex_tab, 1, &ex, sizeof(ex)), 0);
+	assert_int_equal(ex.min_packets, 5);
 	/* the backend section is handed over as a node */
 	assert_true(vfgx_cfg_present(&cfg->ifaces[0].opts));
 	assert_int_equal(vfgx_cfg_u64(&cfg->ifaces[0].opts, "packets", 1, 0, 100, &v), 0);
@@ -275,6 +283,100 @@ static void test_shipped_configs_load(void **state)
 	}
 }
 
+/* A program's own section read by a table (vfgx_config_section): lists of
+ * mappings and of scalars, the place of each item, and the library's
+ * one-line errors for a bad item, an unknown key and a non-list. */
+struct t_iface { const char *name; const char *where; };
+struct t_entry {
+	uint32_t rank;
+	uint16_t nb_ifaces, nb_cores;
+	struct t_iface *ifaces;
+	uint16_t *cores;
+	const char *where;
+};
+struct t_ranks { uint16_t nb; struct t_entry *e; };
+
+static const struct vfgx_opt t_iface_tab[] = {
+	{ NULL, VFGX_OPT_STR, offsetof(struct t_iface, name) },
+	{ NULL, VFGX_OPT_WHERE, offsetof(struct t_iface, where) },
+};
+static const struct vfgx_opt t_core_tab[] = {
+	{ NULL, VFGX_OPT_U16, 0, 0, 0, 63 },
+};
+static const struct vfgx_opt t_entry_tab[] = {
+	VFGX_OPT(U32, struct t_entry, rank, 7, 0, 100),
+	{ "interfaces", VFGX_OPT_LIST, offsetof(struct t_entry, ifaces), 0, 0, 2,
+	  .elem = t_iface_tab, .nb_elem = 2, .elem_size = sizeof(struct t_iface),
+	  .count_off = offsetof(struct t_entry, nb_ifaces) },
+	{ "cores", VFGX_OPT_LIST, offsetof(struct t_entry, cores), 0, 0, 8,
+	  .elem = t_core_tab, .nb_elem = 1, .elem_size = sizeof(uint16_t),
+	  .count_off = offsetof(struct t_entry, nb_cores) },
+	{ NULL, VFGX_OPT_WHERE, offsetof(struct t_entry, where) },
+};
+static const struct vfgx_opt t_ranks_tab[] = {
+	{ NULL, VFGX_OPT_LIST, offsetof(struct t_ranks, e), 0, 0, 4,
+	  .elem = t_entry_tab, .nb_elem = 4, .elem_size = sizeof(struct t_entry),
+	  .count_off = offsetof(struct t_ranks, nb) },
+};
+
+static void section_error(const char *ranks_yaml, const char *needle)
+{
+	char y[512];
+	struct vfgx_config *cfg;
+	struct t_ranks r;
+
+	snprintf(y, sizeof(y), "interfaces:\n  - {name: lb0, backend: loopback}\nranks:%s\n",
+		 ranks_yaml);
+	assert_int_equal(load(y, &cfg), 0);
+	assert_int_equal(vfgx_config_section(cfg, "ranks", t_ranks_tab, 1, &r, sizeof(r)),
+			 -EINVAL);
+	if (!strstr(vfgx_last_error(ctx), needle))
+		fail_msg("error '%s' lacks '%s'", vfgx_last_error(ctx), needle);
+	vfgx_config_destroy(cfg);
+}
+
+static void test_program_section(void **state)
+{
+	struct vfgx_config *cfg;
+	struct t_ranks r;
+
+	(void)state;
+	assert_int_equal(load("interfaces:\n"
+			      "  - {name: lb0, backend: loopback}\n"
+			      "ranks:\n"
+			      "  - {rank: 3, interfaces: [lb0, lb1], cores: [1, 63]}\n"
+			      "  - {cores: []}\n",
+			      &cfg),
+			 0);
+	assert_int_equal(vfgx_config_section(cfg, "ranks", t_ranks_tab, 1, &r, sizeof(r)), 0);
+	assert_int_equal(r.nb, 2);
+	assert_int_equal(r.e[0].rank, 3);
+	assert_int_equal(r.e[0].nb_ifaces, 2);
+	assert_string_equal(r.e[0].ifaces[1].name, "lb1");
+	assert_string_equal(r.e[0].ifaces[1].where, "t.yaml:4:33: ranks[0].interfaces[1]");
+	assert_string_equal(r.e[0].where, "t.yaml:4:5: ranks[0]");
+	assert_int_equal(r.e[0].nb_cores, 2);
+	assert_int_equal(r.e[0].cores[1], 63);
+	assert_int_equal(r.e[1].rank, 7); /* the default */
+	assert_int_equal(r.e[1].nb_ifaces, 0);
+	assert_null(r.e[1].ifaces);
+	assert_int_equal(r.e[1].nb_cores, 0);
+	vfgx_config_destroy(cfg);
+	/* absent: the defaults, no list */
+	assert_int_equal(load("interfaces:\n  - {name: lb0, backend: loopback}\n", &cfg), 0);
+	r.nb = 9;
+	assert_int_equal(vfgx_config_section(cfg, "ranks", t_ranks_tab, 1, &r, sizeof(r)), 0);
+	assert_int_equal(r.nb, 0);
+	assert_null(r.e);
+	vfgx_config_destroy(cfg);
+
+	section_error("\n  - {cores: [64]}", "ranks[0].cores[0]:");
+	section_error("\n  - {rank: 1, gpu: 2}", "ranks[0].gpu: unknown key");
+	section_error(" 5", "t.yaml:3:8: ranks: must be a list");
+	section_error("\n  - {interfaces: [a, b, c]}", "3 items; at most 2 interfaces");
+	section_error("\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}", "5 items; at most 4 ranks");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_reader_error_position),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_configs_load),
+		cmocka_unit_test(test_program_section),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -179,7 +179,7 @@ static void test_observer(void **state)
 	struct vfgx_loopback_opts lo;
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "gen", .backend = "loopback",
-		.nb_rx_queues = 2, .burst = 32, .backend_opts = &lo,
+		.nb_rx_queues = 2, .burst = 32, .backend_opts = &lo.hdr,
 	};
 	struct vfgx_pipeline_config conf;
 	vfgx_pipeline *pl;
@@ -225,7 +225,7 @@ static void test_observer_chunks(void **state)
 	struct vfgx_loopback_opts lo;
 	struct vfgx_port_conf pc = {
 		.argsz = sizeof(pc), .name = "gen", .backend = "loopback",
-		.nb_rx_queues = 1, .burst = 32, .backend_opts = &lo,
+		.nb_rx_queues = 1, .burst = 32, .backend_opts = &lo.hdr,
 	};
 	struct vfgx_chunk_stats cs = { .argsz = sizeof(cs) };
 	struct vfgx_pipeline_config conf;

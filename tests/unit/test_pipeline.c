@@ -345,7 +345,7 @@ static void test_typed_options(void **state)
 	vfgx_gpu_proc *gp = (vfgx_gpu_proc *)&go;
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "gen", .backend = "loopback",
-		.nb_rx_queues = 2, .burst = 64, .backend_opts = &lo,
+		.nb_rx_queues = 2, .burst = 64, .backend_opts = &lo.hdr,
 	};
 	struct vfgx_pipeline_stats st;
 	vfgx_pipeline *pl;
@@ -376,7 +376,7 @@ static void test_typed_options(void **state)
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "gen: loopback options: vlan: 5000 is out of range (must be 0..4094)"));
 	lo.vlan = 0;
-	lo.argsz = 8; /* older than any version */
+	lo.hdr.argsz = 8; /* older than any version */
 	assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "vfgx_loopback_opts argsz 8"));
 	conf.argsz = 0;
@@ -392,7 +392,7 @@ static void test_typed_options(void **state)
 		vfgx_rdma_opts_default(&ro);
 		ro.peer = "10.0.0.1:7471";
 		ro.qp_type = 2;
-		conf.backend_opts = &ro;
+		conf.backend_opts = &ro.hdr;
 		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: qp_type: 2 is not one of the 2 values"));
 		/* ring mode's own rules, the same words as the YAML path's */
@@ -405,7 +405,7 @@ static void test_typed_options(void **state)
 		ro.qp_type = VFGX_RDMA_UD;
 		assert_int_equal(vfgx_port_open(ctx, &conf, &port), -EINVAL);
 		assert_non_null(strstr(vfgx_last_error(ctx), "rdma options: mode: ring WRITEs into the peer's memory, which needs qp_type: rc"));
-		conf.backend_opts = &lo;
+		conf.backend_opts = &lo.hdr;
 	}
 #endif
 	pc.argsz = 0;
@@ -433,7 +433,7 @@ static void test_typed_socket(void **state)
 	struct vfgx_socket_opts so;
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "udp", .backend = "socket",
-		.nb_rx_queues = 1, .burst = 64, .backend_opts = &so,
+		.nb_rx_queues = 1, .burst = 64, .backend_opts = &so.hdr,
 	};
 	struct vfgx_socket_info si;
 	vfgx_port *port;
@@ -464,7 +464,7 @@ static void test_typed_afxdp_checks(void **state)
 	struct vfgx_afxdp_opts ao;
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "xdp", .backend = "afxdp",
-		.address = "lo", .nb_rx_queues = 1, .burst = 64, .backend_opts = &ao,
+		.address = "lo", .nb_rx_queues = 1, .burst = 64, .backend_opts = &ao.hdr,
 	};
 	vfgx_port *port;
 	(void)state;
@@ -492,7 +492,7 @@ static void test_typed_dpdk(void **state)
 	struct vfgx_port_conf conf = {
 		.argsz = sizeof(conf), .name = "null", .backend = "dpdk",
 		.address = "net_null0,size=96", .nb_rx_queues = 1, .burst = 32,
-		.backend_opts = &dk,
+		.backend_opts = &dk.hdr,
 	};
 	struct vfgx_pkt pk[32];
 	vfgx_port *port;

@@ -56,7 +56,7 @@ static void afxdp_queues(void **state)
 
 	(void)state;
 	assert_int_equal(vfgx_afxdp_opts_from_yaml(&cfg->ifaces[0].opts, &o), 0);
-	assert_int_equal(o.argsz, sizeof(o));
+	assert_int_equal(o.hdr.argsz, sizeof(o));
 	assert_int_equal(o.rx_ring, 512);
 	assert_int_equal(o.nb_queues, 2);
 	assert_non_null(o.queues);
@@ -93,7 +93,7 @@ static void dpdk_lists(void **state)
 
 	(void)state;
 	assert_int_equal(vfgx_dpdk_opts_from_yaml(&cfg->ifaces[0].opts, &o), 0);
-	assert_int_equal(o.argsz, sizeof(o));
+	assert_int_equal(o.hdr.argsz, sizeof(o));
 	assert_int_equal(o.num_mbufs, 1023);
 	assert_int_equal(o.nb_eal_args, 3);
 	assert_string_equal(o.eal_args[0], "-l");
@@ -126,7 +126,7 @@ static void loopback_packets_range(void **state)
 	struct vfgx_config *cfg = load_iface("loopback", "      packets: 9223372036854775807\n");
 	struct vfgx_loopback_opts o;
 	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "x0", .backend = "loopback",
-				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &o };
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &o.hdr };
 	vfgx_port *p;
 
 	(void)state;
@@ -148,12 +148,49 @@ static void loopback_packets_range(void **state)
 			    "x0: loopback options: packets: 9223372036854775808 is out of range (must be 0..9223372036854775807)");
 }
 
+/* Backend options carry a header naming their backend: the defaults and
+ * the YAML adapter set it, and a port refuses another backend's struct
+ * in one line instead of reading it as its own. */
+static void backend_header(void **state)
+{
+	struct vfgx_config *cfg = load_iface("socket", "      role: client\n");
+	struct vfgx_socket_opts so;
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "x0", .backend = "loopback",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &so.hdr };
+	vfgx_port *p = NULL;
+
+	(void)state;
+	assert_int_equal(vfgx_socket_opts_from_yaml(&cfg->ifaces[0].opts, &so), 0);
+	assert_string_equal(so.hdr.backend, "socket");
+	assert_int_equal(so.hdr.argsz, sizeof(so));
+	vfgx_config_destroy(cfg);
+	vfgx_socket_opts_default(&so);
+	assert_string_equal(so.hdr.backend, "socket");
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
+	assert_null(p);
+	assert_string_equal(vfgx_last_error(ctx),
+			    "x0: backend_opts are not struct vfgx_loopback_opts (their header names backend 'socket'; fill them with vfgx_loopback_opts_default)");
+	/* a header with no name (a struct zeroed by hand) is refused too */
+	memset(&lo, 0, sizeof(lo));
+	lo.hdr.argsz = sizeof(lo);
+	pc.backend_opts = &lo.hdr;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "header names backend '(none)'"));
+	/* its own, from the defaults: opened */
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 10;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &p), 0);
+	vfgx_port_close(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(afxdp_queues),
 		cmocka_unit_test(dpdk_lists),
 		cmocka_unit_test(loopback_packets_range),
+		cmocka_unit_test(backend_header),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
