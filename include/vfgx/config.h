@@ -31,6 +31,7 @@ extern "C" {
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
 struct vfgx_chunk_config;
+struct vfgx_format;
 struct vfgx_capture_conf; /* vfgx/chunk.h */
 struct vfgx_record_conf; /* vfgx/record.h */
 
@@ -154,6 +155,10 @@ struct vfgx_pipeline_config {
 	/* pipeline.chunks (vfgx/chunk.h), or NULL: no chunks.  With chunks
 	 * every record goes into its chunk slot instead of a reorder window. */
 	const struct vfgx_chunk_config *chunks;
+	/* pipeline.format (vfgx/format.h): the producer's header the reorder,
+	 * chunks and order checks read, or NULL: the vfgx profile (vfgx's own
+	 * 16-byte header, as before formats existed). */
+	const struct vfgx_format *format;
 };
 
 struct vfgx_config {

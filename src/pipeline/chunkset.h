@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <vfgx/chunk.h>
+#include <vfgx/format.h>
 #include <vfgx/pipeline.h>
 
 #include "rules.h"
@@ -50,6 +51,11 @@ struct chunk_stream {
 		duplicates, out_of_range, backpressure, backpressure_drops,
 		gaps;
 	uint64_t next_out;       /* the consumer side's order check (lock) */
+	/* chunks by bytes (pipeline.format places by offset or lines) */
+	uint64_t top_id;         /* the chunk id (heap counter, RTP
+				  * timestamp) of chunk top */
+	uint64_t *chunk_id;      /* per ring slot: its chunk's id */
+	uint64_t *bytes_in;      /* per ring slot: payload bytes written */
 };
 
 struct vfgx_chunkset {
@@ -90,6 +96,12 @@ struct vfgx_chunkset {
 	/* placed by the gpu engine (chunk_gpu.c), else NULL: its counters
 	 * are the GPU's, and get pulls what the GPU made ready */
 	struct chunk_gpu *gpu;
+	/* pipeline.format when it is not vfgx's header, else NULL; by_bytes:
+	 * it places by offset or lines (chunk_bytes is its chunk size) */
+	const struct vfgx_format *fmt;
+	struct vfgx_format fmt_copy;
+	bool by_bytes;
+	uint32_t id_bits;        /* by bytes: the chunk id's width */
 };
 
 struct gpuk_chunks;
@@ -98,6 +110,11 @@ struct gpuk_chunk_desc;
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out);
+/* The same for the producer's header fmt (NULL or the vfgx profile:
+ * vfgx_chunkset_create): a format that places by offset or lines makes
+ * chunks of its chunk_bytes, placed by vfgx_chunkset_place_pkt. */
+int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			     const struct vfgx_format *fmt, struct vfgx_chunkset **out);
 void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 
 /* Place one record (payload after the app header) of stream `stream`
@@ -109,6 +126,15 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t seq, const uint8_t *body, uint32_t len,
 			uint64_t now_ns, const uint8_t **slot_data);
+/* Place one packet the format decoded (o, its sequence extended; pay
+ * the UDP payload o was decoded from): slot formats as
+ * vfgx_chunkset_place with the extended sequence; by bytes each piece at
+ * the byte offset vfgx_fmt_place computes.  The same verdicts, and the
+ * format's own (VFGX_R_OFFSET_PAST_CHUNK, _SEGMENT_PAST_FRAME).
+ * *data, *len: what the user stage sees (the slot, or the payload). */
+int vfgx_chunkset_place_pkt(struct vfgx_chunkset *cs, struct vfgx_fmt_pkt *o,
+			    const uint8_t *pay, uint64_t now_ns,
+			    const uint8_t **data, uint32_t *len);
 /* Release the chunks of `stream` whose timeout passed at now_ns. */
 void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t now_ns);

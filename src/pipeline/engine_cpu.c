@@ -24,6 +24,13 @@
 _Static_assert(VFGX_R_TRUNCATED == VFGX_DROP_TRUNCATED, "stage codes");
 _Static_assert(VFGX_R_BAD_UDP_CSUM == VFGX_DROP_BAD_UDP_CSUM, "stage codes");
 _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
+_Static_assert(VFGX_R_FIELD_OUTSIDE == VFGX_DROP_FIELD_OUTSIDE &&
+	       VFGX_R_BAD_LENGTH == VFGX_DROP_BAD_LENGTH &&
+	       VFGX_R_MISMATCH == VFGX_DROP_MISMATCH &&
+	       VFGX_R_OFFSET_PAST_CHUNK == VFGX_DROP_OFFSET_PAST_CHUNK &&
+	       VFGX_R_SEGMENT_PAST_FRAME == VFGX_DROP_SEGMENT_PAST_FRAME &&
+	       VFGX_R_SEQ_JUMP == VFGX_DROP_SEQ_JUMP && VFGX_DROP_MAX == 22,
+	       "format drop codes (vfgx/stages.h, vfgx/port.h)");
 
 #define SNAPSHOT_NS 5000000ull
 #define INBOX_BYTES (4u << 20) /* per worker, when streams can be split */
@@ -235,7 +242,8 @@ static int steer_init(struct cpu_engine *pl)
 {
 	uint32_t slot = pl->conf.chunks ? pl->conf.chunks->payload_bytes :
 					  pl->conf.reorder_slot;
-	size_t stride = (sizeof(struct vfgx_handoff) + slot + 63) & ~(size_t)63;
+	size_t stride = (sizeof(struct vfgx_handoff) + slot + VFGX_HANDOFF_HEADROOM + 63) &
+			~(size_t)63;
 	uint32_t cap = 256;
 
 	if ((!pl->conf.reorder && !pl->conf.chunks) || pl->nb_workers < 2)

@@ -21,7 +21,7 @@
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
-_Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
+_Static_assert(VFGX_DROP_MAX == 22, "GPU counters hold 22 drop reasons");
 /* VFGX_COMM_PKT_RECORDS: the kernels read struct vfgx_pkt in place */
 _Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) == 0 &&
 	       offsetof(struct vfgx_pkt, len) == 8 && offsetof(struct vfgx_pkt, queue) == 32 &&

@@ -11,6 +11,10 @@
 
 /* A record for the worker that owns its stream (payload after the app
  * header, at most reorder_slot bytes). */
+/* Inbox bytes beyond a slot: a format's packet goes over with its
+ * header (the owner decodes it). */
+#define VFGX_HANDOFF_HEADROOM 256
+
 struct vfgx_handoff {
 	uint32_t stream;
 	uint32_t flags;
