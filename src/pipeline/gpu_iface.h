@@ -9,6 +9,8 @@
 
 #include "commlist.h"
 
+#include <vfgx/format.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -76,6 +78,10 @@ struct gpuk_conf {
 	 * N + 1 */
 	uint64_t test_wedge;
 	struct gpuk_chunks ch;       /* ch.on: records go into chunks */
+	/* pipeline.format other than vfgx's header (fmt_on), placing by
+	 * slot: phase A decodes it, phase B extends the sequence */
+	uint32_t fmt_on;
+	struct vfgx_format fmt;
 };
 
 /* Counter indexes (reduced on the GPU, one u64 each). */

@@ -409,6 +409,44 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 		kc_publish(k, last, lane, df);
 }
 
+/* pipeline.format: each of the group's records of the item gets its
+ * sequence extended with its stream's state (vfgx_seq_extend, the cpu
+ * engine's rule), in item order, before reorder or chunks see it: the
+ * group's turn orders the items and a stream lives in one group.  A jump
+ * or a sequence below 0 drops the record (its group mark cleared). */
+__device__ void kfmt_extend(const kparams &k, ull *cnt, uint32_t slot, uint32_t n,
+			    uint32_t g, uint32_t lane)
+{
+	struct res *rs = &k.res[(size_t)slot * k.burst];
+	uint8_t *grp = &k.grp[(size_t)slot * k.burst];
+
+	for (uint32_t b = 0; b < n; b += 32) {
+		uint32_t i = b + lane;
+		uint32_t m = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+
+		if (lane == 0) {
+			while (m) {
+				uint32_t j = b + (uint32_t)(__ffs(m) - 1);
+				struct res *r = &rs[j];
+				uint64_t ext = 0;
+				int v = r->stream < k.nb_fseq ?
+						vfgx_seq_extend(k.fmt, &k.fseq[r->stream], r->seq, &ext) :
+						VFGX_FD_BAD_STREAM;
+
+				m &= m - 1;
+				if (v == VFGX_FD_OK) {
+					r->seq = ext;
+					continue;
+				}
+				r->kind = RES_NONE;
+				grp[j] = 0xff;
+				count(cnt, GPUK_C_DROP0 + vfgx_fmt_drop_reason(v), 1);
+			}
+		}
+		__syncwarp();
+	}
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
@@ -441,7 +479,17 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			return false;
 		__syncwarp();
 	}
+	if (k.fmt && cmd == VFGX_COMM_CMD_BURST && n) {
+		/* the ballots and first records read before the turn carry
+		 * the sequences as sent: read again once extended */
+		kfmt_extend(k, cnt, slot, n, g, lane);
+		group_ballots(grp, 0, n, g, lane, bal, tot);
+		mine0 = batch_record(rs, bal, 0, 0, lane);
+	}
 	if (cmd == VFGX_COMM_CMD_RESET) {
+		for (uint32_t s = g; k.fmt && s < k.nb_fseq; s += GPUK_GROUPS)
+			if (lane == 0)
+				k.fseq[s] = vfgx_seq_state{ 0, 0, 0, 0 };
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
 			for (uint32_t i = lane; i < k.window; i += 32)
 				k.slot_len[(size_t)s * k.window + i] = 0;

@@ -173,6 +173,20 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	c.slot = conf->reorder_slot;
 	c.max_streams = conf->max_streams ? conf->max_streams : 1;
 	c.verify = conf->verify_payload;
+	if (!vfgx_format_is_vfgx(conf->format)) {
+		if (conf->format->place != VFGX_FMT_PLACE_SLOT || (!conf->reorder && !chunks)) {
+			free(gp);
+			return vfgx_set_error(ctx, -ENOTSUP,
+					      "pipeline.format %s: the gpu engine reads formats that place by slot, with reorder or chunks; %s: use pipeline.device: cpu",
+					      conf->format->name,
+					      conf->format->place != VFGX_FMT_PLACE_SLOT ?
+						      "chunks by bytes (offset, lines) are the cpu engine's so far" :
+						      "delivery without reorder is the cpu engine's");
+		}
+		c.fmt_on = 1;
+		c.fmt = *conf->format;
+		c.verify = 0; /* the pattern is vfgx's generator's */
+	}
 	c.nb_ranges = conf->nb_port_ranges;
 	if (getenv("VFGX_GPU_TEST_WEDGE") && opts->mode == VFGX_GPU_PERSISTENT) {
 		c.test_wedge = strtoull(getenv("VFGX_GPU_TEST_WEDGE"), NULL, 10) + 1;

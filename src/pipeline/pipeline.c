@@ -277,12 +277,6 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		free(pl);
 		return ret;
 	}
-	if (c.format && pl->ops != &vfgx_engine_cpu) {
-		free(pl);
-		return vfgx_set_error(ctx, -ENOTSUP,
-				      "pipeline.format %s: the gpu engine reads vfgx's own header only so far; use pipeline.device: cpu",
-				      c.format->name);
-	}
 	for (uint16_t i = 0; i < nb_ports; i++)
 		pl->nb_queues += vfgx_port_nb_rx_queues(ports[i]);
 	pl->ports = calloc(nb_ports ? nb_ports : 1, sizeof(*pl->ports));
