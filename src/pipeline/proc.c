@@ -44,11 +44,11 @@ struct vfgx_proc {
 	 * header fast path), and each stream's sequence extension state (a
 	 * stream's packets are extended by the worker that owns it) */
 	const struct vfgx_format *fmt;
-	struct vfgx_format fmt_copy;
 	struct vfgx_seq_state *seq;
 	uint32_t nb_seq;
 	bool verify;             /* verify_payload, for vfgx's header only */
 	struct vfgx_pipeline_stats st;
+	struct vfgx_format fmt_copy; /* fmt points here (cold: at the end) */
 };
 
 /* A hand-over of a whole UDP payload to the owner, which decodes it
@@ -447,6 +447,11 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 			p->st.handed_over++;
 			return;
 		}
+	}
+	if (p->conf.reorder && !p->chunks && o.payload_len > p->conf.reorder_slot) {
+		/* before the extension, as the gpu engine's phase A */
+		p->st.drops[VFGX_R_TOO_BIG]++;
+		return;
 	}
 	r = vfgx_seq_extend(p->fmt, &p->seq[o.stream], o.seq, &o.ext_seq);
 	if (r != VFGX_FD_OK) {
