@@ -81,6 +81,7 @@ struct cpu_engine {
 	atomic_bool stop;
 	bool stopped;
 	_Atomic uint16_t *owner;       /* per stream id; NULL: no hand-over */
+	_Atomic uint64_t *learned;     /* SSRCs seen (vfgx_proc_share_streams) */
 	_Atomic uint64_t mem_used;     /* reorder bytes of all workers */
 	_Atomic uint32_t receiving;    /* workers still in their rx loop */
 	_Atomic uint32_t running;      /* workers not yet done */
@@ -246,7 +247,15 @@ static int steer_init(struct cpu_engine *pl)
 			~(size_t)63;
 	uint32_t cap = 256;
 
-	if ((!pl->conf.reorder && !pl->conf.chunks) || pl->nb_workers < 2)
+	if (pl->nb_workers < 2)
+		return 0;
+	/* RTP's SSRCs get one stream index for every worker */
+	pl->learned = calloc(pl->conf.max_streams, sizeof(*pl->learned));
+	if (!pl->learned)
+		return -ENOMEM;
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		vfgx_proc_share_streams(pl->workers[w].proc, pl->learned, pl->conf.max_streams);
+	if (!pl->conf.reorder && !pl->conf.chunks)
 		return 0;
 	while (cap > 16 && cap * stride > INBOX_BYTES)
 		cap /= 2;
@@ -517,6 +526,7 @@ static void cpu_destroy(void *e)
 		pthread_mutex_destroy(&pl->workers[w].inbox.lock);
 	}
 	free(pl->owner);
+	free(pl->learned);
 	free(pl->workers);
 	free(pl);
 }

@@ -183,6 +183,13 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 						      "chunks by bytes (offset, lines) are the cpu engine's so far" :
 						      "delivery without reorder is the cpu engine's");
 		}
+		if ((conf->format->layout == VFGX_FMT_RTP ||
+		     conf->format->layout == VFGX_FMT_RFC4175) && !conf->format->n_stream_ids) {
+			free(gp);
+			return vfgx_set_error(ctx, -ENOTSUP,
+					      "pipeline.format %s: the gpu engine does not learn RTP's SSRCs; list them in pipeline.format.stream_ids, or use pipeline.device: cpu",
+					      conf->format->name);
+		}
 		c.fmt_on = 1;
 		c.fmt = *conf->format;
 		c.verify = 0; /* the pattern is vfgx's generator's */

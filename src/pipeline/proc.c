@@ -47,6 +47,11 @@ struct vfgx_proc {
 	struct vfgx_seq_state *seq;
 	uint32_t nb_seq;
 	bool verify;             /* verify_payload, for vfgx's header only */
+	/* RTP without stream_ids: SSRCs get stream indices in order of
+	 * arrival (own table, or the pipeline's shared one) */
+	bool learn;
+	_Atomic uint64_t *learned, *own_learned;
+	uint32_t nb_learned;
 	struct vfgx_pipeline_stats st;
 	struct vfgx_format fmt_copy; /* fmt points here (cold: at the end) */
 };
@@ -129,6 +134,8 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		p->fmt_copy = *conf->format;
 		p->fmt = &p->fmt_copy;
 		p->verify = false; /* the pattern is vfgx's generator's */
+		p->learn = (p->fmt->layout == VFGX_FMT_RTP || p->fmt->layout == VFGX_FMT_RFC4175) &&
+			   !p->fmt->n_stream_ids;
 	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
 		p->lo[i] = conf->port_ranges[i].lo;
@@ -140,8 +147,15 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	p->nb_seq = p->conf.max_streams;
 	if (p->fmt)
 		p->seq = calloc(p->nb_seq, sizeof(*p->seq));
-	if (!p->streams || (p->fmt && !p->seq)) {
+	if (p->learn) {
+		p->nb_learned = p->conf.max_streams;
+		p->learned = calloc(p->nb_learned, sizeof(*p->learned));
+		p->own_learned = p->learned;
+	}
+	if (!p->streams || (p->fmt && !p->seq) || (p->learn && !p->learned)) {
 		free(p->streams);
+		free(p->seq);
+		free(p->own_learned);
 		free(p);
 		return -ENOMEM;
 	}
@@ -177,6 +191,8 @@ void vfgx_proc_reset(vfgx_proc *p)
 	p->nb_chunk_streams = 0;
 	if (p->seq)
 		memset(p->seq, 0, sizeof(*p->seq) * p->nb_seq);
+	if (p->own_learned)
+		memset((void *)p->own_learned, 0, sizeof(*p->own_learned) * p->conf.max_streams);
 	{
 		uint64_t held = p->st.reorder_bytes;
 
@@ -195,6 +211,7 @@ void vfgx_proc_destroy(vfgx_proc *p)
 	free(p->chunk_streams);
 	free(p->chunk_mine);
 	free(p->seq);
+	free(p->own_learned);
 	free(p);
 }
 
@@ -409,6 +426,44 @@ static unsigned lat_bucket(uint64_t ns)
 	return b < VFGX_LAT_BUCKETS ? b : VFGX_LAT_BUCKETS - 1;
 }
 
+void vfgx_proc_share_streams(vfgx_proc *p, _Atomic uint64_t *learned, uint32_t n)
+{
+	if (!p->learn)
+		return;
+	p->learned = learned;
+	p->nb_learned = n;
+}
+
+/* The stream index of an SSRC: its place in the table of those seen, a
+ * new one taking the first free place (compare-and-swap: two workers
+ * that add the same SSRC at once both end at its first place).  -1 when
+ * the table is full (bad_stream). */
+static int32_t learn_stream(vfgx_proc *p, uint64_t raw)
+{
+	uint64_t want = raw + 1;
+
+	for (uint32_t i = 0; i < p->nb_learned; i++) {
+		uint64_t v = atomic_load_explicit(&p->learned[i], memory_order_acquire);
+
+		if (v == want)
+			return (int32_t)i;
+		if (v == 0 && atomic_compare_exchange_strong_explicit(
+				      &p->learned[i], &v, want, memory_order_acq_rel,
+				      memory_order_acquire))
+			v = want;
+		if (v == want) {
+			/* the first place holding it (another worker may have
+			 * added it before this one's place) */
+			for (uint32_t j = 0; j < i; j++)
+				if (atomic_load_explicit(&p->learned[j], memory_order_acquire) ==
+				    want)
+					return (int32_t)j;
+			return (int32_t)i;
+		}
+	}
+	return -1;
+}
+
 /*
  * A packet by the producer's header (pipeline.format): decode it, hand it
  * to the worker that owns its stream (may_hand), extend its sequence with
@@ -426,6 +481,13 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 	uint32_t dlen;
 	int r = vfgx_fmt_decode(p->fmt, pay, len, &o);
 
+	/* decode's stream check is its last: o is whole when it fails */
+	if (p->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
+		int32_t i = learn_stream(p, o.stream_raw);
+
+		o.stream = i < 0 || (uint32_t)i >= p->fmt->max_streams ? UINT32_MAX : (uint32_t)i;
+		r = VFGX_FD_OK;
+	}
 	if (r != VFGX_FD_OK || o.stream >= p->nb_seq) {
 		p->st.drops[r != VFGX_FD_OK ? vfgx_fmt_drop_reason(r) : VFGX_R_BAD_STREAM]++;
 		return;

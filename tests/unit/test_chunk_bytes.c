@@ -33,6 +33,8 @@ static vfgx_ctx *ctx;
 #define FRAME (STRIDE * H)
 #define SSRC 0x11223344u
 
+static uint32_t ssrc = SSRC; /* the SSRC video_pkt writes */
+
 static uint8_t pixel(uint32_t frame, uint32_t off)
 {
 	return (uint8_t)(frame * 31 + off * 7 + 1);
@@ -52,7 +54,7 @@ static uint32_t video_pkt(uint8_t *p, uint16_t seq, uint32_t ts, int marker,
 	p[3] = (uint8_t)seq;
 	for (int i = 0; i < 4; i++) {
 		p[4 + i] = (uint8_t)(ts >> (24 - 8 * i));
-		p[8 + i] = (uint8_t)(SSRC >> (24 - 8 * i));
+		p[8 + i] = (uint8_t)(ssrc >> (24 - 8 * i));
 	}
 	p[12] = p[13] = 0;
 	for (uint32_t s = 0; s < nseg; s++) {
@@ -343,6 +345,40 @@ static void test_spead_heaps(void **state)
 	rig_free(&r);
 }
 
+/* RTP without stream_ids: SSRCs get stream indices in order of arrival
+ * (0xffffffff too); one past the chunk streams is a bad_stream drop. */
+static void test_learned_ssrc(void **state)
+{
+	static const uint32_t ssrcs[3] = { 0xffffffffu, 7, 0x5555 };
+	struct rig r;
+	uint8_t p[256];
+	struct vfgx_chunk *d;
+	uint32_t got[2] = { 0, 0 };
+
+	(void)state;
+	assert_int_equal(vfgx_format_profile("rtp-video", &r.f), 0);
+	r.f.stride = STRIDE;
+	r.f.chunk_bytes = FRAME;
+	rig_make(&r, 64, 64);
+	for (uint32_t f = 0; f < 2; f++)
+		for (uint32_t s = 0; s < 3; s++)
+			for (uint32_t l = 0; l < H; l++) {
+				ssrc = ssrcs[s];
+				feed(&r, p, frame_pkt(p, f, l));
+			}
+	ssrc = SSRC;
+	while ((d = next_ready(&r))) {
+		assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
+		check_frame(d, (uint32_t)d->index);
+		got[d->stream]++;
+		vfgx_chunkset_put(r.cs, d->stream, d->index);
+	}
+	assert_int_equal(got[0], 2);
+	assert_int_equal(got[1], 2);
+	assert_int_equal(drops(&r, VFGX_DROP_BAD_STREAM), 2 * H);
+	rig_free(&r);
+}
+
 /* Every format drop reason, each under its own name. */
 static void test_drop_reasons(void **state)
 {
@@ -466,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_video_end_mark),
 		cmocka_unit_test(test_spead_heaps),
 		cmocka_unit_test(test_drop_reasons),
+		cmocka_unit_test(test_learned_ssrc),
 		cmocka_unit_test(test_slot_format),
 		cmocka_unit_test(test_config),
 	};

@@ -31,7 +31,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 NAME, NET = 'fmtv', '93'
 W, H, FPS = 320, 240, 30
 FRAME = W * H * 2
-SSRC = 0x1234abcd
 CAPS = f'video/x-raw,format=UYVY,width={W},height={H},framerate={FPS}/1'
 failures = []
 
@@ -67,8 +66,7 @@ pipeline:
   format:
     profile: rtp-video
     width: {W}
-    height: {H}
-    stream_ids: [{SSRC:#x}]
+    height: {H}               # no stream_ids: GStreamer's random SSRC is learned
   chunks:
     packets: 512          # >= a frame's packets (the present map's bits)
     payload_bytes: 1500
@@ -157,7 +155,7 @@ def run_once(tmp, tag, frames, netem):
         time.sleep(1.5)  # the socket is bound well before this
         sh('ip', 'netns', 'exec', f'{NAME}-a', 'gst-launch-1.0', '-q', 'videotestsrc',
            f'num-buffers={frames}', 'pattern=ball', '!', *CAPS.split(), '!',
-           'rtpvrawpay', f'ssrc={SSRC}', '!', 'udpsink', f'host={host}', f'port={port}')
+           'rtpvrawpay', '!', 'udpsink', f'host={host}', f'port={port}')
         if relay:
             relay.wait(timeout=60)
         out, _ = rx.communicate(timeout=60)
