@@ -429,12 +429,17 @@ __device__ void kfmt_extend(const kparams &k, ull *cnt, uint32_t slot, uint32_t 
 				uint32_t j = b + (uint32_t)(__ffs(m) - 1);
 				struct res *r = &rs[j];
 				uint64_t ext = 0;
+				bool fresh = r->stream < k.nb_fseq && !k.fseq[r->stream].started;
 				int v = r->stream < k.nb_fseq ?
 						vfgx_seq_extend(k.fmt, &k.fseq[r->stream], r->seq, &ext) :
 						VFGX_FD_BAD_STREAM;
 
 				m &= m - 1;
 				if (v == VFGX_FD_OK) {
+					/* the window starts at the stream's first
+					 * extended sequence (proc.c does the same) */
+					if (fresh && k.reorder)
+						k.base[r->stream] = ext;
 					r->seq = ext;
 					continue;
 				}

@@ -21,6 +21,7 @@ struct reorder_stream {
 	uint8_t *data;   /* window * slot bytes: the output buffer */
 	uint32_t *len;   /* payload length + 1; 0 = empty */
 	uint8_t *flags;
+	bool started;    /* formats: base set to the first extended sequence */
 };
 
 struct vfgx_proc {
@@ -185,6 +186,7 @@ void vfgx_proc_reset(vfgx_proc *p)
 		memset(s->len, 0, sizeof(*s->len) * p->conf.reorder_window);
 		s->base = 0;
 		s->held = 0;
+		s->started = false;
 	}
 	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
 		p->chunk_mine[p->chunk_streams[i]] = 0;
@@ -533,6 +535,16 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 	if (!p->conf.reorder) {
 		deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
 		return;
+	}
+	if (o.stream < p->conf.max_streams) {
+		/* an extended sequence starts anywhere (one turn in): the
+		 * window starts at the stream's first, not at 0 */
+		struct reorder_stream *s = stream_get(p, o.stream);
+
+		if (s != &refused_stream && !s->started) {
+			s->started = true;
+			s->base = o.ext_seq;
+		}
 	}
 	h.stream = o.stream;
 	h.flags = 0;

@@ -494,6 +494,59 @@ static void test_config(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* A session over the loopback generator (vfgx's header: stream u32 at
+ * 0, sequence u64 at 8) read through a description of it with only a
+ * 12-bit sequence: every record delivered once, in order, its sequence
+ * extended across 12-bit wraps; and a description whose field lies past
+ * the rx buffers' largest payload is one error line at create. */
+static const char *const session_yaml =
+	"log_level: error\n"
+	"memory_regions: [{name: rx, kind: host, buf_size: %u, num_bufs: 4096}]\n"
+	"interfaces:\n"
+	"  - name: lo0\n"
+	"    backend: loopback\n"
+	"    rx: {queues: [{id: 0, memory_region: rx, batch_size: 64}]}\n"
+	"    loopback: {packets: 20000, packet_size: 200, flows: 3, dst_port: 5000}\n"
+	"pipeline:\n"
+	"  device: cpu\n"
+	"  workers: 1\n"
+	"  format:\n"
+	"    header_len: 16\n"
+	"    stream: {offset: 0, size: 4}\n"
+	"    seq: {offset: %u, size: 8, bits: 12}\n"
+	"    seq_bits: 12\n"
+	"    seq_max_dropout: 2048\n"
+	"    seq_max_misorder: 2048\n";
+
+static void test_session(void **state)
+{
+	char yaml[1024];
+	vfgx_session *s;
+	struct vfgx_pipeline_stats st;
+	int n;
+
+	(void)state;
+	n = snprintf(yaml, sizeof(yaml), session_yaml, 2048u, 8u);
+	assert_int_equal(vfgx_session_create_text(ctx, yaml, (size_t)n, "fmt.yaml", NULL, &s), 0);
+	assert_int_equal(vfgx_session_start(s), 0);
+	while (!vfgx_session_done(s))
+		;
+	vfgx_session_stop(s);
+	vfgx_session_stats(s, &st);
+	assert_int_equal(st.packets, 20000);
+	assert_int_equal(st.delivered, 20000);
+	assert_int_equal(st.order_errors, 0);
+	assert_int_equal(st.gaps, 0);
+	vfgx_session_destroy(s);
+
+	/* the sequence at byte 250: past 256-byte buffers' 214-byte payload */
+	n = snprintf(yaml, sizeof(yaml), session_yaml, 256u, 250u);
+	assert_int_equal(vfgx_session_create_text(ctx, yaml, (size_t)n, "fmt.yaml", NULL, &s),
+			 -EINVAL);
+	assert_non_null(strstr(vfgx_last_error(ctx), "seq ends at byte 258"));
+	assert_null(strchr(vfgx_last_error(ctx), '\n'));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_learned_ssrc),
 		cmocka_unit_test(test_slot_format),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_session),
 	};
 	int ret;
 
