@@ -107,6 +107,14 @@ struct vfgx_chunkset {
 struct gpuk_chunks;
 struct gpuk_chunk_desc;
 
+/* Ring slot `slot` of stream `stream`: its index among all rings (status
+ * words, data). */
+static inline size_t vfgx_chunkset_slot(const struct vfgx_chunkset *cs, uint32_t stream,
+					uint32_t slot)
+{
+	return (size_t)stream * cs->conf.in_flight + slot;
+}
+
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out);
