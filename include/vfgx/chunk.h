@@ -108,7 +108,26 @@ struct vfgx_chunk {
 	/* packets for this chunk that came after it was made ready: counted
 	 * (here until its buffer is reused), never written */
 	uint64_t late;
+	/* From the producer's header (pipeline.format, docs/formats.md): */
+	uint64_t first_seq;       /* extended 64-bit sequence of the chunk's
+				   * first packet that arrived */
+	uint64_t hdr_ts;          /* that packet's header timestamp: RTP the
+				   * 32-bit RTP (frame) timestamp, VITA-49
+				   * integer seconds << 32 | the fractional
+				   * timestamp's upper 32 bits, VDIF seconds;
+				   * 0 where the format has none */
+	uint64_t bytes;           /* payload bytes the chunk spans: slots
+				   * packets x payload_bytes; by bytes the
+				   * frame or heap size, or where the packet
+				   * with the end mark ends */
+	uint64_t missing_bytes;   /* of bytes, never written (slots: missing
+				   * x payload_bytes) */
+	uint32_t hdr_flags;       /* VFGX_CHUNK_HDR_TS, VFGX_CHUNK_ENDED */
 };
+
+#define VFGX_CHUNK_HDR_TS 0x1 /* hdr_ts is the header's timestamp */
+#define VFGX_CHUNK_ENDED 0x2  /* a packet with the end mark (RTP marker,
+			       * SPEAD heap size reached) arrived */
 
 struct vfgx_chunk_stats {
 	uint32_t argsz;           /* sizeof(struct vfgx_chunk_stats) */

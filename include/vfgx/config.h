@@ -32,6 +32,7 @@ extern "C" {
 struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
 struct vfgx_chunk_config;
+struct vfgx_format;
 struct vfgx_capture_conf; /* vfgx/chunk.h */
 struct vfgx_record_conf; /* vfgx/record.h */
 
@@ -198,6 +199,10 @@ struct vfgx_pipeline_config {
 	 * all queues together; it bounds latency under load at about this
 	 * over the rate (docs/config.md).  0: no bound but the pools. */
 	uint64_t max_in_flight_bytes;
+	/* pipeline.format (vfgx/format.h): the producer's header the reorder,
+	 * chunks and order checks read, or NULL: the vfgx profile (vfgx's own
+	 * 16-byte header, as before formats existed). */
+	const struct vfgx_format *format;
 };
 
 struct vfgx_config {

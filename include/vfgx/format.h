@@ -574,6 +574,47 @@ VFGX_HD int vfgx_fmt_place(const struct vfgx_format *f, struct vfgx_fmt_pkt *o)
 	}
 }
 
+/* The engines' drop reason (VFGX_R_*, enum vfgx_drop_reason) of a format
+ * rule's VFGX_FD_* code. */
+VFGX_HD int vfgx_fmt_drop_reason(int fd)
+{
+	switch (fd) {
+	case VFGX_FD_FIELD_OUTSIDE:
+		return VFGX_R_FIELD_OUTSIDE;
+	case VFGX_FD_BAD_LENGTH:
+		return VFGX_R_BAD_LENGTH;
+	case VFGX_FD_OFFSET_PAST_CHUNK:
+		return VFGX_R_OFFSET_PAST_CHUNK;
+	case VFGX_FD_SEGMENT_PAST_FRAME:
+		return VFGX_R_SEGMENT_PAST_FRAME;
+	case VFGX_FD_SEQ_JUMP:
+		return VFGX_R_SEQ_JUMP;
+	case VFGX_FD_LATE:
+		return VFGX_R_LATE;
+	case VFGX_FD_BAD_STREAM:
+		return VFGX_R_BAD_STREAM;
+	case VFGX_FD_OK:
+		return VFGX_STAGE_PASS;
+	default:
+		return VFGX_R_MISMATCH;
+	}
+}
+
+/* A decoded packet's header timestamp as a chunk reports it (struct
+ * vfgx_chunk.hdr_ts): VITA-49 integer seconds << 32 | the fractional
+ * timestamp's upper 32 bits; any other the timestamp field (RTP's 32-bit
+ * timestamp, VDIF's seconds).  0 when the format has none. */
+VFGX_HD int vfgx_fmt_hdr_ts(const struct vfgx_format *f, const struct vfgx_fmt_pkt *o,
+			    uint64_t *ts)
+{
+	if (f->layout == VFGX_FMT_VITA49) {
+		*ts = o->timestamp << 32 | o->ts_frac >> 32;
+		return 1;
+	}
+	*ts = o->timestamp;
+	return f->timestamp.size != 0;
+}
+
 /* ---- host API (libvfgx) ------------------------------------------------- */
 #ifndef __CUDACC__
 #include "config.h"
@@ -607,6 +648,8 @@ int vfgx_format_load_string(vfgx_ctx *ctx, const char *name, const char *yaml,
 int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
 		      uint32_t min_payload, uint32_t max_payload);
 const char *vfgx_fmt_drop_name(int reason);
+/* Is f NULL or exactly the vfgx profile (the engines' app-header path)? */
+int vfgx_format_is_vfgx(const struct vfgx_format *f);
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

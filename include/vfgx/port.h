@@ -65,6 +65,13 @@ enum vfgx_drop_reason {
 	VFGX_DROP_DUPLICATE,     /* sequence already held in the window */
 	VFGX_DROP_TOO_BIG,       /* payload larger than a reorder slot */
 	VFGX_DROP_USER,          /* user stage said drop */
+	/* the producer's header (pipeline.format, vfgx/format.h) */
+	VFGX_DROP_FIELD_OUTSIDE, /* a field or header word past the packet */
+	VFGX_DROP_BAD_LENGTH,    /* a length field that disagrees with it */
+	VFGX_DROP_MISMATCH,      /* magic, version, type or match differs */
+	VFGX_DROP_OFFSET_PAST_CHUNK, /* payload would end past its chunk */
+	VFGX_DROP_SEGMENT_PAST_FRAME, /* RFC 4175 segment past its frame */
+	VFGX_DROP_SEQ_JUMP,      /* sequence beyond the extension's limits */
 	VFGX_DROP_MAX
 };
 

@@ -98,6 +98,12 @@ class Chunk:
     released = property(lambda self: self._raw.released)
     last_packet_ns = property(lambda self: self._raw.last_packet_ns)
     ready_ns = property(lambda self: self._raw.ready_ns)
+    # from the producer's header (pipeline.format, docs/chunks.md)
+    first_seq = property(lambda self: self._raw.first_seq, doc="extended sequence of its first packet that arrived")
+    hdr_ts = property(lambda self: self._raw.hdr_ts, doc="that packet's header timestamp (RTP: the frame's)")
+    bytes = property(lambda self: self._raw.bytes, doc="payload bytes the chunk spans")
+    missing_bytes = property(lambda self: self._raw.missing_bytes)
+    hdr_flags = property(lambda self: self._raw.hdr_flags, doc="1: hdr_ts valid, 2: an end mark arrived")
 
     @property
     def data(self):

@@ -151,6 +151,11 @@ CHUNK_U64(missing, ch->c->missing)
 CHUNK_U64(flags, ch->c->flags)
 CHUNK_U64(ring_slot, ch->c->ring_slot)
 CHUNK_U64(ready_ns, ch->c->ready_ns)
+CHUNK_U64(first_seq, ch->c->first_seq)
+CHUNK_U64(hdr_ts, ch->c->hdr_ts)
+CHUNK_U64(bytes, ch->c->bytes)
+CHUNK_U64(missing_bytes, ch->c->missing_bytes)
+CHUNK_U64(hdr_flags, ch->c->hdr_flags)
 CHUNK_U64(last_packet_ns, ch->c->last_packet_ns)
 CHUNK_U64(late, __atomic_load_n(&ch->c->late, __ATOMIC_RELAXED))
 /* addresses, for tests that prove no copy was made */
@@ -415,6 +420,11 @@ static PyGetSetDef chunk_getset[] = {
 	{ "flags", (getter)chunk_flags, NULL, "VFGX_CHUNK_* flags", NULL },
 	{ "ring_slot", (getter)chunk_ring_slot, NULL, "index % in_flight", NULL },
 	{ "ready_ns", (getter)chunk_ready_ns, NULL, "when it became ready", NULL },
+	{ "first_seq", (getter)chunk_first_seq, NULL, "extended sequence of its first packet that arrived", NULL },
+	{ "hdr_ts", (getter)chunk_hdr_ts, NULL, "the producer header's timestamp of that packet (RTP: the frame's)", NULL },
+	{ "bytes", (getter)chunk_bytes, NULL, "payload bytes the chunk spans", NULL },
+	{ "missing_bytes", (getter)chunk_missing_bytes, NULL, "bytes of it never written", NULL },
+	{ "hdr_flags", (getter)chunk_hdr_flags, NULL, "1: hdr_ts valid, 2: an end-of-chunk mark arrived", NULL },
 	{ "last_packet_ns", (getter)chunk_last_packet_ns, NULL, "its last packet's write", NULL },
 	{ "late", (getter)chunk_late, NULL, "packets for it that came after it was ready", NULL },
 	{ "data_ptr", (getter)chunk_data_ptr, NULL, "address of the data", NULL },

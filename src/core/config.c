@@ -10,6 +10,7 @@
 #include <vfgx/capture.h>
 #include <vfgx/chunk.h>
 #include <vfgx/port.h>
+#include <vfgx/format.h>
 #include <vfgx/record.h>
 
 #include "cfgdoc.h"
@@ -279,13 +280,29 @@ static int parse_chunks(struct vfgx_pipeline_config *p,
 	return vfgx_chunk_config_from_yaml(&sub, c);
 }
 
+/* pipeline.format: a profile name, or a map (docs/formats.md). */
+static int parse_format(struct vfgx_pipeline_config *p,
+			const struct vfgx_cfg_node *pl)
+{
+	struct vfgx_format *f;
+	struct vfgx_cfg_node sub;
+
+	if (vfgx_cfg_child(pl, "format", &sub))
+		return 0;
+	f = vfgx_cfg_alloc(&sub, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	p->format = f;
+	return vfgx_format_from_yaml(&sub, f);
+}
+
 static int parse_pipeline(struct vfgx_config *cfg,
 			  const struct vfgx_cfg_node *root)
 {
 	static const char *const keys[] = { "device", "workers", "filter",
 					    "reorder", "verify_payload",
 					    "duration_s", "gpu", "chunks", "user",
-					    "capture", "max_in_flight_bytes", NULL };
+					    "capture", "max_in_flight_bytes", "format", NULL };
 	static const char *const fkeys[] = { "udp_dst_ports", NULL };
 	static const char *const ukeys[] = { "library", "arg", "gpu_module",
 					     "gpu_kernel", "gpu_threads",
@@ -360,6 +377,8 @@ static int parse_pipeline(struct vfgx_config *cfg,
 			return ret;
 		cfg->capture = cc;
 	}
+	if ((ret = parse_format(p, &pl)))
+		return ret;
 	return parse_chunks(p, &pl);
 }
 

@@ -189,6 +189,16 @@ int vfgx_format_profile(const char *name, struct vfgx_format *f)
 	return -ENOENT;
 }
 
+int vfgx_format_is_vfgx(const struct vfgx_format *f)
+{
+	struct vfgx_format v;
+
+	if (!f)
+		return 1;
+	prof_vfgx(&v);
+	return !memcmp(f, &v, sizeof(v));
+}
+
 const char *vfgx_fmt_drop_name(int reason)
 {
 	static const char *const names[VFGX_FD_MAX] = {

@@ -203,18 +203,26 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	vfgx_format_profile("vfgx", f);
 	if (!map || !vfgx_cfg_present(map))
 		return 0;
-	if ((ret = vfgx_cfg_check_keys(map, fmt_keys)) ||
-	    (ret = vfgx_cfg_str(map, "profile", "vfgx", prof, sizeof(prof))))
+	if (vfgx_cfg_scalar(map)) {
+		/* `format: rtp-video`: a profile as it is */
+		snprintf(prof, sizeof(prof), "%s", vfgx_cfg_scalar(map));
+	} else if ((ret = vfgx_cfg_check_keys(map, fmt_keys)) ||
+		   (ret = vfgx_cfg_str(map, "profile", "vfgx", prof, sizeof(prof)))) {
 		return ret;
+	}
 	if (vfgx_format_profile(prof, f)) {
 		char names[256] = "";
 
 		for (unsigned i = 0; vfgx_format_profile_name(i); i++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 i ? ", " : "", vfgx_format_profile_name(i));
+		if (vfgx_cfg_scalar(map))
+			return vfgx_cfg_error(map, "unknown profile '%s'; built in: %s", prof, names);
 		vfgx_cfg_child(map, "profile", &it);
 		return vfgx_cfg_error(&it, "unknown profile '%s'; built in: %s", prof, names);
 	}
+	if (vfgx_cfg_scalar(map))
+		return 0;
 	if ((ret = vfgx_cfg_enum(map, "layout", layouts, (int)f->layout, &e)))
 		return ret;
 	f->layout = (uint32_t)e;

@@ -1,7 +1,8 @@
 /* chunk.c - the chunk rings of a pipeline: memory for every stream's ring
  * (data, present bitmap and lengths of each slot laid out together, so a
- * slot is one contiguous copy), placement of records by packet index, the
- * release rules of vfgx/chunk.h, the ready queue and the consumer API. */
+ * slot is one contiguous copy), placement of records (by packet index, or
+ * by bytes with a format) and the release rules of vfgx/chunk.h;
+ * chunk_consumer.c is the consumer side. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -26,8 +27,6 @@
 #else
 #define spin_pause() ((void)0)
 #endif
-/* A consumer waiting for chunks the GPU places looks this often. */
-#define GPU_PULL_NS 20000
 
 static void bump(_Atomic uint64_t *c, uint64_t n)
 {
@@ -63,14 +62,18 @@ static bool holds(const struct vfgx_chunkset *cs, const struct chunk_stream *st,
 static bool head_complete(const struct vfgx_chunkset *cs,
 			  const struct chunk_stream *st)
 {
-	return st->head <= st->top && holds(cs, st, st->head) &&
-	       st->desc[st->head % cs->conf.in_flight].present_count == cs->conf.packets;
+	uint32_t r = (uint32_t)(st->head % cs->conf.in_flight);
+
+	if (st->head > st->top || !holds(cs, st, st->head))
+		return false;
+	return cs->by_bytes ? st->bytes_in[r] >= st->desc[r].bytes :
+			      st->desc[r].present_count == cs->conf.packets;
 }
 
 static size_t slot_index(const struct vfgx_chunkset *cs, uint32_t stream,
 			 uint32_t slot)
 {
-	return (size_t)stream * cs->conf.in_flight + slot;
+	return vfgx_chunkset_slot(cs, stream, slot);
 }
 
 static size_t present_off(const struct vfgx_chunkset *cs)
@@ -164,6 +167,12 @@ static int make_memory(struct vfgx_chunkset *cs)
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out)
 {
+	return vfgx_chunkset_create_fmt(ctx, conf, NULL, out);
+}
+
+int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			     const struct vfgx_format *fmt, struct vfgx_chunkset **out)
+{
 	struct vfgx_chunkset *cs;
 	int ret;
 
@@ -185,6 +194,20 @@ int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 		.field_size = cs->conf.field_size, .field_step = cs->conf.field_step,
 	};
 	cs->chunk_bytes = (size_t)cs->conf.packets * cs->conf.payload_bytes;
+	if (fmt) {
+		cs->fmt_copy = *fmt;
+		cs->fmt = &cs->fmt_copy;
+		/* slots: the rings' geometry is pipeline.chunks' */
+		cs->fmt_copy.packets = cs->conf.packets;
+		cs->fmt_copy.payload_bytes = cs->conf.payload_bytes;
+		cs->by_bytes = fmt->place != VFGX_FMT_PLACE_SLOT;
+	}
+	if (cs->by_bytes) {
+		/* the packet's place is the format's: its id, a present bit */
+		cs->rule.place = VFGX_CHUNK_BY_SEQ;
+		cs->chunk_bytes = fmt->chunk_bytes;
+		cs->id_bits = fmt->place == VFGX_FMT_PLACE_LINES ? 32 : 48;
+	}
 	cs->present_words = (cs->conf.packets + 63) / 64;
 	cs->slot_stride = ALIGN_UP(lens_off(cs) + (size_t)cs->conf.packets * 4, 4096);
 	pthread_mutex_init(&cs->lock, NULL);
@@ -204,7 +227,10 @@ int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 		st->desc = calloc(cs->conf.in_flight, sizeof(*st->desc));
 		st->first_ns = calloc(cs->conf.in_flight, sizeof(*st->first_ns));
 		st->copy_q = calloc(cs->conf.in_flight, sizeof(*st->copy_q));
-		if (!st->state || !st->desc || !st->first_ns || !st->copy_q) {
+		st->chunk_id = calloc(cs->conf.in_flight, sizeof(*st->chunk_id));
+		st->bytes_in = calloc(cs->conf.in_flight, sizeof(*st->bytes_in));
+		if (!st->state || !st->desc || !st->first_ns || !st->copy_q ||
+		    !st->chunk_id || !st->bytes_in) {
 			vfgx_chunkset_destroy(cs);
 			return -ENOMEM;
 		}
@@ -230,6 +256,8 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs)
 		free(cs->streams[s].desc);
 		free(cs->streams[s].first_ns);
 		free(cs->streams[s].copy_q);
+		free(cs->streams[s].chunk_id);
+		free(cs->streams[s].bytes_in);
 	}
 	vfgx_chunkset_gpu_detach(cs);
 	free(cs->streams);
@@ -343,9 +371,20 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 		st->head++;
 		return;
 	}
+	d->stream_late = rd(&st->late);
+	if (cs->by_bytes) {
+		struct vfgx_ck_release_b rb = vfgx_ck_release_bytes(1, d->bytes,
+								    st->bytes_in[r], reason);
+
+		d->missing = 0;
+		d->flags = rb.flags;
+		d->missing_bytes = rb.missing_bytes;
+		bump(rb.missing_bytes ? &st->closed : &st->complete, 1);
+		goto out;
+	}
 	d->missing = rl.missing;
 	d->flags = rl.flags;
-	d->stream_late = rd(&st->late);
+	d->missing_bytes = (uint64_t)d->missing * cs->conf.payload_bytes;
 	if (d->missing) {
 		bump(&st->closed, 1);
 		bump(&st->missing, d->missing);
@@ -354,6 +393,7 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 	} else {
 		bump(&st->complete, 1);
 	}
+out:
 	if (cs->stage) {
 		int ret = vfgx_chunk_cuda_copy_start(d->dev_data, host, cs->slot_stride,
 						     cs->copy_stream,
@@ -461,20 +501,178 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 	d->present_count = 0;
 	d->missing = 0;
 	d->flags = 0;
+	d->hdr_flags = 0;
+	d->first_seq = d->hdr_ts = d->missing_bytes = 0;
+	d->bytes = cs->chunk_bytes;
+	st->bytes_in[r] = 0;
 	st->first_ns[r] = now;
 	atomic_store_explicit(&st->state[r], CHUNK_FILLING, memory_order_relaxed);
 	return 0;
 }
 
+/* The header's first-packet fields of a chunk just opened (d). */
+static void chunk_first(const struct vfgx_chunkset *cs, struct vfgx_chunk *d,
+			uint64_t seq, const struct vfgx_fmt_pkt *o)
+{
+	d->first_seq = seq;
+	if (o && vfgx_fmt_hdr_ts(cs->fmt, o, &d->hdr_ts))
+		d->hdr_flags |= VFGX_CHUNK_HDR_TS;
+}
+
+static int place_slot(struct vfgx_chunkset *cs, uint32_t stream, uint64_t seq,
+		      const uint8_t *body, uint32_t len, uint64_t now,
+		      const uint8_t **slot_data, const struct vfgx_fmt_pkt *o);
+
 int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t seq, const uint8_t *body, uint32_t len,
 			uint64_t now, const uint8_t **slot_data)
+{
+	return place_slot(cs, stream, seq, body, len, now, slot_data, NULL);
+}
+
+/* After a placement: release the complete head chunks, close by distance. */
+static void settle(struct vfgx_chunkset *cs, uint32_t stream, uint64_t n)
+{
+	struct chunk_stream *st = &cs->streams[stream];
+	struct vfgx_ck_settle se;
+
+	if (n > st->top)
+		st->top = n;
+	while ((se = vfgx_ck_settle(cs->rule, ck_state(st), head_complete(cs, st))).act ==
+	       VFGX_CK_RELEASE)
+		release_head(cs, stream, VFGX_CHUNK_COMPLETE, se.later_known);
+	if (se.act == VFGX_CK_CLOSE)
+		advance_to(cs, stream, se.target, VFGX_CHUNK_BY_DISTANCE, true);
+}
+
+/* A placement's late packet: counted, and on its chunk while held. */
+static void count_late(struct chunk_stream *st, const struct vfgx_ck_place *pl)
+{
+	struct vfgx_chunk *old = &st->desc[pl->slot];
+
+	bump(&st->late, 1);
+	if (old->index == pl->n && old->ready_ns &&
+	    atomic_load_explicit(&st->state[pl->slot], memory_order_relaxed) != CHUNK_FILLING)
+		__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
+}
+
+/* By bytes: chunk by the format's id, present bit by vfgx_ck_byte_key,
+ * every piece at its offset (vfgx_fmt_place checked each ends inside the
+ * chunk). */
+static int place_bytes(struct vfgx_chunkset *cs, struct vfgx_fmt_pkt *o,
+		       const uint8_t *pay, uint64_t now)
+{
+	struct chunk_stream *st = &cs->streams[o->stream];
+	struct vfgx_ck_bidx b;
+	struct vfgx_ck_place pl;
+	struct vfgx_chunk *d;
+	uint64_t *present, nf = 0, end_at = 0, got = 0;
+	uint32_t k, r;
+	int found = 0, v;
+	uint8_t *host;
+
+	v = vfgx_fmt_place(cs->fmt, o);
+	if (v != VFGX_FD_OK) {
+		bump(&st->out_of_range, 1);
+		return vfgx_fmt_drop_reason(v);
+	}
+	if (o->nseg == 0)
+		return VFGX_R_BAD_LENGTH;
+	/* the open chunk with this id: most packets are top's */
+	for (uint64_t n = st->top + 1; st->open && n-- > st->head;) {
+		r = (uint32_t)(n % cs->conf.in_flight);
+		if (holds(cs, st, n) && st->chunk_id[r] == o->chunk) {
+			found = 1;
+			nf = n;
+			break;
+		}
+		if (st->top - n + 1 >= cs->conf.in_flight)
+			break;
+	}
+	b = vfgx_ck_byte_chunk(ck_state(st), st->top_id, o->chunk, cs->id_bits, found, nf);
+	if (b.late) {
+		bump(&st->late, 1);
+		return VFGX_R_LATE;
+	}
+	v = vfgx_ck_byte_key(cs->rule, cs->fmt->place == VFGX_FMT_PLACE_OFFSET, o->ext_seq,
+			     o->seg[0].dst_off, &k);
+	if (v != VFGX_STAGE_PASS) {
+		bump(&st->out_of_range, 1);
+		return v;
+	}
+	pl = vfgx_ck_place(cs->rule, ck_state(st), b.n * cs->conf.packets + k, pay, 0);
+	if (pl.open) {
+		st->open = true;
+		st->head = st->top = pl.n;
+		st->first_index = pl.p;
+	}
+	if (pl.verdict != VFGX_STAGE_PASS) {
+		if (pl.out_of_range)
+			bump(&st->out_of_range, 1);
+		if (pl.late)
+			count_late(st, &pl);
+		return pl.verdict;
+	}
+	if (pl.advance)
+		advance_to(cs, o->stream, pl.target, VFGX_CHUNK_BY_RING, true);
+	if (slot_open(cs, o->stream, pl.slot, pl.n, now))
+		return VFGX_DROP_NOBUFS;
+	d = &st->desc[pl.slot];
+	host = slot_host(cs, o->stream, pl.slot);
+	present = (uint64_t *)(host + present_off(cs)) + pl.k / 64;
+	if (vfgx_ck_dup(*present, pl.k) != VFGX_STAGE_PASS) {
+		bump(&st->duplicates, 1);
+		return VFGX_R_DUPLICATE;
+	}
+	if (d->present_count == 0) {
+		st->chunk_id[pl.slot] = o->chunk;
+		chunk_first(cs, d, o->ext_seq, o);
+	}
+	if (b.new_top)
+		st->top_id = o->chunk;
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		memcpy(host + o->seg[i].dst_off, pay + o->seg[i].src_off, o->seg[i].len);
+		got += o->seg[i].len;
+		if (o->seg[i].dst_off + o->seg[i].len > end_at)
+			end_at = o->seg[i].dst_off + o->seg[i].len;
+	}
+	((uint32_t *)(host + lens_off(cs)))[pl.k] = (uint32_t)got;
+	*present |= 1ull << (pl.k % 64);
+	d->present_count++;
+	st->bytes_in[pl.slot] += got;
+	d->bytes = vfgx_ck_byte_span(d->bytes, (int)o->end, end_at, o->chunk_bytes);
+	if (o->end)
+		d->hdr_flags |= VFGX_CHUNK_ENDED;
+	d->last_packet_ns = now;
+	bump(&st->placed, 1);
+	settle(cs, o->stream, pl.n);
+	return VFGX_STAGE_PASS;
+}
+
+int vfgx_chunkset_place_pkt(struct vfgx_chunkset *cs, struct vfgx_fmt_pkt *o,
+			    const uint8_t *pay, uint64_t now,
+			    const uint8_t **data, uint32_t *len)
+{
+	if (o->stream >= cs->conf.streams)
+		return VFGX_R_BAD_STREAM;
+	if (!cs->by_bytes) {
+		*len = o->payload_len;
+		return place_slot(cs, o->stream, o->ext_seq, pay + o->payload_off,
+				  o->payload_len, now, data, o);
+	}
+	*data = pay + o->payload_off;
+	*len = o->payload_len;
+	return place_bytes(cs, o, pay, now);
+}
+
+static int place_slot(struct vfgx_chunkset *cs, uint32_t stream, uint64_t seq,
+		      const uint8_t *body, uint32_t len, uint64_t now,
+		      const uint8_t **slot_data, const struct vfgx_fmt_pkt *o)
 {
 	const struct vfgx_chunk_config *c = &cs->conf;
 	struct chunk_stream *st;
 	struct vfgx_chunk *d;
 	struct vfgx_ck_place pl;
-	struct vfgx_ck_settle se;
 	uint64_t *present;
 	uint8_t *host;
 
@@ -490,16 +688,8 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 	if (pl.verdict != VFGX_STAGE_PASS) {
 		if (pl.out_of_range)
 			bump(&st->out_of_range, 1);
-		if (pl.late) {
-			struct vfgx_chunk *old = &st->desc[pl.slot];
-
-			bump(&st->late, 1);
-			/* the chunk's own count while its buffer still holds it */
-			if (old->index == pl.n && old->ready_ns &&
-			    atomic_load_explicit(&st->state[pl.slot],
-						 memory_order_relaxed) != CHUNK_FILLING)
-				__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
-		}
+		if (pl.late)
+			count_late(st, &pl);
 		return pl.verdict;
 	}
 	if (pl.advance)
@@ -517,6 +707,8 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 		bump(&st->gaps, st->pending_gaps);
 		st->pending_gaps = 0;
 	}
+	if (d->present_count == 0)
+		chunk_first(cs, d, seq, o);
 	memcpy(host + (size_t)pl.k * c->payload_bytes, body, len);
 	((uint32_t *)(host + lens_off(cs)))[pl.k] = len;
 	*present |= 1ull << (pl.k % 64);
@@ -524,13 +716,9 @@ int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 	d->last_packet_ns = now;
 	bump(&st->placed, 1);
 	*slot_data = host + (size_t)pl.k * c->payload_bytes;
-	if (pl.n > st->top)
-		st->top = pl.n;
-	while ((se = vfgx_ck_settle(cs->rule, ck_state(st), head_complete(cs, st))).act ==
-	       VFGX_CK_RELEASE)
-		release_head(cs, stream, VFGX_CHUNK_COMPLETE, se.later_known);
-	if (se.act == VFGX_CK_CLOSE)
-		advance_to(cs, stream, se.target, VFGX_CHUNK_BY_DISTANCE, true);
+	if (o && o->end)
+		d->hdr_flags |= VFGX_CHUNK_ENDED;
+	settle(cs, stream, pl.n);
 	return VFGX_STAGE_PASS;
 }
 
@@ -641,287 +829,4 @@ void vfgx_chunkset_stop(struct vfgx_chunkset *cs)
 	pthread_mutex_lock(&cs->lock);
 	pthread_cond_broadcast(&cs->free_cv);
 	pthread_mutex_unlock(&cs->lock);
-}
-
-/* Stream s's counters in GPUK_K_* order: the placers' atomics, or what
- * the GPU published. */
-static void stream_counters(const struct vfgx_chunkset *cs, uint32_t s,
-			    uint64_t *v)
-{
-	struct chunk_stream *c = &cs->streams[s];
-
-	if (cs->gpu) {
-		vfgx_chunkset_gpu_counters(cs, s, v);
-		return;
-	}
-	v[GPUK_K_COMPLETE] = rd(&c->complete);
-	v[GPUK_K_CLOSED] = rd(&c->closed);
-	v[GPUK_K_SKIPPED] = rd(&c->skipped);
-	v[GPUK_K_PLACED] = rd(&c->placed);
-	v[GPUK_K_MISSING] = rd(&c->missing);
-	v[GPUK_K_LATE] = rd(&c->late);
-	v[GPUK_K_DUPLICATES] = rd(&c->duplicates);
-	v[GPUK_K_OUT_OF_RANGE] = rd(&c->out_of_range);
-	v[GPUK_K_BACKPRESSURE] = rd(&c->backpressure);
-	v[GPUK_K_BP_DROPS] = rd(&c->backpressure_drops);
-	v[GPUK_K_GAPS] = rd(&c->gaps);
-}
-
-uint64_t vfgx_chunkset_gaps(struct vfgx_chunkset *cs)
-{
-	uint64_t g = 0, v[GPUK_K_NCNT];
-
-	for (uint32_t s = 0; s < cs->conf.streams; s++) {
-		stream_counters(cs, s, v);
-		g += v[GPUK_K_GAPS];
-	}
-	return g;
-}
-
-uint64_t vfgx_chunkset_order_errors(struct vfgx_chunkset *cs)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&cs->lock);
-	n = cs->order_errors;
-	pthread_mutex_unlock(&cs->lock);
-	return n;
-}
-
-/* --- consumer API ---------------------------------------------------------- */
-
-static struct vfgx_chunkset *chunkset_of(vfgx_pipeline *pl)
-{
-	return pl ? vfgx_pipeline_chunkset(pl) : NULL;
-}
-
-int vfgx_chunkset_get(struct vfgx_chunkset *cs, int timeout_ms,
-		      struct vfgx_chunk **out)
-{
-	struct timespec until = { 0, 0 };
-	int ret = 0;
-
-	*out = NULL;
-	if (!cs)
-		return -ENOTSUP;
-	/* a polling consumer must not contend with the placers' lock */
-	if (timeout_ms == 0 && !cs->gpu &&
-	    !atomic_load_explicit(&cs->q_ready, memory_order_acquire) &&
-	    !atomic_load_explicit(&cs->finished_flag, memory_order_acquire))
-		return -EAGAIN;
-	if (timeout_ms > 0) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += timeout_ms / 1000;
-		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-	}
-	pthread_mutex_lock(&cs->lock);
-	/* a pull reads a pinned word per stream the GPU writes (a cache miss
-	 * each): only when nothing is queued */
-	if (cs->gpu && !cs->q_len)
-		vfgx_chunkset_gpu_pull(cs);
-	while (!cs->q_len) {
-		if (cs->finished) {
-			/* the engine is done: what it made ready is all there */
-			if (cs->gpu && (vfgx_chunkset_gpu_pull(cs), cs->q_len))
-				break;
-			ret = -ENODATA;
-			break;
-		}
-		if (timeout_ms == 0) {
-			ret = -EAGAIN;
-			break;
-		}
-		if (cs->gpu) {
-			/* the GPU rings no bell: look again shortly */
-			struct timespec nap, now;
-
-			clock_gettime(CLOCK_REALTIME, &now);
-			if (timeout_ms > 0 && (now.tv_sec > until.tv_sec ||
-					       (now.tv_sec == until.tv_sec &&
-						now.tv_nsec >= until.tv_nsec))) {
-				ret = -ETIMEDOUT;
-				break;
-			}
-			nap = now;
-			nap.tv_nsec += GPU_PULL_NS;
-			if (nap.tv_nsec >= 1000000000L) {
-				nap.tv_sec++;
-				nap.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&cs->ready_cv, &cs->lock, &nap);
-			vfgx_chunkset_gpu_pull(cs);
-			continue;
-		}
-		if (timeout_ms < 0) {
-			pthread_cond_wait(&cs->ready_cv, &cs->lock);
-		} else if (pthread_cond_timedwait(&cs->ready_cv, &cs->lock, &until) ==
-			   ETIMEDOUT && !cs->q_len) {
-			ret = cs->finished ? -ENODATA : -ETIMEDOUT;
-			break;
-		}
-	}
-	if (!ret) {
-		struct vfgx_chunk *d = cs->queue[cs->q_head];
-		struct chunk_stream *st = &cs->streams[d->stream];
-
-		cs->q_head = (cs->q_head + 1) % cs->q_cap;
-		cs->q_len--;
-		atomic_store_explicit(&cs->q_ready, cs->q_len, memory_order_relaxed);
-		cs->handed_out++;
-		/* per stream, chunks leave in index order */
-		if (d->index < st->next_out)
-			cs->order_errors++;
-		st->next_out = d->index + 1;
-		atomic_store_explicit(&st->state[d->ring_slot], CHUNK_HELD,
-				      memory_order_relaxed);
-		*out = d;
-	}
-	pthread_mutex_unlock(&cs->lock);
-	return ret;
-}
-
-int vfgx_chunkset_put(struct vfgx_chunkset *cs, uint32_t stream, uint64_t index)
-{
-	struct chunk_stream *st;
-	uint32_t r;
-	int ret = -ESTALE;
-
-	if (!cs)
-		return -ENOTSUP;
-	if (stream >= cs->conf.streams)
-		return vfgx_set_error(cs->ctx, -EINVAL,
-				      "chunks: put of stream %u, the pipeline has streams 0..%u",
-				      stream, cs->conf.streams - 1);
-	st = &cs->streams[stream];
-	r = (uint32_t)(index % cs->conf.in_flight);
-	pthread_mutex_lock(&cs->lock);
-	/* the exact chunk, not only its slot: a repeated or stale put must
-	 * not free the slot under the consumer that holds its newer chunk
-	 * (the descriptor's index is the placer's while the slot is not
-	 * HELD, and HELD is set under this lock) */
-	if (atomic_load_explicit(&st->state[r], memory_order_relaxed) == CHUNK_HELD &&
-	    st->desc[r].index == index) {
-		cs->returned++;
-		/* for a GPU placer: the slot may be written again */
-		atomic_store_explicit(&cs->returned_word[slot_index(cs, stream, r)],
-				      index + 1, memory_order_release);
-		/* release: the consumer's reads finish before the slot is
-		 * written again */
-		atomic_store_explicit(&st->state[r], CHUNK_FREE, memory_order_release);
-		pthread_cond_broadcast(&cs->free_cv);
-		ret = 0;
-	}
-	pthread_mutex_unlock(&cs->lock);
-	if (ret)
-		vfgx_set_error(cs->ctx, ret,
-			       "chunks: put of stream %u chunk %llu, which is not held (given back already, or never handed out); nothing changed",
-			       stream, (unsigned long long)index);
-	return ret;
-}
-
-int vfgx_chunk_get(vfgx_pipeline *pl, int timeout_ms, struct vfgx_chunk **out)
-{
-	return vfgx_chunkset_get(chunkset_of(pl), timeout_ms, out);
-}
-
-int vfgx_chunk_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index)
-{
-	return vfgx_chunkset_put(chunkset_of(pl), stream, index);
-}
-
-int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)
-{
-	struct vfgx_chunkset *cs = chunkset_of(pl);
-	struct vfgx_chunk_stats st = { .argsz = sizeof(st) };
-
-	if (!out || out->argsz != sizeof(st))
-		return -EINVAL;
-	if (!cs)
-		return -ENOTSUP;
-	for (uint32_t s = 0; s < cs->conf.streams; s++) {
-		uint64_t v[GPUK_K_NCNT];
-
-		stream_counters(cs, s, v);
-		st.complete += v[GPUK_K_COMPLETE];
-		st.closed += v[GPUK_K_CLOSED];
-		st.skipped += v[GPUK_K_SKIPPED];
-		st.placed += v[GPUK_K_PLACED];
-		st.missing += v[GPUK_K_MISSING];
-		st.late += v[GPUK_K_LATE];
-		st.duplicates += v[GPUK_K_DUPLICATES];
-		st.out_of_range += v[GPUK_K_OUT_OF_RANGE];
-		st.backpressure += v[GPUK_K_BACKPRESSURE];
-		st.backpressure_drops += v[GPUK_K_BP_DROPS];
-	}
-	pthread_mutex_lock(&cs->lock);
-	st.handed_out = cs->handed_out;
-	st.returned = cs->returned;
-	pthread_mutex_unlock(&cs->lock);
-	st.chunk_bytes = cs->total_bytes;
-	*out = st;
-	return 0;
-}
-
-const struct vfgx_chunk_config *vfgx_chunk_conf(vfgx_pipeline *pl)
-{
-	struct vfgx_chunkset *cs = chunkset_of(pl);
-
-	return cs ? &cs->conf : NULL;
-}
-
-const struct vfgx_chunk *vfgx_chunk_slot(vfgx_pipeline *pl, uint32_t stream,
-					 uint32_t slot)
-{
-	struct vfgx_chunkset *cs = chunkset_of(pl);
-
-	if (!cs || stream >= cs->conf.streams || slot >= cs->conf.in_flight)
-		return NULL;
-	return &cs->streams[stream].desc[slot];
-}
-
-int vfgx_chunk_stream_wait(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
-			   void *cuda_stream)
-{
-	struct vfgx_chunkset *cs = chunkset_of(pl);
-	size_t i;
-
-	if (!cs)
-		return -ENOTSUP;
-	if (stream >= cs->conf.streams || !cs->dev_ready_word)
-		return vfgx_set_error(cs->ctx, stream >= cs->conf.streams ? -EINVAL : -ENOTSUP,
-				      "chunks: stream_wait needs pinned or gpu chunk memory and a stream below %u",
-				      cs->conf.streams);
-	atomic_store(&cs->streams[stream].cuda_consumed, true);
-	i = slot_index(cs, stream, (uint32_t)(index % cs->conf.in_flight));
-	return vfgx_chunk_cuda_wait_geq(cuda_stream, cs->dev_ready_word + i,
-					index + 1, cs->ctx);
-}
-
-int vfgx_chunk_stream_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index,
-			  void *cuda_stream)
-{
-	struct vfgx_chunkset *cs = chunkset_of(pl);
-	size_t i;
-
-	if (!cs)
-		return -ENOTSUP;
-	if (stream >= cs->conf.streams || !cs->dev_returned_word)
-		return vfgx_set_error(cs->ctx, stream >= cs->conf.streams ? -EINVAL : -ENOTSUP,
-				      "chunks: stream_put needs pinned or gpu chunk memory and a stream below %u",
-				      cs->conf.streams);
-	i = slot_index(cs, stream, (uint32_t)(index % cs->conf.in_flight));
-	return vfgx_chunk_cuda_write(cuda_stream, cs->dev_returned_word + i,
-				     index + 1, cs->ctx);
-}
-
-void vfgx_chunkset_release_waits(struct vfgx_chunkset *cs)
-{
-	size_t slots = (size_t)cs->conf.streams * cs->conf.in_flight;
-
-	for (size_t i = 0; i < slots; i++)
-		atomic_store(&cs->ready_word[i], UINT64_MAX);
 }

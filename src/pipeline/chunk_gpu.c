@@ -185,6 +185,12 @@ void vfgx_chunkset_gpu_pull(struct vfgx_chunkset *cs)
 			d->present_count = (uint32_t)md->present_count;
 			d->missing = (uint32_t)md->missing;
 			d->flags = (uint32_t)md->flags;
+			/* slots only on this engine; the header's first sequence
+			 * and timestamp are not kept by the GPU (0) */
+			d->bytes = (uint64_t)cs->conf.packets * cs->conf.payload_bytes;
+			d->missing_bytes = (uint64_t)d->missing * cs->conf.payload_bytes;
+			d->first_seq = d->hdr_ts = 0;
+			d->hdr_flags = 0;
 			d->stream_late = md->stream_late;
 			d->late = 0;
 			d->ready_ns = now;

@@ -19,6 +19,7 @@
 
 #include <vfgx/bench.h> /* what vfgx-bench may call: exported */
 #include <vfgx/chunk.h>
+#include <vfgx/format.h>
 #include <vfgx/pipeline.h>
 
 #include "rules.h"
@@ -51,6 +52,11 @@ struct chunk_stream {
 		duplicates, out_of_range, backpressure, backpressure_drops,
 		gaps;
 	uint64_t next_out;       /* the consumer side's order check (lock) */
+	/* chunks by bytes (pipeline.format places by offset or lines) */
+	uint64_t top_id;         /* the chunk id (heap counter, RTP
+				  * timestamp) of chunk top */
+	uint64_t *chunk_id;      /* per ring slot: its chunk's id */
+	uint64_t *bytes_in;      /* per ring slot: payload bytes written */
 };
 
 struct vfgx_chunkset {
@@ -91,14 +97,33 @@ struct vfgx_chunkset {
 	/* placed by the gpu engine (chunk_gpu.c), else NULL: its counters
 	 * are the GPU's, and get pulls what the GPU made ready */
 	struct chunk_gpu *gpu;
+	/* pipeline.format when it is not vfgx's header, else NULL; by_bytes:
+	 * it places by offset or lines (chunk_bytes is its chunk size) */
+	const struct vfgx_format *fmt;
+	struct vfgx_format fmt_copy;
+	bool by_bytes;
+	uint32_t id_bits;        /* by bytes: the chunk id's width */
 };
 
 struct gpuk_chunks;
 struct gpuk_chunk_desc;
 
+/* Ring slot `slot` of stream `stream`: its index among all rings (status
+ * words, data). */
+static inline size_t vfgx_chunkset_slot(const struct vfgx_chunkset *cs, uint32_t stream,
+					uint32_t slot)
+{
+	return (size_t)stream * cs->conf.in_flight + slot;
+}
+
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out);
+/* The same for the producer's header fmt (NULL or the vfgx profile:
+ * vfgx_chunkset_create): a format that places by offset or lines makes
+ * chunks of its chunk_bytes, placed by vfgx_chunkset_place_pkt. */
+int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			     const struct vfgx_format *fmt, struct vfgx_chunkset **out);
 void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 
 /* Place one record (payload after the app header) of stream `stream`
@@ -110,6 +135,15 @@ void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 int vfgx_chunkset_place(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t seq, const uint8_t *body, uint32_t len,
 			uint64_t now_ns, const uint8_t **slot_data);
+/* Place one packet the format decoded (o, its sequence extended; pay
+ * the UDP payload o was decoded from): slot formats as
+ * vfgx_chunkset_place with the extended sequence; by bytes each piece at
+ * the byte offset vfgx_fmt_place computes.  The same verdicts, and the
+ * format's own (VFGX_R_OFFSET_PAST_CHUNK, _SEGMENT_PAST_FRAME).
+ * *data, *len: what the user stage sees (the slot, or the payload). */
+int vfgx_chunkset_place_pkt(struct vfgx_chunkset *cs, struct vfgx_fmt_pkt *o,
+			    const uint8_t *pay, uint64_t now_ns,
+			    const uint8_t **data, uint32_t *len);
 /* Release the chunks of `stream` whose timeout passed at now_ns. */
 void vfgx_chunkset_tick(struct vfgx_chunkset *cs, uint32_t stream,
 			uint64_t now_ns);

@@ -24,6 +24,13 @@
 _Static_assert(VFGX_R_TRUNCATED == VFGX_DROP_TRUNCATED, "stage codes");
 _Static_assert(VFGX_R_BAD_UDP_CSUM == VFGX_DROP_BAD_UDP_CSUM, "stage codes");
 _Static_assert(VFGX_R_TOO_BIG == VFGX_DROP_TOO_BIG, "stage codes");
+_Static_assert(VFGX_R_FIELD_OUTSIDE == VFGX_DROP_FIELD_OUTSIDE &&
+	       VFGX_R_BAD_LENGTH == VFGX_DROP_BAD_LENGTH &&
+	       VFGX_R_MISMATCH == VFGX_DROP_MISMATCH &&
+	       VFGX_R_OFFSET_PAST_CHUNK == VFGX_DROP_OFFSET_PAST_CHUNK &&
+	       VFGX_R_SEGMENT_PAST_FRAME == VFGX_DROP_SEGMENT_PAST_FRAME &&
+	       VFGX_R_SEQ_JUMP == VFGX_DROP_SEQ_JUMP && VFGX_DROP_MAX == 22,
+	       "format drop codes (vfgx/stages.h, vfgx/port.h)");
 
 #define SNAPSHOT_NS 5000000ull
 #define INBOX_BYTES (4u << 20) /* per worker, when streams can be split */
@@ -78,6 +85,7 @@ struct cpu_engine {
 	atomic_bool stop;
 	bool stopped;
 	_Atomic uint16_t *owner;       /* per stream id; NULL: no hand-over */
+	_Atomic uint64_t *learned;     /* SSRCs seen (vfgx_proc_share_streams) */
 	_Atomic uint64_t mem_used;     /* reorder bytes of all workers */
 	_Atomic uint32_t receiving;    /* workers still in their rx loop */
 	_Atomic uint32_t running;      /* workers not yet done */
@@ -280,10 +288,19 @@ static int steer_init(struct cpu_engine *pl)
 {
 	uint32_t slot = pl->conf.chunks ? pl->conf.chunks->payload_bytes :
 					  pl->conf.reorder_slot;
-	size_t stride = (sizeof(struct vfgx_handoff) + slot + 63) & ~(size_t)63;
+	size_t stride = (sizeof(struct vfgx_handoff) + slot + VFGX_HANDOFF_HEADROOM + 63) &
+			~(size_t)63;
 	uint32_t cap = 256;
 
-	if ((!pl->conf.reorder && !pl->conf.chunks) || pl->nb_workers < 2)
+	if (pl->nb_workers < 2)
+		return 0;
+	/* RTP's SSRCs get one stream index for every worker */
+	pl->learned = calloc(pl->conf.max_streams, sizeof(*pl->learned));
+	if (!pl->learned)
+		return -ENOMEM;
+	for (uint16_t w = 0; w < pl->nb_workers; w++)
+		vfgx_proc_share_streams(pl->workers[w].proc, pl->learned, pl->conf.max_streams);
+	if (!pl->conf.reorder && !pl->conf.chunks)
 		return 0;
 	while (cap > 16 && cap * stride > INBOX_BYTES)
 		cap /= 2;
@@ -554,6 +571,7 @@ static void cpu_destroy(void *e)
 		pthread_mutex_destroy(&pl->workers[w].inbox.lock);
 	}
 	free(pl->owner);
+	free(pl->learned);
 	free(pl->workers);
 	free(pl);
 }

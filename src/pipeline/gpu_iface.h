@@ -9,6 +9,8 @@
 
 #include "commlist.h"
 
+#include <vfgx/format.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -76,13 +78,17 @@ struct gpuk_conf {
 	 * N + 1 */
 	uint64_t test_wedge;
 	struct gpuk_chunks ch;       /* ch.on: records go into chunks */
+	/* pipeline.format other than vfgx's header (fmt_on), placing by
+	 * slot: phase A decodes it, phase B extends the sequence */
+	uint32_t fmt_on;
+	struct vfgx_format fmt;
 };
 
 /* Counter indexes (reduced on the GPU, one u64 each). */
 enum {
 	GPUK_C_PACKETS, GPUK_C_BYTES, GPUK_C_PASSED, GPUK_C_DELIVERED,
 	GPUK_C_DELIVERED_BYTES, GPUK_C_GAPS, GPUK_C_VERIFY, GPUK_C_LAST_SEEN,
-	GPUK_C_ORDER, GPUK_C_DROP0, GPUK_NCNT = GPUK_C_DROP0 + 16
+	GPUK_C_ORDER, GPUK_C_DROP0, GPUK_NCNT = GPUK_C_DROP0 + 22
 };
 
 /* Same layout as struct vfgx_gpu_delivery. */

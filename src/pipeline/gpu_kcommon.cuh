@@ -101,6 +101,11 @@ struct kparams {
 	struct kc_pb *kpb;
 	uint64_t *pub_ticket;
 	uint32_t to_b;              /* reorder or chunks: phase B has records */
+	/* pipeline.format (gpu_iface.h), or NULL: vfgx's header; fseq: each
+	 * stream's sequence extension state (nb_fseq) */
+	const struct vfgx_format *fmt;
+	struct vfgx_seq_state *fseq;
+	uint32_t nb_fseq;
 };
 
 /* ---- memory-ordering helpers (see commlist.h) ---------------------------- */

@@ -238,6 +238,43 @@ __device__ bool kd_deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 	return true;
 }
 
+/* A producer's header (pipeline.format, placing by slot): vfgx/format.h's
+ * rules, the cpu engine's: stream, sequence as sent (phase B extends it
+ * in order, kfmt_extend), body.  Out of line: its packet record stays off
+ * the vfgx header's path. */
+__device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt, uint32_t max_streams,
+				     const uint8_t *pay, uint32_t len, struct vfgx_app_hdr *h,
+				     uint32_t *boff, uint32_t *blen)
+{
+	struct vfgx_fmt_pkt o;
+	int v = vfgx_fmt_decode(fmt, pay, len, &o);
+
+	*boff = 0;
+	*blen = 0;
+	if (v != VFGX_FD_OK)
+		return vfgx_fmt_drop_reason(v);
+	if (o.stream >= max_streams)
+		return VFGX_R_BAD_STREAM;
+	h->stream = o.stream;
+	h->seq = o.seq;
+	h->flags = 0;
+	*boff = o.payload_off;
+	*blen = o.payload_len;
+	return VFGX_STAGE_PASS;
+}
+
+/* The record's header: vfgx's 16 bytes, or the format's; *boff and *blen
+ * the body after it. */
+__device__ __forceinline__ int k_hdr(const kparams &k, const uint8_t *pay, uint32_t len,
+				     struct vfgx_app_hdr *h, uint32_t *boff, uint32_t *blen)
+{
+	if (k.fmt)
+		return kfmt_hdr(k.fmt, k.max_streams, pay, len, h, boff, blen);
+	*boff = VFGX_APP_HLEN;
+	*blen = len - VFGX_APP_HLEN;
+	return vfgx_app_hdr_read(pay, len, k.max_streams, h);
+}
+
 /* Packet i of the item in slot; its descriptor was read by the caller. */
 __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 			       uint32_t slot, uint32_t i, uint64_t addr,
@@ -250,6 +287,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	struct vfgx_parsed ps;
 	struct vfgx_app_hdr h;
 	const uint8_t *pay;
+	uint32_t boff = 0, blen = 0;
 	int r = VFGX_STAGE_PASS;
 
 	if (lane == 0) {
@@ -293,23 +331,21 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	if (lane == 0)
 		count(cnt, GPUK_C_PASSED, 1);
 	pay = f + ps.payload_off;
-	r = vfgx_app_hdr_read(pay, ps.payload_len, k.max_streams, &h);
-	if (r == VFGX_STAGE_PASS && k.reorder && ps.payload_len - VFGX_APP_HLEN > k.slot)
+	r = k_hdr(k, pay, ps.payload_len, &h, &boff, &blen);
+	if (r == VFGX_STAGE_PASS && k.reorder && blen > k.slot)
 		r = VFGX_R_TOO_BIG;
 	if (r == VFGX_STAGE_PASS) {
 		bool bad = false;
 
 		if (k.verify)
-			warp_scan(pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN, lane,
-				  true, pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
+			warp_scan(pay + boff, blen, lane, true, pay + boff, blen,
 				  pat_base(h.stream, h.seq), &bad);
 		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (bad ? RF_BAD : 0);
 	}
 	if (!k.to_b) {
 		if (r == VFGX_STAGE_PASS)
 			kd_deliver(k, cnt, q * k.max_streams + h.stream, h.seq,
-				pay + VFGX_APP_HLEN, ps.payload_len - VFGX_APP_HLEN,
-				h.flags, false, lane);
+				pay + boff, blen, h.flags, false, lane);
 		else if (k.verify) {
 			if (lane == 0)
 				count(cnt, GPUK_C_DROP0 + r, 1);
@@ -326,8 +362,8 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	}
 	if (lane == 0) {
 		out->seq = h.seq;
-		out->body = pay + VFGX_APP_HLEN;
-		out->len = ps.payload_len - VFGX_APP_HLEN;
+		out->body = pay + boff;
+		out->len = blen;
 		out->stream = k.ch.on ? h.stream : q * k.max_streams + h.stream;
 		out->flags = h.flags;
 		out->kind = RES_INSERT;
@@ -396,6 +432,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		int r = VFGX_STAGE_PASS, fr = VFGX_STAGE_PASS;
 		int ar = VFGX_R_BAD_APP_HDR, need = 0;
 		uint32_t pseudo = 0, left, act, passed, bit_lo = 0, bit_hi = 0;
+		uint32_t boff = VFGX_APP_HLEN, blen = 0;
 		bool bad = false;
 		ull bytes;
 
@@ -416,14 +453,13 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				}
 			}
 			if (r == VFGX_STAGE_PASS && fr == VFGX_STAGE_PASS)
-				ar = vfgx_app_hdr_read(f + ps.payload_off, ps.payload_len,
-						       k.max_streams, &h);
+				ar = k_hdr(k, f + ps.payload_off, ps.payload_len, &h, &boff,
+					   &blen);
 		}
 		/* Records that may be delivered are checked against the
 		 * loopback pattern (verify) in the same loads as their
 		 * checksum, or in a pass of their own when no checksum is due. */
-		if (ar == VFGX_STAGE_PASS && k.reorder &&
-		    ps.payload_len - VFGX_APP_HLEN > k.slot)
+		if (ar == VFGX_STAGE_PASS && k.reorder && blen > k.slot)
 			ar = VFGX_R_TOO_BIG;
 		bool vneed = k.verify && i < n && r == VFGX_STAGE_PASS &&
 			     fr == VFGX_STAGE_PASS && ar == VFGX_STAGE_PASS;
@@ -436,10 +472,9 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		 * and an 8 KiB one still has the whole warp. */
 		left = __ballot_sync(FULL, need || vneed);
 		if (left) {
-			uintptr_t bo = (uintptr_t)(f + ps.payload_off + VFGX_APP_HLEN);
+			uintptr_t bo = (uintptr_t)(f + ps.payload_off + boff);
 			uintptr_t so = need ? (uintptr_t)(f + ps.l4_off) : bo;
-			uint32_t sl = need ? ps.payload_len + VFGX_UDP_HLEN :
-					     ps.payload_len - VFGX_APP_HLEN;
+			uint32_t sl = need ? ps.payload_len + VFGX_UDP_HLEN : blen;
 			uint32_t nbk = need || vneed ?
 					       (uint32_t)((so + sl + 15 - (so & ~(uintptr_t)15)) / 16) :
 					       0;
@@ -458,7 +493,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				uint32_t j = mm ? (uint32_t)(__ffs(mm) - 1) : lane;
 				bool vj = __shfl_sync(FULL, vneed, j);
 				uintptr_t body = __shfl_sync(FULL, (ull)bo, j);
-				uint32_t blen = __shfl_sync(FULL, ps.payload_len - VFGX_APP_HLEN, j);
+				uint32_t bl = __shfl_sync(FULL, blen, j);
 				uintptr_t sp = __shfl_sync(FULL, (ull)so, j);
 				uint32_t l = __shfl_sync(FULL, sl, j);
 				uint32_t c = __shfl_sync(FULL, pat_base(h.stream, h.seq), j);
@@ -482,7 +517,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				}
 #endif
 				if (mm)
-					span_part(sp, sp + l, L, lane % L, vj, body, blen, c, e, o,
+					span_part(sp, sp + l, L, lane % L, vj, body, bl, c, e, o,
 						  diff);
 				span_reduce(L, e, o, diff);
 				ull s = span_sum(sp, e, o);
@@ -525,7 +560,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			/* deliver is warp-wide: one packet after another */
 			for (uint32_t j = 0; j < m; j++) {
 				const uint8_t *pay;
-				uint32_t pl, qj;
+				uint32_t pl, qj, bj;
 				int aj;
 
 				if (!((passed >> j) & 1))
@@ -535,11 +570,12 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 				pl = __shfl_sync(FULL, ps.payload_len, j);
 				qj = __shfl_sync(FULL, q, j);
 				aj = __shfl_sync(FULL, ar, j);
+				bj = __shfl_sync(FULL, boff, j);
 				if (aj == VFGX_STAGE_PASS)
 					kd_deliver(k, cnt, qj * k.max_streams +
 						__shfl_sync(FULL, h.stream, j),
 						__shfl_sync(FULL, h.seq, j),
-						pay + VFGX_APP_HLEN, pl - VFGX_APP_HLEN,
+						pay + bj, __shfl_sync(FULL, blen, j),
 						__shfl_sync(FULL, h.flags, j), false, lane);
 				else if (k.verify) {
 					if (lane == 0)
@@ -567,8 +603,8 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 						      q * k.max_streams + h.stream;
 
 					out->seq = h.seq;
-					out->body = f + ps.payload_off + VFGX_APP_HLEN;
-					out->len = ps.payload_len - VFGX_APP_HLEN;
+					out->body = f + ps.payload_off + boff;
+					out->len = blen;
 					out->stream = st;
 					out->flags = h.flags;
 					kind = RES_INSERT;

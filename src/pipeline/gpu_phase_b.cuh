@@ -409,6 +409,48 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 		kc_publish(k, last, lane, df);
 }
 
+/* pipeline.format: each of the group's records of the item gets its
+ * sequence extended with its stream's state (vfgx_seq_extend, the cpu
+ * engine's rule), in item order, before reorder or chunks see it: the
+ * group's turn orders the items and a stream lives in one group.  A jump
+ * or a sequence below 0 drops the record (its group mark cleared). */
+__device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
+					 struct vfgx_seq_state *fseq, uint32_t nb_fseq,
+					 uint64_t *base, struct res *rs, uint8_t *grp,
+					 ull *cnt, uint32_t n, uint32_t g, uint32_t lane)
+{
+	for (uint32_t b = 0; b < n; b += 32) {
+		uint32_t i = b + lane;
+		uint32_t m = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+
+		if (lane == 0) {
+			while (m) {
+				uint32_t j = b + (uint32_t)(__ffs(m) - 1);
+				struct res *r = &rs[j];
+				uint64_t ext = 0;
+				bool fresh = r->stream < nb_fseq && !fseq[r->stream].started;
+				int v = r->stream < nb_fseq ?
+						vfgx_seq_extend(fmt, &fseq[r->stream], r->seq, &ext) :
+						VFGX_FD_BAD_STREAM;
+
+				m &= m - 1;
+				if (v == VFGX_FD_OK) {
+					/* the window starts at the stream's first
+					 * extended sequence (proc.c does the same) */
+					if (fresh && base)
+						base[r->stream] = ext;
+					r->seq = ext;
+					continue;
+				}
+				r->kind = RES_NONE;
+				grp[j] = 0xff;
+				count(cnt, GPUK_C_DROP0 + vfgx_fmt_drop_reason(v), 1);
+			}
+		}
+		__syncwarp();
+	}
+}
+
 /* Returns false when told to quit while waiting for the group's turn. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
@@ -424,15 +466,32 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * first 1024 and the first 32 records) does not depend on earlier
 	 * items: read it before waiting for the group's turn, so the turn
 	 * itself only covers the window state. */
-	if (k.to_b && cmd == VFGX_COMM_CMD_BURST && n) {
-		group_ballots(grp, 0, n, g, lane, bal, tot);
-		mine0 = batch_record(rs, bal, 0, 0, lane);
+	/* With a format (pipeline.format) the records carry the sequences as
+	 * sent: they are read once extended (kfmt_extend), after the turn.
+	 * One site reads them either way (a second costs every path
+	 * registers). */
+	bool pre = k.to_b && cmd == VFGX_COMM_CMD_BURST && n;
+	bool after = pre && k.fmt;
+
+#pragma unroll 1
+	for (uint32_t turn = 0; turn < 2; turn++) {
+		if (turn == 1) {
+			if (lane == 0)
+				quit = wait_ticket(k, g, item);
+			if (__shfl_sync(FULL, quit, 0))
+				return false;
+			__syncwarp();
+			if (!after)
+				break;
+			kfmt_extend(k.fmt, k.fseq, k.nb_fseq, k.reorder ? k.base : NULL,
+				    &k.res[(size_t)slot * k.burst], &k.grp[(size_t)slot * k.burst],
+				    cnt, n, g, lane);
+		}
+		if (pre && after == (turn == 1)) {
+			group_ballots(grp, 0, n, g, lane, bal, tot);
+			mine0 = batch_record(rs, bal, 0, 0, lane);
+		}
 	}
-	if (lane == 0)
-		quit = wait_ticket(k, g, item);
-	if (__shfl_sync(FULL, quit, 0))
-		return false;
-	__syncwarp();
 	/* deferred chunks: a reset acts once the items before published */
 	if (df && cmd == VFGX_COMM_CMD_RESET) {
 		if (lane == 0)
@@ -442,6 +501,9 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		__syncwarp();
 	}
 	if (cmd == VFGX_COMM_CMD_RESET) {
+		for (uint32_t s = g; k.fmt && s < k.nb_fseq; s += GPUK_GROUPS)
+			if (lane == 0)
+				k.fseq[s] = vfgx_seq_state{ 0, 0, 0, 0 };
 		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
 			for (uint32_t i = lane; i < k.window; i += 32)
 				k.slot_len[(size_t)s * k.window + i] = 0;

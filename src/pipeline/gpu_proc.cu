@@ -431,6 +431,21 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	if (c->stage_copy &&
 	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->burst * GPUK_STAGE_MAX, err, errlen)))
 		goto fail;
+	if (c->fmt_on) {
+		/* the description in GPU memory (the kernels read it as the
+		 * cpu engine does), one extension state per stream */
+		struct vfgx_format *fd;
+
+		k.nb_fseq = k.nb_streams;
+		if ((ret = dalloc(g, (void **)&fd, sizeof(*fd), err, errlen)) ||
+		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)))
+			goto fail;
+		if ((e = cudaMemcpy(fd, &c->fmt, sizeof(*fd), cudaMemcpyHostToDevice))) {
+			ret = cuerr(err, errlen, "cudaMemcpy", e);
+			goto fail;
+		}
+		k.fmt = fd;
+	}
 	k.dquit = k.seen + 1;
 	k.user.nb_flows = k.nb_streams;
 	k.user.enabled = c->user == 1;

@@ -22,7 +22,7 @@
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
-_Static_assert(VFGX_DROP_MAX == 16, "GPU counters hold 16 drop reasons");
+_Static_assert(VFGX_DROP_MAX == 22, "GPU counters hold 22 drop reasons");
 /* VFGX_COMM_PKT_RECORDS: the kernels read struct vfgx_pkt in place */
 _Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) == 0 &&
 	       offsetof(struct vfgx_pkt, len) == 8 && offsetof(struct vfgx_pkt, queue) == 32 &&
@@ -174,6 +174,27 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	c.slot = conf->reorder_slot;
 	c.max_streams = conf->max_streams ? conf->max_streams : 1;
 	c.verify = conf->verify_payload;
+	if (!vfgx_format_is_vfgx(conf->format)) {
+		if (conf->format->place != VFGX_FMT_PLACE_SLOT || (!conf->reorder && !chunks)) {
+			free(gp);
+			return vfgx_set_error(ctx, -ENOTSUP,
+					      "pipeline.format %s: the gpu engine reads formats that place by slot, with reorder or chunks; %s: use pipeline.device: cpu",
+					      conf->format->name,
+					      conf->format->place != VFGX_FMT_PLACE_SLOT ?
+						      "chunks by bytes (offset, lines) are the cpu engine's so far" :
+						      "delivery without reorder is the cpu engine's");
+		}
+		if ((conf->format->layout == VFGX_FMT_RTP ||
+		     conf->format->layout == VFGX_FMT_RFC4175) && !conf->format->n_stream_ids) {
+			free(gp);
+			return vfgx_set_error(ctx, -ENOTSUP,
+					      "pipeline.format %s: the gpu engine does not learn RTP's SSRCs; list them in pipeline.format.stream_ids, or use pipeline.device: cpu",
+					      conf->format->name);
+		}
+		c.fmt_on = 1;
+		c.fmt = *conf->format;
+		c.verify = 0; /* the pattern is vfgx's generator's */
+	}
 	c.nb_ranges = conf->nb_port_ranges;
 	if (getenv("VFGX_GPU_TEST_WEDGE") && opts->mode == VFGX_GPU_PERSISTENT) {
 		c.test_wedge = strtoull(getenv("VFGX_GPU_TEST_WEDGE"), NULL, 10) + 1;

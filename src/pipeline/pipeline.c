@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vfgx/format.h>
 #include <vfgx/gpu.h>
 #include <vfgx/pipeline.h>
 
@@ -181,6 +182,50 @@ static int check_ports_memory(vfgx_ctx *ctx, const struct vfgx_engine_ops *ops,
 	return 0;
 }
 
+/* The largest UDP payload every rx queue can receive: its pool's buffers
+ * less Ethernet, IPv4 and UDP headers; 65507 where the backend keeps its
+ * own buffers (the socket backend's datagrams). */
+static uint32_t ports_max_payload(vfgx_port *const *ports, uint16_t nb_ports)
+{
+	uint32_t m = 65507;
+
+	for (uint16_t i = 0; i < nb_ports; i++)
+		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
+			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
+			uint32_t b = pool ? vfgx_pool_buf_size(pool) : 0;
+
+			if (b > 42 && b - 42 < m)
+				m = b - 42;
+		}
+	return m;
+}
+
+/* pipeline.format, typed: the program's copied (argsz), checked against
+ * what the rx queues can receive (one line); *fmt NULL for vfgx's header. */
+static int format_resolve(vfgx_ctx *ctx, struct vfgx_pipeline_config *c,
+			  vfgx_port *const *ports, uint16_t nb_ports,
+			  struct vfgx_format *store)
+{
+	uint32_t maxp;
+	int ret;
+
+	if (!c->format)
+		return 0;
+	if (vfgx_argsz_copy(store, sizeof(*store), c->format, sizeof(*store)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: struct vfgx_format argsz %u not understood by libvfgx %s (use vfgx_format_profile)",
+				      c->format->argsz, VFGX_VERSION_STRING);
+	store->argsz = sizeof(*store);
+	c->format = vfgx_format_is_vfgx(store) ? NULL : store;
+	if (!c->format)
+		return 0;
+	maxp = ports_max_payload(ports, nb_ports);
+	ret = vfgx_format_check(ctx, store, maxp, maxp);
+	if (ret)
+		return ret;
+	return vfgx_pipeline_check(ctx, c);
+}
+
 void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
 {
 	*conf = (struct vfgx_pipeline_config){
@@ -196,6 +241,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 {
 	struct vfgx_pipeline_config c, *conf = &c;
 	struct vfgx_gpu_opts gopts;
+	struct vfgx_format fmt;
 	struct vfgx_pipeline *pl;
 	int ret = 0;
 
@@ -222,6 +268,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
 				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);
+	if ((ret = format_resolve(ctx, &c, ports, nb_ports, &fmt)))
+		return ret;
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
@@ -240,7 +288,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	}
 	memcpy(pl->ports, ports, nb_ports * sizeof(*pl->ports));
 	pl->nb_ports = nb_ports;
-	if (c.chunks && !(ret = vfgx_chunkset_create(ctx, c.chunks, &pl->chunks)))
+	if (c.chunks && !(ret = vfgx_chunkset_create_fmt(ctx, c.chunks, c.format, &pl->chunks)))
 		c.chunks = &pl->chunks->conf;
 	if (!ret)
 		ret = pl->ops->create(ctx, conf, ports, nb_ports, pl->chunks, &pl->engine);

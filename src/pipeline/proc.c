@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <vfgx/format.h>
 #include <vfgx/pipeline.h>
 #include <vfgx/stages.h>
 
@@ -20,6 +21,7 @@ struct reorder_stream {
 	uint8_t *data;   /* window * slot bytes: the output buffer */
 	uint32_t *len;   /* payload length + 1; 0 = empty */
 	uint8_t *flags;
+	bool started;    /* formats: base set to the first extended sequence */
 };
 
 struct vfgx_proc {
@@ -39,8 +41,25 @@ struct vfgx_proc {
 	uint32_t nb_chunk_streams;
 	uint8_t *chunk_mine;     /* per chunk stream: in chunk_streams */
 	uint64_t last_tick;
+	/* pipeline.format when it is not vfgx's header (else NULL: the app
+	 * header fast path), and each stream's sequence extension state (a
+	 * stream's packets are extended by the worker that owns it) */
+	const struct vfgx_format *fmt;
+	struct vfgx_seq_state *seq;
+	uint32_t nb_seq;
+	bool verify;             /* verify_payload, for vfgx's header only */
+	/* RTP without stream_ids: SSRCs get stream indices in order of
+	 * arrival (own table, or the pipeline's shared one) */
+	bool learn;
+	_Atomic uint64_t *learned, *own_learned;
+	uint32_t nb_learned;
 	struct vfgx_pipeline_stats st;
+	struct vfgx_format fmt_copy; /* fmt points here (cold: at the end) */
 };
+
+/* A hand-over of a whole UDP payload to the owner, which decodes it
+ * (formats: the sequence state is the owner's). */
+#define HANDOFF_RAW 0x80000000u
 
 /* A stream the budget gave no window: its packets are bad_stream drops. */
 static struct reorder_stream refused_stream;
@@ -62,6 +81,11 @@ int vfgx_pipeline_check(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf)
 	uint64_t host = vfgx_host_ram_bytes();
 	uint64_t all;
 
+	if (conf->reorder && !conf->chunks && conf->format &&
+	    conf->format->layout == VFGX_FMT_SPEAD)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.format %s: every packet of a SPEAD heap carries the heap counter as its sequence, so a reorder window cannot order them; use pipeline.chunks (heaps as chunks) or reorder.enabled: false",
+				      conf->format->name);
 	if (!conf->reorder)
 		return 0;
 	if (conf->reorder_window < 2 ||
@@ -106,6 +130,14 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	p->max_mem = conf->reorder_max_memory ? conf->reorder_max_memory :
 						VFGX_REORDER_MAX_MEMORY;
 	p->steer.mem_used = &p->own_mem;
+	p->verify = conf->verify_payload;
+	if (!vfgx_format_is_vfgx(conf->format)) {
+		p->fmt_copy = *conf->format;
+		p->fmt = &p->fmt_copy;
+		p->verify = false; /* the pattern is vfgx's generator's */
+		p->learn = (p->fmt->layout == VFGX_FMT_RTP || p->fmt->layout == VFGX_FMT_RFC4175) &&
+			   !p->fmt->n_stream_ids;
+	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
 		p->lo[i] = conf->port_ranges[i].lo;
 		p->hi[i] = conf->port_ranges[i].hi;
@@ -113,7 +145,18 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	if (!p->conf.max_streams)
 		p->conf.max_streams = 1;
 	p->streams = calloc(p->conf.max_streams, sizeof(*p->streams));
-	if (!p->streams) {
+	p->nb_seq = p->conf.max_streams;
+	if (p->fmt)
+		p->seq = calloc(p->nb_seq, sizeof(*p->seq));
+	if (p->learn) {
+		p->nb_learned = p->conf.max_streams;
+		p->learned = calloc(p->nb_learned, sizeof(*p->learned));
+		p->own_learned = p->learned;
+	}
+	if (!p->streams || (p->fmt && !p->seq) || (p->learn && !p->learned)) {
+		free(p->streams);
+		free(p->seq);
+		free(p->own_learned);
 		free(p);
 		return -ENOMEM;
 	}
@@ -143,10 +186,15 @@ void vfgx_proc_reset(vfgx_proc *p)
 		memset(s->len, 0, sizeof(*s->len) * p->conf.reorder_window);
 		s->base = 0;
 		s->held = 0;
+		s->started = false;
 	}
 	for (uint32_t i = 0; i < p->nb_chunk_streams; i++)
 		p->chunk_mine[p->chunk_streams[i]] = 0;
 	p->nb_chunk_streams = 0;
+	if (p->seq)
+		memset(p->seq, 0, sizeof(*p->seq) * p->nb_seq);
+	if (p->own_learned)
+		memset((void *)p->own_learned, 0, sizeof(*p->own_learned) * p->conf.max_streams);
 	{
 		uint64_t held = p->st.reorder_bytes;
 
@@ -164,11 +212,22 @@ void vfgx_proc_destroy(vfgx_proc *p)
 	free(p->streams);
 	free(p->chunk_streams);
 	free(p->chunk_mine);
+	free(p->seq);
+	free(p->own_learned);
 	free(p);
 }
 
 int vfgx_proc_set_chunks(vfgx_proc *p, struct vfgx_chunkset *cs)
 {
+	if (p->fmt && cs->conf.streams > p->nb_seq) {
+		struct vfgx_seq_state *g = calloc(cs->conf.streams, sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		free(p->seq);
+		p->seq = g;
+		p->nb_seq = cs->conf.streams;
+	}
 	p->chunk_streams = calloc(cs->conf.streams, sizeof(*p->chunk_streams));
 	p->chunk_mine = calloc(cs->conf.streams, 1);
 	if (!p->chunk_streams || !p->chunk_mine)
@@ -241,7 +300,7 @@ static bool pattern_bad(uint32_t stream, uint64_t seq, const uint8_t *data,
 static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
 		    const uint8_t *data, uint32_t len, uint32_t flags)
 {
-	int bad = p->conf.verify_payload && pattern_bad(stream, seq, data, len);
+	int bad = p->verify && pattern_bad(stream, seq, data, len);
 	int drop = p->user_fn && p->user_fn(p->user, stream, seq, data, len);
 	struct vfgx_rule_delivery d = vfgx_rule_deliver(bad, drop, len, flags);
 
@@ -310,6 +369,15 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 	return VFGX_STAGE_PASS;
 }
 
+/* This processor places into stream id's chunks (tick and flush them). */
+static void chunk_claim(vfgx_proc *p, uint32_t id)
+{
+	if (!p->chunk_mine[id]) {
+		p->chunk_mine[id] = 1;
+		p->chunk_streams[p->nb_chunk_streams++] = id;
+	}
+}
+
 /* Write a record into its chunk slot, then verify it and hand it to the
  * user stage there (its return value is counted; the record stays). */
 static int chunk_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
@@ -321,10 +389,7 @@ static int chunk_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 
 	if (r != VFGX_STAGE_PASS)
 		return r;
-	if (!p->chunk_mine[h->stream]) {
-		p->chunk_mine[h->stream] = 1;
-		p->chunk_streams[p->nb_chunk_streams++] = h->stream;
-	}
+	chunk_claim(p, h->stream);
 	deliver(p, h->stream, h->seq, slot, len, h->flags);
 	return VFGX_STAGE_PASS;
 }
@@ -363,6 +428,132 @@ static unsigned lat_bucket(uint64_t ns)
 	return b < VFGX_LAT_BUCKETS ? b : VFGX_LAT_BUCKETS - 1;
 }
 
+void vfgx_proc_share_streams(vfgx_proc *p, _Atomic uint64_t *learned, uint32_t n)
+{
+	if (!p->learn)
+		return;
+	p->learned = learned;
+	p->nb_learned = n;
+}
+
+/* The stream index of an SSRC: its place in the table of those seen, a
+ * new one taking the first free place (compare-and-swap: two workers
+ * that add the same SSRC at once both end at its first place).  -1 when
+ * the table is full (bad_stream). */
+static int32_t learn_stream(vfgx_proc *p, uint64_t raw)
+{
+	uint64_t want = raw + 1;
+
+	for (uint32_t i = 0; i < p->nb_learned; i++) {
+		uint64_t v = atomic_load_explicit(&p->learned[i], memory_order_acquire);
+
+		if (v == want)
+			return (int32_t)i;
+		if (v == 0 && atomic_compare_exchange_strong_explicit(
+				      &p->learned[i], &v, want, memory_order_acq_rel,
+				      memory_order_acquire))
+			v = want;
+		if (v == want) {
+			/* the first place holding it (another worker may have
+			 * added it before this one's place) */
+			for (uint32_t j = 0; j < i; j++)
+				if (atomic_load_explicit(&p->learned[j], memory_order_acquire) ==
+				    want)
+					return (int32_t)j;
+			return (int32_t)i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * A packet by the producer's header (pipeline.format): decode it, hand it
+ * to the worker that owns its stream (may_hand), extend its sequence with
+ * the stream's state, then as vfgx's header: delivered as it comes
+ * (reorder off), reordered by the extended sequence, or placed into its
+ * chunk (slots, or bytes at the offsets the format computes).  The rules
+ * are vfgx/format.h's and rules.h's, the same the gpu engine runs.
+ */
+static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
+		       bool may_hand)
+{
+	struct vfgx_fmt_pkt o;
+	struct vfgx_app_hdr h;
+	const uint8_t *data;
+	uint32_t dlen;
+	int r = vfgx_fmt_decode(p->fmt, pay, len, &o);
+
+	/* decode's stream check is its last: o is whole when it fails */
+	if (p->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
+		int32_t i = learn_stream(p, o.stream_raw);
+
+		o.stream = i < 0 || (uint32_t)i >= p->fmt->max_streams ? UINT32_MAX : (uint32_t)i;
+		r = VFGX_FD_OK;
+	}
+	if (r != VFGX_FD_OK || o.stream >= p->nb_seq) {
+		p->st.drops[r != VFGX_FD_OK ? vfgx_fmt_drop_reason(r) : VFGX_R_BAD_STREAM]++;
+		return;
+	}
+	if (may_hand && p->steer.owner && o.stream < p->conf.max_streams) {
+		uint16_t to = stream_owner(p, o.stream);
+
+		if (to != p->steer.self) {
+			struct vfgx_handoff ho = {
+				.stream = o.stream, .flags = HANDOFF_RAW,
+				.body = pay, .len = len,
+			};
+
+			if (len > p->slot_max + VFGX_HANDOFF_HEADROOM) {
+				p->st.drops[VFGX_R_TOO_BIG]++;
+				return;
+			}
+			p->steer.hand(p->steer.user, to, &ho);
+			p->st.handed_over++;
+			return;
+		}
+	}
+	if (p->conf.reorder && !p->chunks && o.payload_len > p->conf.reorder_slot) {
+		/* before the extension, as the gpu engine's phase A */
+		p->st.drops[VFGX_R_TOO_BIG]++;
+		return;
+	}
+	r = vfgx_seq_extend(p->fmt, &p->seq[o.stream], o.seq, &o.ext_seq);
+	if (r != VFGX_FD_OK) {
+		p->st.drops[vfgx_fmt_drop_reason(r)]++;
+		return;
+	}
+	if (p->chunks) {
+		r = vfgx_chunkset_place_pkt(p->chunks, &o, pay, now, &data, &dlen);
+		if (r != VFGX_STAGE_PASS) {
+			p->st.drops[r]++;
+			return;
+		}
+		chunk_claim(p, o.stream);
+		deliver(p, o.stream, o.ext_seq, data, dlen, 0);
+		return;
+	}
+	if (!p->conf.reorder) {
+		deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
+		return;
+	}
+	if (o.stream < p->conf.max_streams) {
+		/* an extended sequence starts anywhere (one turn in): the
+		 * window starts at the stream's first, not at 0 */
+		struct reorder_stream *s = stream_get(p, o.stream);
+
+		if (s != &refused_stream && !s->started) {
+			s->started = true;
+			s->base = o.ext_seq;
+		}
+	}
+	h.stream = o.stream;
+	h.flags = 0;
+	h.seq = o.ext_seq;
+	r = reorder_insert(p, &h, pay + o.payload_off, o.payload_len);
+	if (r != VFGX_STAGE_PASS)
+		p->st.drops[r]++;
+}
+
 void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 {
 	uint64_t now = vfgx_now_ns();
@@ -394,6 +585,10 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		}
 		p->st.passed++;
 		pay = pk->data + ps.payload_off;
+		if (p->fmt) {
+			fmt_packet(p, pay, ps.payload_len, now, true);
+			continue;
+		}
 		r = vfgx_app_hdr_read(pay, ps.payload_len, p->conf.max_streams, &h);
 		if (!p->conf.reorder && !p->chunks) {
 			if (r == VFGX_STAGE_PASS)
@@ -442,7 +637,13 @@ void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *ho)
 {
 	struct vfgx_app_hdr h = { .stream = ho->stream, .flags = ho->flags,
 				  .seq = ho->seq };
-	int r = p->chunks ? chunk_insert(p, &h, ho->body, ho->len, vfgx_now_ns()) :
+	int r;
+
+	if (ho->flags & HANDOFF_RAW) {
+		fmt_packet(p, ho->body, ho->len, vfgx_now_ns(), false);
+		return;
+	}
+	r = p->chunks ? chunk_insert(p, &h, ho->body, ho->len, vfgx_now_ns()) :
 			    reorder_insert(p, &h, ho->body, ho->len);
 
 	if (r != VFGX_STAGE_PASS)

@@ -12,6 +12,10 @@
 
 /* A record for the worker that owns its stream (payload after the app
  * header, at most reorder_slot bytes). */
+/* Inbox bytes beyond a slot: a format's packet goes over with its
+ * header (the owner decodes it). */
+#define VFGX_HANDOFF_HEADROOM 256
+
 struct vfgx_handoff {
 	uint32_t stream;
 	uint32_t flags;
@@ -38,6 +42,10 @@ void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *h);
 struct vfgx_chunkset;
 /* Place records into cs's chunk slots instead of reorder windows. */
 int vfgx_proc_set_chunks(vfgx_proc *p, struct vfgx_chunkset *cs);
+/* RTP layouts without stream_ids (vfgx_proc): the SSRCs seen, in order
+ * of arrival, shared by every worker of a pipeline (n entries: SSRC + 1,
+ * 0 free).  Before the first burst. */
+void vfgx_proc_share_streams(vfgx_proc *p, _Atomic uint64_t *learned, uint32_t n);
 /* Release the chunks of this processor's streams that timed out. */
 void vfgx_proc_tick(vfgx_proc *p, uint64_t now_ns);
 

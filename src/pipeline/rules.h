@@ -400,4 +400,98 @@ VFGX_HD uint64_t vfgx_ck_flush(struct vfgx_ck_conf c, struct vfgx_ck_stream st)
 	return n < c.in_flight ? n : c.in_flight;
 }
 
+/* ---- chunks by bytes (pipeline.format places by offset or lines) -------- */
+
+/* The chunk index of a packet whose header names its chunk by an id (SPEAD
+ * heap counter, RFC 4175's RTP timestamp) of id_bits bits: the index of
+ * the open chunk with that id when one holds it (found, at n_found); else
+ * an id after top's (serial arithmetic: ahead by less than half the ids)
+ * opens top + 1; else the chunk was released already (late).  A stream's
+ * first packet opens index 0. */
+struct vfgx_ck_bidx {
+	int late;
+	int new_top;          /* the id is the stream's newest: top_id = id */
+	uint64_t n;
+};
+
+VFGX_HD struct vfgx_ck_bidx vfgx_ck_byte_chunk(struct vfgx_ck_stream st, uint64_t top_id,
+					       uint64_t id, uint32_t id_bits, int found,
+					       uint64_t n_found)
+{
+	struct vfgx_ck_bidx b;
+	uint64_t mask = id_bits >= 64 ? ~0ull : (1ull << id_bits) - 1;
+	uint64_t d = (id - top_id) & mask;
+
+	b.late = 0;
+	b.new_top = 0;
+	b.n = 0;
+	if (!st.open) {
+		b.new_top = 1;
+		return b;
+	}
+	if (found) {
+		b.n = n_found;
+		return b;
+	}
+	if (d != 0 && d <= (mask >> 1)) {
+		b.n = st.top + 1;
+		b.new_top = 1;
+		return b;
+	}
+	b.late = 1;
+	b.n = st.head ? st.head - 1 : 0;
+	return b;
+}
+
+/* A packet's bit in its chunk's present map: by_offset (SPEAD) the heap
+ * offset in payload_bytes units, which must be below packets; else its
+ * extended sequence modulo packets (packets >= a frame's packets). */
+VFGX_HD int vfgx_ck_byte_key(struct vfgx_ck_conf c, int by_offset, uint64_t ext_seq,
+			     uint64_t dst_off, uint32_t *k)
+{
+	if (by_offset) {
+		if (dst_off % c.payload_bytes || dst_off / c.payload_bytes >= c.packets)
+			return VFGX_R_OFFSET_PAST_CHUNK;
+		*k = (uint32_t)(dst_off / c.payload_bytes);
+		return VFGX_STAGE_PASS;
+	}
+	*k = (uint32_t)(ext_seq % c.packets);
+	return VFGX_STAGE_PASS;
+}
+
+/* The bytes a chunk spans: an end mark sets it to where that packet ends;
+ * else the packet's own chunk size (SPEAD heap size) when it says one, else
+ * the configured chunk. */
+VFGX_HD uint64_t vfgx_ck_byte_span(uint64_t span, int end, uint64_t end_at,
+				   uint64_t pkt_chunk_bytes)
+{
+	if (end)
+		return end_at;
+	if (pkt_chunk_bytes && pkt_chunk_bytes < span)
+		return pkt_chunk_bytes;
+	return span;
+}
+
+/* Releasing a chunk placed by bytes: complete when every byte it spans
+ * was written, else closed by `reason` with the bytes missing. */
+struct vfgx_ck_release_b {
+	int skip;
+	uint32_t flags;
+	uint64_t missing_bytes;
+	struct vfgx_ck_gaps gaps;
+};
+
+VFGX_HD struct vfgx_ck_release_b vfgx_ck_release_bytes(int holds_head, uint64_t span,
+						       uint64_t bytes_in, uint32_t reason)
+{
+	struct vfgx_ck_release_b d;
+
+	d.skip = !holds_head;
+	d.missing_bytes = holds_head && bytes_in < span ? span - bytes_in : 0;
+	d.flags = d.missing_bytes ? reason : VFGX_CHUNK_COMPLETE;
+	/* a chunk by bytes that got no packet is not known to exist */
+	d.gaps.now = d.gaps.pending = 0;
+	return d;
+}
+
 #endif

@@ -47,6 +47,8 @@ static const char *const drop_names[VFGX_DROP_MAX] = {
 	"bad_ip",      "bad_ip_csum", "not_udp",   "bad_udp",
 	"bad_udp_csum", "filtered", "bad_app_hdr", "bad_stream",
 	"late",        "duplicate", "too_big",     "user",
+	"field_outside", "bad_length", "mismatch", "offset_past_chunk",
+	"segment_past_frame", "seq_jump",
 };
 
 const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
