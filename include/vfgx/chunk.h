@@ -167,6 +167,11 @@ int vfgx_chunk_put(vfgx_pipeline *pl, uint32_t stream, uint64_t index);
 int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *st);
 /* The pipeline's chunk options (argsz and all), or NULL without chunks. */
 const struct vfgx_chunk_config *vfgx_chunk_conf(vfgx_pipeline *pl);
+/* The producer's header the chunks are placed by (pipeline.format,
+ * vfgx/format.h), or NULL for vfgx's own header (the vfgx profile) or no
+ * chunks. */
+struct vfgx_format;
+const struct vfgx_format *vfgx_chunk_format(vfgx_pipeline *pl);
 
 /* GPU chunks without the CPU in the loop.  Every ring slot has a status
  * word in GPU-readable memory: the index + 1 of the chunk last made ready in

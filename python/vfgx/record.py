@@ -2,7 +2,7 @@
 as NumPy arrays, without libvfgx: the sidecar PATH.index.jsonl (a header
 line, then one line per chunk written once the chunk's data was on file)
 and the data file it describes (fixed-size records: payload slots, present
-bitmap, lengths at the header's offsets; format versions 1 and 2).  Only
+bitmap, lengths at the header's offsets; format versions 1 to 3).  Only
 bytes [0, lens[i]) of a slot whose present bit is set are the packet's:
 the rest holds what the ring buffer held before.  HDF5 recordings open
 with h5py directly.
@@ -13,6 +13,10 @@ with h5py directly.
     s.present   # (chunks, packets) bool: slot i of chunk k arrived
     s.lens      # (chunks, packets) uint32 payload lengths
     s.index, s.first, s.flags, s.missing, s.present_count, s.ready_ns
+    s.first_seq, s.hdr_ts, s.bytes, s.missing_bytes, s.hdr_flags
+                # from the producer's header (pipeline.format; version 3;
+                # zeros in files of versions 1 and 2)
+    rec.profile # pipeline.format's profile ("vfgx": vfgx's own header)
 """
 import json
 import os
@@ -25,11 +29,16 @@ __all__ = ["open_raw", "RawRecording", "RawStream"]
 COMPLETE, BY_DISTANCE, BY_TIMEOUT, BY_RING, BY_END = 0x1, 0x2, 0x4, 0x8, 0x10
 
 # 1: bitmap and lengths packed after the slots; 2: the chunk ring slot's
-# layout (docs/record.md); both read through the header's offsets
-_VERSIONS = (1, 2)
+# layout (docs/record.md); 3: the header's metadata per chunk (first_seq,
+# hdr_ts, bytes, missing_bytes, hdr_flags) and profile = pipeline.format's;
+# all read through the header's offsets
+_VERSIONS = (1, 2, 3)
+# hdr_flags (include/vfgx/chunk.h)
+HDR_TS, ENDED = 0x1, 0x2
 
 _META = ("index", "first", "offset", "present_count", "missing", "flags",
-         "ready_ns", "last_packet_ns", "late")
+         "ready_ns", "last_packet_ns", "late", "first_seq", "hdr_ts", "bytes",
+         "missing_bytes", "hdr_flags")
 
 
 class RawStream:
@@ -38,7 +47,7 @@ class RawStream:
     def __init__(self, rec, lines):
         lines = sorted(lines, key=lambda d: d["index"])
         for key in _META:
-            setattr(self, key, np.array([d[key] for d in lines], dtype=np.uint64))
+            setattr(self, key, np.array([d.get(key, 0) for d in lines], dtype=np.uint64))
         rows = (self.offset // rec.header["record_bytes"]).astype(np.intp)
         recs = rec._records()
         self.data = np.ascontiguousarray(recs["data"][rows]) if len(rows) else \
@@ -74,10 +83,10 @@ class RawRecording:
         if not lines:
             raise ValueError("%s: no header line (not a vfgx raw index)" % self.index_path)
         self.header = json.loads(lines[0])
-        if self.header.get("profile") != "vfgx" or self.header.get("format") != "raw":
-            raise ValueError("%s: not a vfgx raw index (profile %r, format %r)"
-                             % (self.index_path, self.header.get("profile"),
-                                self.header.get("format")))
+        if self.header.get("format") != "raw" or "vfgx_version" not in self.header:
+            raise ValueError("%s: not a vfgx raw index (format %r, vfgx_version %r)"
+                             % (self.index_path, self.header.get("format"),
+                                self.header.get("vfgx_version")))
         if self.header.get("format_version") not in _VERSIONS:
             raise ValueError("%s: raw format version %r; this reader takes %s (a newer vfgx wrote it?)"
                              % (self.index_path, self.header.get("format_version"),
@@ -85,6 +94,7 @@ class RawRecording:
         self.packets = self.header["packets"]
         self.payload_bytes = self.header["payload_bytes"]
         self.config = self.header.get("config")
+        self.profile = self.header.get("profile", "vfgx")
         self.chunks, self.stopped = [], None
         for line in lines[1:]:
             d = json.loads(line)

@@ -255,6 +255,13 @@ const struct vfgx_chunk_config *vfgx_chunk_conf(vfgx_pipeline *pl)
 	return cs ? &cs->conf : NULL;
 }
 
+const struct vfgx_format *vfgx_chunk_format(vfgx_pipeline *pl)
+{
+	struct vfgx_chunkset *cs = chunkset_of(pl);
+
+	return cs ? cs->fmt : NULL;
+}
+
 const struct vfgx_chunk *vfgx_chunk_slot(vfgx_pipeline *pl, uint32_t stream,
 					 uint32_t slot)
 {

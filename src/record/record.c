@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <vfgx/chunk.h>
 #include <vfgx/pipeline.h>
 
 #include "core/argsz.h"
@@ -496,6 +497,8 @@ int vfgx_record_open(vfgx_ctx *ctx, const struct vfgx_record_conf *conf,
 	r->streams = cc->streams;
 	r->present_words = (cc->packets + 63) / 64;
 	r->mem = cc->mem;
+	snprintf(r->profile, sizeof(r->profile), "%s",
+		 vfgx_chunk_format(pl) ? vfgx_chunk_format(pl)->name : "vfgx");
 	rec_layout(r, pl);
 	r->ops = conf->format == VFGX_RECORD_RAW ? &rec_raw_ops : &rec_hdf5_ops;
 	if (!r->path || (conf->config_text && !r->config_text)) {

@@ -18,14 +18,16 @@
 #include <hdf5.h>
 #include <zlib.h>
 
-#define H5_FORMAT_VERSION 1
+#define H5_FORMAT_VERSION 2 /* 2: first_seq, hdr_ts, bytes, missing_bytes, hdr_flags; profile is pipeline.format's */
 
 /* the per-chunk metadata datasets, 1-D unless words > 0 */
-enum { M_INDEX, M_FIRST, M_READY, M_LAST, M_LATE, M_PCOUNT, M_MISSING,
-       M_FLAGS, M_PRESENT, M_LENS, NB_META };
+enum { M_INDEX, M_FIRST, M_READY, M_LAST, M_LATE, M_FIRST_SEQ, M_HDR_TS, M_BYTES,
+       M_MISSING_BYTES, M_PCOUNT, M_MISSING, M_FLAGS, M_HDR_FLAGS, M_PRESENT, M_LENS,
+       NB_META };
 static const char *const meta_names[NB_META] = {
-	"index", "first", "ready_ns", "last_packet_ns", "late",
-	"present_count", "missing", "flags", "present", "lens",
+	"index", "first", "ready_ns", "last_packet_ns", "late", "first_seq", "hdr_ts",
+	"bytes", "missing_bytes", "present_count", "missing", "flags", "hdr_flags",
+	"present", "lens",
 };
 
 struct h5_stream {
@@ -177,8 +179,10 @@ static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 	const uint64_t *present = c->present;
 	const uint32_t *lens = c->lens;
 	size_t dbytes = (size_t)r->packets * r->payload_bytes, wbytes = dbytes;
-	uint64_t u64[M_PCOUNT] = { c->index, c->first, c->ready_ns, c->last_packet_ns, c->late };
-	uint32_t u32[3] = { c->present_count, c->missing, c->flags };
+	uint64_t u64[M_PCOUNT] = { c->index, c->first, c->ready_ns, c->last_packet_ns, c->late,
+				   c->first_seq, c->hdr_ts, c->bytes, c->missing_bytes };
+	uint32_t u32[M_PRESENT - M_PCOUNT] = { c->present_count, c->missing, c->flags,
+					       c->hdr_flags };
 	hsize_t dims[3] = { 0, r->packets, r->payload_bytes }, off[3] = { 0 };
 	hsize_t size;
 	uint64_t t0 = vfgx_now_ns();
@@ -333,7 +337,7 @@ static int h5_open(vfgx_record *r, const char *path, int fd)
 		goto fail;
 	}
 	errno = 0;
-	if (attr_str(w->file, "profile", "vfgx") ||
+	if (attr_str(w->file, "profile", r->profile) ||
 	    attr_str(w->file, "vfgx_version", VFGX_VERSION) ||
 	    attr_u64(w->file, "format_version", H5_FORMAT_VERSION, true) ||
 	    attr_u64(w->file, "packets", r->packets, true) ||

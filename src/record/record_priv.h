@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include <vfgx/format.h>
 #include <vfgx/record.h>
 
 /* A chunk as the writers read it: host addresses (the chunk's own for
@@ -57,6 +58,8 @@ struct vfgx_record {
 	void *w;                  /* the writer's state */
 	/* the chunks' shape, from the pipeline */
 	uint32_t packets, payload_bytes, streams, present_words;
+	/* pipeline.format's profile name ("vfgx": vfgx's own header) */
+	char profile[VFGX_FMT_NAME_MAX];
 	enum vfgx_mem_kind mem;
 	/* the raw record: the pipeline's ring slot layout (data at 0, the
 	 * present bitmap at present_off, lens at lens_off, rec_bytes in all,

@@ -25,7 +25,9 @@
 #include "vfgx_build.h"
 
 #define RAW_ALIGN 4096u
-#define RAW_FORMAT_VERSION 2 /* 2: the record is the ring slot's layout */
+/* 2: the record is the ring slot's layout; 3: index lines carry first_seq,
+ * hdr_ts, bytes, missing_bytes and hdr_flags, and profile is pipeline.format's */
+#define RAW_FORMAT_VERSION 3
 
 struct raw_slot {
 	void *buf;                /* staging, allocated on first use */
@@ -33,8 +35,9 @@ struct raw_slot {
 	bool held;                /* writing the chunk's own slot: put it after */
 	uint64_t submit_ns;
 	/* the chunk's metadata, for its index line once written */
-	uint32_t stream, present_count, missing, flags;
+	uint32_t stream, present_count, missing, flags, hdr_flags;
 	uint64_t index, first, ready_ns, last_packet_ns, late, offset;
+	uint64_t first_seq, hdr_ts, bytes, missing_bytes;
 };
 
 struct raw_writer {
@@ -46,8 +49,26 @@ struct raw_writer {
 	size_t rec_bytes, present_off, lens_off;
 	uint64_t next_off;
 	bool abandoned;           /* writes left to the kernel after a stall */
+	/* the index's bytes written, and the space reserved for it ahead
+	 * (fallocate, the size kept): a full file system still takes the
+	 * chunk lines and the stop line, which come after the data */
+	uint64_t index_bytes, index_reserved;
 	char index_path[4200];
 };
+
+#define INDEX_RESERVE (64u * 1024)
+
+/* Keep INDEX_RESERVE bytes ahead of the index's end allocated, so that the
+ * data file filling the disk leaves the index room to say so.  Best
+ * effort: a file system without fallocate keeps today's behaviour. */
+static void index_reserve(struct raw_writer *w)
+{
+	if (w->index_bytes + INDEX_RESERVE / 2 <= w->index_reserved)
+		return;
+	if (fallocate(w->index_fd, FALLOC_FL_KEEP_SIZE, (off_t)w->index_reserved,
+		      INDEX_RESERVE) == 0)
+		w->index_reserved += INDEX_RESERVE;
+}
 
 /* One line to the index, whole or not at all from the reader's view (a
  * line without its newline is ignored). */
@@ -58,6 +79,8 @@ static int index_line(vfgx_record *r, struct raw_writer *w, const char *line,
 
 	if (n == (ssize_t)len) {
 		rec_add_bytes(r, (uint64_t)len);
+		w->index_bytes += len;
+		index_reserve(w);
 		return 0;
 	}
 	return rec_fail(r, n < 0 ? -errno : -ENOSPC, "record: %s: %s; recording stopped (the pipeline goes on)",
@@ -75,12 +98,12 @@ static int write_header(vfgx_record *r, struct raw_writer *w, const char *path)
 	if (!line)
 		return rec_fail(r, -ENOMEM, "record: out of memory");
 	len = (size_t)snprintf(line, cap,
-			       "{\"profile\":\"vfgx\",\"format\":\"raw\",\"format_version\":%d,"
+			       "{\"profile\":\"%s\",\"format\":\"raw\",\"format_version\":%d,"
 			       "\"vfgx_version\":\"%s\",\"packets\":%u,\"payload_bytes\":%u,"
 			       "\"streams\":%u,\"present_words\":%u,\"record_bytes\":%zu,"
 			       "\"data_offset\":0,\"present_offset\":%zu,\"lens_offset\":%zu,"
 			       "\"direct\":%s,\"data_file\":",
-			       RAW_FORMAT_VERSION, VFGX_VERSION, r->packets, r->payload_bytes,
+			       r->profile, RAW_FORMAT_VERSION, VFGX_VERSION, r->packets, r->payload_bytes,
 			       r->streams, r->present_words, w->rec_bytes, w->present_off,
 			       w->lens_off, r->st.direct ? "true" : "false");
 	rec_json_str(line, cap, &len, base ? base + 1 : path);
@@ -134,6 +157,7 @@ static int raw_open(vfgx_record *r, const char *path, int fd)
 	w->index_fd = rec_create(r, w->index_path, O_APPEND);
 	if (w->index_fd < 0)
 		goto fail;
+	index_reserve(w);
 	w->slots = calloc(w->nslots, sizeof(*w->slots));
 	if (!w->slots) {
 		rec_fail(r, -ENOMEM, "record: out of memory");
@@ -215,7 +239,7 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 {
 	struct io_uring_cqe *cqe;
 	struct raw_slot *s;
-	char line[512];
+	char line[768];
 	int ret, res;
 
 	ret = wait ? wait_cqe(r, w, &cqe) : io_uring_peek_cqe(&w->ring, &cqe);
@@ -249,9 +273,12 @@ static int reap_one(vfgx_record *r, struct raw_writer *w, bool wait)
 	snprintf(line, sizeof(line),
 		 "{\"stream\":%u,\"index\":%" PRIu64 ",\"first\":%" PRIu64 ",\"offset\":%" PRIu64
 		 ",\"present_count\":%u,\"missing\":%u,\"flags\":%u,\"ready_ns\":%" PRIu64
-		 ",\"last_packet_ns\":%" PRIu64 ",\"late\":%" PRIu64 "}\n",
+		 ",\"last_packet_ns\":%" PRIu64 ",\"late\":%" PRIu64 ",\"first_seq\":%" PRIu64
+		 ",\"hdr_ts\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"missing_bytes\":%" PRIu64
+		 ",\"hdr_flags\":%u}\n",
 		 s->stream, s->index, s->first, s->offset, s->present_count, s->missing,
-		 s->flags, s->ready_ns, s->last_packet_ns, s->late);
+		 s->flags, s->ready_ns, s->last_packet_ns, s->late, s->first_seq, s->hdr_ts,
+		 s->bytes, s->missing_bytes, s->hdr_flags);
 	if ((ret = index_line(r, w, line, strlen(line)))) {
 		rec_count_not_recorded(r);
 		return ret;
@@ -313,6 +340,11 @@ static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 	s->ready_ns = c->ready_ns;
 	s->last_packet_ns = c->last_packet_ns;
 	s->late = c->late;
+	s->first_seq = c->first_seq;
+	s->hdr_ts = c->hdr_ts;
+	s->bytes = c->bytes;
+	s->missing_bytes = c->missing_bytes;
+	s->hdr_flags = c->hdr_flags;
 	s->offset = w->next_off;
 	sqe = io_uring_get_sqe(&w->ring);
 	if (!sqe)

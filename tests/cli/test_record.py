@@ -102,6 +102,17 @@ def check_chunks(name, stream, rows, plen, chunk, gen_per_stream, lossless):
             bad += 1
         if popcount(r["present"]) != r["present_count"]:
             bad += 1
+        # the header metadata (vfgx's own header): a chunk spans its slots,
+        # its missing bytes are its missing slots', its first_seq is one of
+        # its present packets' sequences, and vfgx's header has no timestamp
+        if "bytes" in r:
+            slot = np.asarray(r["data"]).shape[1]
+            if r["bytes"] != chunk * slot or r["missing_bytes"] != r["missing"] * slot:
+                bad += 1
+            if r["first_seq"] not in {int(r["first"]) + int(k) for k in np.nonzero(present)[0]}:
+                bad += 1
+            if r["hdr_flags"] & 1 or r["hdr_ts"] != 0:
+                bad += 1
         seqs.update(int(r["first"]) + int(k) for k in np.nonzero(present)[0])
         npres += int(present.sum())
         nmiss += r["missing"]
@@ -116,7 +127,8 @@ def check_chunks(name, stream, rows, plen, chunk, gen_per_stream, lossless):
 def h5_rows(f, s):
     g = f["stream%d" % s]
     n = int(g.attrs["chunks"])
-    keys = ("index", "first", "flags", "missing", "present_count")
+    keys = ("index", "first", "flags", "missing", "present_count", "first_seq", "hdr_ts",
+            "bytes", "missing_bytes", "hdr_flags")
     cols = {k: g[k][:n] for k in keys}
     pres, lens, data = g["present"][:n], g["lens"][:n], g["data"][:n]
     return [dict({k: int(cols[k][j]) for k in keys}, present=pres[j], lens=lens[j], data=data[j])
@@ -127,6 +139,8 @@ def raw_rows(path, s):
     st = vfgx.record.open_raw(path).stream(s)
     return [dict(index=int(st.index[j]), first=int(st.first[j]), flags=int(st.flags[j]),
                  missing=int(st.missing[j]), present_count=int(st.present_count[j]),
+                 first_seq=int(st.first_seq[j]), hdr_ts=int(st.hdr_ts[j]), bytes=int(st.bytes[j]),
+                 missing_bytes=int(st.missing_bytes[j]), hdr_flags=int(st.hdr_flags[j]),
                  present=st.present_words[j], lens=st.lens[j], data=st.data[j])
             for j in range(len(st))]
 
