@@ -31,9 +31,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMMON = ["bench/results.c", "bench/results.h"]
 SOURCES = {
-    # the no-regression A/B (#39) measures the whole library against an older build
-    "regression-cpu.md": ["bench/regression.py", "bench/record.py", "src", "include"],
-    "regression-gpu.md": ["bench/regression.py", "bench/record.py", "src", "include"],
+    # the no-regression A/B (#39): vfgx run's whole path against an older build
+    "regression-cpu.md": ["bench/regression.py", "bench/record.py", "src/core", "src/mem", "src/port",
+                          "src/pipeline", "src/session", "src/cli", "include"],
+    "regression-gpu.md": ["bench/regression.py", "bench/record.py", "src/core", "src/mem", "src/port",
+                          "src/pipeline", "src/session", "src/cli", "include", "configs/gpu-loopback-replay.yaml"],
     "record.md": ["bench/record.py", "src/record", "src/session/user_cpu.c", "src/session/session_record.c",
                   "src/port/loopback.c"],
     "record-gpu.md": ["bench/record.py", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",

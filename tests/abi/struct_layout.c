@@ -1,4 +1,4 @@
-/* struct_layout.c - the parts of libvfgx.so.0's ABI that the symbol list
+/* struct_layout.c - the parts of libvfgx.so.1's ABI that the symbol list
  * cannot see: the sizes of public structs without argsz (a program
  * compiled against them passes them by pointer to the library) and the
  * enum counts that size their arrays (docs/api.md, "No fixed-size arrays
@@ -59,7 +59,7 @@ int main(void)
 			printf("ok   %s = %zu\n", rec[i].what, rec[i].got);
 			continue;
 		}
-		printf("FAIL %s = %zu, libvfgx.so.0 has %zu: an ABI change (bump the soname in meson.build, then record %zu in tests/abi/struct_layout.c)\n",
+		printf("FAIL %s = %zu, libvfgx.so.1 has %zu: an ABI change (bump the soname in meson.build, then record %zu in tests/abi/struct_layout.c)\n",
 		       rec[i].what, rec[i].got, rec[i].want, rec[i].got);
 		failed = 1;
 	}
