@@ -155,6 +155,34 @@ def target(name, measured, reference, goal):
                " (too few rounds for 95%: 6 needed)" if few else ""))
 
 
+class RamLoop:
+    """--ram-loop MB: ext4 on a loop device whose backing file lies in
+    /dev/shm, mounted on a temporary directory - a block device with a
+    file system, O_DIRECT and io_uring as on a disk, but without a shared
+    disk's swings, so that the recorder's path and fio's are what differ."""
+
+    def __init__(self, mb):
+        self.mb, self.dev, self.mnt = mb, None, None
+        self.img = tempfile.mkstemp(dir="/dev/shm", prefix="vfgx-bench-ram-")[1]
+
+    def __enter__(self):
+        subprocess.run(["truncate", "-s", "%dM" % self.mb, self.img], check=True)
+        self.dev = subprocess.run(["losetup", "--find", "--show", self.img], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        subprocess.run(["mkfs.ext4", "-q", "-F", self.dev], check=True)
+        self.mnt = tempfile.mkdtemp(prefix="vfgx-bench-ram-mnt-")
+        subprocess.run(["mount", self.dev, self.mnt], check=True)
+        return self.mnt
+
+    def __exit__(self, *exc):
+        if self.mnt:
+            subprocess.run(["umount", self.mnt])
+            os.rmdir(self.mnt)
+        if self.dev:
+            subprocess.run(["losetup", "-d", self.dev])
+        os.unlink(self.img)
+
+
 def fstype(d):
     r = subprocess.run(["findmnt", "-n", "-o", "FSTYPE,SOURCE", "-T", d], capture_output=True, text=True)
     return " ".join(r.stdout.split()) or "?"
@@ -279,7 +307,7 @@ def cpu_main(a, load, started):
                   file=sys.stderr, flush=True)
         fs = fstype(d)
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, "record.md")
+    path = os.path.join(a.out, a.name or "record.md")
     with open(path, "w") as f:
         head(f, "vfgx run --record", a, started, load,
              "- rounds: %d, sides interleaved in each; %d packets of 2048 B frames per run, "
@@ -353,7 +381,7 @@ def gpu_main(a, load, started):
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", str(a.gpu)],
                          capture_output=True, text=True).stdout.strip() or "?"
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, "record-gpu.md")
+    path = os.path.join(a.out, a.name or "record-gpu.md")
     with open(path, "w") as f:
         head(f, "vfgx run --record, chunks in GPU memory", a, started, load,
              "- GPU: %s (%d)\n- rounds: %d, sides interleaved in each; %d packets of 2048 B frames per "
@@ -386,6 +414,10 @@ def main():
     ap.add_argument("--paced-packets", type=int, default=200000,
                     help="record_pipeline_rate: packets per paced run")
     ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--ram-loop", type=int, default=0, metavar="MB",
+                    help="record and run fio on ext4 on a loop device over a /dev/shm file of MB "
+                    "(root; instead of --dir)")
+    ap.add_argument("--name", default="", help="the results file's name (default record.md / record-gpu.md)")
     ap.add_argument("--gpu", type=int, default=0, help="--device gpu: the GPU")
     a = ap.parse_args()
     if a.rounds < 7:
@@ -401,7 +433,12 @@ def main():
               file=sys.stderr)
     load = os.getloadavg()[0]
     started = datetime.datetime.now(datetime.timezone.utc)
-    (gpu_main if a.device == "gpu" else cpu_main)(a, load, started)
+    if a.ram_loop:
+        with RamLoop(a.ram_loop) as mnt:
+            a.dir = mnt
+            (gpu_main if a.device == "gpu" else cpu_main)(a, load, started)
+    else:
+        (gpu_main if a.device == "gpu" else cpu_main)(a, load, started)
 
 
 if __name__ == "__main__":
