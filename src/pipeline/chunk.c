@@ -556,6 +556,34 @@ static void count_late(struct chunk_stream *st, const struct vfgx_ck_place *pl)
 		__atomic_store_n(&old->late, old->late + 1, __ATOMIC_RELAXED);
 }
 
+/* What both placements do with the rule's decision before writing: the
+ * stream's first packet opens it, a refusal is counted, a packet past the
+ * ring closes the oldest chunks, and the ring slot is opened (waiting
+ * while the consumer holds it).  VFGX_STAGE_PASS: write the packet. */
+static int place_admit(struct vfgx_chunkset *cs, uint32_t stream,
+		       const struct vfgx_ck_place *pl, uint64_t now)
+{
+	struct chunk_stream *st = &cs->streams[stream];
+
+	if (pl->open) {
+		st->open = true;
+		st->head = st->top = pl->n;
+		st->first_index = pl->p;
+	}
+	if (pl->verdict != VFGX_STAGE_PASS) {
+		if (pl->out_of_range)
+			bump(&st->out_of_range, 1);
+		if (pl->late)
+			count_late(st, pl);
+		return pl->verdict;
+	}
+	if (pl->advance)
+		advance_to(cs, stream, pl->target, VFGX_CHUNK_BY_RING, true);
+	if (slot_open(cs, stream, pl->slot, pl->n, now))
+		return VFGX_DROP_NOBUFS;
+	return VFGX_STAGE_PASS;
+}
+
 /* By bytes: chunk by the format's id, present bit by vfgx_ck_byte_key,
  * every piece at its offset (vfgx_fmt_place checked each ends inside the
  * chunk). */
@@ -601,22 +629,8 @@ static int place_bytes(struct vfgx_chunkset *cs, struct vfgx_fmt_pkt *o,
 		return v;
 	}
 	pl = vfgx_ck_place(cs->rule, ck_state(st), b.n * cs->conf.packets + k, pay, 0);
-	if (pl.open) {
-		st->open = true;
-		st->head = st->top = pl.n;
-		st->first_index = pl.p;
-	}
-	if (pl.verdict != VFGX_STAGE_PASS) {
-		if (pl.out_of_range)
-			bump(&st->out_of_range, 1);
-		if (pl.late)
-			count_late(st, &pl);
-		return pl.verdict;
-	}
-	if (pl.advance)
-		advance_to(cs, o->stream, pl.target, VFGX_CHUNK_BY_RING, true);
-	if (slot_open(cs, o->stream, pl.slot, pl.n, now))
-		return VFGX_DROP_NOBUFS;
+	if ((v = place_admit(cs, o->stream, &pl, now)) != VFGX_STAGE_PASS)
+		return v;
 	d = &st->desc[pl.slot];
 	host = slot_host(cs, o->stream, pl.slot);
 	present = (uint64_t *)(host + present_off(cs)) + pl.k / 64;
@@ -674,28 +688,15 @@ static int place_slot(struct vfgx_chunkset *cs, uint32_t stream, uint64_t seq,
 	struct vfgx_chunk *d;
 	struct vfgx_ck_place pl;
 	uint64_t *present;
+	int ret;
 	uint8_t *host;
 
 	if (stream >= c->streams)
 		return VFGX_R_BAD_STREAM;
 	st = &cs->streams[stream];
 	pl = vfgx_ck_place(cs->rule, ck_state(st), seq, body, len);
-	if (pl.open) {
-		st->open = true;
-		st->head = st->top = pl.n;
-		st->first_index = pl.p;
-	}
-	if (pl.verdict != VFGX_STAGE_PASS) {
-		if (pl.out_of_range)
-			bump(&st->out_of_range, 1);
-		if (pl.late)
-			count_late(st, &pl);
-		return pl.verdict;
-	}
-	if (pl.advance)
-		advance_to(cs, stream, pl.target, VFGX_CHUNK_BY_RING, true);
-	if (slot_open(cs, stream, pl.slot, pl.n, now))
-		return VFGX_DROP_NOBUFS;
+	if ((ret = place_admit(cs, stream, &pl, now)) != VFGX_STAGE_PASS)
+		return ret;
 	d = &st->desc[pl.slot];
 	host = slot_host(cs, stream, pl.slot);
 	present = (uint64_t *)(host + present_off(cs)) + pl.k / 64;
