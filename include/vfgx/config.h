@@ -33,6 +33,7 @@ struct vfgx_cfg_doc; /* a loaded YAML document; owned by a vfgx_config */
 struct vfgx_gpu_opts; /* vfgx/gpu.h */
 struct vfgx_chunk_config;
 struct vfgx_format;
+struct vfgx_place_conf; /* vfgx/place.h */
 struct vfgx_capture_conf; /* vfgx/chunk.h */
 struct vfgx_record_conf; /* vfgx/record.h */
 
@@ -203,6 +204,9 @@ struct vfgx_pipeline_config {
 	 * chunks and order checks read, or NULL: the vfgx profile (vfgx's own
 	 * 16-byte header, as before formats existed). */
 	const struct vfgx_format *format;
+	/* pipeline.format.user_place (vfgx/place.h): a user placement
+	 * function for the format, or NULL: the description places. */
+	const struct vfgx_place_conf *place;
 };
 
 struct vfgx_config {

@@ -37,6 +37,9 @@ enum vfgx_fmt_place {
 	/* RFC 4175: chunk = the RTP timestamp (one frame); each segment at
 	 * line x stride + pixel offset / pgroup_pixels x pgroup_bytes */
 	VFGX_FMT_PLACE_LINES,
+	/* a user placement function (vfgx/place.h): chunk = its chunk id,
+	 * each of its pieces at its own offset */
+	VFGX_FMT_PLACE_USER,
 	VFGX_FMT_PLACE_MAX
 };
 
@@ -117,6 +120,7 @@ enum vfgx_fmt_drop {
 	VFGX_FD_SEQ_JUMP,        /* sequence jumped beyond the dropout limits */
 	VFGX_FD_LATE,            /* sequence that would extend below 0 */
 	VFGX_FD_BAD_STREAM,      /* stream id beyond the configured streams */
+	VFGX_FD_USER_PLACE,      /* the user placement function said drop */
 	VFGX_FD_MAX
 };
 
@@ -569,6 +573,15 @@ VFGX_HD int vfgx_fmt_place(const struct vfgx_format *f, struct vfgx_fmt_pkt *o)
 			    o->seg[i].len > f->chunk_bytes - o->seg[i].dst_off)
 				return VFGX_FD_SEGMENT_PAST_FRAME;
 		return VFGX_FD_OK;
+	case VFGX_FMT_PLACE_USER:
+		/* vfgx_place_apply checked the pieces against the packet */
+		if (o->nseg == 0 || o->nseg > VFGX_FMT_MAX_SEGS)
+			return VFGX_FD_OFFSET_PAST_CHUNK;
+		for (uint32_t i = 0; i < o->nseg; i++)
+			if (o->seg[i].dst_off > f->chunk_bytes ||
+			    o->seg[i].len > f->chunk_bytes - o->seg[i].dst_off)
+				return VFGX_FD_OFFSET_PAST_CHUNK;
+		return VFGX_FD_OK;
 	default:
 		return VFGX_FD_MISMATCH;
 	}
@@ -593,6 +606,8 @@ VFGX_HD int vfgx_fmt_drop_reason(int fd)
 		return VFGX_R_LATE;
 	case VFGX_FD_BAD_STREAM:
 		return VFGX_R_BAD_STREAM;
+	case VFGX_FD_USER_PLACE:
+		return VFGX_R_USER_PLACE;
 	case VFGX_FD_OK:
 		return VFGX_STAGE_PASS;
 	default:

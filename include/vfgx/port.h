@@ -72,6 +72,8 @@ enum vfgx_drop_reason {
 	VFGX_DROP_OFFSET_PAST_CHUNK, /* payload would end past its chunk */
 	VFGX_DROP_SEGMENT_PAST_FRAME, /* RFC 4175 segment past its frame */
 	VFGX_DROP_SEQ_JUMP,      /* sequence beyond the extension's limits */
+	VFGX_DROP_USER_PLACE,    /* the user placement function said drop
+				  * (vfgx/place.h) */
 	VFGX_DROP_MAX
 };
 

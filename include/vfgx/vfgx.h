@@ -26,6 +26,7 @@
 #include "eba.h"
 #include "metrics.h"
 #include "format.h"
+#include "place.h"
 #include "send.h"
 #include "session.h"
 

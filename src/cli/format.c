@@ -215,7 +215,7 @@ static int decode_pcap(struct decoder *d, const char *path)
 static int list_profiles(void)
 {
 	static const char *const layouts[] = { "fixed", "rtp", "rfc4175", "vita49", "spead" };
-	static const char *const places[] = { "slot", "offset", "lines" };
+	static const char *const places[] = { "slot", "offset", "lines", "user" };
 	struct vfgx_format f;
 	const char *n;
 

@@ -11,6 +11,7 @@
 #include <vfgx/chunk.h>
 #include <vfgx/port.h>
 #include <vfgx/format.h>
+#include <vfgx/place.h>
 #include <vfgx/record.h>
 
 #include "cfgdoc.h"
@@ -20,6 +21,7 @@
 #include "opts.h"
 #include "chunk_opts.h"
 #include "pipeline/rx_memory.h"
+#include "format/place_priv.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
@@ -285,7 +287,10 @@ static int parse_format(struct vfgx_pipeline_config *p,
 			const struct vfgx_cfg_node *pl)
 {
 	struct vfgx_format *f;
+	struct vfgx_place_conf *pc;
 	struct vfgx_cfg_node sub;
+	bool present;
+	int ret;
 
 	if (vfgx_cfg_child(pl, "format", &sub))
 		return 0;
@@ -293,7 +298,16 @@ static int parse_format(struct vfgx_pipeline_config *p,
 	if (!f)
 		return -ENOMEM;
 	p->format = f;
-	return vfgx_format_from_yaml(&sub, f);
+	if ((ret = vfgx_format_from_yaml(&sub, f)))
+		return ret;
+	/* its user placement function (vfgx/place.h), if any */
+	pc = vfgx_cfg_alloc(&sub, sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	if ((ret = vfgx_place_conf_from_yaml(&sub, pc, &present)))
+		return ret;
+	p->place = present ? pc : NULL;
+	return 0;
 }
 
 static int parse_pipeline(struct vfgx_config *cfg,

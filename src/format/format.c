@@ -211,6 +211,7 @@ const char *vfgx_fmt_drop_name(int reason)
 		[VFGX_FD_SEQ_JUMP] = "seq_jump",
 		[VFGX_FD_LATE] = "late",
 		[VFGX_FD_BAD_STREAM] = "bad_stream",
+		[VFGX_FD_USER_PLACE] = "user_place",
 	};
 
 	return reason >= 0 && reason < VFGX_FD_MAX ? names[reason] : "?";
@@ -312,6 +313,10 @@ int vfgx_format_check(vfgx_ctx *ctx, const struct vfgx_format *f,
 		if (f->layout != VFGX_FMT_RFC4175 || !f->stride || !f->pgroup_bytes ||
 		    !f->pgroup_pixels || f->chunk_bytes < f->stride)
 			return vfgx_set_error(ctx, -EINVAL, "pipeline.format %s: place lines needs layout rfc4175, width, height and the pixel group", n);
+		break;
+	case VFGX_FMT_PLACE_USER:
+		if (f->chunk_bytes == 0)
+			return vfgx_set_error(ctx, -EINVAL, "pipeline.format %s: place user needs chunk_bytes (the size of a chunk the function places into)", n);
 		break;
 	}
 	return 0;

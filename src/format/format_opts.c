@@ -19,10 +19,10 @@ static const char *const fmt_keys[] = {
 	"length", "match", "seq_bits", "seq_max_dropout", "seq_max_misorder",
 	"streams", "stream_ids", "place", "packets", "payload_bytes",
 	"chunk_bytes", "width", "height", "stride", "pgroup_bytes",
-	"pgroup_pixels", NULL
+	"pgroup_pixels", "user_place", NULL
 };
 static const char *const layouts[] = { "fixed", "rtp", "rfc4175", "vita49", "spead", NULL };
-static const char *const places[] = { "slot", "offset", "lines", NULL };
+static const char *const places[] = { "slot", "offset", "lines", "user", NULL };
 static const char *const endians[] = { "big", "little", NULL };
 
 /* A whole number, decimal or 0x hex, from a scalar node. */
@@ -287,6 +287,15 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	f->chunk_bytes = v;
 	if ((ret = parse_video(map, f)))
 		return ret;
+	/* a user placement function (vfgx/place.h; its keys are read by
+	 * vfgx_place_conf_from_yaml) places by slot or by itself */
+	if (f->place == VFGX_FMT_PLACE_USER && vfgx_cfg_child(map, "user_place", &it)) {
+		vfgx_cfg_child(map, "place", &it);
+		return vfgx_cfg_error(&it, "place user: the chunk and offsets come from a user placement function; add user_place: {library, symbol}");
+	}
+	if (!vfgx_cfg_child(map, "user_place", &it) &&
+	    f->place != VFGX_FMT_PLACE_SLOT && f->place != VFGX_FMT_PLACE_USER)
+		return vfgx_cfg_error(&it, "a user placement function places by slot or by itself; set place: slot or place: user");
 	/* the rules the keys alone cannot say, at the format's own node; no
 	 * packet size is known here, so only the header's own bounds */
 	{

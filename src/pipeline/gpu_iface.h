@@ -82,13 +82,17 @@ struct gpuk_conf {
 	 * slot: phase A decodes it, phase B extends the sequence */
 	uint32_t fmt_on;
 	struct vfgx_format fmt;
+	/* pipeline.format.user_place (vfgx/place.h), or NULL: the user's
+	 * relocatable device code and its function's name, linked with the
+	 * persistent kernel at create (gpu_place_link.c) */
+	const char *place_module, *place_symbol;
 };
 
 /* Counter indexes (reduced on the GPU, one u64 each). */
 enum {
 	GPUK_C_PACKETS, GPUK_C_BYTES, GPUK_C_PASSED, GPUK_C_DELIVERED,
 	GPUK_C_DELIVERED_BYTES, GPUK_C_GAPS, GPUK_C_VERIFY, GPUK_C_LAST_SEEN,
-	GPUK_C_ORDER, GPUK_C_DROP0, GPUK_NCNT = GPUK_C_DROP0 + 22
+	GPUK_C_ORDER, GPUK_C_DROP0, GPUK_NCNT = GPUK_C_DROP0 + 23
 };
 
 /* Same layout as struct vfgx_gpu_delivery. */

@@ -238,6 +238,30 @@ __device__ bool kd_deliver(const kparams &k, ull *cnt, uint32_t s, uint64_t seq,
 	return true;
 }
 
+/* pipeline.format.user_place (vfgx/place.h): the user's __device__
+ * function, whose name the run-time link gives vfgx_user_place_entry
+ * (gpu_place_link.c).  Only the kernel built for that link
+ * (VFGX_USER_PLACE_LINK, gpu_proc_place.fatbin) calls it; the kernel
+ * built into the library has no such call. */
+#if VFGX_USER_PLACE_LINK
+#include <vfgx/place.h>
+
+extern "C" __device__ int vfgx_user_place_entry(const uint8_t *pkt, uint32_t len,
+						const struct vfgx_fmt_pkt *d,
+						struct vfgx_place *out);
+
+/* The function's answer checked as the cpu engine checks it: stream,
+ * sequence and the payload (seg[0]; the gpu engine places by slot). */
+__device__ __noinline__ int kfmt_user_place(const struct vfgx_format *fmt, const uint8_t *pay,
+					    uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	struct vfgx_place u;
+
+	vfgx_place_init(o, &u);
+	return vfgx_place_apply(fmt, len, vfgx_user_place_entry(pay, len, o, &u), &u, o);
+}
+#endif
+
 /* A producer's header (pipeline.format, placing by slot): vfgx/format.h's
  * rules, the cpu engine's: stream, sequence as sent (phase B extends it
  * in order, kfmt_extend), body.  Out of line: its packet record stays off
@@ -249,6 +273,10 @@ __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt, uint32_t max
 	struct vfgx_fmt_pkt o;
 	int v = vfgx_fmt_decode(fmt, pay, len, &o);
 
+#if VFGX_USER_PLACE_LINK
+	if (v == VFGX_FD_OK) /* user_place: the kernel linked with it */
+		v = kfmt_user_place(fmt, pay, len, &o);
+#endif
 	*boff = 0;
 	*blen = 0;
 	if (v != VFGX_FD_OK)

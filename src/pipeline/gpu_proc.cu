@@ -34,6 +34,7 @@
 
 #include "../mem/gpu_resident.h"
 #include "gpu_kcommon.cuh"
+#include "gpu_place_link.h"
 #include "gpu_phase_a.cuh"
 #include "gpu_phase_b.cuh"
 
@@ -86,6 +87,9 @@ __global__ void kernel_done(kparams k, uint32_t slot)
 
 /* ---- persistent: one kernel, block b takes items b, b + grid, ... ---------- */
 #define LOOKAHEAD 4
+#if VFGX_USER_PLACE_LINK
+extern "C" /* found by name in the image linked with user_place */
+#endif
 __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 {
 	__shared__ ull cnt[GPUK_NCNT];
@@ -262,6 +266,9 @@ struct gpuk {
 	int nb_allocs;
 	void *hallocs[8];
 	int nb_hallocs;
+	/* user_place: the persistent kernel linked with the user's function */
+	cudaLibrary_t place_lib;
+	cudaKernel_t place_kernel;
 };
 
 static int cuerr(char *err, size_t len, const char *what, cudaError_t e)
@@ -323,6 +330,39 @@ extern "C" int gpuk_probe(uint32_t gpu_id, char *desc, size_t len, char *err,
 		 (double)prop.totalGlobalMem / (1 << 30), drv / 1000,
 		 (drv % 1000) / 10);
 	return 0;
+}
+
+/* user_place: link the persistent kernel's relocatable image with the
+ * user's function for this GPU (gpu_place_link.c) and load it; gpuk_start
+ * launches that kernel instead of the one built in. */
+static int place_load(struct gpuk *g, const struct gpuk_conf *c, const cudaDeviceProp &prop,
+		      char *err, size_t errlen)
+{
+	void *cubin = NULL;
+	size_t size = 0;
+	cudaError_t e;
+	int ret;
+
+	if (c->mode != 0) {
+		snprintf(err, errlen, "pipeline.format.user_place runs in the persistent kernel; set pipeline.gpu.mode: persistent");
+		return -EINVAL;
+	}
+	ret = vfgx_place_link(c->place_module, c->place_symbol, prop.major, prop.minor,
+			      &cubin, &size, err, errlen);
+	if (ret)
+		return ret;
+	e = cudaLibraryLoadData(&g->place_lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+	free(cubin);
+	if (e != cudaSuccess)
+		return cuerr(err, errlen, "pipeline.format.user_place: loading the linked kernel", e);
+	e = cudaLibraryGetKernel(&g->place_kernel, g->place_lib, "kernel_persistent");
+	if (e != cudaSuccess)
+		return cuerr(err, errlen, "pipeline.format.user_place: the linked kernel", e);
+	/* loaded now, not at the launch (CUDA's lazy loading) */
+	struct cudaFuncAttributes fa;
+
+	e = cudaFuncGetAttributes(&fa, (const void *)g->place_kernel);
+	return e == cudaSuccess ? 0 : cuerr(err, errlen, "pipeline.format.user_place: the linked kernel", e);
 }
 
 extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
@@ -465,14 +505,19 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 
 		g->blocks = g->blocks > spare ? g->blocks - spare : 1;
 	}
+	if (c->place_module && (ret = place_load(g, c, prop, err, errlen)))
+		goto fail;
 	if (c->mode == 0) {
 		/* every block of the persistent kernel must be resident at
 		 * once: a block not yet scheduled would hold up the items
 		 * after it forever */
 		int per_sm = 0;
 
-		e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_persistent,
-								  THREADS, 0);
+		e = g->place_kernel ?
+			cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
+				(const void *)g->place_kernel, THREADS, 0) :
+			cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_persistent,
+								      THREADS, 0);
 		if (e != cudaSuccess) {
 			ret = cuerr(err, errlen, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", e);
 			goto fail;
@@ -517,6 +562,15 @@ extern "C" int gpuk_start(struct gpuk *g, char *err, size_t errlen)
 		/* counted before the launch: from here CUDA frees are queued */
 		vfgx_gpu_resident_add(1);
 		g->resident = true;
+		if (g->place_kernel) {
+			/* user_place: the kernel linked with the user's function */
+			void *args[] = { &g->k };
+
+			e = cudaLaunchKernel((const void *)g->place_kernel, dim3(g->blocks),
+					     dim3(THREADS), args, 0, g->stream);
+			g->launched = true;
+			return e == cudaSuccess ? 0 : cuerr(err, errlen, "persistent kernel launch", e);
+		}
 		kernel_persistent<<<g->blocks, THREADS, 0, g->stream>>>(g->k);
 		g->launched = true;
 		e = cudaGetLastError();
@@ -690,5 +744,7 @@ extern "C" void gpuk_destroy(struct gpuk *g)
 		cudaStreamDestroy(g->stream);
 	if (g->stats_stream)
 		cudaStreamDestroy(g->stats_stream);
+	if (g->place_lib)
+		cudaLibraryUnload(g->place_lib);
 	free(g);
 }

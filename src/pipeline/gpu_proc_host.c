@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <vfgx/gpu.h>
+#include <vfgx/place.h>
 #include <vfgx/stages.h>
 
 #include "chunkset.h"
@@ -22,7 +23,7 @@
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
-_Static_assert(VFGX_DROP_MAX == 22, "GPU counters hold 22 drop reasons");
+_Static_assert(VFGX_DROP_MAX == 23, "GPU counters hold 23 drop reasons");
 /* VFGX_COMM_PKT_RECORDS: the kernels read struct vfgx_pkt in place */
 _Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) == 0 &&
 	       offsetof(struct vfgx_pkt, len) == 8 && offsetof(struct vfgx_pkt, queue) == 32 &&
@@ -193,6 +194,10 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 		}
 		c.fmt_on = 1;
 		c.fmt = *conf->format;
+		if (conf->place) { /* linked into the kernel (gpu_place_link.c) */
+			c.place_module = conf->place->gpu_module;
+			c.place_symbol = conf->place->symbol;
+		}
 		c.verify = 0; /* the pattern is vfgx's generator's */
 	}
 	c.nb_ranges = conf->nb_port_ranges;

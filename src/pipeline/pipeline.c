@@ -14,6 +14,7 @@
 #include "chunkset.h"
 #include "core/argsz.h"
 #include "engine.h"
+#include "format/place_priv.h"
 #include "rx_memory.h"
 
 struct vfgx_pipeline {
@@ -28,6 +29,7 @@ struct vfgx_pipeline {
 	uint32_t nb_obs_started;
 	bool stopped;
 	struct vfgx_chunkset *chunks; /* pipeline.chunks, or NULL */
+	void *place_dl; /* pipeline.format.user_place's shared object */
 	char desc[512]; /* the engine's line, then what it lacks */
 };
 
@@ -226,6 +228,46 @@ static int format_resolve(vfgx_ctx *ctx, struct vfgx_pipeline_config *c,
 	return vfgx_pipeline_check(ctx, c);
 }
 
+/* pipeline.format.user_place (vfgx/place.h), typed: the program's copied
+ * (argsz), checked against the format and the engine; the cpu engine's
+ * function loaded (*dl). */
+static int place_resolve(vfgx_ctx *ctx, struct vfgx_pipeline_config *c, bool cpu,
+			 struct vfgx_place_conf *store, void **dl)
+{
+	int ret;
+
+	*dl = NULL;
+	if (!c->place)
+		return 0;
+	if (vfgx_argsz_copy(store, sizeof(*store), c->place, sizeof(*store)))
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline: struct vfgx_place_conf argsz %u not understood by libvfgx %s",
+				      c->place->argsz, VFGX_VERSION_STRING);
+	store->argsz = sizeof(*store);
+	c->place = store;
+	if (!c->format)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.format.user_place: the vfgx profile places by its own header; name the producer's header (a profile, or layout: fixed and header_len)");
+	if (c->format->place != VFGX_FMT_PLACE_SLOT && c->format->place != VFGX_FMT_PLACE_USER)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.format %s: a user placement function places by slot or by itself; set place: slot or place: user",
+				      c->format->name);
+	if (c->format->place == VFGX_FMT_PLACE_USER && !c->chunks)
+		return vfgx_set_error(ctx, -EINVAL,
+				      "pipeline.format %s: place user puts packets into chunks; add pipeline.chunks",
+				      c->format->name);
+	if (!cpu) {
+		if (!store->gpu_module || !store->gpu_module[0] || !store->symbol)
+			return vfgx_set_error(ctx, -EINVAL,
+					      "pipeline.format.user_place: the gpu engine needs gpu_module (relocatable device code with %s; nvcc -rdc=true) and symbol, or pipeline.device: cpu",
+					      store->symbol ? store->symbol : "the function");
+		return 0;
+	}
+	if ((ret = vfgx_place_load(ctx, store, dl, &store->fn)))
+		return ret;
+	return 0;
+}
+
 void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
 {
 	*conf = (struct vfgx_pipeline_config){
@@ -242,6 +284,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 	struct vfgx_pipeline_config c, *conf = &c;
 	struct vfgx_gpu_opts gopts;
 	struct vfgx_format fmt;
+	struct vfgx_place_conf place;
 	struct vfgx_pipeline *pl;
 	int ret = 0;
 
@@ -275,7 +318,8 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return -ENOMEM;
 	pl->ctx = ctx;
 	pl->ops = choose_engine(ctx, conf, ports, nb_ports, &ret);
-	if (!pl->ops || (ret = check_ports_memory(ctx, pl->ops, ports, nb_ports))) {
+	if (!pl->ops || (ret = check_ports_memory(ctx, pl->ops, ports, nb_ports)) ||
+	    (ret = place_resolve(ctx, &c, pl->ops == &vfgx_engine_cpu, &place, &pl->place_dl))) {
 		free(pl);
 		return ret;
 	}
@@ -294,6 +338,7 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		ret = pl->ops->create(ctx, conf, ports, nb_ports, pl->chunks, &pl->engine);
 	if (ret) {
 		vfgx_chunkset_destroy(pl->chunks);
+		vfgx_place_unload(pl->place_dl);
 		free(pl->ports);
 		free(pl);
 		return ret;
@@ -450,6 +495,7 @@ void vfgx_pipeline_destroy(vfgx_pipeline *pl)
 	vfgx_pipeline_stop(pl);
 	pl->ops->destroy(pl->engine);
 	vfgx_chunkset_destroy(pl->chunks);
+	vfgx_place_unload(pl->place_dl);
 	for (uint32_t i = 0; i < pl->nb_obs; i++)
 		if (pl->obs[i].release)
 			pl->obs[i].release(pl->obs[i].user);

@@ -8,6 +8,7 @@
 
 #include <vfgx/format.h>
 #include <vfgx/pipeline.h>
+#include <vfgx/place.h>
 #include <vfgx/stages.h>
 
 #include "chunkset.h"
@@ -47,6 +48,7 @@ struct vfgx_proc {
 	const struct vfgx_format *fmt;
 	struct vfgx_seq_state *seq;
 	uint32_t nb_seq;
+	vfgx_place_fn *place_fn; /* pipeline.format.user_place, or NULL */
 	bool verify;             /* verify_payload, for vfgx's header only */
 	/* RTP without stream_ids: SSRCs get stream indices in order of
 	 * arrival (own table, or the pipeline's shared one) */
@@ -137,6 +139,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		p->verify = false; /* the pattern is vfgx's generator's */
 		p->learn = (p->fmt->layout == VFGX_FMT_RTP || p->fmt->layout == VFGX_FMT_RFC4175) &&
 			   !p->fmt->n_stream_ids;
+		p->place_fn = conf->place ? conf->place->fn : NULL;
 	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
 		p->lo[i] = conf->port_ranges[i].lo;
@@ -474,6 +477,17 @@ static int32_t learn_stream(vfgx_proc *p, uint64_t raw)
  * chunk (slots, or bytes at the offsets the format computes).  The rules
  * are vfgx/format.h's and rules.h's, the same the gpu engine runs.
  */
+/* The user's placement function (vfgx/place.h) over what the description
+ * decoded, its answer checked as vfgx_place_apply says. */
+static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
+		      struct vfgx_fmt_pkt *o)
+{
+	struct vfgx_place u;
+
+	vfgx_place_init(o, &u);
+	return vfgx_place_apply(p->fmt, len, p->place_fn(pay, len, o, &u), &u, o);
+}
+
 static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
 		       bool may_hand)
 {
@@ -490,6 +504,8 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 		o.stream = i < 0 || (uint32_t)i >= p->fmt->max_streams ? UINT32_MAX : (uint32_t)i;
 		r = VFGX_FD_OK;
 	}
+	if (r == VFGX_FD_OK && p->place_fn)
+		r = user_place(p, pay, len, &o);
 	if (r != VFGX_FD_OK || o.stream >= p->nb_seq) {
 		p->st.drops[r != VFGX_FD_OK ? vfgx_fmt_drop_reason(r) : VFGX_R_BAD_STREAM]++;
 		return;

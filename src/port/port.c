@@ -48,7 +48,7 @@ static const char *const drop_names[VFGX_DROP_MAX] = {
 	"bad_udp_csum", "filtered", "bad_app_hdr", "bad_stream",
 	"late",        "duplicate", "too_big",     "user",
 	"field_outside", "bad_length", "mismatch", "offset_past_chunk",
-	"segment_past_frame", "seq_jump",
+	"segment_past_frame", "seq_jump", "user_place",
 };
 
 const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
