@@ -7,4 +7,10 @@
 #define TILE_PLACE_BYTES 64 /* bytes per tile */
 #define TILE_PLACE_FRAME (TILE_PLACE_TILES * TILE_PLACE_BYTES)
 
+#include <vfgx/place.h>
+
+/* the placement function (tile_place.c) */
+VFGX_PLACE_FUNC int tile_place(const uint8_t *pkt, uint32_t len,
+			       const struct vfgx_fmt_pkt *d, struct vfgx_place *out);
+
 #endif

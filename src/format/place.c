@@ -14,6 +14,7 @@
 #include <vfgx/place.h>
 
 #include "core/cfgdoc.h"
+#include "core/opts.h"
 #include "format/place_priv.h"
 
 #define PLACE_PATH_MAX 4096

@@ -1,5 +1,5 @@
 /* link_bad_embed.c - built only to be refused by test-link.py (check 3):
- * it links libvfgx.so.1 and also the internal static library, so library
+ * it links libvfgx.so.2 and also the internal static library, so library
  * code (the config reader it calls) is linked into it.  Never run. */
 #include <stdint.h>
 

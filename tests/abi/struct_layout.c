@@ -1,4 +1,4 @@
-/* struct_layout.c - the parts of libvfgx.so.1's ABI that the symbol list
+/* struct_layout.c - the parts of libvfgx.so.2's ABI that the symbol list
  * cannot see: the sizes of public structs without argsz (a program
  * compiled against them passes them by pointer to the library) and the
  * enum counts that size their arrays (docs/api.md, "No fixed-size arrays
@@ -21,7 +21,7 @@ struct recorded {
 int main(void)
 {
 	static const struct recorded rec[] = {
-		C(VFGX_DROP_MAX, 22), /* + the format reasons (#38) */
+		C(VFGX_DROP_MAX, 23), /* + the format reasons and user_place (#38) */
 		C(VFGX_LAT_BUCKETS, 40),
 		C(VFGX_EBA_FRAME_MAX_DESCS, 16),
 		C(VFGX_RDMA_REG_HOST + 1, 3), /* vfgx_rdma_mr_info.step_err */
@@ -59,7 +59,7 @@ int main(void)
 			printf("ok   %s = %zu\n", rec[i].what, rec[i].got);
 			continue;
 		}
-		printf("FAIL %s = %zu, libvfgx.so.1 has %zu: an ABI change (bump the soname in meson.build, then record %zu in tests/abi/struct_layout.c)\n",
+		printf("FAIL %s = %zu, libvfgx.so.2 has %zu: an ABI change (bump the soname in meson.build, then record %zu in tests/abi/struct_layout.c)\n",
 		       rec[i].what, rec[i].got, rec[i].want, rec[i].got);
 		failed = 1;
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test-abi.py LIBVFGX_SO FEATURES... - the ABI of libvfgx.so is the
 documented API and nothing else:
-  1. the soname carries the ABI version (libvfgx.so.1);
+  1. the soname carries the ABI version (libvfgx.so.2);
   2. the exported functions (nm -D) equal tests/abi/libvfgx.symbols, less
      the lines tagged with a feature this build lacks (FEATURES: the ones
      it has, e.g. rdma afxdp);
@@ -65,10 +65,10 @@ so, features = sys.argv[1], set(sys.argv[2:])
 dyn = subprocess.run(['readelf', '-d', so], capture_output=True, text=True,
                      check=True).stdout
 soname = re.search(r'Library soname: \[(.*?)\]', dyn)
-if soname and soname.group(1) == 'libvfgx.so.1':
-    print('ok   soname libvfgx.so.1')
+if soname and soname.group(1) == 'libvfgx.so.2':
+    print('ok   soname libvfgx.so.2')
 else:
-    fail(f'soname: {soname.group(1) if soname else "none"}, wanted libvfgx.so.1')
+    fail(f'soname: {soname.group(1) if soname else "none"}, wanted libvfgx.so.2')
 
 nm = subprocess.run(['nm', '-D', '--defined-only', so], capture_output=True,
                     text=True, check=True).stdout

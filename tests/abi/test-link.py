@@ -2,11 +2,11 @@
 """test-link.py [--must-fail] [--also LIB.so]... LIBVFGX_SO INTERNAL_A BINARY...
 [--modules MODULE...] -
 every program a user runs or copies (vfgx, vfgx-bench, the Python extension,
-the examples) is a client of libvfgx.so.1 and of its ABI alone:
-  1. it needs libvfgx.so.1 (readelf -d NEEDED);
+the examples) is a client of libvfgx.so.2 and of its ABI alone:
+  1. it needs libvfgx.so.2 (readelf -d NEEDED);
   2. every symbol it leaves undefined that is a vfgx_*/gpuk_* name or that
      the library's objects define (nm of the internal static library) is
-     exported by libvfgx.so.1 (nm -D), or by a library given with --also
+     exported by libvfgx.so.2 (nm -D), or by a library given with --also
      (libvfgx_mpi.so.0), so nothing resolves against internals;
   3. it defines none of the library's global symbols: no library code is
      linked into it.
@@ -72,12 +72,12 @@ for b in bins:
                          check=True).stdout
     needed = re.findall(r'\(NEEDED\).*\[(.*?)\]', dyn)
     problems = {}
-    if 'libvfgx.so.1' not in needed and b not in modules:
-        problems[1] = 'does not link libvfgx.so.1 (NEEDED: %s)' % ' '.join(needed)
+    if 'libvfgx.so.2' not in needed and b not in modules:
+        problems[1] = 'does not link libvfgx.so.2 (NEEDED: %s)' % ' '.join(needed)
     undef = {s for s in nm(['-D', '--undefined-only'], b)
              if s.startswith(('vfgx_', 'gpuk_')) or s in lib_defined}
     if undef - exported:
-        problems[2] = ('uses symbols libvfgx.so.1 does not export: ' +
+        problems[2] = ('uses symbols libvfgx.so.2 does not export: ' +
                        ' '.join(sorted(undef - exported)))
     if b.endswith('.so') or b in modules:
         own = nm(['-D', '--defined-only'], b)
@@ -100,5 +100,5 @@ for b in bins:
         for k in sorted(problems):
             print('FAIL %s: %s' % (name, problems[k]))
     else:
-        print('ok   %s: libvfgx.so.1, %d exported symbols used' % (name, len(undef)))
+        print('ok   %s: libvfgx.so.2, %d exported symbols used' % (name, len(undef)))
 sys.exit(1 if failed else 0)

@@ -25,9 +25,6 @@
 #include "pipeline/gpu_bench.h" /* vfgx_gpu_proc_log: a test hook */
 #include "../../examples/user_place/tile_place.h"
 
-VFGX_PLACE_FUNC int tile_place(const uint8_t *pkt, uint32_t len,
-			       const struct vfgx_fmt_pkt *d, struct vfgx_place *out);
-
 #define SLOT 256
 #define STREAMS 2
 #define FRAMES 200

@@ -2,7 +2,7 @@
 # test-example.sh BUILD - examples/embed as a user builds it: `meson install
 # --destdir` into a temporary root, the example compiled with nothing but
 # `pkg-config --cflags --libs vfgx` against the installed headers and
-# libvfgx.so.1, then run on the CPU engine (and on the GPU engine where
+# libvfgx.so.2, then run on the CPU engine (and on the GPU engine where
 # nvidia-smi finds a GPU).
 set -uo pipefail
 build=$1
@@ -18,9 +18,9 @@ fail() { echo "FAIL: $*"; failed=1; }
 meson install -C "$build" --destdir "$tmp/root" --no-rebuild --quiet >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; echo "FAIL: meson install --destdir"; exit 1; }
 pc=$(find "$tmp/root" -name vfgx.pc | head -1)
-lib=$(find "$tmp/root" -name 'libvfgx.so.1' | head -1)
+lib=$(find "$tmp/root" -name 'libvfgx.so.2' | head -1)
 if [ -z "$pc" ] || [ -z "$lib" ]; then
-	echo "FAIL: no vfgx.pc or libvfgx.so.1 installed"; exit 1
+	echo "FAIL: no vfgx.pc or libvfgx.so.2 installed"; exit 1
 fi
 export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR=$tmp/root
 PKG_CONFIG_PATH=$(dirname "$pc")
@@ -40,8 +40,8 @@ cmp -s "$tmp/embed.c" "$src/examples/embed/embed.c" ||
 if ! cc -std=c17 -Wall -Wextra -Werror "$tmp/embed.c" -o "$tmp/embed" $flags; then
 	echo "FAIL: docs/api.md's example does not build against the installed library"; exit 1
 fi
-readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libvfgx.so.1\]' ||
-	fail "embed is not linked against libvfgx.so.1"
+readelf -d "$tmp/embed" | grep -q 'NEEDED.*\[libvfgx.so.2\]' ||
+	fail "embed is not linked against libvfgx.so.2"
 
 run() { # ENGINE
 	local out rc

@@ -26,9 +26,6 @@
 #include "pipeline/chunkset.h"
 #include "../../examples/user_place/tile_place.h"
 
-VFGX_PLACE_FUNC int tile_place(const uint8_t *pkt, uint32_t len,
-			       const struct vfgx_fmt_pkt *d, struct vfgx_place *out);
-
 #define TILES TILE_PLACE_TILES
 #define TB TILE_PLACE_BYTES
 #define FRAME TILE_PLACE_FRAME
