@@ -3,6 +3,7 @@
  * way pipeline.user.library is), checked to be a function. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
@@ -32,6 +33,18 @@ static int str_ref(const struct vfgx_cfg_node *map, const char *key, size_t max,
 	return vfgx_cfg_str(map, key, "", buf, max);
 }
 
+/* A C identifier: what dlsym and the gpu link look up, and safe to print. */
+static bool is_identifier(const char *s)
+{
+	if (!s || !s[0])
+		return false;
+	for (const char *c = s; *c; c++)
+		if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (c != s && *c >= '0' && *c <= '9')))
+			return false;
+	return true;
+}
+
 int vfgx_place_conf_from_yaml(const struct vfgx_cfg_node *format_map,
 			      struct vfgx_place_conf *pc, bool *present)
 {
@@ -54,10 +67,8 @@ int vfgx_place_conf_from_yaml(const struct vfgx_cfg_node *format_map,
 		return ret;
 	if (!pc->symbol[0])
 		return vfgx_cfg_error(&m, "symbol: required (the placement function's name)");
-	for (const char *c = pc->symbol; *c; c++)
-		if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (c != pc->symbol && *c >= '0' && *c <= '9')))
-			return vfgx_cfg_error(&m, "symbol '%s': not a C identifier", pc->symbol);
+	if (!is_identifier(pc->symbol))
+		return vfgx_cfg_error(&m, "symbol: not a C identifier (the placement function's name)");
 	if (!pc->library[0] && !pc->gpu_module[0])
 		return vfgx_cfg_error(&m, "library or gpu_module: required (the shared object for the cpu engine, the relocatable device code for the gpu engine)");
 	*present = true;
@@ -68,14 +79,17 @@ int vfgx_place_conf_from_yaml(const struct vfgx_cfg_node *format_map,
  * (user_cpu.c's rule for pipeline.user.library). */
 static int check_regular(vfgx_ctx *ctx, const char *path)
 {
+	char esc[512];
 	struct stat st;
 
 	if (!strchr(path, '/') || stat(path, &st))
 		return 0; /* dlopen says why */
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st.st_mode)) {
+		vfgx_escape(esc, sizeof(esc), path);
 		return vfgx_set_error(ctx, -EINVAL,
 			"pipeline.format.user_place.library: %s is not a regular file (name the function's .so file)",
-			path);
+			esc);
+	}
 	return 0;
 }
 
@@ -83,6 +97,7 @@ int vfgx_place_load(vfgx_ctx *ctx, const struct vfgx_place_conf *pc, void **dl,
 		    vfgx_place_fn **fn)
 {
 	const ElfW(Sym) *es = NULL;
+	char lib[512], why[1024];
 	Dl_info info;
 	void *h, *sym;
 	int ret;
@@ -91,22 +106,29 @@ int vfgx_place_load(vfgx_ctx *ctx, const struct vfgx_place_conf *pc, void **dl,
 	*fn = pc->fn;
 	if (pc->fn)
 		return 0;
+	if (!is_identifier(pc->symbol))
+		return vfgx_set_error(ctx, -EINVAL,
+			"pipeline.format.user_place.symbol: not a C identifier (the placement function's name)");
 	if (!pc->library || !pc->library[0])
 		return vfgx_set_error(ctx, -EINVAL,
 			"pipeline.format.user_place: the cpu engine needs library (a shared object with %s), or pipeline.device: gpu",
 			pc->symbol ? pc->symbol : "the function");
 	if ((ret = check_regular(ctx, pc->library)))
 		return ret;
+	/* the path and dlerror's text (which quotes the file's contents) are
+	 * printed escaped: neither can forge a line */
+	vfgx_escape(lib, sizeof(lib), pc->library);
 	h = dlopen(pc->library, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return vfgx_set_error(ctx, -EINVAL, "pipeline.format.user_place.library: %s",
-				      dlerror());
+	if (!h) {
+		vfgx_escape(why, sizeof(why), dlerror());
+		return vfgx_set_error(ctx, -EINVAL, "pipeline.format.user_place.library: %s", why);
+	}
 	sym = dlsym(h, pc->symbol);
 	if (!sym) {
 		dlclose(h);
 		return vfgx_set_error(ctx, -EINVAL,
 			"pipeline.format.user_place: %s defines no %s (define it with VFGX_PLACE_FUNC, see include/vfgx/place.h)",
-			pc->library, pc->symbol);
+			lib, pc->symbol);
 	}
 	/* a function, not data of that name */
 	if (dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) && es &&
@@ -114,7 +136,7 @@ int vfgx_place_load(vfgx_ctx *ctx, const struct vfgx_place_conf *pc, void **dl,
 		dlclose(h);
 		return vfgx_set_error(ctx, -EINVAL,
 			"pipeline.format.user_place: %s in %s is not a function (a vfgx_place_fn, see include/vfgx/place.h)",
-			pc->symbol, pc->library);
+			pc->symbol, lib);
 	}
 	*dl = h;
 	*fn = (vfgx_place_fn *)sym;

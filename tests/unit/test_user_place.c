@@ -184,10 +184,12 @@ static void run_frames(uint32_t place)
 		d = next_ready(&r);
 		assert_non_null(d);
 		assert_true(d->stream < 2);
-		assert_true(d->index < 3);
+		/* the frame: the first sequence that arrived (extended one turn
+		 * in from 32 bits) / 16 */
+		assert_true((uint32_t)d->first_seq / TILES < 3);
 		assert_int_equal(d->present_count, TILES);
 		assert_true(d->flags & VFGX_CHUNK_COMPLETE);
-		check_frame(d, d->stream, (uint32_t)d->index);
+		check_frame(d, d->stream, (uint32_t)d->first_seq / TILES);
 		vfgx_chunkset_put(r.cs, d->stream, d->index);
 	}
 	assert_null(next_ready(&r));
@@ -296,18 +298,23 @@ static void test_bad_answers(void **state)
 
 /* Reorder without chunks, by slot: the function's sequence orders the
  * tiles; their payloads (after the optional words) reach the user stage
- * in the rule's order. */
+ * in the rule's order.  Frame 6's last tile (place 0) comes first, so
+ * the window starts below frame 7. */
 static uint32_t seen_n;
+static uint64_t last_seq;
 static uint8_t seen[FRAME];
 
 static int collect(void *user, uint32_t stream, uint64_t seq, const uint8_t *payload,
 		   uint32_t len)
 {
 	(void)user;
-	(void)stream;
-	(void)seq;
-	if (len == TB && seen_n < TILES)
+	assert_int_equal(stream, 1);
+	assert_true(seq > last_seq);
+	last_seq = seq;
+	if ((uint32_t)seq / TILES == 7 && len == TB) {
+		assert_int_equal(seen_n, (uint32_t)seq % TILES); /* in order */
 		memcpy(seen + TB * seen_n++, payload, TB);
+	}
 	return 0;
 }
 
@@ -331,6 +338,8 @@ static void test_reorder_by_slot(void **state)
 	assert_int_equal(vfgx_proc_create(ctx, &pc, &r.p), 0);
 	vfgx_proc_set_user_stage(r.p, collect, NULL);
 	seen_n = 0;
+	last_seq = 0;
+	feed(&r, p, tile_pkt(p, 1, 6, TILES - 1, 0, 0));
 	for (uint32_t k = 0; k < TILES; k++)
 		feed(&r, p, tile_pkt(p, 1, 7, k, 1, 0));
 	vfgx_proc_flush(r.p);
