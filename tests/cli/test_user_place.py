@@ -56,7 +56,10 @@ def run(*args):
 
 
 def read_raw(path):
-    """{(stream, index): (bytes, present_count)} from a raw recording."""
+    """{(stream, frame): (bytes, present_count, flags)} from a raw
+    recording; the frame from the chunk's first sequence (the function's
+    frame x 16 + place, extended from 32 bits: the chunk index is the
+    frame by the function's offsets, 2^28 + the frame by slot)."""
     lines = open(path + ".index.jsonl").read().splitlines()
     head = json.loads(lines[0])
     data = open(os.path.join(os.path.dirname(path), head["data_file"]), "rb").read()
@@ -67,7 +70,8 @@ def read_raw(path):
         if "stream" not in c:
             continue
         off = c["offset"] + head["data_offset"]
-        out[(c["stream"], c["index"])] = (data[off:off + n], c["present_count"], c["flags"])
+        frame = (c["first_seq"] & 0xFFFFFFFF) // TILES
+        out[(c["stream"], frame)] = (data[off:off + n], c["present_count"], c["flags"])
     return head, out
 
 

@@ -92,7 +92,7 @@ static void rig_make(struct rig *r, uint32_t place, vfgx_place_fn *fn)
 	r->f.payload_bytes = TB;
 	r->f.chunk_bytes = FRAME;
 	snprintf(r->f.name, sizeof(r->f.name), "tiles");
-	assert_int_equal(vfgx_format_check(ctx, &r->f, 8 + TB, 64 + TB), 0);
+	assert_int_equal(vfgx_format_check(ctx, &r->f, 8 + TB, 0), 0);
 	memset(&r->pcf, 0, sizeof(r->pcf));
 	r->pcf.argsz = sizeof(r->pcf);
 	r->pcf.symbol = "tile_place";
