@@ -25,9 +25,9 @@ int main(void)
 		C(VFGX_LAT_BUCKETS, 40),
 		C(VFGX_EBA_FRAME_MAX_DESCS, 16),
 		C(VFGX_RDMA_REG_HOST + 1, 3), /* vfgx_rdma_mr_info.step_err */
-		S(vfgx_pipeline_stats, 592),
-		S(vfgx_queue_stats, 208),
-		S(vfgx_queue_snap, 216),
+		S(vfgx_pipeline_stats, 600),
+		S(vfgx_queue_stats, 216),
+		S(vfgx_queue_snap, 224),
 		S(vfgx_pkt, 40),
 		S(vfgx_pkt_spec, 56),
 		S(vfgx_source_report, 48),
@@ -39,7 +39,7 @@ int main(void)
 		S(vfgx_region_info, 48),
 		S(vfgx_afxdp_info, 40),
 		S(vfgx_socket_info, 56),
-		S(vfgx_metrics_queue, 232),
+		S(vfgx_metrics_queue, 240),
 		/* per-call descriptors filled by the caller: no argsz by design (docs/api.md) */
 		S(vfgx_rdma_write_wr, 56),
 		S(vfgx_ring_transport, 40),
