@@ -121,7 +121,8 @@ int vfgx_place_link(const char *module, const char *symbol, int major, int minor
 		goto done;
 	}
 	if ((r = nvJitLinkComplete(h))) {
-		snprintf(what, sizeof(what), "linking %s from %s for %s", symbol, module, arch + 1);
+		snprintf(what, sizeof(what), "linking %s from %s for %s", symbol, module,
+			 arch + strlen("-arch="));
 		ret = link_error(h, r, what, err, errlen);
 		goto done;
 	}
