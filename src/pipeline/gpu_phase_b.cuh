@@ -449,23 +449,22 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 		kc_publish(k, last, lane, df);
 }
 
-/* RTP's SSRCs without stream_ids (the cpu engine's learn_stream): a raw
- * stream id's index is its place in the table of those seen, a new one
- * taking the first free place; -1 when the table is full.  One lane of
- * group 0's warp, in item order (the group's turn orders the items). */
+/* RTP's SSRCs without stream_ids (vfgx_fmt_learn_entry's rule, the cpu
+ * engine's learn_stream): a raw stream id's index is its place in the
+ * table of those seen, a new one taking the first free place; -1 when the
+ * table is full.  One lane of group 0's warp, in item order (the group's
+ * turn orders the items), so no compare-and-swap. */
 __device__ int32_t kfmt_learn(uint64_t *learned, uint32_t nb, uint64_t raw)
 {
 	volatile uint64_t *t = learned;
 
 	for (uint32_t i = 0; i < nb; i++) {
-		uint64_t v = t[i];
+		int e = vfgx_fmt_learn_entry(t[i], raw);
 
-		if (v == raw + 1)
-			return (int32_t)i;
-		if (v == 0) {
+		if (e == VFGX_FMT_LEARN_FREE)
 			t[i] = raw + 1;
+		if (e != VFGX_FMT_LEARN_NEXT)
 			return (int32_t)i;
-		}
 	}
 	return -1;
 }
@@ -499,13 +498,13 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 
 				m &= m - 1;
 				if (learned) {
-					int32_t x = kfmt_learn(learned, nb_learned, frs[j].raw);
+					uint32_t x = vfgx_fmt_learned_stream(
+						fmt, kfmt_learn(learned, nb_learned, frs[j].raw));
 
-					if (x < 0 || (uint32_t)x >= fmt->max_streams ||
-					    r->stream + (uint32_t)x >= nb_fseq) {
+					if (x == UINT32_MAX || r->stream + x >= nb_fseq) {
 						v = VFGX_FD_BAD_STREAM;
 					} else {
-						r->stream += (uint32_t)x;
+						r->stream += x;
 						if (too_big && r->len > too_big) {
 							grp[j] = 0xff;
 							count(cnt, GPUK_C_DROP0 + VFGX_R_TOO_BIG, 1);

@@ -439,8 +439,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		k.nb_fseq = k.nb_streams;
 		/* RTP without stream_ids learns the SSRCs (proc.c's rule);
 		 * chunks by bytes decode each record again in phase B */
-		k.learn = (c->fmt.layout == VFGX_FMT_RTP || c->fmt.layout == VFGX_FMT_RFC4175) &&
-			  !c->fmt.n_stream_ids;
+		k.learn = vfgx_fmt_learns(&c->fmt);
 		k.fmt_raw = c->ch.on && c->ch.by_bytes;
 		if ((ret = dalloc(g, (void **)&fd, sizeof(*fd), err, errlen)) ||
 		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)) ||
