@@ -905,7 +905,6 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	int found = 0, v;
 	size_t si;
 
-	(void)df;
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
 	st = &k.kcs[s];
