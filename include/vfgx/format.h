@@ -276,6 +276,35 @@ VFGX_HD int vfgx_fmt_stream_index(const struct vfgx_format *f, uint64_t raw,
 	return VFGX_FD_OK;
 }
 
+/* RTP without stream_ids learns its streams: each new SSRC gets the next
+ * stream index in order of arrival.  An engine keeps a table of the raw
+ * ids seen (entry: raw + 1, 0: free) and looks raw up entry by entry from
+ * the first with vfgx_fmt_learn_entry: MATCH, that entry's index is the
+ * stream; FREE, the first free entry, which raw takes (written there, or
+ * compare-and-swapped where placers share the table); NEXT, look on.  No
+ * entry: -1.  vfgx_fmt_learned_stream gives the stream of an index. */
+enum { VFGX_FMT_LEARN_NEXT = 0, VFGX_FMT_LEARN_MATCH = 1, VFGX_FMT_LEARN_FREE = 2 };
+
+VFGX_HD int vfgx_fmt_learns(const struct vfgx_format *f)
+{
+	return (f->layout == VFGX_FMT_RTP || f->layout == VFGX_FMT_RFC4175) &&
+	       !f->n_stream_ids;
+}
+
+VFGX_HD int vfgx_fmt_learn_entry(uint64_t entry, uint64_t raw)
+{
+	if (entry == raw + 1)
+		return VFGX_FMT_LEARN_MATCH;
+	return entry == 0 ? VFGX_FMT_LEARN_FREE : VFGX_FMT_LEARN_NEXT;
+}
+
+/* The stream of learned index i: UINT32_MAX (bad_stream) when the table
+ * was full (-1) or i is at or past max_streams. */
+VFGX_HD uint32_t vfgx_fmt_learned_stream(const struct vfgx_format *f, int32_t i)
+{
+	return i < 0 || (uint32_t)i >= f->max_streams ? UINT32_MAX : (uint32_t)i;
+}
+
 /* RFC 3550: 12 bytes, then 4 x CC bytes of CSRC, then with X a 4-byte
  * extension header whose 16-bit length counts further 32-bit words. */
 VFGX_HD int vfgx_fmt_rtp_hdr_len(const uint8_t *p, uint32_t len, uint32_t *hl)

@@ -1,7 +1,8 @@
 /* format_rules.cu - the format rules (vfgx/format.h) compiled by nvcc as
- * device code: a kernel that decodes, extends and places one packet per
- * thread, as the gpu engine will.  Built with the library (a compile
- * check), linked into nothing until the gpu engine calls the rules. */
+ * device code on their own: a kernel that decodes, extends and places one
+ * packet per thread.  Built with the library (a compile check of the
+ * header alone), linked into nothing: the gpu engine's kernels
+ * (gpu_proc.cu) include format.h and call the same rules. */
 #include <vfgx/format.h>
 
 __global__ void vfgx_fmt_rules_check_kernel(const struct vfgx_format *f,

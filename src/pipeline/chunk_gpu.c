@@ -19,8 +19,9 @@ _Static_assert(VFGX_DROP_NOBUFS == 0, "gpu_chunks.cuh's KC_DROP_NOBUFS");
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
 struct chunk_gpu {
-	vfgx_region *region;          /* pinned: desc, pub, stop, bp_wait */
+	vfgx_region *region;          /* pinned: desc, pub, stop, bp_wait, hdr */
 	struct gpuk_chunk_desc *desc; /* streams * in_flight */
+	struct gpuk_chunk_hdr *hdr;   /* streams * in_flight */
 	const struct gpuk_chunk_desc *desc_dev; /* the GPU's view */
 	struct gpuk_chunk_pub *pub;   /* streams */
 	volatile uint32_t *stop, *bp_wait;
@@ -53,6 +54,7 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	size_t slots = (size_t)c->streams * c->in_flight;
 	size_t d_bytes = ALIGN_UP(slots * sizeof(struct gpuk_chunk_desc), 128);
 	size_t p_bytes = ALIGN_UP((size_t)c->streams * sizeof(struct gpuk_chunk_pub), 128);
+	size_t h_bytes = ALIGN_UP(slots * sizeof(struct gpuk_chunk_hdr), 128);
 	const struct vfgx_region_info *ri;
 	struct chunk_gpu *g;
 	uint8_t *h, *d;
@@ -74,15 +76,16 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	}
 	/* before any kernel starts: compute-sanitizer flags host memory
 	 * registered after a launch */
-	ret = vfgx_region_create(cs->ctx, VFGX_MEM_PINNED, d_bytes + p_bytes + 128,
+	ret = vfgx_region_create(cs->ctx, VFGX_MEM_PINNED, d_bytes + p_bytes + 128 + h_bytes,
 				 (int)c->gpu_id, false, &g->region);
 	if (ret)
 		goto fail;
 	ri = vfgx_region_info(g->region);
 	h = ri->addr;
 	d = ri->dev_addr;
-	memset(h, 0, d_bytes + p_bytes + 128);
+	memset(h, 0, d_bytes + p_bytes + 128 + h_bytes);
 	g->desc = (struct gpuk_chunk_desc *)h;
+	g->hdr = (struct gpuk_chunk_hdr *)(h + d_bytes + p_bytes + 128);
 	g->pub = (struct gpuk_chunk_pub *)(h + d_bytes);
 	g->stop = (volatile uint32_t *)(h + d_bytes + p_bytes);
 	g->bp_wait = g->stop + 16;
@@ -101,7 +104,8 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	ch->payload_bytes = c->payload_bytes;
 	ch->packets = c->packets;
 	ch->streams = c->streams;
-	ch->place = c->place;
+	/* what rules.h reads (by bytes: the packet's place is the format's) */
+	ch->place = cs->rule.place;
 	ch->field_offset = c->field_offset;
 	ch->field_size = c->field_size;
 	ch->in_flight = c->in_flight;
@@ -122,6 +126,11 @@ int vfgx_chunkset_gpu_attach(struct vfgx_chunkset *cs, struct gpuk_chunks *ch)
 	ch->pub = (struct gpuk_chunk_pub *)(d + d_bytes);
 	ch->stop = (const uint32_t *)(d + d_bytes + p_bytes);
 	ch->bp_wait = (uint32_t *)(d + d_bytes + p_bytes) + 16;
+	ch->hdr = (struct gpuk_chunk_hdr *)(d + d_bytes + p_bytes + 128);
+	ch->by_bytes = cs->by_bytes;
+	ch->by_offset = cs->by_bytes && cs->fmt->place == VFGX_FMT_PLACE_OFFSET;
+	ch->id_bits = cs->id_bits;
+	ch->chunk_bytes = cs->chunk_bytes;
 	if (!ch->data || !ch->ready_word || !ch->returned_word || !d) {
 		ret = vfgx_set_error(cs->ctx, -EINVAL,
 				     "pipeline.chunks: chunk memory has no GPU view (mem %s)",
@@ -177,6 +186,7 @@ void vfgx_chunkset_gpu_pull(struct vfgx_chunkset *cs)
 			uint32_t r = g->order[j];
 			size_t i = (size_t)s * F + r;
 			const volatile struct gpuk_chunk_desc *md = &g->desc[i];
+			const volatile struct gpuk_chunk_hdr *mh = &g->hdr[i];
 			struct vfgx_chunk *d = &st->desc[r];
 			uint64_t gpu_wait = md->ready_gt - md->last_gt;
 
@@ -185,12 +195,12 @@ void vfgx_chunkset_gpu_pull(struct vfgx_chunkset *cs)
 			d->present_count = (uint32_t)md->present_count;
 			d->missing = (uint32_t)md->missing;
 			d->flags = (uint32_t)md->flags;
-			/* slots only on this engine; the header's first sequence
-			 * and timestamp are not kept by the GPU (0) */
-			d->bytes = (uint64_t)cs->conf.packets * cs->conf.payload_bytes;
-			d->missing_bytes = (uint64_t)d->missing * cs->conf.payload_bytes;
-			d->first_seq = d->hdr_ts = 0;
-			d->hdr_flags = 0;
+			/* the header's fields and bytes, as chunk.c fills them */
+			d->bytes = mh->bytes;
+			d->missing_bytes = mh->missing_bytes;
+			d->first_seq = mh->first_seq;
+			d->hdr_ts = mh->hdr_ts;
+			d->hdr_flags = mh->hdr_flags;
 			d->stream_late = md->stream_late;
 			d->late = 0;
 			d->ready_ns = now;

@@ -35,13 +35,18 @@
 #define KC_DROP_NOBUFS 0 /* VFGX_DROP_NOBUFS (vfgx/port.h; chunk_gpu.c checks) */
 
 struct kc_stream {
-	/* pubh: chunks below it are published (ready words, rel_head) */
-	ull head, top, first_index, pending_gaps, open, pubh;
+	/* pubh: chunks below it are published (ready words, rel_head);
+	 * top_id: by bytes, the chunk id of chunk top */
+	ull head, top, first_index, pending_gaps, open, pubh, top_id;
 	ull c[GPUK_K_NCNT];
 };
 
+/* A ring slot; the header's fields of its chunk (first_seq, hdr_ts,
+ * hdr_flags) and, by bytes, its chunk id, the payload bytes written and
+ * the bytes it spans (chunk.c's chunk_id, bytes_in and desc.bytes). */
 struct kc_slot {
 	ull index, state, present_count, first_gt, last_gt;
+	ull first_seq, hdr_ts, hdr_flags, chunk_id, bytes_in, span;
 };
 
 #define KV(x) (*(volatile ull *)&(x))
@@ -242,21 +247,41 @@ __device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
 		__syncwarp();
 		return;
 	}
-	if (missing) {
+	ull flags = rl.flags, span = P * k.ch.payload_bytes, missing_bytes;
+
+	if (k.ch.by_bytes) {
+		/* chunk.c's release_head: bytes, not packets, are missing */
+		span = KV(sl->span);
+		struct vfgx_ck_release_b rb = vfgx_ck_release_bytes(1, span, KV(sl->bytes_in),
+								    reason);
+
+		missing = 0;
+		flags = rb.flags;
+		missing_bytes = rb.missing_bytes;
+		kc_bump(st, rb.missing_bytes ? GPUK_K_CLOSED : GPUK_K_COMPLETE, 1, lane);
+	} else if (missing) {
+		missing_bytes = missing * k.ch.payload_bytes;
 		kc_bump(st, GPUK_K_CLOSED, 1, lane);
 		kc_bump(st, GPUK_K_MISSING, missing, lane);
 		__syncwarp();
 		kc_count_gaps(k, st, si, head * P, later_known, lane);
 	} else {
+		missing_bytes = 0;
 		kc_bump(st, GPUK_K_COMPLETE, 1, lane);
 	}
 	if (lane == 0) {
 		volatile struct gpuk_chunk_desc *d = &k.ch.desc[si];
+		volatile struct gpuk_chunk_hdr *hd = &k.ch.hdr[si];
 
+		hd->first_seq = KV(sl->first_seq);
+		hd->hdr_ts = KV(sl->hdr_ts);
+		hd->hdr_flags = (uint32_t)KV(sl->hdr_flags);
+		hd->bytes = span;
+		hd->missing_bytes = missing_bytes;
 		d->index = head;
 		d->present_count = pc;
 		d->missing = missing;
-		d->flags = rl.flags;
+		d->flags = flags;
 		d->stream_late = KV(st->c[GPUK_K_LATE]);
 		d->last_gt = KV(sl->last_gt);
 		KV(sl->state) = KC_READY;
@@ -515,6 +540,12 @@ __device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
 		KV(sl->index) = n;
 		KV(sl->present_count) = 0;
 		KV(sl->first_gt) = now;
+		KV(sl->first_seq) = 0;
+		KV(sl->hdr_ts) = 0;
+		KV(sl->hdr_flags) = 0;
+		KV(sl->bytes_in) = 0;
+		KV(sl->span) = k.ch.by_bytes ? k.ch.chunk_bytes :
+					       (ull)k.ch.packets * k.ch.payload_bytes;
 		KV(sl->state) = KC_FILLING;
 	}
 	__syncwarp();
@@ -534,7 +565,8 @@ __device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane,
 		struct kc_slot *h = &k.kcsl[kc_si(k, s, v.head)];
 		bool complete = v.head <= v.top &&
 				vfgx_ck_holds(KV(h->state) == KC_FILLING, KV(h->index), v.head) &&
-				KV(h->present_count) == k.ch.packets;
+				(k.ch.by_bytes ? KV(h->bytes_in) >= KV(h->span) :
+						 KV(h->present_count) == k.ch.packets);
 
 		se = vfgx_ck_settle(kc_conf(k), v, complete);
 		if (se.act != VFGX_CK_RELEASE)
@@ -545,10 +577,26 @@ __device__ void kc_settle(const kparams &k, uint32_t s, uint32_t lane,
 		kc_advance_to(k, s, se.target, VFGX_CHUNK_BY_DISTANCE, true, lane, df);
 }
 
-/* Place one record (vfgx_chunkset_place): VFGX_STAGE_PASS, else the drop
+/* The header's fields of a chunk's first packet (chunk.c's chunk_first):
+ * its sequence (extended, with a format), and with a format (fr) its
+ * header timestamp. */
+__device__ __forceinline__ void kc_first(struct kc_slot *sl, ull seq,
+					 const struct kfres *fr, uint32_t lane)
+{
+	if (lane == 0) {
+		KV(sl->first_seq) = seq;
+		if (fr && fr->has_ts) {
+			KV(sl->hdr_ts) = fr->hts;
+			KV(sl->hdr_flags) = KV(sl->hdr_flags) | VFGX_CHUNK_HDR_TS;
+		}
+	}
+}
+
+/* Place one record (vfgx_chunkset_place; with a format fr, its
+ * vfgx_chunkset_place_pkt by slot): VFGX_STAGE_PASS, else the drop
  * reason. */
-__device__ int kc_place(const kparams &k, const struct res &r, ull now,
-			uint32_t lane, struct kc_defer *df)
+__device__ int kc_place(const kparams &k, const struct res &r, const struct kfres *fr,
+			ull now, uint32_t lane, struct kc_defer *df)
 {
 	uint32_t s = r.stream;
 	struct kc_stream *st;
@@ -594,9 +642,13 @@ __device__ int kc_place(const kparams &k, const struct res &r, ull now,
 	}
 	kc_defer_add(df, kc_base(k, si) + (size_t)kk * k.ch.payload_bytes, r.body,
 		     r.len, lane);
+	if (KV(k.kcsl[si].present_count) == 0)
+		kc_first(&k.kcsl[si], r.seq, fr, lane);
 	if (lane == 0) {
 		struct kc_slot *sl = &k.kcsl[si];
 
+		if (r.flags & RF_END)
+			KV(sl->hdr_flags) = KV(sl->hdr_flags) | VFGX_CHUNK_ENDED;
 		kc_lens(k, si)[kk] = r.len;
 		kc_present(k, si)[kk / 64] = pw | bit;
 		KV(sl->present_count) = KV(sl->present_count) + 1;
@@ -693,6 +745,7 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 	volatile ull *present;
 
 	if (c.s == UINT32_MAX || r.stream != c.s || r.len > k.ch.payload_bytes ||
+	    (r.flags & RF_END) ||
 	    vfgx_ck_index(kc_conf(k), r.seq, r.body, r.len, &p) != VFGX_STAGE_PASS ||
 	    p / P != c.n) {
 		kc_cache_put(k, c, lane);
@@ -747,6 +800,7 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance))
 		return 0;
 	good = lane < batch && mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
+	       !(mine.flags & RF_END) &&
 	       vfgx_ck_index(kc_conf(k), mine.seq, mine.body, mine.len, &p) ==
 		       VFGX_STAGE_PASS && p / P == n;
 	kk = (uint32_t)(p % P);
@@ -822,6 +876,140 @@ __device__ bool kc_holds(const kparams &k, uint32_t s, ull n)
 	struct kc_slot *sl = &k.kcsl[kc_si(k, s, n)];
 
 	return vfgx_ck_holds(KV(sl->state) == KC_FILLING, KV(sl->index), n);
+}
+
+/*
+ * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
+ * carries its whole UDP payload (kparams.fmt_raw) and its extended
+ * sequence; the format's rules decode it again (vfgx_fmt_decode, the
+ * same answer as phase A's) and give each piece's offset
+ * (vfgx_fmt_place, which checks every piece ends inside the chunk).  The
+ * chunk is the open one with the packet's id, or top + 1 for a newer id;
+ * a packet of a released chunk (late), a duplicate (its present bit) or
+ * a refused ring slot is decided before any byte is written.  The pieces
+ * are copied here, in arrival order (not deferred to phase C: pieces of
+ * different packets may overlap, and the last one's bytes must win, as
+ * on the cpu engine).  *data, *len: the payload delivered.
+ */
+__device__ int kc_place_bytes(const kparams &k, const struct res &r,
+			      const struct kfres *fr, ull now, uint32_t lane,
+			      struct kc_defer *df, const uint8_t **data, uint32_t *len)
+{
+	uint32_t s = r.stream, kk = 0;
+	struct kc_stream *st;
+	struct kc_slot *sl;
+	struct vfgx_fmt_pkt o;
+	struct vfgx_ck_bidx b;
+	struct vfgx_ck_place pl;
+	ull nf = 0, pw, bit, got = 0, end_at = 0;
+	int found = 0, v;
+	size_t si;
+
+	if (s >= k.ch.streams)
+		return VFGX_R_BAD_STREAM;
+	st = &k.kcs[s];
+	v = vfgx_fmt_decode(k.fmt, r.body, r.len, &o);
+	/* phase A passed it (a learned SSRC is past the streams) */
+	if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
+		return vfgx_fmt_drop_reason(v);
+	o.stream = s;
+	o.ext_seq = r.seq;
+	*data = r.body + o.payload_off;
+	*len = o.payload_len;
+	v = vfgx_fmt_place(k.fmt, &o);
+	if (v != VFGX_FD_OK) {
+		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
+		__syncwarp();
+		return vfgx_fmt_drop_reason(v);
+	}
+	if (o.nseg == 0)
+		return VFGX_R_BAD_LENGTH;
+	/* the open chunk with this id: most packets are top's */
+	{
+		struct vfgx_ck_stream cv = kc_state(st);
+
+		for (ull n = cv.top + 1; cv.open && n-- > cv.head;) {
+			if (kc_holds(k, s, n) && KV(k.kcsl[kc_si(k, s, n)].chunk_id) == o.chunk) {
+				found = 1;
+				nf = n;
+				break;
+			}
+			if (cv.top - n + 1 >= k.ch.in_flight)
+				break;
+		}
+		b = vfgx_ck_byte_chunk(cv, KV(st->top_id), o.chunk, k.ch.id_bits, found, nf);
+	}
+	if (b.late) {
+		kc_bump(st, GPUK_K_LATE, 1, lane);
+		__syncwarp();
+		return VFGX_R_LATE;
+	}
+	v = vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq, o.seg[0].dst_off, &kk);
+	if (v != VFGX_STAGE_PASS) {
+		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
+		__syncwarp();
+		return v;
+	}
+	pl = vfgx_ck_place(kc_conf(k), kc_state(st), b.n * k.ch.packets + kk, NULL, 0);
+	/* chunk.c's place_admit */
+	if (pl.open) {
+		if (lane == 0) {
+			KV(st->open) = 1;
+			KV(st->head) = pl.n;
+			KV(st->top) = pl.n;
+			KV(st->first_index) = pl.p;
+		}
+		__syncwarp();
+	}
+	if (pl.verdict != VFGX_STAGE_PASS) {
+		if (pl.out_of_range || pl.late)
+			kc_bump(st, pl.late ? GPUK_K_LATE : GPUK_K_OUT_OF_RANGE, 1, lane);
+		__syncwarp();
+		return pl.verdict;
+	}
+	if (pl.advance)
+		kc_advance_to(k, s, pl.target, VFGX_CHUNK_BY_RING, true, lane, df);
+	si = kc_si(k, s, pl.n);
+	if (!kc_slot_open(k, s, si, pl.n, now, lane, df))
+		return KC_DROP_NOBUFS;
+	sl = &k.kcsl[si];
+	pw = kc_present(k, si)[pl.k / 64];
+	bit = 1ull << (pl.k % 64);
+	if (vfgx_ck_dup(pw, pl.k) != VFGX_STAGE_PASS) {
+		kc_bump(st, GPUK_K_DUPLICATES, 1, lane);
+		__syncwarp();
+		return VFGX_R_DUPLICATE;
+	}
+	if (KV(sl->present_count) == 0) {
+		if (lane == 0)
+			KV(sl->chunk_id) = o.chunk;
+		kc_first(sl, o.ext_seq, fr, lane);
+	}
+	if (b.new_top)
+		kc_set(st->top_id, o.chunk, lane);
+	for (uint32_t i = 0; i < o.nseg; i++) {
+		kc_copy(kc_base(k, si) + o.seg[i].dst_off, r.body + o.seg[i].src_off,
+			o.seg[i].len, lane);
+		got += o.seg[i].len;
+		if (o.seg[i].dst_off + o.seg[i].len > end_at)
+			end_at = o.seg[i].dst_off + o.seg[i].len;
+	}
+	if (lane == 0) {
+		kc_lens(k, si)[pl.k] = (uint32_t)got;
+		kc_present(k, si)[pl.k / 64] = pw | bit;
+		KV(sl->present_count) = KV(sl->present_count) + 1;
+		KV(sl->bytes_in) = KV(sl->bytes_in) + got;
+		KV(sl->span) = vfgx_ck_byte_span(KV(sl->span), (int)o.end, end_at, o.chunk_bytes);
+		if (o.end)
+			KV(sl->hdr_flags) = KV(sl->hdr_flags) | VFGX_CHUNK_ENDED;
+		KV(sl->last_gt) = now;
+		if (pl.n > KV(st->top))
+			KV(st->top) = pl.n;
+	}
+	kc_bump(st, GPUK_K_PLACED, 1, lane);
+	__syncwarp();
+	kc_settle(k, s, lane, df);
+	return VFGX_STAGE_PASS;
 }
 
 /* The oldest chunk with packets timed out: release it with the empty ones

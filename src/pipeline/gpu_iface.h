@@ -43,6 +43,15 @@ struct gpuk_chunk_desc {
 		ready_gt, pad;
 };
 
+/* What the GPU says of a chunk's producer header and bytes, per ring slot
+ * (pinned, beside gpuk_chunk_desc, written before the ready word): the
+ * fields of struct vfgx_chunk that chunk.c fills on the cpu engine. */
+struct gpuk_chunk_hdr {
+	uint64_t first_seq, hdr_ts, bytes, missing_bytes;
+	uint32_t hdr_flags, pad;
+	uint64_t pad2[3];
+};
+
 /* Per stream (pinned, written by the GPU once per item that touched the
  * stream, and before any wait for the consumer): rel_head, every chunk
  * below it was made ready or skipped; the stream's counters. */
@@ -65,6 +74,12 @@ struct gpuk_chunks {
 	const uint32_t *stop;        /* the pipeline is stopping: waits give up */
 	uint32_t *bp_wait;           /* set to 1 at least every ms while a warp
 				      * waits for the consumer (the host clears it) */
+	struct gpuk_chunk_hdr *hdr;  /* per slot */
+	/* chunks by bytes (pipeline.format places by offset or lines):
+	 * chunk_bytes per chunk, the chunk id's width, by_offset: the present
+	 * bit is the heap offset's (SPEAD), else the extended sequence's */
+	uint32_t by_bytes, by_offset, id_bits, pad2;
+	uint64_t chunk_bytes;
 };
 
 struct gpuk_conf {
@@ -78,8 +93,9 @@ struct gpuk_conf {
 	 * N + 1 */
 	uint64_t test_wedge;
 	struct gpuk_chunks ch;       /* ch.on: records go into chunks */
-	/* pipeline.format other than vfgx's header (fmt_on), placing by
-	 * slot: phase A decodes it, phase B extends the sequence */
+	/* pipeline.format other than vfgx's header (fmt_on): phase A
+	 * decodes it, phase B learns RTP's SSRCs (no stream_ids), extends
+	 * the sequence and, by bytes, places each piece at its offset */
 	uint32_t fmt_on;
 	struct vfgx_format fmt;
 	/* pipeline.format.user_place (vfgx/place.h), or NULL: the user's

@@ -24,12 +24,12 @@
 #define THREADS (WARPS * 32)
 #define PKT_FLAG_GPU 0x1
 #define PKT_FLAG_PAYLOAD 0x2
-#define RES_NONE 0
-#define RES_INSERT 1
-/* record flags: the app header's LAST bit, and RF_BAD when phase A found
+/* record flags: the app header's LAST bit, RF_END when a format's end
+ * mark is set (RTP marker, SPEAD heap size reached), and RF_BAD when phase A found
  * the body differing from the loopback pattern (counted at delivery when
  * pipeline.verify_payload is on, as the CPU verifies delivered records) */
 #define RF_BAD 0x80u
+#define RF_END 0x40u
 #define DROP_USER 15 /* VFGX_DROP_USER */
 #define CSUM_DEPTH 16
 #ifndef VFGX_CSUM_PREFETCH
@@ -53,8 +53,18 @@ struct res {
 	const uint8_t *body;
 	uint32_t len;
 	uint32_t stream; /* global stream index */
-	uint32_t kind;
+	uint32_t at;     /* the record's packet index in its item (its
+			  * kparams.fres entry); grp says whether it is one */
 	uint32_t flags;
+};
+
+/* A format's record beyond struct res (pipeline.format; phase A writes
+ * it, phase B reads it): its header timestamp as a chunk reports it
+ * (vfgx_fmt_hdr_ts; has_ts when the format has one) and, while RTP's
+ * SSRCs are learned, the raw stream id. */
+struct kfres {
+	uint64_t hts, raw;
+	uint32_t has_ts, pad;
 };
 
 /* GPU chunk placement state (gpu_chunks.cuh), GPU memory. */
@@ -106,7 +116,28 @@ struct kparams {
 	const struct vfgx_format *fmt;
 	struct vfgx_seq_state *fseq;
 	uint32_t nb_fseq;
+	/* fmt: each record's struct kfres (nb_items * burst); learn: RTP's
+	 * SSRCs get stream indices in order of arrival (learned: raw + 1 per
+	 * index, max_streams of them; every record goes to group 0, so one
+	 * warp sees them in that order); fmt_raw: chunks by bytes, records
+	 * carry their whole UDP payload (phase B decodes it again) */
+	struct kfres *fres;
+	uint64_t *learned;
+	uint32_t learn, fmt_raw;
 };
+
+/* The streams group g runs through (flush, tick, reset): every
+ * GPUK_GROUPS-th from g, or while SSRCs are learned all of them in
+ * group 0 (its warp places them all). */
+__device__ __forceinline__ uint32_t kg_first(const kparams &k, uint32_t g, uint32_t n)
+{
+	return k.learn ? (g ? n : 0) : g;
+}
+
+__device__ __forceinline__ uint32_t kg_step(const kparams &k)
+{
+	return k.learn ? 1 : GPUK_GROUPS;
+}
 
 /* ---- memory-ordering helpers (see commlist.h) ---------------------------- */
 __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)

@@ -262,13 +262,17 @@ __device__ __noinline__ int kfmt_user_place(const struct vfgx_format *fmt, const
 }
 #endif
 
-/* A producer's header (pipeline.format, placing by slot): vfgx/format.h's
- * rules, the cpu engine's: stream, sequence as sent (phase B extends it
- * in order, kfmt_extend), body.  Out of line: its packet record stays off
- * the vfgx header's path. */
+/* A producer's header (pipeline.format): vfgx/format.h's rules, the cpu
+ * engine's: stream, sequence as sent (phase B extends it in order,
+ * kfmt_extend), end mark, header timestamp (*fr), body.  learn: RTP's
+ * SSRCs are learned in phase B, so a stream id past the streams passes
+ * here with its raw value in *fr.  raw: the body is the whole UDP
+ * payload (chunks by bytes: phase B places its pieces).  Out of line: its
+ * packet record stays off the vfgx header's path. */
 __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt, uint32_t max_streams,
-				     const uint8_t *pay, uint32_t len, struct vfgx_app_hdr *h,
-				     uint32_t *boff, uint32_t *blen)
+				     uint32_t learn, uint32_t raw, const uint8_t *pay,
+				     uint32_t len, struct vfgx_app_hdr *h, uint32_t *boff,
+				     uint32_t *blen, struct kfres *fr)
 {
 	struct vfgx_fmt_pkt o;
 	int v = vfgx_fmt_decode(fmt, pay, len, &o);
@@ -279,28 +283,46 @@ __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt, uint32_t max
 #endif
 	*boff = 0;
 	*blen = 0;
+	/* decode's stream check is its last: o is whole when it fails */
+	if (learn && v == VFGX_FD_BAD_STREAM)
+		v = VFGX_FD_OK;
 	if (v != VFGX_FD_OK)
 		return vfgx_fmt_drop_reason(v);
-	if (o.stream >= max_streams)
+	if (!learn && o.stream >= max_streams)
 		return VFGX_R_BAD_STREAM;
-	h->stream = o.stream;
+	h->stream = learn ? 0 : o.stream;
 	h->seq = o.seq;
-	h->flags = 0;
-	*boff = o.payload_off;
-	*blen = o.payload_len;
+	h->flags = o.end ? RF_END : 0;
+	fr->raw = o.stream_raw;
+	fr->has_ts = (uint32_t)vfgx_fmt_hdr_ts(fmt, &o, &fr->hts);
+	fr->pad = 0;
+	*boff = raw ? 0 : o.payload_off;
+	*blen = raw ? len : o.payload_len;
 	return VFGX_STAGE_PASS;
 }
 
 /* The record's header: vfgx's 16 bytes, or the format's; *boff and *blen
  * the body after it. */
 __device__ __forceinline__ int k_hdr(const kparams &k, const uint8_t *pay, uint32_t len,
-				     struct vfgx_app_hdr *h, uint32_t *boff, uint32_t *blen)
+				     struct vfgx_app_hdr *h, uint32_t *boff, uint32_t *blen,
+				     struct kfres *fr)
 {
 	if (k.fmt)
-		return kfmt_hdr(k.fmt, k.max_streams, pay, len, h, boff, blen);
+		return kfmt_hdr(k.fmt, k.max_streams, k.learn, k.fmt_raw, pay, len, h, boff,
+				blen, fr);
 	*boff = VFGX_APP_HLEN;
 	*blen = len - VFGX_APP_HLEN;
 	return vfgx_app_hdr_read(pay, len, k.max_streams, h);
+}
+
+/* The flags a record keeps: LAST, and a format's end mark (vfgx's own
+ * header has none: its other flag bits are not kept). */
+#define RF_KEEP(k) ((k).fmt ? RF_END : VFGX_APP_FLAG_LAST)
+
+/* A record's stream group: its stream's, or 0 while SSRCs are learned. */
+__device__ __forceinline__ uint8_t k_group(const kparams &k, uint32_t stream)
+{
+	return k.learn ? 0 : (uint8_t)(stream % GPUK_GROUPS);
 }
 
 /* Packet i of the item in slot; its descriptor was read by the caller. */
@@ -314,6 +336,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
 	struct vfgx_parsed ps;
 	struct vfgx_app_hdr h;
+	struct kfres fr = { 0, 0, 0, 0 };
 	const uint8_t *pay;
 	uint32_t boff = 0, blen = 0;
 	int r = VFGX_STAGE_PASS;
@@ -321,7 +344,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	if (lane == 0) {
 		count(cnt, GPUK_C_PACKETS, 1);
 		count(cnt, GPUK_C_BYTES, len);
-		out->kind = RES_NONE;
+		out->at = i;
 		*grp = 0xff;
 	}
 	if (k.stage && !(flags & PKT_FLAG_GPU) && len <= GPUK_STAGE_MAX) {
@@ -359,8 +382,9 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	if (lane == 0)
 		count(cnt, GPUK_C_PASSED, 1);
 	pay = f + ps.payload_off;
-	r = k_hdr(k, pay, ps.payload_len, &h, &boff, &blen);
-	if (r == VFGX_STAGE_PASS && k.reorder && blen > k.slot)
+	r = k_hdr(k, pay, ps.payload_len, &h, &boff, &blen, &fr);
+	/* learning: after the SSRC's turn, as the cpu engine (kfmt_extend) */
+	if (r == VFGX_STAGE_PASS && k.reorder && blen > k.slot && !k.learn)
 		r = VFGX_R_TOO_BIG;
 	if (r == VFGX_STAGE_PASS) {
 		bool bad = false;
@@ -368,7 +392,7 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 		if (k.verify)
 			warp_scan(pay + boff, blen, lane, true, pay + boff, blen,
 				  pat_base(h.stream, h.seq), &bad);
-		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (bad ? RF_BAD : 0);
+		h.flags = (h.flags & RF_KEEP(k)) | (bad ? RF_BAD : 0);
 	}
 	if (!k.to_b) {
 		if (r == VFGX_STAGE_PASS)
@@ -394,10 +418,11 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 		out->len = blen;
 		out->stream = k.ch.on ? h.stream : q * k.max_streams + h.stream;
 		out->flags = h.flags;
-		out->kind = RES_INSERT;
-		*grp = (uint8_t)(out->stream % GPUK_GROUPS);
+		*grp = k_group(k, out->stream);
+		if (k.fres)
+			k.fres[(size_t)slot * k.burst + i] = fr;
 		if (gmask)
-			atomicOr(gmask, 1ull << (out->stream % GPUK_GROUPS));
+			atomicOr(gmask, 1ull << k_group(k, out->stream));
 	}
 }
 
@@ -457,6 +482,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		const uint8_t *f = (const uint8_t *)(uintptr_t)addr;
 		struct vfgx_parsed ps;
 		struct vfgx_app_hdr h = { 0, 0, 0 };
+		struct kfres fx = { 0, 0, 0, 0 };
 		int r = VFGX_STAGE_PASS, fr = VFGX_STAGE_PASS;
 		int ar = VFGX_R_BAD_APP_HDR, need = 0;
 		uint32_t pseudo = 0, left, act, passed, bit_lo = 0, bit_hi = 0;
@@ -482,12 +508,12 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			}
 			if (r == VFGX_STAGE_PASS && fr == VFGX_STAGE_PASS)
 				ar = k_hdr(k, f + ps.payload_off, ps.payload_len, &h, &boff,
-					   &blen);
+					   &blen, &fx);
 		}
 		/* Records that may be delivered are checked against the
 		 * loopback pattern (verify) in the same loads as their
 		 * checksum, or in a pass of their own when no checksum is due. */
-		if (ar == VFGX_STAGE_PASS && k.reorder && blen > k.slot)
+		if (ar == VFGX_STAGE_PASS && k.reorder && blen > k.slot && !k.learn)
 			ar = VFGX_R_TOO_BIG;
 		bool vneed = k.verify && i < n && r == VFGX_STAGE_PASS &&
 			     fr == VFGX_STAGE_PASS && ar == VFGX_STAGE_PASS;
@@ -566,7 +592,7 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 					left &= left - 1;
 			}
 		}
-		h.flags = (h.flags & VFGX_APP_FLAG_LAST) | (vbad ? RF_BAD : 0);
+		h.flags = (h.flags & RF_KEEP(k)) | (vbad ? RF_BAD : 0);
 		if (i < n) {
 			if (r == VFGX_STAGE_PASS && bad)
 				r = VFGX_R_BAD_UDP_CSUM;
@@ -618,7 +644,6 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 		if (i < n) {
 			struct res *out = &k.res[(size_t)slot * k.burst + i];
 			uint8_t *grp = &k.grp[(size_t)slot * k.burst + i];
-			uint32_t kind = RES_NONE;
 			uint8_t gv = 0xff;
 
 			if (r == VFGX_STAGE_PASS) {
@@ -635,15 +660,16 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 					out->len = blen;
 					out->stream = st;
 					out->flags = h.flags;
-					kind = RES_INSERT;
-					gv = (uint8_t)(st % GPUK_GROUPS);
+					if (k.fres)
+						k.fres[(size_t)slot * k.burst + i] = fx;
+					gv = k_group(k, st);
 					if (gv < 32)
 						bit_lo = 1u << gv;
 					else
 						bit_hi = 1u << (gv - 32);
 				}
 			}
-			out->kind = kind;
+			out->at = i;
 			*grp = gv;
 		}
 		bit_lo = __reduce_or_sync(FULL, bit_lo);

@@ -284,7 +284,7 @@ __device__ __forceinline__ struct res shfl_res_from(const struct res &mine, uint
 	r.len = __shfl_sync(FULL, mine.len, src);
 	r.stream = __shfl_sync(FULL, mine.stream, src);
 	r.flags = __shfl_sync(FULL, mine.flags, src);
-	r.kind = RES_INSERT;
+	r.at = __shfl_sync(FULL, mine.at, src);
 	return r;
 }
 
@@ -320,20 +320,60 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
 	}
 }
 
+/* Chunks by bytes: group g's records, each placed by kc_place_bytes in
+ * arrival order and delivered (its payload, as the cpu engine delivers
+ * it); each stream placed into is published when the next record is of
+ * another stream, and at the end. */
+__device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *rs,
+				  const struct kfres *frs, const uint8_t *grp, uint32_t n,
+				  uint32_t g, uint32_t (&bal)[32], uint32_t tot,
+				  struct res mine0, uint32_t lane, struct kc_defer *df)
+{
+	uint32_t last = UINT32_MAX;
+
+	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
+		   [&](const struct res &mine, uint32_t batch) {
+#pragma unroll 1
+		for (uint32_t j = 0; j < batch; j++) {
+			struct res r = shfl_res(mine, j);
+			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+			const uint8_t *data = r.body;
+			uint32_t len = r.len;
+			int v;
+
+			if (last != r.stream && last < k.ch.streams)
+				kc_publish(k, last, lane, df);
+			last = r.stream;
+			v = kc_place_bytes(k, r, &frs[r.at], now, lane, df, &data, &len);
+			if (v == VFGX_STAGE_PASS)
+				kd_deliver(k, cnt, r.stream, r.seq, data, len, r.flags, false, lane);
+			else if (lane == 0)
+				count(cnt, GPUK_C_DROP0 + v, 1);
+		}
+	});
+	if (last < k.ch.streams)
+		kc_publish(k, last, lane, df);
+}
+
 /* Chunks: group g's records of the item, in arrival order, placed one
  * after another (kc_place), or a run at once when they are one stream's
  * next packets of its held chunk and delivery has no per-record work
  * (kc_place_run), and delivered (from the packet: the same bytes as the
  * slot's, which df may not have copied yet); each stream placed into is
- * published when the next record is of another stream, and at the end. */
+ * published when the next record is of another stream, and at the end.
+ * frs: a format's records (their header timestamps), else NULL. */
 __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
-			    const uint8_t *grp, uint32_t n, uint32_t g,
-			    uint32_t (&bal)[32], uint32_t tot, struct res mine0,
+			    const struct kfres *frs, const uint8_t *grp, uint32_t n,
+			    uint32_t g, uint32_t (&bal)[32], uint32_t tot, struct res mine0,
 			    uint32_t lane, struct kc_defer *df)
 {
 	uint32_t last = UINT32_MAX;
 	struct kc_cache c;
 
+	if (k.ch.by_bytes) {
+		chunk_group_bytes(k, cnt, rs, frs, grp, n, g, bal, tot, mine0, lane, df);
+		return;
+	}
 	c.s = UINT32_MAX;
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
@@ -387,7 +427,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 				if (last != r.stream && last < k.ch.streams)
 					kc_publish(k, last, lane, df);
 				last = r.stream;
-				v = kc_place(k, r, now, lane, df);
+				v = kc_place(k, r, frs ? &frs[r.at] : NULL, now, lane, df);
 				uint64_t p;
 
 				/* hold its chunk for the records that follow */
@@ -409,15 +449,40 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 		kc_publish(k, last, lane, df);
 }
 
+/* RTP's SSRCs without stream_ids (vfgx_fmt_learn_entry's rule, the cpu
+ * engine's learn_stream): a raw stream id's index is its place in the
+ * table of those seen, a new one taking the first free place; -1 when the
+ * table is full.  One lane of group 0's warp, in item order (the group's
+ * turn orders the items), so no compare-and-swap. */
+__device__ int32_t kfmt_learn(uint64_t *learned, uint32_t nb, uint64_t raw)
+{
+	volatile uint64_t *t = learned;
+
+	for (uint32_t i = 0; i < nb; i++) {
+		int e = vfgx_fmt_learn_entry(t[i], raw);
+
+		if (e == VFGX_FMT_LEARN_FREE)
+			t[i] = raw + 1;
+		if (e != VFGX_FMT_LEARN_NEXT)
+			return (int32_t)i;
+	}
+	return -1;
+}
+
 /* pipeline.format: each of the group's records of the item gets its
  * sequence extended with its stream's state (vfgx_seq_extend, the cpu
  * engine's rule), in item order, before reorder or chunks see it: the
- * group's turn orders the items and a stream lives in one group.  A jump
- * or a sequence below 0 drops the record (its group mark cleared). */
+ * group's turn orders the items and a stream lives in one group.  With
+ * learned (RTP's SSRCs), its stream index first (every record is group
+ * 0's), then a record past too_big (reorder's slot; 0: none) is dropped,
+ * as proc.c's order has it.  A bad stream, jump or a sequence below 0
+ * drops the record (its group mark cleared). */
 __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 					 struct vfgx_seq_state *fseq, uint32_t nb_fseq,
 					 uint64_t *base, struct res *rs, uint8_t *grp,
-					 ull *cnt, uint32_t n, uint32_t g, uint32_t lane)
+					 ull *cnt, uint32_t n, uint32_t g, uint32_t lane,
+					 const struct kfres *frs, uint64_t *learned,
+					 uint32_t nb_learned, uint32_t too_big)
 {
 	for (uint32_t b = 0; b < n; b += 32) {
 		uint32_t i = b + lane;
@@ -428,12 +493,30 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 				uint32_t j = b + (uint32_t)(__ffs(m) - 1);
 				struct res *r = &rs[j];
 				uint64_t ext = 0;
-				bool fresh = r->stream < nb_fseq && !fseq[r->stream].started;
-				int v = r->stream < nb_fseq ?
-						vfgx_seq_extend(fmt, &fseq[r->stream], r->seq, &ext) :
-						VFGX_FD_BAD_STREAM;
+				bool fresh;
+				int v = VFGX_FD_OK;
 
 				m &= m - 1;
+				if (learned) {
+					uint32_t x = vfgx_fmt_learned_stream(
+						fmt, kfmt_learn(learned, nb_learned, frs[j].raw));
+
+					if (x == UINT32_MAX || r->stream + x >= nb_fseq) {
+						v = VFGX_FD_BAD_STREAM;
+					} else {
+						r->stream += x;
+						if (too_big && r->len > too_big) {
+							grp[j] = 0xff;
+							count(cnt, GPUK_C_DROP0 + VFGX_R_TOO_BIG, 1);
+							continue;
+						}
+					}
+				}
+				fresh = r->stream < nb_fseq && !fseq[r->stream].started;
+				if (v == VFGX_FD_OK)
+					v = r->stream < nb_fseq ?
+						    vfgx_seq_extend(fmt, &fseq[r->stream], r->seq, &ext) :
+						    VFGX_FD_BAD_STREAM;
 				if (v == VFGX_FD_OK) {
 					/* the window starts at the stream's first
 					 * extended sequence (proc.c does the same) */
@@ -442,7 +525,6 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 					r->seq = ext;
 					continue;
 				}
-				r->kind = RES_NONE;
 				grp[j] = 0xff;
 				count(cnt, GPUK_C_DROP0 + vfgx_fmt_drop_reason(v), 1);
 			}
@@ -485,7 +567,9 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				break;
 			kfmt_extend(k.fmt, k.fseq, k.nb_fseq, k.reorder ? k.base : NULL,
 				    &k.res[(size_t)slot * k.burst], &k.grp[(size_t)slot * k.burst],
-				    cnt, n, g, lane);
+				    cnt, n, g, lane, &k.fres[(size_t)slot * k.burst],
+				    k.learn ? k.learned : NULL, k.max_streams,
+				    k.reorder ? k.slot : 0);
 		}
 		if (pre && after == (turn == 1)) {
 			group_ballots(grp, 0, n, g, lane, bal, tot);
@@ -501,10 +585,14 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		__syncwarp();
 	}
 	if (cmd == VFGX_COMM_CMD_RESET) {
-		for (uint32_t s = g; k.fmt && s < k.nb_fseq; s += GPUK_GROUPS)
+		for (uint32_t s = kg_first(k, g, k.nb_fseq); k.fmt && s < k.nb_fseq;
+		     s += kg_step(k))
 			if (lane == 0)
 				k.fseq[s] = vfgx_seq_state{ 0, 0, 0, 0 };
-		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS) {
+		for (uint32_t i = lane; k.learn && g == 0 && i < k.max_streams; i += 32)
+			k.learned[i] = 0;
+		for (uint32_t s = kg_first(k, g, k.nb_streams); s < k.nb_streams;
+		     s += kg_step(k)) {
 			for (uint32_t i = lane; i < k.window; i += 32)
 				k.slot_len[(size_t)s * k.window + i] = 0;
 			if (lane == 0) {
@@ -513,13 +601,15 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				k.next[s] = 0;
 			}
 		}
-		for (uint32_t s = g; k.ch.on && s < k.ch.streams; s += GPUK_GROUPS)
+		for (uint32_t s = kg_first(k, g, k.ch.streams); k.ch.on && s < k.ch.streams;
+		     s += kg_step(k))
 			kc_reset(k, s, lane);
 	} else if (k.ch.on && cmd != VFGX_COMM_CMD_BURST) {
 		/* end of input, or a tick of the clock for timeout_ms */
 		ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 
-		for (uint32_t s = g; s < k.ch.streams; s += GPUK_GROUPS) {
+		for (uint32_t s = kg_first(k, g, k.ch.streams); s < k.ch.streams;
+		     s += kg_step(k)) {
 			if (cmd == VFGX_COMM_CMD_FLUSH)
 				kc_flush(k, s, lane, df);
 			else
@@ -527,9 +617,11 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			kc_publish(k, s, lane, df);
 		}
 	} else if (k.ch.on) {
-		chunk_group(k, cnt, rs, grp, n, g, bal, tot, mine0, lane, df);
+		chunk_group(k, cnt, rs, k.fres ? &k.fres[(size_t)slot * k.burst] : NULL, grp, n,
+			    g, bal, tot, mine0, lane, df);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
-		for (uint32_t s = g; s < k.nb_streams; s += GPUK_GROUPS)
+		for (uint32_t s = kg_first(k, g, k.nb_streams); s < k.nb_streams;
+		     s += kg_step(k))
 			kr_flush(k, cnt, s, lane);
 	} else if (k.reorder) {
 		/* One stream's window state cached in registers (the same in

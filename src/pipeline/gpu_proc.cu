@@ -477,8 +477,16 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		struct vfgx_format *fd;
 
 		k.nb_fseq = k.nb_streams;
+		/* RTP without stream_ids learns the SSRCs (proc.c's rule);
+		 * chunks by bytes decode each record again in phase B */
+		k.learn = vfgx_fmt_learns(&c->fmt);
+		k.fmt_raw = c->ch.on && c->ch.by_bytes;
 		if ((ret = dalloc(g, (void **)&fd, sizeof(*fd), err, errlen)) ||
-		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)))
+		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)) ||
+		    (ret = dalloc(g, (void **)&k.fres, sizeof(struct kfres) * k.nb_items * c->burst,
+				  err, errlen)) ||
+		    (k.learn && (ret = dalloc(g, (void **)&k.learned,
+					      sizeof(uint64_t) * k.max_streams, err, errlen))))
 			goto fail;
 		if ((e = cudaMemcpy(fd, &c->fmt, sizeof(*fd), cudaMemcpyHostToDevice))) {
 			ret = cuerr(err, errlen, "cudaMemcpy", e);

@@ -176,20 +176,10 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	c.max_streams = conf->max_streams ? conf->max_streams : 1;
 	c.verify = conf->verify_payload;
 	if (!vfgx_format_is_vfgx(conf->format)) {
-		if (conf->format->place != VFGX_FMT_PLACE_SLOT || (!conf->reorder && !chunks)) {
+		if (!conf->reorder && !chunks) {
 			free(gp);
 			return vfgx_set_error(ctx, -ENOTSUP,
-					      "pipeline.format %s: the gpu engine reads formats that place by slot, with reorder or chunks; %s: use pipeline.device: cpu",
-					      conf->format->name,
-					      conf->format->place != VFGX_FMT_PLACE_SLOT ?
-						      "chunks by bytes (offset, lines) are the cpu engine's so far" :
-						      "delivery without reorder is the cpu engine's");
-		}
-		if ((conf->format->layout == VFGX_FMT_RTP ||
-		     conf->format->layout == VFGX_FMT_RFC4175) && !conf->format->n_stream_ids) {
-			free(gp);
-			return vfgx_set_error(ctx, -ENOTSUP,
-					      "pipeline.format %s: the gpu engine does not learn RTP's SSRCs; list them in pipeline.format.stream_ids, or use pipeline.device: cpu",
+					      "pipeline.format %s: the gpu engine reads formats with reorder or chunks; delivery without either is the cpu engine's: use pipeline.device: cpu",
 					      conf->format->name);
 		}
 		c.fmt_on = 1;

@@ -137,8 +137,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 		p->fmt_copy = *conf->format;
 		p->fmt = &p->fmt_copy;
 		p->verify = false; /* the pattern is vfgx's generator's */
-		p->learn = (p->fmt->layout == VFGX_FMT_RTP || p->fmt->layout == VFGX_FMT_RFC4175) &&
-			   !p->fmt->n_stream_ids;
+		p->learn = vfgx_fmt_learns(p->fmt);
 		p->place_fn = conf->place ? conf->place->fn : NULL;
 	}
 	for (uint16_t i = 0; i < conf->nb_port_ranges; i++) {
@@ -450,9 +449,11 @@ static int32_t learn_stream(vfgx_proc *p, uint64_t raw)
 	for (uint32_t i = 0; i < p->nb_learned; i++) {
 		uint64_t v = atomic_load_explicit(&p->learned[i], memory_order_acquire);
 
-		if (v == want)
+		int e = vfgx_fmt_learn_entry(v, raw);
+
+		if (e == VFGX_FMT_LEARN_MATCH)
 			return (int32_t)i;
-		if (v == 0 && atomic_compare_exchange_strong_explicit(
+		if (e == VFGX_FMT_LEARN_FREE && atomic_compare_exchange_strong_explicit(
 				      &p->learned[i], &v, want, memory_order_acq_rel,
 				      memory_order_acquire))
 			v = want;
@@ -501,7 +502,7 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 	if (p->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
 		int32_t i = learn_stream(p, o.stream_raw);
 
-		o.stream = i < 0 || (uint32_t)i >= p->fmt->max_streams ? UINT32_MAX : (uint32_t)i;
+		o.stream = vfgx_fmt_learned_stream(p->fmt, i);
 		r = VFGX_FD_OK;
 	}
 	if (r == VFGX_FD_OK && p->place_fn)

@@ -2,7 +2,8 @@
 # run-gpu-tests.sh BUILD - `make test-gpu`: CPU/GPU parity for every launch
 # mode and placement, the fault path for two modes, `vfgx run`'s path
 # (replay port -> GPU runner) against the CPU runner, the shipped GPU
-# loopback configs through `vfgx run`, chunks in GPU and pinned memory and
+# loopback configs through `vfgx run`, chunks in GPU and pinned memory
+# (every format profile's too) and
 # user code on them (tests/gpu/test-gpu-user.sh), then the parity test (quick traffic)
 # under compute-sanitizer memcheck and racecheck.  Exits 77 with the reason
 # when no GPU is present; 1 when anything failed.
@@ -29,6 +30,8 @@ step "fault per_burst" env VFGX_FAULT_MODE=per_burst "$bin" --fault
 step "wedged kernel" timeout 60 env VFGX_GPU_TEST_WEDGE=3 "$bin" --wedge
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
+# issue 38: every profile's chunks (bytes, header metadata, learned SSRCs)
+step "format chunks, gpu engine = cpu engine" "$build/tests/gpu/test_format_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
 # issue 40: the spectrometer on the device chunk API, a consumer kernel that
 # faults, pipeline.max_in_flight_bytes on the gpu engine
@@ -81,6 +84,10 @@ if [ -x "$san" ]; then
 	step "racecheck" "$san" --tool racecheck --error-exitcode 9 "$bin" --quick
 	step "memcheck e2e" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_e2e" --quick
 	step "memcheck chunks" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_chunks_gpu"
+	for p in rtp-video spead; do
+		step "memcheck format chunks $p" "$san" --tool memcheck --error-exitcode 9 \
+			"$build/tests/gpu/test_format_chunks_gpu" $p
+	done
 else
 	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
 	fail=1

@@ -143,12 +143,36 @@ __global__ void decode_kernel(const struct vfgx_format *f, const uint8_t *pkts,
 	out[i] = o;
 }
 
+/* RTP without stream_ids: the stream index of raw by the table of those
+ * seen (vfgx_fmt_learn_entry, as both engines look it up) */
+__host__ __device__ static uint32_t learn(const struct vfgx_format *f, uint64_t *table,
+					  uint64_t raw)
+{
+	int32_t at = -1;
+
+	for (uint32_t k = 0; k < NSTREAM && at < 0; k++) {
+		int e = vfgx_fmt_learn_entry(table[k], raw);
+
+		if (e == VFGX_FMT_LEARN_FREE)
+			table[k] = raw + 1;
+		if (e != VFGX_FMT_LEARN_NEXT)
+			at = (int32_t)k;
+	}
+	return vfgx_fmt_learned_stream(f, at);
+}
+
 /* extension and placement in packet order, as an engine's per-stream
- * step: one thread */
+ * step: one thread; learned SSRCs first (in arrival order) */
 __global__ void order_kernel(const struct vfgx_format *f, struct vfgx_seq_state *st,
 			     struct vfgx_fmt_pkt *out, int *why)
 {
+	uint64_t table[NSTREAM] = { 0 };
+
 	for (uint32_t i = 0; i < NPKT; i++) {
+		if (vfgx_fmt_learns(f) && (why[i] == VFGX_FD_OK || why[i] == VFGX_FD_BAD_STREAM)) {
+			out[i].stream = learn(f, table, out[i].stream_raw);
+			why[i] = out[i].stream == UINT32_MAX ? VFGX_FD_BAD_STREAM : VFGX_FD_OK;
+		}
 		if (why[i] != VFGX_FD_OK)
 			continue;
 		why[i] = vfgx_seq_extend(f, &st[out[i].stream % NSTREAM], out[i].seq,
@@ -166,8 +190,9 @@ __global__ void order_kernel(const struct vfgx_format *f, struct vfgx_seq_state 
 int main(int argc, char **argv)
 {
 	int host_only = argc > 1 && !strcmp(argv[1], "--host-only");
+	/* "rtp+learn", "rtp-video+learn": without stream_ids (SSRCs learned) */
 	static const char *const profiles[] = { "vfgx", "rtp", "rtp-video", "vita49", "ecpri",
-		"spead", "vdif", "gr-udp", "gr-udp-size" };
+		"spead", "vdif", "gr-udp", "gr-udp-size", "rtp+learn", "rtp-video+learn" };
 	static uint8_t pkts[NPKT * PKT_MAX];
 	static uint32_t lens[NPKT];
 	static struct vfgx_fmt_pkt host[NPKT], dev[NPKT];
@@ -195,19 +220,23 @@ int main(int argc, char **argv)
 	for (size_t pi = 0; pi < sizeof(profiles) / sizeof(profiles[0]); pi++) {
 		struct vfgx_format f;
 		struct vfgx_seq_state st[NSTREAM];
+		uint64_t table[NSTREAM] = { 0 };
 		uint32_t pass = 0, drop = 0, differ = 0;
+		char base[32];
+		bool learned = strstr(profiles[pi], "+learn") != NULL;
 
-		if (vfgx_format_profile(profiles[pi], &f))
+		snprintf(base, sizeof(base), "%.*s", (int)strcspn(profiles[pi], "+"), profiles[pi]);
+		if (vfgx_format_profile(base, &f))
 			return 1;
 		f.seq_major_mult = 100;
 		f.max_streams = NSTREAM; /* corrupted stream ids reach past */
-		if (f.layout == VFGX_FMT_RTP || f.layout == VFGX_FMT_RFC4175) {
+		if ((f.layout == VFGX_FMT_RTP || f.layout == VFGX_FMT_RFC4175) && !learned) {
 			f.n_stream_ids = NSTREAM; /* SSRCs 0x1000.. */
 			for (uint32_t k = 0; k < NSTREAM; k++)
 				f.stream_ids[k] = 0x1000 + k;
 		}
 		for (uint32_t i = 0; i < NPKT; i++) {
-			lens[i] = build(profiles[pi], i, pkts + (size_t)i * PKT_MAX);
+			lens[i] = build(base, i, pkts + (size_t)i * PKT_MAX);
 			lens[i] = corrupt(pkts + (size_t)i * PKT_MAX, lens[i]);
 		}
 		/* host */
@@ -217,6 +246,11 @@ int main(int argc, char **argv)
 			why_h[i] = vfgx_fmt_decode(&f, pkts + (size_t)i * PKT_MAX, lens[i], &host[i]);
 		}
 		for (uint32_t i = 0; i < NPKT; i++) {
+			if (vfgx_fmt_learns(&f) &&
+			    (why_h[i] == VFGX_FD_OK || why_h[i] == VFGX_FD_BAD_STREAM)) {
+				host[i].stream = learn(&f, table, host[i].stream_raw);
+				why_h[i] = host[i].stream == UINT32_MAX ? VFGX_FD_BAD_STREAM : VFGX_FD_OK;
+			}
 			if (why_h[i] != VFGX_FD_OK)
 				continue;
 			why_h[i] = vfgx_seq_extend(&f, &st[host[i].stream % NSTREAM], host[i].seq,

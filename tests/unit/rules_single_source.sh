@@ -44,7 +44,8 @@ done
 need="vfgx_ro_insert vfgx_ro_store vfgx_ro_slot vfgx_ro_advance_gaps vfgx_ro_flush_step
 vfgx_rule_deliver vfgx_ck_place vfgx_ck_dup vfgx_ck_holds vfgx_ck_release
 vfgx_ck_advance vfgx_ck_settle vfgx_ck_tick vfgx_ck_flush vfgx_ck_gaps_from
-vfgx_ck_word_hi vfgx_ck_word_gaps vfgx_ck_gaps_split"
+vfgx_ck_word_hi vfgx_ck_word_gaps vfgx_ck_gaps_split
+vfgx_ck_byte_chunk vfgx_ck_byte_key vfgx_ck_byte_span vfgx_ck_release_bytes"
 for side in cpu gpu; do
 	eval files=\$$side
 	for n in $need; do
