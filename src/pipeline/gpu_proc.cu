@@ -259,17 +259,22 @@ static_assert(LOCAL_B_BLOCKS * WARPS == GPUK_GROUPS, "one group an owner warp");
  * too, so nothing of the slot's previous item stays) instead of atomics
  * on the GPU-memory counters; the DONE store after the caller's barrier
  * orders them before DONE (commlist.h), and the CPU adds them up when it
- * reaps the item. */
+ * reaps the item.  After the caller's barrier (the block's counts are
+ * in), by warp 0 alone, whose __syncwarp lets thread 0's DONE cover the
+ * lanes' writes: no second block barrier (the other warps' next shared
+ * writes come after the next item's barrier). */
 __device__ void publish_counters(const kparams &k, ull *cnt, uint32_t slot)
 {
-	__syncthreads();
-	for (uint32_t t = threadIdx.x; t < GPUK_NCNT; t += blockDim.x) {
-		k.done_cnt[(size_t)slot * VFGX_COMM_DONE_CNT + t] = cnt[t];
-		cnt[t] = 0;
+	if (threadIdx.x >= 32)
+		return;
+	if (threadIdx.x < GPUK_NCNT) {
+		k.done_cnt[(size_t)slot * VFGX_COMM_DONE_CNT + threadIdx.x] = cnt[threadIdx.x];
+		cnt[threadIdx.x] = 0;
 	}
-	__syncthreads();
+	__syncwarp();
 }
-static_assert(GPUK_NCNT <= VFGX_COMM_DONE_CNT, "counters fit a slot's words");
+static_assert(GPUK_NCNT <= VFGX_COMM_DONE_CNT && GPUK_NCNT <= 32,
+	      "counters fit a slot's words and warp 0");
 #endif
 __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 {
