@@ -42,6 +42,7 @@ static const struct cli_opt e2e_opts[] = {
 	{ "seconds", 's', "S", "measuring time per run (default 0.5, at most 30)" },
 	{ "max-in-flight", 'm', "BYTES", "pipeline.max_in_flight_bytes of the bounded latency rows (default 4194304)" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
+	{ "latency-only", 'l', NULL, "only the 64 B latency runs (peak, 10/50/90%), 3 rounds, printed with the item stamps of a -Dgpu_item_stamps build; no results file" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
 };
@@ -54,7 +55,7 @@ const struct cli_cmd vfgx_bench_cli_e2e = {
 
 /* -1: go on; else the exit status (help printed, or a usage error) */
 static int e2e_parse(int argc, char **argv, const char **out, double *seconds,
-		     uint64_t *in_flight)
+		     uint64_t *in_flight, bool *lat_only)
 {
 	int c;
 
@@ -76,6 +77,9 @@ static int e2e_parse(int argc, char **argv, const char **out, double *seconds,
 			if (vfgx_flag_u64("bench e2e", "--max-in-flight", optarg, 1, 1ull << 40,
 					  in_flight))
 				return 2;
+			break;
+		case 'l':
+			*lat_only = true;
 			break;
 		case 'h':
 			cli_usage(stdout, &vfgx_bench_cli_e2e);
@@ -118,6 +122,7 @@ struct e2e {
 	uint32_t rx_threads;              /* 0: rx on the dispatcher's thread */
 	bool exact; /* every packet delivered, nothing dropped, in order */
 	bool ok;
+	char stamps[640]; /* -Dgpu_item_stamps: where the items' time went */
 };
 
 /* Items in flight: 256 up to 512 B, as the kernel-only reference keeps in
@@ -280,6 +285,8 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
 		r->exact = r->exact && st.drops[i] == 0;
 	r->ok = true;
+	if (gpl && vfgx_gpu_pipeline_item_stamps(gpl, r->stamps, sizeof(r->stamps)))
+		r->stamps[0] = 0;
 out:
 	vfgx_gpu_pipeline_destroy(gpl);
 	vfgx_pipeline_destroy(pl);
@@ -489,6 +496,9 @@ static void e2e_round(vfgx_ctx *ctx, double seconds, int m64, int m8, bool gpu,
 				memset(&b, 0, sizeof(b));
 				if (!e2e_run(ctx, y, &b) && b.exact)
 					r->lat[bd][l] = (struct e2e_lat){ b.mpps, b.p50_us, b.p99_us };
+				if (b.stamps[0])
+					printf("latency 64 B %.0f%%%s, item stamps: %s\n", loads[l] * 100,
+					       bd ? " bounded" : "", b.stamps);
 			}
 	}
 	r->p99low = r->lat[0][0].p99;
@@ -505,6 +515,46 @@ static void e2e_round(vfgx_ctx *ctx, double seconds, int m64, int m8, bool gpu,
 		r->dgpu = a.mpps;
 		r->gpu_threads = (a.rx_threads ? a.rx_threads : 0) + 1;
 	}
+}
+
+/* --latency-only: the 64 B latency runs alone, a quick A/B of builds
+ * (docs/gpu.md, "Experiments behind build options"): per round the peak,
+ * then 10, 50 and 90% of it, as configured; printed with the item stamps
+ * where the build has them; no results file. */
+#define LAT_ROUNDS 3
+static int e2e_latency_only(vfgx_ctx *ctx, double seconds)
+{
+	char y[4096];
+
+	for (int i = 0; i < LAT_ROUNDS; i++) {
+		struct e2e a = { 0 }, b;
+
+		e2e_yaml(y, sizeof(y), 64, "gpu", QUEUES, FLOWS, ring_for_size(64), 0, "gpu", 1,
+			 "persistent", false, items_for(64), seconds, 0);
+		if (e2e_run(ctx, y, &a) || !a.exact) {
+			fprintf(stderr, "vfgx bench e2e: 64 B peak run %s: %s\n",
+				a.ok ? "not exact" : "failed", vfgx_last_error(ctx));
+			return 1;
+		}
+		printf("round %d 64 B peak: %.2f Mpps p50 %.1f p99 %.1f us\n", i + 1, a.mpps,
+		       a.p50_us, a.p99_us);
+		if (a.stamps[0])
+			printf("  item stamps: %s\n", a.stamps);
+		for (int l = 0; l < NB_LOADS; l++) {
+			e2e_yaml(y, sizeof(y), 64, "gpu", QUEUES, FLOWS, ring_for_size(64),
+				 a.mpps * 1e6 * loads[l], "gpu", 1, "persistent", false,
+				 items_for(64), seconds, 0);
+			memset(&b, 0, sizeof(b));
+			int ret = e2e_run(ctx, y, &b);
+
+			printf("round %d 64 B at %.0f%%: %.2f Mpps p50 %.1f p99 %.1f us%s\n", i + 1,
+			       loads[l] * 100, b.mpps, b.p50_us, b.p99_us,
+			       ret || !b.exact ? " (NOT EXACT)" : "");
+			if (b.stamps[0])
+				printf("  item stamps: %s\n", b.stamps);
+		}
+	}
+	return 0;
 }
 
 /* The target lines of the GPU rows, unmeasured on a machine without one. */
@@ -531,15 +581,15 @@ int vfgx_bench_e2e(int argc, char **argv)
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t ncpu = online < 1 ? 1 : online > MAX_CORES ? MAX_CORES : (uint32_t)online;
 	int m64 = 0, m8 = 0;
-	bool gpu;
+	bool gpu, lat_only = false;
 	vfgx_ctx *ctx;
 	FILE *f;
 	int c, ret = 1;
 
-	c = e2e_parse(argc, argv, &out, &seconds, &in_flight);
+	c = e2e_parse(argc, argv, &out, &seconds, &in_flight, &lat_only);
 	if (c >= 0)
 		return c;
-	if (bench_out_check(out, "e2e"))
+	if (!lat_only && bench_out_check(out, "e2e"))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	load0 = bench_loadavg1();
@@ -550,11 +600,19 @@ int vfgx_bench_e2e(int argc, char **argv)
 	if (!gpu) {
 		snprintf(nogpu, sizeof(nogpu), "%s", vfgx_last_error(ctx));
 		snprintf(desc, sizeof(desc), "none (%s)", nogpu);
+		if (lat_only) {
+			fprintf(stderr, "vfgx bench e2e: --latency-only needs a GPU (%s)\n", nogpu);
+			goto out;
+		}
 		printf("no GPU (%s): the CPU rows alone; the GPU rows need `vfgx bench e2e` on a GPU host\n",
 		       nogpu);
 	} else {
 		bench_gpu_driver_version(drv, sizeof(drv));
 		printf("%s\n%s\n", desc, drv);
+		if (lat_only) {
+			ret = e2e_latency_only(ctx, seconds);
+			goto out;
+		}
 		if (gpubw_pinned_read(0, 1ull << 30, 3, &pcie, err, sizeof(err)) ||
 		    gpubw_clock_cal(0, 200, &off, &width, &tick, &at, err, sizeof(err))) {
 			fprintf(stderr, "vfgx bench e2e: floors: %s\n", err);
@@ -791,7 +849,8 @@ int vfgx_bench_e2e(int argc, char **argv)
 	const char *out = "bench/results";
 	double seconds = 0.5;
 	uint64_t in_flight = E2E_IN_FLIGHT_DEFAULT;
-	int c = e2e_parse(argc, argv, &out, &seconds, &in_flight);
+	bool lat_only = false;
+	int c = e2e_parse(argc, argv, &out, &seconds, &in_flight, &lat_only);
 
 	return c >= 0 ? c : bench_gpu_no_cuda("e2e");
 }

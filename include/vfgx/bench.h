@@ -87,6 +87,12 @@ struct vfgx_gpu_feeder {
 	uint32_t rx_threads; /* rx lanes on threads of their own (0: on the dispatcher's) */
 };
 void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f);
+/* Builds with -Dgpu_item_stamps, persistent mode: where the items' time
+ * went (rx, submit, reap on the CPU's clock; READY seen, phase A, B, DONE
+ * on the GPU's), medians and p99 per phase over the items reaped, as one
+ * line of text in buf (docs/gpu.md); -ENOTSUP otherwise, -ENODATA before
+ * an item with packets was reaped. */
+int vfgx_gpu_pipeline_item_stamps(const vfgx_gpu_pipeline *gpl, char *buf, size_t len);
 
 /* --- the GPU processor's hand-off (src/pipeline/gpu_proc_host.c) ------- */
 /* Hand over n records that live in pinned host memory (pkts_dev: their

@@ -23,12 +23,21 @@ void vfgx_comm_publish(struct vfgx_comm_list *l, uint32_t slot, uint64_t seq,
 		       uint32_t nb_pkts, uint32_t cmd)
 {
 	struct vfgx_comm_item *it = &l->items[slot];
+	struct vfgx_comm_status_word *w = &l->status[slot];
+	uint64_t vnc = VFGX_COMM_READY | (uint64_t)vfgx_comm_nc(nb_pkts, cmd) << 32;
 
 	it->seq = seq;
 	it->nb_pkts = nb_pkts;
 	it->cmd = cmd;
-	/* release: descriptors and header above are visible before READY */
-	__atomic_store_n(&l->status[slot].v, VFGX_COMM_READY, __ATOMIC_RELEASE);
+	/* the header's copy in the status line (commlist.h), each word
+	 * naming the item */
+	w->seq = seq;
+	w->pkts_tag = ((uint64_t)(uintptr_t)it->pkts & VFGX_COMM_PTR_MASK) |
+		      (seq & 0xffffu) << VFGX_COMM_TAG_SHIFT;
+	/* release: descriptors and header above are visible before READY;
+	 * v and nc in one store (v is the word's low half: x86 is little
+	 * endian), so a reader of READY has this item's nc */
+	__atomic_store_n((uint64_t *)(void *)&w->v, vnc, __ATOMIC_RELEASE);
 	/* Not needed for ordering (x86 is TSO and cudaHostAlloc memory is
 	 * write-back); it only bounds how long READY may sit in the store
 	 * buffer (or a write-combining buffer, were the mapping ever WC).

@@ -83,13 +83,36 @@ struct vfgx_comm_item {
 /* v, and beside it in the same 16 bytes a CPU clock (vfgx_now_ns()) that a
  * measuring producer keeps rewriting while it waits for the item (0
  * otherwise): the GPU reads both in one 16-byte load (hand-off bounds
- * with no clock model, bench/e2e_handoff.c). */
+ * with no clock model, bench/e2e_handoff.c).
+ *
+ * The item's header rides in the same line (#40, read by kernels built
+ * with -Dgpu_item_inline, one 32-byte load for status and header):
+ * nc is nb_pkts | cmd << 16 | records << 24 (vfgx_comm_nc), stored with v
+ * as one 64-bit store-release, so a v of READY comes with its own nc;
+ * seq and pkts_tag (pkts | (seq & 0xffff) << 48) are stored before it,
+ * and each carries the item number, so a reader that loads them with v
+ * in any order takes them only when both name the item it waits for
+ * (a line still holding an earlier item of the slot is never mistaken
+ * for it). */
 struct vfgx_comm_status_word {
 	uint32_t v;
-	uint32_t pad0;
+	uint32_t nc;
 	uint64_t clock;
-	uint32_t pad[12];
+	uint64_t seq;
+	uint64_t pkts_tag;
+	uint32_t pad[8];
 } __attribute__((aligned(64)));
+
+#define VFGX_COMM_TAG_SHIFT 48
+#define VFGX_COMM_PTR_MASK ((1ull << VFGX_COMM_TAG_SHIFT) - 1)
+
+/* The status line's nc word: nb_pkts (at most 65535), the command, the
+ * VFGX_COMM_PKT_RECORDS bit. */
+static inline uint32_t vfgx_comm_nc(uint32_t nb_pkts, uint32_t cmd)
+{
+	return (nb_pkts & 0xffffu) | (cmd & 0xffu) << 16 |
+	       ((cmd & VFGX_COMM_PKT_RECORDS) ? 1u << 24 : 0u);
+}
 
 /* Host and device views of the same pinned allocations. */
 struct vfgx_comm_list {
@@ -108,6 +131,24 @@ struct vfgx_comm_list {
 	 * load of the status line that returned READY, and the CPU clock that
 	 * load returned */
 	volatile uint64_t *seen_ns;
+	/* -Dgpu_item_stamps (persistent): per slot 4 words written before
+	 * DONE, the %globaltimer at the end of phase A, the end of phase B
+	 * (and C) and just before DONE (host view) */
+	volatile uint64_t *stamps;
+	/* -Dgpu_done_counters (persistent): per slot VFGX_COMM_DONE_CNT
+	 * words, the item's counter increments (gpu_iface.h's GPUK_C_*),
+	 * written before DONE; the CPU adds them up when it reaps DONE */
+	volatile uint64_t *done_cnt;
+	/* what the kernels were built with (VFGX_COMM_F_*) */
+	uint32_t features;
+};
+
+#define VFGX_COMM_DONE_CNT 32
+enum {
+	VFGX_COMM_F_STAMPS = 1u << 0,        /* -Dgpu_item_stamps */
+	VFGX_COMM_F_DONE_COUNTERS = 1u << 1, /* -Dgpu_done_counters */
+	VFGX_COMM_F_INLINE = 1u << 2,        /* -Dgpu_item_inline */
+	VFGX_COMM_F_LOCAL_B = 1u << 3,       /* -Dgpu_local_b */
 };
 
 #ifdef __cplusplus

@@ -46,6 +46,10 @@ int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp);
  * nothing was counted. */
 uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct);
 
+/* -Dgpu_item_stamps (persistent): the items' stamps summarised in buf
+ * (vfgx_gpu_pipeline_item_stamps, vfgx/bench.h). */
+int vfgx_gpu_proc_item_stamps(const vfgx_gpu_proc *gp, char *buf, size_t len);
+
 int vfgx_gpu_proc_handoff_probe(vfgx_gpu_proc *gp, uint32_t every_ns,
 				struct vfgx_gpu_handoff *h);
 

@@ -35,6 +35,24 @@
 #ifndef VFGX_CSUM_PREFETCH
 #define VFGX_CSUM_PREFETCH 0 /* meson -Dgpu_csum_prefetch=true */
 #endif
+/* #40, the item path's latency (docs/gpu.md, "Experiments behind build
+ * options"), persistent mode only: per-item %globaltimer stamps; counters
+ * handed back with DONE; the item's header read with its status; phase B's
+ * window state on one multiprocessor */
+#ifndef VFGX_ITEM_STAMPS
+#define VFGX_ITEM_STAMPS 0 /* meson -Dgpu_item_stamps=true */
+#endif
+#ifndef VFGX_DONE_COUNTERS
+#define VFGX_DONE_COUNTERS 0 /* meson -Dgpu_done_counters=true */
+#endif
+#ifndef VFGX_ITEM_INLINE
+#define VFGX_ITEM_INLINE 0 /* meson -Dgpu_item_inline=true */
+#endif
+#ifndef VFGX_LOCAL_B
+#define VFGX_LOCAL_B 0 /* meson -Dgpu_local_b=true */
+#endif
+/* -Dgpu_local_b: blocks whose warps own phase B's groups, one group a warp */
+#define LOCAL_B_BLOCKS (GPUK_GROUPS / WARPS)
 /* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines
  * (spread over L2 slices) instead of 4 */
 #define TICKET_STRIDE 16
@@ -87,6 +105,14 @@ struct kparams {
 	uint64_t *dquit;            /* persistent: quit seen, told to all blocks */
 	uint64_t *seen_ns;          /* persistent, per slot (pinned), 4 words: %globaltimer after and
 				     * before the load that saw READY, the CPU clock it read */
+	uint64_t *stamps;           /* persistent, per slot (pinned), 4 words: VFGX_ITEM_STAMPS */
+	uint64_t *done_cnt;         /* persistent, per slot (pinned), VFGX_COMM_DONE_CNT words:
+				     * VFGX_DONE_COUNTERS */
+	/* VFGX_LOCAL_B, per slot (GPU memory): the item number + 1 once
+	 * phase A is done (aready), the phase-B owner warps done with the
+	 * slot's items so far (bdone), the item's nb_pkts | cmd << 32 and
+	 * group mask (bhdr, 2 words) */
+	uint64_t *aready, *bdone, *bhdr;
 	ull *cnt;                   /* GPUK_NCNT */
 	/* reorder state, nb_streams each (windows: * window) */
 	uint64_t *base, *next;
@@ -226,6 +252,21 @@ __device__ __forceinline__ void ld_status_clock(const struct vfgx_comm_status_wo
 {
 	asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];"
 		     : "=l"(v), "=l"(clock) : "l"(w) : "memory");
+}
+
+/* -Dgpu_item_inline: the status line's first 32 bytes by a warp, lane l
+ * loading 16 bytes at 16 (l & 1) (one 32-byte request for the warp): lane
+ * 0 gets v | nc << 32 and the clock, lane 1 seq and pkts_tag (commlist.h).
+ * An acquire load (sys scope): once a lane's load returned the item's
+ * READY and tags, the reads after it (the records, by the block after its
+ * barrier) see what the CPU wrote before READY, with no second load. */
+__device__ __forceinline__ void ld_status_line(const struct vfgx_comm_status_word *w,
+					      uint32_t lane, uint64_t &a, uint64_t &b)
+{
+	const uint64_t *p = (const uint64_t *)w + 2 * (lane & 1);
+
+	asm volatile("ld.acquire.sys.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(a), "=l"(b) : "l"(p) : "memory");
 }
 
 __device__ __forceinline__ uint32_t ld_quit(const uint32_t *q)

@@ -533,10 +533,13 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 	}
 }
 
-/* Returns false when told to quit while waiting for the group's turn. */
+/* Returns false when told to quit while waiting for the group's turn.
+ * owned (-Dgpu_local_b): the calling warp takes group g for every item,
+ * in item order, so there is no turn to wait for or hand on. */
 __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
-			      uint32_t g, uint32_t lane, struct kc_defer *df)
+			      uint32_t g, uint32_t lane, struct kc_defer *df,
+			      bool owned)
 {
 	const struct res *rs = &k.res[(size_t)slot * k.burst];
 	const uint8_t *grp = &k.grp[(size_t)slot * k.burst];
@@ -558,7 +561,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 #pragma unroll 1
 	for (uint32_t turn = 0; turn < 2; turn++) {
 		if (turn == 1) {
-			if (lane == 0)
+			if (lane == 0 && !owned)
 				quit = wait_ticket(k, g, item);
 			if (__shfl_sync(FULL, quit, 0))
 				return false;
@@ -706,7 +709,7 @@ __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * lane 0 by the __syncwarp() above) before the next item's acquire:
 	 * st.release.gpu is a fence.acq_rel.gpu plus the store, so no extra
 	 * __threadfence() is needed. */
-	if (lane == 0)
+	if (lane == 0 && !owned)
 		st_release_dev(TICKET(k, g), item + 1);
 	return true;
 }

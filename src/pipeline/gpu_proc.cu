@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
 	     g += gridDim.x * WARPS)
 		if (!phase_b_group(k, cnt, slot, it->seq, it->nb_pkts,
 				   it->cmd & VFGX_COMM_CMD_MASK, g,
-				   lane, NULL))
+				   lane, NULL, false))
 			break;
 	flush_counters(k, cnt);
 }
@@ -87,6 +87,196 @@ __global__ void kernel_done(kparams k, uint32_t slot)
 
 /* ---- persistent: one kernel, block b takes items b, b + grid, ... ---------- */
 #define LOOKAHEAD 4
+
+#if VFGX_ITEM_INLINE
+/* -Dgpu_item_inline: warp 0 waits for item (its slot's status line) and
+ * takes its header from the same load, one PCIe round trip where the
+ * default path has three one after another (the poll, an acquire load of
+ * READY, the header).  The same throttle as kernel_persistent's thread 0
+ * (LOOKAHEAD blocks read host memory at once) and the same hand-off
+ * stamps; lane 0 writes what the block reads after its barrier.  Every
+ * decision is lane 0's, shuffled, so the warp stays converged. */
+__device__ void poll_item_inline(const kparams &k, uint64_t item, uint32_t slot,
+				 uint32_t lane, int *quit, uint32_t *n_sh, uint32_t *cmd_sh,
+				 uint32_t *rec_sh, const void **pkts_sh)
+{
+	uint32_t spins = 0;
+	int q = 0;
+
+	for (;;) {
+		uint64_t s = __shfl_sync(FULL, lane == 0 ? ld_relaxed_dev(k.seen) : 0ull, 0);
+
+		if (item < s + LOOKAHEAD)
+			break;
+		q = __shfl_sync(FULL, lane == 0 ? (int)ld_relaxed_dev(k.dquit) : 0, 0);
+		if (q)
+			break;
+		__nanosleep(item - s > 2 * LOOKAHEAD ? 1000 : 100);
+	}
+	uint64_t t_obs = 0, t_pre = 0, clk = 0, nc = 0, ptag = 0;
+
+	while (!q) {
+		uint64_t a, b, g0 = gtimer(), g1;
+
+		ld_status_line(&k.status[slot], lane, a, b);
+		/* lane 0's a is v | nc << 32, v never all ones (lane 1's is seq) */
+		g1 = gtimer_after(lane & 1 ? 0u : (uint32_t)a);
+		uint64_t vnc = __shfl_sync(FULL, a, 0), c = __shfl_sync(FULL, b, 0);
+		uint64_t sq = __shfl_sync(FULL, a, 1), pt = __shfl_sync(FULL, b, 1);
+
+		if ((uint32_t)vnc == VFGX_COMM_READY && sq == item &&
+		    pt >> VFGX_COMM_TAG_SHIFT == (item & 0xffffu)) {
+			t_pre = __shfl_sync(FULL, g0, 0);
+			t_obs = __shfl_sync(FULL, g1, 0);
+			clk = c;
+			nc = vnc >> 32;
+			ptag = pt;
+			break;
+		}
+		if ((++spins & 15) == 0) {
+			q = __shfl_sync(FULL, lane == 0 ? (int)ld_quit(k.quit) : 0, 0);
+			if (q && lane == 0)
+				st_release_dev(k.dquit, 1);
+		}
+	}
+	/* the test seam: spin here for good (the block's other warps wait at
+	 * the barrier after this) */
+	while (!q && k.test_wedge && item + 1 == k.test_wedge)
+		__nanosleep(1000000);
+	if (lane != 0)
+		return;
+	if (q) {
+		*quit = 1;
+		return;
+	}
+	/* weak posted writes; ordered before DONE */
+	k.seen_ns[4 * slot] = t_obs;
+	k.seen_ns[4 * slot + 1] = t_pre;
+	k.seen_ns[4 * slot + 2] = clk;
+	*n_sh = (uint32_t)(nc & 0xffffu);
+	*cmd_sh = (uint32_t)(nc >> 16) & 0xffu;
+	*rec_sh = (nc >> 24) & 1 ? VFGX_COMM_PKT_RECORDS : 0;
+	*pkts_sh = (const void *)(uintptr_t)(ptag & VFGX_COMM_PTR_MASK);
+	/* throttles the pollers only: no data hangs on it */
+	atomicMax((ull *)k.seen, (ull)(item + 1));
+}
+#endif
+
+#if VFGX_LOCAL_B
+/* -Dgpu_local_b: phase B's window state stays on LOCAL_B_BLOCKS
+ * multiprocessors.  The last LOCAL_B_BLOCKS blocks take no items: warp w
+ * of owner block o runs group o * WARPS + w for every item, in item order
+ * (no ticket handed between multiprocessors through L2: the order is the
+ * warp's own loop), while the other blocks take the items (poll, phase A,
+ * counters, DONE).  An item's block publishes its header and group mask
+ * and releases aready; each owner warp acquires it, runs its group, adds
+ * its counters to the GPU-memory ones and releases bdone (+1); the item's
+ * block waits for all of them before its counters and DONE, so DONE's
+ * release covers the owners' writes.  Not with chunks (phase C's deferred
+ * lists are the item block's) nor with LOCAL_B_BLOCKS blocks or fewer:
+ * the ticket path then, decided per launch. */
+__device__ __forceinline__ bool local_b_on(const kparams &k)
+{
+	return gridDim.x > LOCAL_B_BLOCKS && !k.ch.on;
+}
+
+/* An owner warp: group g for every item; returns on quit.  wcnt: the
+ * warp's own counters (shared memory). */
+__device__ void local_b_owner(const kparams &k, ull *wcnt, uint32_t g, uint32_t lane)
+{
+	if (lane < GPUK_NCNT)
+		wcnt[lane] = 0;
+	__syncwarp();
+	for (uint64_t item = 0;; item++) {
+		uint32_t slot = (uint32_t)(item % k.nb_items);
+		int q = 0;
+
+		if (lane == 0) {
+			uint32_t spins = 0;
+
+			while (ld_acquire_dev(&k.aready[slot]) != item + 1) {
+				if ((++spins & 255) == 0 && ld_relaxed_dev(k.dquit)) {
+					q = 1;
+					break;
+				}
+				__nanosleep(32);
+			}
+		}
+		if (__shfl_sync(FULL, q, 0))
+			return;
+		__syncwarp();
+		uint64_t h0 = __ldcg(&k.bhdr[2 * (size_t)slot]);
+		uint64_t gm = __ldcg(&k.bhdr[2 * (size_t)slot + 1]);
+		uint32_t n = (uint32_t)h0, cmd = (uint32_t)(h0 >> 32);
+		ull full = cmd == VFGX_COMM_CMD_BURST ? (k.to_b ? gm : 0) : ~0ull;
+
+		if ((full >> g) & 1)
+			phase_b_group(k, wcnt, slot, item, n, cmd, g, lane, NULL, true);
+		__syncwarp();
+		if (lane < GPUK_NCNT) {
+			ull v = wcnt[lane];
+
+			if (v)
+				atomicAdd(&k.cnt[lane], v);
+			wcnt[lane] = 0;
+		}
+		/* the lanes' counters and window writes before the release */
+		__syncwarp();
+		if (lane == 0) {
+			cuda::atomic_ref<uint64_t, cuda::thread_scope_device> a(k.bdone[slot]);
+
+			a.fetch_add(1, cuda::memory_order_release);
+		}
+	}
+}
+
+/* The item's block: hand the item to the owners and wait for them
+ * (thread 0); 1 when told to quit while waiting. */
+__device__ int local_b_item(const kparams &k, uint64_t item, uint32_t slot, uint32_t n,
+			    uint32_t cmd, ull gmask)
+{
+	uint64_t want = (item / k.nb_items + 1) * (uint64_t)(LOCAL_B_BLOCKS * WARPS);
+	uint32_t spins = 0;
+
+	k.bhdr[2 * (size_t)slot] = n | (uint64_t)cmd << 32;
+	k.bhdr[2 * (size_t)slot + 1] = gmask;
+	/* phase A's results (the block's, before the caller's barrier) and
+	 * the header before aready */
+	st_release_dev(&k.aready[slot], item + 1);
+	while (ld_acquire_dev(&k.bdone[slot]) < want) {
+		if ((++spins & 255) == 0 &&
+		    (ld_relaxed_dev(k.dquit) || ((spins & 65535) == 0 && ld_quit(k.quit))))
+			return 1;
+	}
+	return 0;
+}
+static_assert(GPUK_NCNT <= 32, "an owner warp's lanes flush its counters");
+static_assert(LOCAL_B_BLOCKS * WARPS == GPUK_GROUPS, "one group an owner warp");
+#endif
+
+#if VFGX_DONE_COUNTERS
+/* -Dgpu_done_counters: the block's counters of the item written into its
+ * slot's words in pinned memory (one coalesced write, every word, zeros
+ * too, so nothing of the slot's previous item stays) instead of atomics
+ * on the GPU-memory counters; the DONE store after the caller's barrier
+ * orders them before DONE (commlist.h), and the CPU adds them up when it
+ * reaps the item.  After the caller's barrier (the block's counts are
+ * in), by warp 0 alone, whose __syncwarp lets thread 0's DONE cover the
+ * lanes' writes: no second block barrier (the other warps' next shared
+ * writes come after the next item's barrier). */
+__device__ void publish_counters(const kparams &k, ull *cnt, uint32_t slot)
+{
+	if (threadIdx.x >= 32)
+		return;
+	if (threadIdx.x < GPUK_NCNT) {
+		k.done_cnt[(size_t)slot * VFGX_COMM_DONE_CNT + threadIdx.x] = cnt[threadIdx.x];
+		cnt[threadIdx.x] = 0;
+	}
+	__syncwarp();
+}
+static_assert(GPUK_NCNT <= VFGX_COMM_DONE_CNT && GPUK_NCNT <= 32,
+	      "counters fit a slot's words and warp 0");
+#endif
 #if VFGX_USER_PLACE_LINK
 extern "C" /* found by name in the image linked with user_place */
 #endif
@@ -107,6 +297,7 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 	__shared__ uint32_t ncp_sh[WARPS], npb_sh[WARPS];
 	__shared__ int quit_c;
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+	uint32_t nb_a = gridDim.x; /* blocks that take items */
 
 	if (threadIdx.x == 0) {
 		quit = 0;
@@ -115,9 +306,29 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		gmask = 0;
 	}
 	zero_counters(cnt);
-	for (uint64_t item = blockIdx.x;; item += gridDim.x) {
-		uint32_t slot = (uint32_t)(item % k.nb_items);
+#if VFGX_LOCAL_B
+	if (local_b_on(k)) {
+		/* each owner warp's counters (block counters stay unused) */
+		__shared__ ull wcnt[WARPS][GPUK_NCNT];
 
+		nb_a = gridDim.x - LOCAL_B_BLOCKS;
+		if (blockIdx.x >= nb_a) {
+			local_b_owner(k, wcnt[warp], (blockIdx.x - nb_a) * WARPS + warp, lane);
+			return;
+		}
+	}
+#endif
+	for (uint64_t item = blockIdx.x;; item += nb_a) {
+		uint32_t slot = (uint32_t)(item % k.nb_items);
+#if VFGX_ITEM_STAMPS
+		uint64_t t_a = 0, t_b = 0;
+#endif
+
+#if VFGX_ITEM_INLINE
+		if (warp == 0)
+			poll_item_inline(k, item, slot, lane, &quit, &n_sh, &cmd_sh, &rec_sh,
+					 &pkts_sh);
+#else
 		if (threadIdx.x == 0) {
 			uint32_t spins = 0;
 
@@ -202,6 +413,7 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				atomicMax((ull *)k.seen, (ull)(item + 1));
 			}
 		}
+#endif
 		__syncthreads();
 		if (quit)
 			return;
@@ -210,6 +422,18 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, rec_sh, n_sh, warp, WARPS,
 				       lane);
 		__syncthreads();
+#if VFGX_ITEM_STAMPS
+		if (threadIdx.x == 0)
+			t_a = gtimer();
+#endif
+#if VFGX_LOCAL_B
+		if (nb_a != gridDim.x) {
+			/* phase B on the owner blocks (local_b_owner) */
+			if (threadIdx.x == 0 &&
+			    local_b_item(k, item, slot, n_sh, cmd_sh, gmask))
+				quit_b = 1;
+		} else
+#endif
 		{
 			/* this warp's groups with nothing to do pass their
 			 * tickets on at once; the others run in turn */
@@ -227,7 +451,8 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 				if (!((busy8 >> j) & 1))
 					continue;
 				ok = phase_b_group(k, cnt, slot, item, n_sh, cmd_sh,
-						   warp + WARPS * j, lane, k.ch.on ? &df : NULL);
+						   warp + WARPS * j, lane, k.ch.on ? &df : NULL,
+						   false);
 			}
 			if (!ok && lane == 0)
 				atomicExch(&quit_b, 1);
@@ -239,11 +464,33 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
 		__syncthreads();
 		if (k.ch.on && !quit_b)
 			kc_phase_c(k, item, ncp_sh, npb_sh, &quit_c, warp, lane);
+#if VFGX_ITEM_STAMPS
+		if (threadIdx.x == 0)
+			t_b = gtimer();
+#endif
+#if VFGX_DONE_COUNTERS
+		/* quit_b and quit_c are read after a barrier: a block that
+		 * quits adds what it counted to the GPU-memory counters, as
+		 * without the option, and the item is not DONE */
+		__syncthreads();
+		if (quit_b || quit_c) {
+			flush_counters(k, cnt);
+			return;
+		}
+		publish_counters(k, cnt, slot);
+#else
 		flush_counters(k, cnt);
 		if (quit_b || quit_c)
 			return;
+#endif
 		if (threadIdx.x == 0) {
 			gmask = 0;
+#if VFGX_ITEM_STAMPS
+			/* weak posted writes, ordered before DONE */
+			k.stamps[4 * slot] = t_a;
+			k.stamps[4 * slot + 1] = t_b;
+			k.stamps[4 * slot + 2] = gtimer();
+#endif
 			mark_done(k, slot);
 		}
 	}
@@ -446,6 +693,22 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		goto fail;
 	g->list.seen_ns = (volatile uint64_t *)h;
 	k.seen_ns = (uint64_t *)d;
+	/* #40's options (persistent mode): stamps, counters with DONE */
+	if ((ret = halloc(g, &h, &d, 4 * sizeof(uint64_t) * k.nb_items, err, errlen)))
+		goto fail;
+	g->list.stamps = (volatile uint64_t *)h;
+	k.stamps = (uint64_t *)d;
+	if ((ret = halloc(g, &h, &d, VFGX_COMM_DONE_CNT * sizeof(uint64_t) * k.nb_items, err,
+			  errlen)))
+		goto fail;
+	g->list.done_cnt = (volatile uint64_t *)h;
+	k.done_cnt = (uint64_t *)d;
+	if (c->mode == 0)
+		g->list.features = (VFGX_ITEM_STAMPS ? VFGX_COMM_F_STAMPS : 0) |
+				   (VFGX_DONE_COUNTERS ? VFGX_COMM_F_DONE_COUNTERS : 0) |
+				   (VFGX_ITEM_INLINE ? VFGX_COMM_F_INLINE : 0);
+	/* the owner blocks (VFGX_LOCAL_B, local_b_on) are known once the
+	 * grid is: below */
 	/* GPU memory: results, tickets, counters, reorder windows, log */
 	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS * TICKET_STRIDE, err, errlen)) ||
@@ -494,6 +757,11 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		}
 		k.fmt = fd;
 	}
+	/* -Dgpu_local_b (gpu_proc.cu's local_b_owner) */
+	if ((ret = dalloc(g, (void **)&k.aready, sizeof(uint64_t) * k.nb_items, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.bdone, sizeof(uint64_t) * k.nb_items, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.bhdr, 2 * sizeof(uint64_t) * k.nb_items, err, errlen)))
+		goto fail;
 	k.dquit = k.seen + 1;
 	k.user.nb_flows = k.nb_streams;
 	k.user.enabled = c->user == 1;
@@ -538,6 +806,8 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 			goto fail;
 		}
 	}
+	if (c->mode == 0 && VFGX_LOCAL_B && g->blocks > LOCAL_B_BLOCKS && !c->ch.on)
+		g->list.features |= VFGX_COMM_F_LOCAL_B;
 	/* persistent chunks: the warps' deferred lists (gpu_chunks.cuh) */
 	if (c->mode == 0 && c->ch.on &&
 	    ((ret = dalloc(g, (void **)&k.kcp, sizeof(struct kc_cp) * g->blocks * WARPS *

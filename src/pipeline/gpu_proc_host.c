@@ -35,6 +35,17 @@ _Static_assert(sizeof(struct vfgx_pkt) == 40 && offsetof(struct vfgx_pkt, data) 
  * bench/results/gpu.md.) */
 #define HEALTH_NS 20000000ull
 
+/* -Dgpu_item_stamps: the last STAMP_RING items with packets kept */
+#define STAMP_RING (1u << 18)
+
+/* One item's stamps: CPU clock (vfgx_now_ns()) rx (its oldest packet's
+ * stamp), READY stored, DONE reaped; GPU %globaltimer READY seen, end of
+ * phase A, end of phase B (and C), just before DONE. */
+struct item_stamp {
+	uint64_t rx, ready, reap, g_seen, g_a, g_b, g_done;
+	uint32_t npk, in_flight;
+};
+
 /* fine latency histogram: 64 buckets per power of two */
 #define LAT_SUB 64
 #define LAT_FINE (LAT_SUB * 36)
@@ -107,6 +118,11 @@ struct vfgx_gpu_proc {
 	uint64_t *ts_min;   /* per slot: oldest packet timestamp */
 	uint32_t *npk;      /* per slot: packets */
 	uint64_t *ready_ns; /* per slot: vfgx_now_ns() just before READY */
+	uint32_t *in_flight; /* per slot: items in flight when it was handed over */
+	/* -Dgpu_done_counters: what reaped items handed back with DONE */
+	uint64_t done_acc[GPUK_NCNT];
+	struct item_stamp *st; /* -Dgpu_item_stamps: STAMP_RING */
+	uint64_t nb_st;        /* items stamped (the ring holds the last) */
 	uint64_t lat_hist[VFGX_LAT_BUCKETS];
 	uint64_t lat_fine[LAT_FINE];
 	uint64_t cnt[GPUK_NCNT];
@@ -213,7 +229,11 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	gp->ts_min = calloc(gp->nb_items, sizeof(*gp->ts_min));
 	gp->npk = calloc(gp->nb_items, sizeof(*gp->npk));
 	gp->ready_ns = calloc(gp->nb_items, sizeof(*gp->ready_ns));
-	if (!gp->ts_min || !gp->npk || !gp->ready_ns) {
+	gp->in_flight = calloc(gp->nb_items, sizeof(*gp->in_flight));
+	if (gp->l->features & VFGX_COMM_F_STAMPS)
+		gp->st = calloc(STAMP_RING, sizeof(*gp->st));
+	if (!gp->ts_min || !gp->npk || !gp->ready_ns || !gp->in_flight ||
+	    ((gp->l->features & VFGX_COMM_F_STAMPS) && !gp->st)) {
 		vfgx_gpu_proc_destroy(gp);
 		return -ENOMEM;
 	}
@@ -224,9 +244,13 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 		return ret;
 	}
 	snprintf(gp->desc, sizeof(gp->desc),
-		 "%s, mode %s, %u items x %u packets, status words in pinned host memory (no GDRCopy)%s",
+		 "%s, mode %s, %u items x %u packets, status words in pinned host memory (no GDRCopy)%s%s%s%s%s",
 		 gpuk_device_name(gp->g), vfgx_gpu_mode_name(opts->mode),
-		 gp->nb_items, opts->burst, opts->stage_copy ? ", stage_copy" : "");
+		 gp->nb_items, opts->burst, opts->stage_copy ? ", stage_copy" : "",
+		 gp->l->features & VFGX_COMM_F_STAMPS ? ", item stamps" : "",
+		 gp->l->features & VFGX_COMM_F_DONE_COUNTERS ? ", counters with DONE" : "",
+		 gp->l->features & VFGX_COMM_F_INLINE ? ", header in the status line" : "",
+		 gp->l->features & VFGX_COMM_F_LOCAL_B ? ", phase B on owner blocks" : "");
 	*out = gp;
 	return 0;
 }
@@ -280,6 +304,22 @@ uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct)
 	return fine_upper(LAT_FINE - 1);
 }
 
+/* -Dgpu_item_stamps: the reaped item in slot into the ring. */
+static void stamp_item(vfgx_gpu_proc *gp, uint32_t slot)
+{
+	struct item_stamp *t = &gp->st[gp->nb_st++ % STAMP_RING];
+
+	t->rx = gp->ts_min[slot];
+	t->ready = gp->ready_ns[slot];
+	t->reap = vfgx_now_ns();
+	t->g_seen = gp->l->seen_ns[4 * (size_t)slot];
+	t->g_a = gp->l->stamps[4 * (size_t)slot];
+	t->g_b = gp->l->stamps[4 * (size_t)slot + 1];
+	t->g_done = gp->l->stamps[4 * (size_t)slot + 2];
+	t->npk = gp->npk[slot];
+	t->in_flight = gp->in_flight[slot];
+}
+
 /* Reap finished items in order without waiting. */
 static int reap(vfgx_gpu_proc *gp)
 {
@@ -299,6 +339,13 @@ static int reap(vfgx_gpu_proc *gp)
 				gp->lat_fine[fine_bucket(now - gp->ts_min[slot])] += gp->npk[slot];
 			}
 		}
+		/* read after the acquire of DONE (commlist.h): the GPU wrote
+		 * them before it */
+		if (st == VFGX_COMM_DONE && (gp->l->features & VFGX_COMM_F_DONE_COUNTERS))
+			for (int i = 0; i < GPUK_NCNT; i++)
+				gp->done_acc[i] += gp->l->done_cnt[(size_t)slot * VFGX_COMM_DONE_CNT + i];
+		if (st == VFGX_COMM_DONE && gp->st && gp->npk[slot])
+			stamp_item(gp, slot);
 		vfgx_comm_free(gp->l, slot);
 		gp->done++;
 		got++;
@@ -476,7 +523,15 @@ static int64_t publish_item(vfgx_gpu_proc *gp, uint32_t slot, uint32_t n, uint32
 {
 	int ret;
 
+	/* the status line carries the pointer in 48 bits (commlist.h);
+	 * user-space addresses on x86-64 and arm64 fit */
+	if ((gp->l->features & VFGX_COMM_F_INLINE) &&
+	    ((uint64_t)(uintptr_t)pkts & ~VFGX_COMM_PTR_MASK))
+		return vfgx_set_error(gp->ctx, -EINVAL,
+				      "GPU: descriptors at %p, above the 48 bits the status line carries (a build with -Dgpu_item_inline); rebuild without it",
+				      pkts);
 	gp->npk[slot] = n;
+	gp->in_flight[slot] = (uint32_t)(gp->next - gp->done);
 	gp->ready_ns[slot] = vfgx_now_ns();
 	gp->l->items[slot].pkts = (struct vfgx_comm_pkt *)(uintptr_t)pkts;
 	vfgx_comm_publish(gp->l, slot, gp->next, n, cmd);
@@ -554,20 +609,26 @@ int vfgx_gpu_proc_stats(vfgx_gpu_proc *gp, struct vfgx_pipeline_stats *st,
 		if (ret)
 			gp_fail(gp, ret, "counters", err);
 	}
+	/* -Dgpu_done_counters: the reaped items' counters came with DONE;
+	 * the GPU-memory ones hold what a block that quit had counted */
+	uint64_t c[GPUK_NCNT];
+
+	for (int i = 0; i < GPUK_NCNT; i++)
+		c[i] = gp->cnt[i] + gp->done_acc[i];
 	memset(st, 0, sizeof(*st));
-	st->packets = gp->cnt[GPUK_C_PACKETS];
-	st->bytes = gp->cnt[GPUK_C_BYTES];
-	st->passed = gp->cnt[GPUK_C_PASSED];
-	st->delivered = gp->cnt[GPUK_C_DELIVERED];
-	st->delivered_bytes = gp->cnt[GPUK_C_DELIVERED_BYTES];
-	st->gaps = gp->cnt[GPUK_C_GAPS];
-	st->verify_errors = gp->cnt[GPUK_C_VERIFY];
-	st->last_seen = gp->cnt[GPUK_C_LAST_SEEN];
+	st->packets = c[GPUK_C_PACKETS];
+	st->bytes = c[GPUK_C_BYTES];
+	st->passed = c[GPUK_C_PASSED];
+	st->delivered = c[GPUK_C_DELIVERED];
+	st->delivered_bytes = c[GPUK_C_DELIVERED_BYTES];
+	st->gaps = c[GPUK_C_GAPS];
+	st->verify_errors = c[GPUK_C_VERIFY];
+	st->last_seen = c[GPUK_C_LAST_SEEN];
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
-		st->drops[i] = gp->cnt[GPUK_C_DROP0 + i];
+		st->drops[i] = c[GPUK_C_DROP0 + i];
 	memcpy(st->lat_hist, gp->lat_hist, sizeof(st->lat_hist));
 	if (order_errors)
-		*order_errors = gp->cnt[GPUK_C_ORDER];
+		*order_errors = c[GPUK_C_ORDER];
 	return ret;
 }
 
@@ -624,7 +685,94 @@ void vfgx_gpu_proc_destroy(vfgx_gpu_proc *gp)
 	free(gp->ts_min);
 	free(gp->npk);
 	free(gp->ready_ns);
+	free(gp->in_flight);
+	free(gp->st);
 	free(gp);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median and p99 of v[0..n) (sorted in place) into buf, in us when
+ * us is set. */
+static int pct_fmt(char *buf, size_t len, const char *name, int64_t *v, uint64_t n, bool us)
+{
+	double d = us ? 1e3 : 1;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+	return snprintf(buf, len, "%s %.1f/%.1f", name, (double)v[n / 2] / d,
+			(double)v[n * 99 / 100] / d);
+}
+
+int vfgx_gpu_proc_item_stamps(const vfgx_gpu_proc *gp, char *buf, size_t len)
+{
+	/* per item: fields below, CPU differences, then GPU ones; rest =
+	 * handed over -> reaped less the GPU's READY seen -> DONE (the
+	 * hand-off, the DONE store's fence and flight, the reaping), two
+	 * differences of one clock each */
+	static const char *const names[] = {
+		"packets", "in flight", "rx->reaped", "gathered", "handed->reaped",
+		"phase A", "phase B", "counters+DONE", "GPU", "rest",
+	};
+	enum { NF = sizeof(names) / sizeof(names[0]) };
+	uint64_t n = gp->nb_st < STAMP_RING ? gp->nb_st : STAMP_RING, m = 0;
+	int64_t *v;
+	size_t at;
+
+	if (!gp->st)
+		return -ENOTSUP;
+	if (!n)
+		return -ENODATA;
+	v = malloc(sizeof(*v) * (size_t)n * NF);
+	if (!v)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct item_stamp *t = &gp->st[i];
+		int64_t *r = v + (size_t)m * NF;
+
+		/* an item without a receive stamp (a source with none) is
+		 * left out */
+		if (!t->rx || t->ready < t->rx)
+			continue;
+		r[0] = t->npk;
+		r[1] = t->in_flight;
+		r[2] = (int64_t)(t->reap - t->rx);
+		r[3] = (int64_t)(t->ready - t->rx);
+		r[4] = (int64_t)(t->reap - t->ready);
+		r[5] = (int64_t)(t->g_a - t->g_seen);
+		r[6] = (int64_t)(t->g_b - t->g_a);
+		r[7] = (int64_t)(t->g_done - t->g_b);
+		r[8] = (int64_t)(t->g_done - t->g_seen);
+		r[9] = r[4] - r[8];
+		m++;
+	}
+	if (!m) {
+		free(v);
+		return -ENODATA;
+	}
+	/* one field's values contiguous, then sorted */
+	int64_t *col = malloc(sizeof(*col) * (size_t)m);
+
+	if (!col) {
+		free(v);
+		return -ENOMEM;
+	}
+	at = (size_t)snprintf(buf, len, "items %llu, p50/p99 (us; packets and in flight: counts):",
+			       (unsigned long long)m);
+	for (int f = 0; f < NF && at < len; f++) {
+		for (uint64_t i = 0; i < m; i++)
+			col[i] = v[(size_t)i * NF + f];
+		at += (size_t)snprintf(buf + at, len - at, "%s", f ? ", " : " ");
+		if (at < len)
+			at += (size_t)pct_fmt(buf + at, len - at, names[f], col, m, f >= 2);
+	}
+	free(col);
+	free(v);
+	return 0;
 }
 
 int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,

@@ -888,6 +888,11 @@ uint64_t vfgx_gpu_pipeline_lat_pct(const vfgx_gpu_pipeline *gpl, double pct)
 	return vfgx_gpu_proc_lat_pct(gpl->gp, pct);
 }
 
+int vfgx_gpu_pipeline_item_stamps(const vfgx_gpu_pipeline *gpl, char *buf, size_t len)
+{
+	return vfgx_gpu_proc_item_stamps(gpl->gp, buf, len);
+}
+
 void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feeder *f)
 {
 	*f = gpl->fd;
