@@ -474,10 +474,11 @@ static int gpu_pair(vfgx_ctx *ctx, const struct fopts *o, struct pair_rounds *pr
 						      sizeof(pr->why));
 		}
 		if (isnan(pr->prof[i]) || isnan(pr->ref[i])) {
-			/* refused or broken: the same next round; one line says why */
+			/* refused or broken: the same next round; one line says
+			 * why, and no round is kept */
 			fprintf(stderr, "vfgx bench formats: gpu %s %u B: %s\n", pr->p.profile,
 				pr->p.size, pr->why);
-			pr->n = i + 1;
+			pr->n = 0;
 			break;
 		}
 		round_line("gpu", pr, i);
@@ -669,10 +670,10 @@ static void pair_target(FILE *f, const char *engine, const struct pair_rounds *p
 	char name[96];
 
 	snprintf(name, sizeof(name), "format_%s_vs_vfgx_%s_%uB", engine, pr->p.profile, pr->p.size);
-	if (pr->why[0] && (pr->n < 1 || isnan(pr->prof[pr->n - 1]) || isnan(pr->ref[pr->n - 1]))) {
+	if (pr->n < 1) {
 		char why[320];
 
-		snprintf(why, sizeof(why), "not measured: %s", pr->why);
+		snprintf(why, sizeof(why), "not measured: %s", pr->why[0] ? pr->why : "no round");
 		bench_target_unmeasured(f, name, 0.9, why);
 		return;
 	}
@@ -694,112 +695,6 @@ static void video_target(FILE *f, const char *name, const struct video_rounds *v
 	bench_target_rounds(f, &(struct bench_target_rounds){
 		.name = name, .measured = vr->v, .ref_value = ref, .n = vr->n, .goal = goal,
 		.higher_better = true });
-}
-
-/* ---- merging a GPU part into an earlier run's CPU part --------------------
- * The CPU part: the earlier file up to its first "## GPU" or "## RFC 4175
- * video on the GPU" section or "## Targets", its title dropped and its
- * date, commit and machine kept under names of their own; its target lines
- * whose names do not say gpu. */
-struct cpu_part {
-	char *body;     /* malloc'd */
-	char *targets;  /* malloc'd */
-};
-
-static bool is_gpu_section(const char *line)
-{
-	return !strncmp(line, "## GPU", 6) || !strncmp(line, "## RFC 4175 video on the GPU", 28);
-}
-
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, got;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		char *nb = realloc(buf, len + 65536 + 1);
-
-		if (!nb) {
-			free(buf);
-			fclose(f);
-			return NULL;
-		}
-		buf = nb;
-		got = fread(buf + len, 1, 65536, f);
-		len += got;
-		if (got < 65536)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
-
-/* The marker line of a merged file: its CPU part follows it. */
-#define MERGED_MARK "- the CPU part below is "
-
-static int cpu_part_read(const char *path, struct cpu_part *cp)
-{
-	char *all = read_all(path), *line, *next, *mark;
-	FILE *b, *t;
-	size_t bl = 0, tl = 0;
-	bool in_cpu = true, any = false;
-
-	memset(cp, 0, sizeof(*cp));
-	if (!all) {
-		fprintf(stderr, "vfgx bench formats: --merge-from %s: %s (run the CPU part first: vfgx bench formats --cpu-only)\n",
-			path, strerror(errno));
-		return -1;
-	}
-	b = open_memstream(&cp->body, &bl);
-	t = open_memstream(&cp->targets, &tl);
-	/* a merged file: its CPU part starts after the marker line */
-	line = all;
-	if ((mark = strstr(all, MERGED_MARK)) && (mark = strchr(mark, '\n')))
-		line = mark + 1;
-	for (; b && t && line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (!strncmp(line, "target: ", 8)) {
-			char name[128];
-
-			if (sscanf(line, "target: %127s", name) == 1 && !strstr(name, "gpu")) {
-				fprintf(t, "%s\n", line);
-				any = true;
-			}
-			continue;
-		}
-		if (is_gpu_section(line) || !strncmp(line, "## Targets", 10))
-			in_cpu = false;
-		else if (!strncmp(line, "## ", 3))
-			in_cpu = true;
-		if (!in_cpu || !strncmp(line, "# ", 2))
-			continue; /* GPU sections, targets, the title */
-		if (!strncmp(line, "- date: ", 8) || !strncmp(line, "- commit: ", 10) ||
-		    !strncmp(line, "- machine: ", 11) || !strncmp(line, "- command: ", 11) ||
-		    !strncmp(line, "- load average", 14))
-			fprintf(b, "- CPU part's %s\n", line + 2);
-		else
-			fprintf(b, "%s\n", line);
-	}
-	free(all);
-	if (b)
-		fclose(b);
-	if (t)
-		fclose(t);
-	if (!cp->body || !cp->targets || !any) {
-		fprintf(stderr, "vfgx bench formats: --merge-from %s: no CPU part's target lines in it (run vfgx bench formats --cpu-only)\n",
-			path);
-		free(cp->body);
-		free(cp->targets);
-		memset(cp, 0, sizeof(*cp));
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- options and the run ------------------------------------------------- */

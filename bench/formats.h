@@ -37,4 +37,18 @@ struct fvideo_res {
 int fvideo_run(vfgx_ctx *ctx, bool gpu, uint32_t streams, uint32_t width, uint32_t height,
 	       uint32_t frames, struct fvideo_res *r);
 
+/* --gpu-only: the CPU part of an earlier file.  The CPU part is the file
+ * up to its first "## GPU" or "## RFC 4175 video on the GPU" section or
+ * "## Targets" (after MERGED_MARK's line in a file merged before), its
+ * title dropped and its date, commit, machine, command and load renamed
+ * "CPU part's ..."; and its target lines whose names do not say gpu. */
+struct cpu_part {
+	char *body;     /* malloc'd */
+	char *targets;  /* malloc'd */
+};
+/* The line a merged file writes before the CPU part it kept. */
+#define MERGED_MARK "- the CPU part below is "
+/* 0, or -1 after one line on stderr (no file, no CPU target line). */
+int cpu_part_read(const char *path, struct cpu_part *cp);
+
 #endif
