@@ -53,7 +53,7 @@ static const struct cli_opt formats_opts[] = {
 	{ "seconds", 's', "S", "measuring time per side and per round (default 0.3)" },
 	{ "rounds", 'r', "N", "paired rounds, profile and vfgx interleaved (default 7)" },
 	{ "working-set", 'w', "MB", "CPU frame memory per side (default twice the last-level cache, at least 64)" },
-	{ "video-frames", 'f', "N", "frames per stream of each video run (default 120 at 1080p, 60 at 4K)" },
+	{ "video-frames", 'f', "N", "frames per stream of each video run (default 120 at 1080p, 30 at 4K)" },
 	{ "cpu-only", 'c', NULL, "the CPU part alone (no GPU part even where a GPU is)" },
 	{ "gpu-only", 'g', NULL, "the GPU part alone, merged after the CPU part of --merge-from" },
 	{ "merge-from", 'm', "FILE", "--gpu-only: the results file whose CPU part is kept (default DIR/formats.md)" },
@@ -540,7 +540,7 @@ static int cpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *
  * stream (0 when none). */
 static int gpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *vr)
 {
-	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 60;
+	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 30;
 
 	vr->n = o->rounds;
 	for (int i = 0; i < o->rounds; i++) {
