@@ -53,7 +53,7 @@ static const struct cli_opt formats_opts[] = {
 	{ "seconds", 's', "S", "measuring time per side and per round (default 0.3)" },
 	{ "rounds", 'r', "N", "paired rounds, profile and vfgx interleaved (default 7)" },
 	{ "working-set", 'w', "MB", "CPU frame memory per side (default twice the last-level cache, at least 64)" },
-	{ "video-frames", 'f', "N", "frames per stream of each video run (default 120 at 1080p, 30 at 4K)" },
+	{ "video-frames", 'f', "N", "frames per stream of each video run (default 60 at 1080p, 30 at 4K)" },
 	{ "cpu-only", 'c', NULL, "the CPU part alone (no GPU part even where a GPU is)" },
 	{ "gpu-only", 'g', NULL, "the GPU part alone, merged after the CPU part of --merge-from" },
 	{ "merge-from", 'm', "FILE", "--gpu-only: the results file whose CPU part is kept (default DIR/formats.md)" },
@@ -510,27 +510,38 @@ static bool video_clean(const struct fvideo_res *r)
 
 static int cpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *vr)
 {
-	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 120;
+	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 60;
+	struct fvideo_files fs;
+	int ret = fvideo_files_make(&fs, 1, 1920, 1080, frames);
 
+	if (ret) {
+		snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
+			 "this build has no libpcap (the capture files the video runs replay)" :
+			 "the capture files could not be written (stderr)");
+		return ret == -ENOTSUP ? 0 : -1;
+	}
 	vr->n = o->rounds;
 	for (int i = 0; i < o->rounds; i++) {
 		struct fvideo_res *r = &vr->last[i];
 
-		if (fvideo_run(ctx, false, 1, 1920, 1080, frames, r))
+		if (fvideo_run(ctx, &fs, false, 1, r)) {
+			fvideo_files_remove(&fs);
 			return -1;
+		}
 		if (!r->ok) {
 			snprintf(vr->why, sizeof(vr->why), "%s", r->why);
 			fprintf(stderr, "vfgx bench formats: 1080p60 on the cpu engine: %s\n", r->why);
-			vr->n = i + 1;
-			vr->v[i] = NAN;
-			return 0;
+			vr->n = 0;
+			break;
 		}
 		/* a frame with an error makes the round's rate 0 */
-		vr->v[i] = video_clean(r) ? r->fps : 0;
-		printf("cpu 1080p round %d: %llu of %llu frames complete, %llu errored, %llu drops, %.1f fps (%.2f Gb/s)\n",
+		vr->v[i] = video_clean(r) ? r->fps_cpu : 0;
+		printf("cpu 1080p round %d: %llu of %llu frames complete, %llu errored, %llu drops, %.1f fps per pipeline CPU-second, %.1f fps by the wall clock (%.2f Gb/s)\n",
 		       i + 1, (unsigned long long)r->complete, (unsigned long long)r->frames_sent,
-		       (unsigned long long)r->errored, (unsigned long long)r->drops, r->fps, r->gbps);
+		       (unsigned long long)r->errored, (unsigned long long)r->drops, r->fps_cpu,
+		       r->fps, r->gbps);
 	}
+	fvideo_files_remove(&fs);
 	return 0;
 }
 
@@ -541,22 +552,31 @@ static int cpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *
 static int gpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *vr)
 {
 	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 30;
+	struct fvideo_files fs;
+	int ret = fvideo_files_make(&fs, gpu_stream_steps[0], 3840, 2160, frames);
 
+	if (ret) {
+		snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
+			 "this build has no libpcap (the capture files the video runs replay)" :
+			 "the capture files could not be written (stderr)");
+		return ret == -ENOTSUP ? 0 : -1;
+	}
 	vr->n = o->rounds;
-	for (int i = 0; i < o->rounds; i++) {
+	for (int i = 0; i < o->rounds && vr->n; i++) {
 		vr->v[i] = 0;
 		for (int k = 0; k < GPU_STREAM_STEPS; k++) {
 			struct fvideo_res *r = &vr->runs[vr->nruns];
 
-			if (fvideo_run(ctx, true, gpu_stream_steps[k], 3840, 2160, frames, r))
+			if (fvideo_run(ctx, &fs, true, gpu_stream_steps[k], r)) {
+				fvideo_files_remove(&fs);
 				return -1;
+			}
 			vr->nruns++;
 			if (!r->ok) {
 				snprintf(vr->why, sizeof(vr->why), "%s", r->why);
 				fprintf(stderr, "vfgx bench formats: 4K60 on the gpu engine: %s\n", r->why);
-				vr->n = i + 1;
-				vr->v[i] = NAN;
-				return 0;
+				vr->n = 0;
+				break;
 			}
 			printf("gpu 4K round %d, %u streams: %llu of %llu frames complete, %llu errored, %.1f fps a stream (%.1f Gb/s)\n",
 			       i + 1, r->streams, (unsigned long long)r->complete,
@@ -568,6 +588,7 @@ static int gpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *
 			}
 		}
 	}
+	fvideo_files_remove(&fs);
 	return 0;
 }
 #endif
@@ -618,16 +639,17 @@ static void write_cpu(FILE *f, const struct pair_rounds *pr, int np, const struc
 	if (vr->n && !isnan(vr->v[0])) {
 		const struct fvideo_res *r0 = &vr->last[0];
 
-		fprintf(f, "- method: one 1920x1080 UYVY (8-bit 4:2:2) RFC 4175 stream: its frame built once as %u RTP packets of %u B frames by vfgx_fmt_encode (rtp-video), replayed unpaced by a feeder thread (the RTP sequence, its RFC 4175 extension and the timestamp rewritten a frame at a time) through a loopback port's tx queue, which hands them back on rx to vfgx_pipeline on the cpu engine with one worker, pipeline.format rtp-video (stream_ids) and chunks in host memory, one chunk per frame; a consumer thread takes and gives back every frame (vfgx_chunk_get/put). %d frames a round. A frame is whole when its chunk is complete with no byte missing; a round's rate is whole frames per second from the first tx to the last frame handed out, 0 when any frame of the round had an error or the pipeline dropped a packet (the loopback generator's one frame a second to port 5000 is filtered out and not counted). The loopback tx copies every packet into a pool buffer and rx moves it to the buffer's start: the source's own cost is on the machine's other core, the worker's copy into the frame on its own.\n\n",
-			r0->packets_per_frame, FVIDEO_FRAME_LEN, (int)r0->frames_sent);
-		fprintf(f, "| round | frames sent | complete | errored | drops | seconds | fps | Gb/s of frames |\n|---|---|---|---|---|---|---|---|\n");
+		fprintf(f, "- method: one 1920x1080 UYVY (8-bit 4:2:2) RFC 4175 stream, %d frames, each frame %u RTP packets of %u B Ethernet frames written by vfgx_fmt_encode (rtp-video) into a capture file once (libpcap), replayed by a pcap port as fast as it reads (timing: fast) into vfgx_pipeline on the cpu engine with one worker, pipeline.format rtp-video (stream_ids) and chunks in host memory, one chunk per frame; a consumer thread takes and gives back every frame (vfgx_chunk_get/put). A frame is whole when its chunk is complete with no byte missing. A round's rate (the target's) is whole frames per CPU-second of the pipeline's threads: the process's CPU time from the start to the end of the input, less the consumer's and the main thread's (the worker, which also reads the file through libpcap, and the engine's own threads), so that it says whether one core's worth of CPU time keeps up with 60 frames a second whatever else runs on the host; the wall-clock rate is listed too. A round with any frame error or any packet dropped counts 0.\n\n",
+			(int)(r0->frames_sent), r0->packets_per_frame, FVIDEO_FRAME_LEN);
+		fprintf(f, "| round | frames sent | complete | errored | drops | pipeline CPU-s | fps per pipeline CPU-s | seconds | fps (wall) | Gb/s of frames (wall) |\n|---|---|---|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < vr->n; i++) {
 			const struct fvideo_res *r = &vr->last[i];
 
-			fprintf(f, "| %d | %llu | %llu | %llu | %llu | %.3f | %.1f | %.3f |\n", i + 1,
-				(unsigned long long)r->frames_sent, (unsigned long long)r->complete,
-				(unsigned long long)r->errored, (unsigned long long)r->drops,
-				r->seconds, r->fps, r->gbps);
+			fprintf(f, "| %d | %llu | %llu | %llu | %llu | %.3f | %.1f | %.3f | %.1f | %.3f |\n",
+				i + 1, (unsigned long long)r->frames_sent,
+				(unsigned long long)r->complete, (unsigned long long)r->errored,
+				(unsigned long long)r->drops, r->pipeline_cpu_s, r->fps_cpu, r->seconds,
+				r->fps, r->gbps);
 		}
 		fprintf(f, "\n");
 	} else {
@@ -645,7 +667,7 @@ static void write_gpu(FILE *f, const char *gpu_desc, const struct pair_rounds *p
 	pair_rows(f, "gpu", pr, np);
 	fprintf(f, "\n## RFC 4175 video on the GPU: 4K60 streams at once\n\n");
 	if (vr->n && !isnan(vr->v[0])) {
-		fprintf(f, "- method: N 3840x2160 UYVY RFC 4175 streams (%.0f Mb a frame, %.2f Gb/s each at 60 fps), each stream's frame built once by vfgx_fmt_encode and replayed unpaced by feeder threads (at most 8) into a loopback port (one tx and rx queue a stream, buffers in pinned host memory) that hands them to vfgx_pipeline on the gpu engine: pipeline.format rtp-video, chunks in GPU memory, one per frame, a consumer thread taking and giving back each. Frames cross PCIe from the pinned buffers (the loopback port writes its buffers with the CPU: no GPU-memory source for a producer's packets exists yet). Each round tries N = 16, 12, 8, 4, 2, 1 and keeps the first N whose run had every frame whole and at least 60 whole frames a second per stream.\n\n",
+		fprintf(f, "- method: N 3840x2160 UYVY RFC 4175 streams (%.0f Mb a frame, %.2f Gb/s each at 60 fps), each stream's frames written once by vfgx_fmt_encode into a capture file of its own (libpcap), replayed by one pcap port a stream (timing: fast; the port's buffers in host memory, which the gpu engine reads through its 2048-byte slots) into vfgx_pipeline on the gpu engine: pipeline.format rtp-video (stream_ids), chunks in GPU memory, one per frame, a consumer thread taking and giving back each. No source replays a producer's packets from GPU memory yet (the loopback replay writes vfgx's own frames only), so the files are the replay. Each round tries N = 16, 12, 8, 4, 2, 1 and keeps the first N whose run had every frame whole and at least 60 whole frames a second per stream by the wall clock.\n\n",
 			3840.0 * 2160 * 2 * 8 / 1e6, 3840.0 * 2160 * 2 * 8 * 60 / 1e9);
 		fprintf(f, "| run | streams | frames sent | complete | errored | drops | fps a stream | Gb/s of frames |\n|---|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < vr->nruns; i++) {

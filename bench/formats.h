@@ -12,30 +12,50 @@
 /* Ethernet frame bytes of each RFC 4175 packet the video runs send */
 #define FVIDEO_FRAME_LEN 1500
 
+#define FVIDEO_MAX_STREAMS 16
+
 struct fvideo_res {
 	bool ok;                /* the run happened (else why says what stopped it) */
 	char why[256];
 	uint32_t streams;
 	uint32_t packets_per_frame;
-	uint64_t frames_sent;   /* frames every stream sent, all streams */
+	uint64_t frames_sent;   /* frames in the files read, all streams */
 	uint64_t complete;      /* chunks handed out complete (every byte) */
-	uint64_t errored;       /* chunks handed out with bytes missing */
-	uint64_t drops;         /* pipeline drops other than the filter's */
-	uint64_t filtered;      /* the loopback generator's 1 pps, filtered out */
-	double seconds;         /* first tx to the last frame handed out */
+	uint64_t errored;       /* frames handed out with bytes missing, or never */
+	uint64_t drops;         /* pipeline drops */
+	double seconds;         /* start to the last frame handed out */
 	double fps;             /* complete frames per second, per stream */
-	double gbps;            /* payload of complete frames, all streams */
+	double pipeline_cpu_s;  /* CPU time of the pipeline's threads (the
+				 * process less the consumer and the caller's
+				 * thread) until the input ended */
+	double fps_cpu;         /* complete frames per stream per second of it */
+	double gbps;            /* bytes of complete frames, all streams */
 };
 
-/* streams RFC 4175 UYVY streams of width x height, frames frames each,
- * unpaced, through a loopback port's tx -> rx loop into vfgx_pipeline on
- * the cpu engine (one worker, chunks in host memory) or the gpu engine
- * (pinned buffers, chunks in GPU memory), pipeline.format rtp-video,
- * one chunk per frame, a consumer thread taking and giving back every
- * chunk.  0 with *r filled (r->ok false and r->why when the library
- * refused the configuration), -1 on a failure of the benchmark itself. */
-int fvideo_run(vfgx_ctx *ctx, bool gpu, uint32_t streams, uint32_t width, uint32_t height,
-	       uint32_t frames, struct fvideo_res *r);
+/* The capture files of the video runs: streams streams of frames
+ * width x height UYVY frames each (RFC 4175, FVIDEO_FRAME_LEN-byte
+ * frames), one file a stream in a directory of their own. */
+struct fvideo_files {
+	char dir[512];
+	uint32_t streams, width, height, frames;
+	uint32_t packets_per_frame;
+	uint64_t frame_bytes;
+};
+
+/* 0; -1 after one line on stderr; -ENOTSUP in a build without libpcap. */
+int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width, uint32_t height,
+		      uint32_t frames);
+void fvideo_files_remove(struct fvideo_files *fs);
+
+/* The first streams files of fs, each read by a pcap port (timing fast)
+ * into vfgx_pipeline on the cpu engine (one worker, chunks in host
+ * memory) or the gpu engine (chunks in GPU memory), pipeline.format
+ * rtp-video, one chunk per frame, a consumer thread taking and giving
+ * back every chunk.  0 with *r filled (r->ok false and r->why when the
+ * library refused the configuration), -1 on a failure of the benchmark
+ * itself. */
+int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, uint32_t streams,
+	       struct fvideo_res *r);
 
 /* --gpu-only: the CPU part of an earlier file.  The CPU part is the file
  * up to its first "## GPU" or "## RFC 4175 video on the GPU" section or

@@ -1,58 +1,56 @@
 /* formats_video.c - the RFC 4175 video runs of `vfgx bench formats`
- * (formats.h): each stream's frame built once as RTP packets by vfgx's own
- * encoder (vfgx_fmt_encode, the rtp-video profile; tests/net/format checks
- * it against GStreamer), replayed frame after frame by feeder threads
- * (only the RTP sequence, its RFC 4175 extension and the timestamp are
- * rewritten per frame) into a loopback port's tx queues, which hand them
- * back on rx to vfgx_pipeline with pipeline.format rtp-video and chunks:
- * one chunk per frame, taken and given back by a consumer thread. */
+ * (formats.h): each stream's frames written once as RTP packets by vfgx's
+ * own encoder (vfgx_fmt_encode, the rtp-video profile; tests/net/format
+ * checks it against GStreamer) into a capture file (libpcap), which a pcap
+ * port per stream replays as fast as it reads (`timing: fast`) into
+ * vfgx_pipeline with pipeline.format rtp-video and chunks: one chunk per
+ * frame, taken and given back by a consumer thread.  A pool is one
+ * thread's (vfgx/mem.h): no thread but the pipeline's touches a port. */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <vfgx/vfgx.h>
 
 #include "formats.h"
+#include "vfgx_build.h"
+#if VFGX_HAVE_PCAP
+#include <pcap/pcap.h>
+#endif
 
-#define VIDEO_PORT 6000         /* the generator's frames go to 5000: filtered */
+#define VIDEO_PORT 6000         /* UDP destination of every packet */
 #define VIDEO_SSRC 0x4b000000u  /* stream s: SSRC VIDEO_SSRC + s */
 #define VIDEO_SLOT 1536u        /* bytes per prebuilt packet */
-#define VIDEO_FEEDERS_MAX 8
-#define VIDEO_BURST 32
 #define VIDEO_TS_STEP 1500      /* 90 kHz RTP clock at 60 frames a second */
-#define VIDEO_DRAIN_NS 3000000000ull /* no frame handed out this long: the end */
 #define ETH_IP_UDP 42
 
 struct vstream {
 	uint8_t *mem;              /* npk x VIDEO_SLOT: one frame's packets */
-	struct vfgx_pkt *pkts;
+	uint32_t *len;
 	uint32_t npk;
 };
 
 struct vrun {
-	vfgx_port *port;
 	vfgx_pipeline *pl;
-	struct vstream *vs;
-	uint32_t streams, frames, nfeeders;
-	atomic_bool feeding_done, stop;
-	atomic_uint feeders_left;
-	/* the consumer's counts */
 	atomic_uint_fast64_t complete, errored;
 	_Atomic uint64_t last_ns;
+	_Atomic uint64_t consumer_cpu_ns; /* the consumer's thread CPU time so far */
 };
 
-struct feeder {
-	struct vrun *v;
-	uint32_t first;
-	uint64_t sent_frames;
-	int err;
-};
+static uint64_t cpu_ns(clockid_t id)
+{
+	struct timespec ts;
 
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if VFGX_HAVE_PCAP
 /* One RFC 4175 packet of the frame: the generator's frame layout (MACs,
  * IPv4, UDP to VIDEO_PORT, no UDP checksum) around vfgx_fmt_encode's
  * payload, the IPv4 and UDP lengths and the IPv4 checksum set for it. */
@@ -91,25 +89,21 @@ static int build_stream(const struct vfgx_format *f, uint32_t s, struct vstream 
 	memset(vs, 0, sizeof(*vs));
 	for (;;) {
 		uint8_t *m = realloc(vs->mem, (size_t)cap * VIDEO_SLOT);
-		struct vfgx_pkt *p = realloc(vs->pkts, (size_t)cap * sizeof(*p));
-		uint32_t len;
+		uint32_t *l = realloc(vs->len, (size_t)cap * sizeof(*l));
 
 		if (m)
 			vs->mem = m;
-		if (p)
-			vs->pkts = p;
-		if (!m || !p)
+		if (l)
+			vs->len = l;
+		if (!m || !l)
 			return -1;
 		for (; vs->npk < cap; vs->npk++) {
 			uint8_t *b = vs->mem + (size_t)vs->npk * VIDEO_SLOT;
 
-			if (build_packet(f, &h, s, vs->npk, b, &len))
+			if (build_packet(f, &h, s, vs->npk, b, &vs->len[vs->npk]))
 				return -1;
-			vs->pkts[vs->npk] = (struct vfgx_pkt){ .len = len };
 			if (b[ETH_IP_UDP + 1] & 0x80) { /* the marker: the frame's last */
 				vs->npk++;
-				for (uint32_t i = 0; i < vs->npk; i++)
-					vs->pkts[i].data = vs->mem + (size_t)i * VIDEO_SLOT;
 				return 0;
 			}
 		}
@@ -131,60 +125,51 @@ static void rewrite_frame(struct vstream *vs, uint64_t m)
 	}
 }
 
-/* Frames of streams first, first + nfeeders, ..., a burst of each in
- * turn; tx queue s carries stream s. */
-static void *feeder_main(void *arg)
+/* frames frames of stream s into path, 1/60 s apart (the pcap port
+ * reads them as fast as it can: timing fast) */
+static int write_stream(const struct vfgx_format *f, uint32_t s, uint32_t frames,
+			const char *path, uint32_t *npk)
 {
-	struct feeder *fd = arg;
-	struct vrun *v = fd->v;
-	uint32_t mine = 0;
-	uint32_t pos[64] = { 0 };
-	uint64_t frame[64] = { 0 };
+	struct vstream vs;
+	pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
+	pcap_dumper_t *d = dead ? pcap_dump_open(dead, path) : NULL;
+	int ret = -1;
 
-	for (uint32_t s = fd->first; s < v->streams; s += v->nfeeders) {
-		rewrite_frame(&v->vs[s], 0);
-		mine++;
+	if (!d || build_stream(f, s, &vs)) {
+		fprintf(stderr, "vfgx bench formats: %s: %s\n", path,
+			d ? "cannot build the RFC 4175 packets" : dead ? pcap_geterr(dead) : "pcap_open_dead");
+		goto out;
 	}
-	while (mine && !atomic_load(&v->stop)) {
-		uint32_t busy = 0;
+	*npk = vs.npk;
+	for (uint32_t m = 0; m < frames; m++) {
+		rewrite_frame(&vs, m);
+		for (uint32_t j = 0; j < vs.npk; j++) {
+			struct pcap_pkthdr ph = { .caplen = vs.len[j], .len = vs.len[j] };
 
-		for (uint32_t s = fd->first, i = 0; s < v->streams; s += v->nfeeders, i++) {
-			struct vstream *vs = &v->vs[s];
-			uint32_t n;
-			int sent;
-
-			if (frame[i] == v->frames)
-				continue;
-			busy++;
-			n = vs->npk - pos[i] < VIDEO_BURST ? vs->npk - pos[i] : VIDEO_BURST;
-			sent = vfgx_port_tx_burst(v->port, (uint16_t)s, vs->pkts + pos[i], (uint16_t)n);
-			if (sent < 0) {
-				fd->err = sent;
-				atomic_store(&v->stop, true);
-				break;
-			}
-			pos[i] += (uint32_t)sent;
-			if (pos[i] == vs->npk) {
-				pos[i] = 0;
-				frame[i]++;
-				fd->sent_frames++;
-				if (frame[i] < v->frames)
-					rewrite_frame(vs, frame[i]);
-			}
+			ph.ts.tv_sec = m / 60;
+			ph.ts.tv_usec = (m % 60) * 16666;
+			pcap_dump((u_char *)d, &ph, vs.mem + (size_t)j * VIDEO_SLOT);
 		}
-		if (!busy)
-			break;
 	}
-	if (atomic_fetch_sub(&v->feeders_left, 1) == 1)
-		atomic_store(&v->feeding_done, true);
-	return NULL;
+	if (pcap_dump_flush(d) == 0)
+		ret = 0;
+	free(vs.mem);
+	free(vs.len);
+out:
+	if (d)
+		pcap_dump_close(d);
+	if (dead)
+		pcap_close(dead);
+	return ret;
 }
+#endif
 
 /* The consumer a user runs: every ready frame taken, counted, given back. */
 static void *consumer_main(void *arg)
 {
 	struct vrun *v = arg;
 	struct vfgx_chunk *c;
+	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	int ret;
 
 	while ((ret = vfgx_chunk_get(v->pl, 50, &c)) != -ENODATA) {
@@ -197,141 +182,158 @@ static void *consumer_main(void *arg)
 			atomic_fetch_add(&v->complete, 1);
 		else
 			atomic_fetch_add(&v->errored, 1);
-		atomic_store(&v->last_ns, vfgx_now_ns());
 		vfgx_chunk_put(v->pl, c->stream, c->index);
+		atomic_store(&v->consumer_cpu_ns, cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
+		atomic_store(&v->last_ns, vfgx_now_ns());
 	}
 	return NULL;
 }
 
-static int video_yaml(char *y, size_t len, bool gpu, uint32_t streams, uint32_t width,
-		      uint32_t height, uint32_t chunk_packets)
+static int video_yaml(char *y, size_t len, const struct fvideo_files *fs, bool gpu,
+		      uint32_t streams, uint32_t chunk_packets)
 {
-	char qs[64 * 48] = "", ids[64 * 14] = "";
+	char ids[64 * 14] = "";
+	size_t n;
 
-	for (uint32_t q = 0; q < streams; q++) {
-		snprintf(qs + strlen(qs), sizeof(qs) - strlen(qs),
-			 "%s{id: %u, memory_region: r, batch_size: 256}", q ? ", " : "", q);
+	for (uint32_t q = 0; q < streams; q++)
 		snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s0x%x", q ? ", " : "",
 			 VIDEO_SSRC + q);
-	}
-	return snprintf(y, len,
-			"log_level: warn\n"
-			"memory_regions: [{name: r, kind: %s, buf_size: 2048, num_bufs: 16384}]\n"
-			"interfaces:\n"
-			"  - name: video\n"
-			"    backend: loopback\n"
-			"    rx: {queues: [%s]}\n"
-			"    tx: {queues: [%s]}\n"
-			"    loopback: {packets: 0, rate_pps: 1, flows: %u}\n"
-			"pipeline:\n"
-			"  device: %s\n"
-			"  workers: 1\n"
-			"  filter: {udp_dst_ports: [%u]}\n"
-			"  reorder: {max_streams: %u}\n"
-			"  format: {profile: rtp-video, width: %u, height: %u, stream_ids: [%s]}\n"
-			"  chunks: {payload_bytes: 1500, packets: %u, streams: %u, in_flight: 4, mem: %s}\n"
-			"  gpu: {mode: persistent, items: 64, burst: 1024, timeout_ms: 20000}\n",
-			gpu ? "pinned" : "host", qs, qs, streams, gpu ? "gpu" : "cpu", VIDEO_PORT,
-			streams, width, height, ids, chunk_packets, streams, gpu ? "gpu" : "host");
+	n = (size_t)snprintf(y, len, "log_level: warn\ninterfaces:\n");
+	for (uint32_t q = 0; q < streams && n < len; q++)
+		n += (size_t)snprintf(y + n, len - n,
+				      "  - name: video%u\n"
+				      "    backend: pcap\n"
+				      "    pcap: {file: %s/stream%u.pcap, timing: fast, buf_size: 2048, num_bufs: 16384}\n",
+				      q, fs->dir, q);
+	if (n < len)
+		n += (size_t)snprintf(y + n, len - n,
+				      "pipeline:\n"
+				      "  device: %s\n"
+				      "  workers: 1\n"
+				      "  filter: {udp_dst_ports: [%u]}\n"
+				      "  reorder: {max_streams: %u}\n"
+				      "  format: {profile: rtp-video, width: %u, height: %u, stream_ids: [%s]}\n"
+				      "  chunks: {payload_bytes: 1500, packets: %u, streams: %u, in_flight: 4, mem: %s}\n"
+				      "  gpu: {mode: persistent, items: 64, burst: 1024, timeout_ms: 20000}\n",
+				      gpu ? "gpu" : "cpu", VIDEO_PORT, streams, fs->width, fs->height, ids,
+				      chunk_packets, streams, gpu ? "gpu" : "host");
+	return n < len ? 0 : -1;
 }
 
-static void free_streams(struct vstream *vs, uint32_t n)
+int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width, uint32_t height,
+		      uint32_t frames)
 {
-	for (uint32_t s = 0; vs && s < n; s++) {
-		free(vs[s].mem);
-		free(vs[s].pkts);
-	}
-	free(vs);
-}
-
-int fvideo_run(vfgx_ctx *ctx, bool gpu, uint32_t streams, uint32_t width, uint32_t height,
-	       uint32_t frames, struct fvideo_res *r)
-{
-	struct feeder fd[VIDEO_FEEDERS_MAX] = { 0 };
-	pthread_t ft[VIDEO_FEEDERS_MAX], ct;
-	struct vfgx_pipeline_stats st;
-	struct vfgx_config *cfg = NULL;
+#if VFGX_HAVE_PCAP
 	struct vfgx_format f;
-	struct vrun v = { 0 };
-	uint32_t nfeed = 0, chunk_packets;
-	bool consumer = false;
-	char y[16384];
-	uint64_t t0, idle_from;
-	int ret = -1;
+	const char *tmp = getenv("TMPDIR");
 
-	memset(r, 0, sizeof(*r));
-	r->streams = streams;
-	if (streams == 0 || streams > 64 || frames == 0)
+	memset(fs, 0, sizeof(*fs));
+	fs->streams = streams;
+	fs->width = width;
+	fs->height = height;
+	fs->frames = frames;
+	snprintf(fs->dir, sizeof(fs->dir), "%s/vfgx-formats-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (streams == 0 || streams > FVIDEO_MAX_STREAMS || !mkdtemp(fs->dir)) {
+		fprintf(stderr, "vfgx bench formats: cannot make %s: %s\n", fs->dir, strerror(errno));
+		fs->dir[0] = '\0';
 		return -1;
+	}
 	if (vfgx_format_profile("rtp-video", &f))
 		return -1;
 	f.stride = width / f.pgroup_pixels * f.pgroup_bytes;
 	f.chunk_bytes = (uint64_t)f.stride * height;
-	v.vs = calloc(streams, sizeof(*v.vs));
-	if (!v.vs)
-		return -1;
-	for (uint32_t s = 0; s < streams; s++)
-		if (build_stream(&f, s, &v.vs[s])) {
-			fprintf(stderr, "vfgx bench formats: cannot build RFC 4175 packets of %ux%u\n",
-				width, height);
-			goto out;
+	fs->frame_bytes = f.chunk_bytes;
+	for (uint32_t s = 0; s < streams; s++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/stream%u.pcap", fs->dir, s);
+		if (write_stream(&f, s, frames, path, &fs->packets_per_frame)) {
+			fvideo_files_remove(fs);
+			return -1;
 		}
-	r->packets_per_frame = v.vs[0].npk;
+	}
+	return 0;
+#else
+	memset(fs, 0, sizeof(*fs));
+	(void)streams, (void)width, (void)height, (void)frames;
+	return -ENOTSUP;
+#endif
+}
+
+void fvideo_files_remove(struct fvideo_files *fs)
+{
+	if (!fs->dir[0])
+		return;
+	for (uint32_t s = 0; s < fs->streams; s++) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/stream%u.pcap", fs->dir, s);
+		unlink(path);
+	}
+	rmdir(fs->dir);
+	fs->dir[0] = '\0';
+}
+
+int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, uint32_t streams,
+	       struct fvideo_res *r)
+{
+	vfgx_port *ports[FVIDEO_MAX_STREAMS] = { 0 };
+	struct vfgx_pipeline_stats st;
+	struct vfgx_config *cfg = NULL;
+	struct vrun v = { 0 };
+	uint32_t chunk_packets, nports = 0;
+	bool consumer = false;
+	pthread_t ct;
+	char y[FVIDEO_MAX_STREAMS * 256 + 1024];
+	uint64_t t0, p0, m0;
+	double pipe_ns;
+	int ret = -1;
+
+	memset(r, 0, sizeof(*r));
+	r->streams = streams;
+	r->packets_per_frame = fs->packets_per_frame;
+	if (streams == 0 || streams > fs->streams)
+		return -1;
 	/* the present bitmap: at least a frame's packets */
-	chunk_packets = (v.vs[0].npk + 1023) / 1024 * 1024;
-	video_yaml(y, sizeof(y), gpu, streams, width, height, chunk_packets);
-	if (vfgx_config_load_string(ctx, y, strlen(y), "formats-video.yaml", &cfg) ||
-	    vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &v.port) ||
-	    vfgx_pipeline_create(ctx, &cfg->pipeline, &v.port, 1, &v.pl) ||
-	    vfgx_pipeline_start(v.pl)) {
+	chunk_packets = (fs->packets_per_frame + 1023) / 1024 * 1024;
+	if (video_yaml(y, sizeof(y), fs, gpu, streams, chunk_packets))
+		return -1;
+	ret = vfgx_config_load_string(ctx, y, strlen(y), "formats-video.yaml", &cfg);
+	for (uint32_t q = 0; !ret && q < streams; q++)
+		if (!(ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[q], &ports[q])))
+			nports++;
+	if (ret || vfgx_pipeline_create(ctx, &cfg->pipeline, ports, (uint16_t)nports, &v.pl)) {
 		/* the library refused it: its line is the result */
 		snprintf(r->why, sizeof(r->why), "%s", vfgx_last_error(ctx));
 		ret = 0;
 		goto out;
 	}
-	v.streams = streams;
-	v.frames = frames;
-	v.nfeeders = nfeed = streams < VIDEO_FEEDERS_MAX ? streams : VIDEO_FEEDERS_MAX;
-	atomic_store(&v.feeders_left, nfeed);
-	if (pthread_create(&ct, NULL, consumer_main, &v))
-		goto out;
-	consumer = true;
 	t0 = vfgx_now_ns();
+	p0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+	m0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	atomic_store(&v.last_ns, t0);
-	for (uint32_t i = 0; i < nfeed; i++) {
-		fd[i] = (struct feeder){ .v = &v, .first = i };
-		if (pthread_create(&ft[i], NULL, feeder_main, &fd[i])) {
-			atomic_store(&v.stop, true);
-			nfeed = i;
-			break;
-		}
+	if (vfgx_pipeline_start(v.pl)) {
+		snprintf(r->why, sizeof(r->why), "%s", vfgx_last_error(ctx));
+		ret = 0;
+		goto out;
 	}
-	/* until every frame sent was handed out, or none came for a while */
-	idle_from = 0;
-	for (;;) {
+	if (pthread_create(&ct, NULL, consumer_main, &v)) {
+		ret = -1;
+		goto out;
+	}
+	consumer = true;
+	/* the files end: the sources are done */
+	while (!vfgx_pipeline_done(v.pl) && !vfgx_pipeline_error(v.pl)) {
 		struct timespec ts = { 0, 1000000 };
-		uint64_t got = atomic_load(&v.complete) + atomic_load(&v.errored);
 
-		if (atomic_load(&v.feeding_done) || atomic_load(&v.stop)) {
-			uint64_t sent = 0;
-
-			for (uint32_t i = 0; i < nfeed; i++)
-				sent += fd[i].sent_frames;
-			if (got >= sent)
-				break;
-			if (!idle_from)
-				idle_from = vfgx_now_ns();
-			if (vfgx_now_ns() - atomic_load(&v.last_ns) > VIDEO_DRAIN_NS &&
-			    vfgx_now_ns() - idle_from > VIDEO_DRAIN_NS)
-				break;
-		}
-		if (vfgx_pipeline_error(v.pl))
-			break;
 		nanosleep(&ts, NULL);
 	}
-	atomic_store(&v.stop, true);
-	for (uint32_t i = 0; i < nfeed; i++)
-		pthread_join(ft[i], NULL);
+	/* the pipeline's threads: the process less the consumer and this
+	 * thread, up to the end of the input (the worker's idle polls
+	 * after it not counted) */
+	pipe_ns = (double)(cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - p0) -
+		  (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - m0) -
+		  (double)atomic_load(&v.consumer_cpu_ns);
 	vfgx_pipeline_stop(v.pl);
 	pthread_join(ct, NULL);
 	consumer = false;
@@ -342,38 +344,31 @@ int fvideo_run(vfgx_ctx *ctx, bool gpu, uint32_t streams, uint32_t width, uint32
 		goto out;
 	}
 	r->ok = true;
-	for (uint32_t i = 0; i < nfeed; i++) {
-		r->frames_sent += fd[i].sent_frames;
-		if (fd[i].err) {
-			snprintf(r->why, sizeof(r->why), "tx: %s", vfgx_last_error(ctx));
-			r->ok = false;
-		}
-	}
+	r->frames_sent = (uint64_t)fs->frames * streams;
 	r->complete = atomic_load(&v.complete);
 	r->errored = atomic_load(&v.errored);
 	/* a frame sent but never handed out is an errored frame too */
 	if (r->complete + r->errored < r->frames_sent)
 		r->errored = r->frames_sent - r->complete;
 	for (int i = 0; i < VFGX_DROP_MAX; i++)
-		if (i == VFGX_DROP_FILTERED)
-			r->filtered += st.drops[i];
-		else
-			r->drops += st.drops[i];
+		r->drops += st.drops[i];
 	r->seconds = (double)(atomic_load(&v.last_ns) - t0) / 1e9;
+	r->pipeline_cpu_s = pipe_ns / 1e9;
+	if (pipe_ns > 0)
+		r->fps_cpu = (double)r->complete / streams / r->pipeline_cpu_s;
 	if (r->seconds > 0) {
 		r->fps = (double)r->complete / streams / r->seconds;
-		r->gbps = (double)r->complete * (double)f.chunk_bytes * 8 / r->seconds / 1e9;
+		r->gbps = (double)r->complete * (double)fs->frame_bytes * 8 / r->seconds / 1e9;
 	}
 	ret = 0;
 out:
 	if (consumer) {
-		atomic_store(&v.stop, true);
 		vfgx_pipeline_stop(v.pl);
 		pthread_join(ct, NULL);
 	}
 	vfgx_pipeline_destroy(v.pl);
-	vfgx_port_close(v.port);
+	for (uint32_t q = 0; q < nports; q++)
+		vfgx_port_close(ports[q]);
 	vfgx_config_destroy(cfg);
-	free_streams(v.vs, streams);
 	return ret;
 }
