@@ -368,7 +368,9 @@ static double gpu_side(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
 		for (uint32_t i = 0; i < g->n && r >= 0; i += o.burst)
 			r = vfgx_gpu_proc_submit(gp, g->pkts + i,
 						 g->n - i < o.burst ? g->n - i : o.burst);
-		if (r < 0 || vfgx_gpu_proc_flush(gp) || vfgx_gpu_proc_reset(gp))
+		/* in order: every frame delivered as it comes, no flush
+		 * needed (as bench gpu's in-order rows) */
+		if (r < 0 || vfgx_gpu_proc_reset(gp))
 			goto out;
 		passes++;
 	} while (vfgx_now_ns() - t0 < (uint64_t)(seconds * 1e9));
@@ -549,11 +551,39 @@ static int cpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *
 /* Each round: the stream counts largest first; the round's value is the
  * first count whose run keeps every frame whole at 60 fps or more per
  * stream (0 when none). */
+/* One run of gpu_stream_steps[k] streams: 1 kept every frame whole at
+ * 60 fps or more a stream, 0 not, -1 on a failure, -2 refused (why). */
+static int gpu_video_try(vfgx_ctx *ctx, const struct fvideo_files *fs, struct video_rounds *vr,
+			 int round, int k)
+{
+	struct fvideo_res *r = &vr->runs[vr->nruns];
+
+	if (vr->nruns == MAX_ROUNDS * GPU_STREAM_STEPS ||
+	    fvideo_run(ctx, fs, true, gpu_stream_steps[k], r))
+		return -1;
+	vr->nruns++;
+	if (!r->ok) {
+		snprintf(vr->why, sizeof(vr->why), "%s", r->why);
+		fprintf(stderr, "vfgx bench formats: 4K60 on the gpu engine: %s\n", r->why);
+		return -2;
+	}
+	printf("gpu 4K round %d, %u streams: %llu of %llu frames complete, %llu errored, %.1f fps a stream (%.1f Gb/s)\n",
+	       round + 1, r->streams, (unsigned long long)r->complete,
+	       (unsigned long long)r->frames_sent, (unsigned long long)r->errored, r->fps, r->gbps);
+	return video_clean(r) && r->fps >= 60;
+}
+
+/* Each round: the largest count of gpu_stream_steps whose run keeps every
+ * frame whole at 60 fps a stream (0 when none).  The first round tries
+ * them largest first; a later one starts one step above the count the
+ * round before kept, going down while a run fails and up while the first
+ * one it tried kept up. */
 static int gpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *vr)
 {
 	uint32_t frames = o->video_frames ? (uint32_t)o->video_frames : 30;
 	struct fvideo_files fs;
 	int ret = fvideo_files_make(&fs, gpu_stream_steps[0], 3840, 2160, frames);
+	int k0 = 0;
 
 	if (ret) {
 		snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
@@ -561,35 +591,35 @@ static int gpu_video(vfgx_ctx *ctx, const struct fopts *o, struct video_rounds *
 			 "the capture files could not be written (stderr)");
 		return ret == -ENOTSUP ? 0 : -1;
 	}
+	ret = 0;
 	vr->n = o->rounds;
-	for (int i = 0; i < o->rounds && vr->n; i++) {
-		vr->v[i] = 0;
-		for (int k = 0; k < GPU_STREAM_STEPS; k++) {
-			struct fvideo_res *r = &vr->runs[vr->nruns];
+	for (int i = 0; i < o->rounds; i++) {
+		int k = k0, got = gpu_video_try(ctx, &fs, vr, i, k);
 
-			if (fvideo_run(ctx, &fs, true, gpu_stream_steps[k], r)) {
-				fvideo_files_remove(&fs);
-				return -1;
+		while (got == 0 && k + 1 < GPU_STREAM_STEPS)
+			got = gpu_video_try(ctx, &fs, vr, i, ++k);
+		if (got == 1 && k == k0)
+			while (k > 0) {
+				int up = gpu_video_try(ctx, &fs, vr, i, k - 1);
+
+				if (up < 0) {
+					got = up;
+					break;
+				}
+				if (!up)
+					break;
+				k--;
 			}
-			vr->nruns++;
-			if (!r->ok) {
-				snprintf(vr->why, sizeof(vr->why), "%s", r->why);
-				fprintf(stderr, "vfgx bench formats: 4K60 on the gpu engine: %s\n", r->why);
-				vr->n = 0;
-				break;
-			}
-			printf("gpu 4K round %d, %u streams: %llu of %llu frames complete, %llu errored, %.1f fps a stream (%.1f Gb/s)\n",
-			       i + 1, r->streams, (unsigned long long)r->complete,
-			       (unsigned long long)r->frames_sent, (unsigned long long)r->errored,
-			       r->fps, r->gbps);
-			if (video_clean(r) && r->fps >= 60) {
-				vr->v[i] = r->streams;
-				break;
-			}
+		if (got < 0) {
+			vr->n = 0;
+			ret = got == -1 ? -1 : 0;
+			break;
 		}
+		vr->v[i] = got == 1 ? gpu_stream_steps[k] : 0;
+		k0 = got == 1 && k > 0 ? k - 1 : got == 1 ? 0 : GPU_STREAM_STEPS - 1;
 	}
 	fvideo_files_remove(&fs);
-	return 0;
+	return ret;
 }
 #endif
 
@@ -667,7 +697,7 @@ static void write_gpu(FILE *f, const char *gpu_desc, const struct pair_rounds *p
 	pair_rows(f, "gpu", pr, np);
 	fprintf(f, "\n## RFC 4175 video on the GPU: 4K60 streams at once\n\n");
 	if (vr->n && !isnan(vr->v[0])) {
-		fprintf(f, "- method: N 3840x2160 UYVY RFC 4175 streams (%.0f Mb a frame, %.2f Gb/s each at 60 fps), each stream's frames written once by vfgx_fmt_encode into a capture file of its own (libpcap), replayed by one pcap port a stream (timing: fast; the port's buffers in host memory, which the gpu engine reads through its 2048-byte slots) into vfgx_pipeline on the gpu engine: pipeline.format rtp-video (stream_ids), chunks in GPU memory, one per frame, a consumer thread taking and giving back each. No source replays a producer's packets from GPU memory yet (the loopback replay writes vfgx's own frames only), so the files are the replay. Each round tries N = 16, 12, 8, 4, 2, 1 and keeps the first N whose run had every frame whole and at least 60 whole frames a second per stream by the wall clock.\n\n",
+		fprintf(f, "- method: N 3840x2160 UYVY RFC 4175 streams (%.0f Mb a frame, %.2f Gb/s each at 60 fps), each stream's frames written once by vfgx_fmt_encode into a capture file of its own (libpcap), replayed by one pcap port a stream (timing: fast; the port's buffers in host memory, which the gpu engine reads through its 2048-byte slots) into vfgx_pipeline on the gpu engine: pipeline.format rtp-video (stream_ids), chunks in GPU memory, one per frame, a consumer thread taking and giving back each. No source replays a producer's packets from GPU memory yet (the loopback replay writes vfgx's own frames only), so the files are the replay. Each round tries N from 16, 12, 8, 4, 2, 1, largest first (the first round from 16, each later one from the step above the count the round before kept: down while a run fails, up while the first count tried keeps up), and keeps the largest N whose run had every frame whole and at least 60 whole frames a second per stream by the wall clock.\n\n",
 			3840.0 * 2160 * 2 * 8 / 1e6, 3840.0 * 2160 * 2 * 8 * 60 / 1e9);
 		fprintf(f, "| run | streams | frames sent | complete | errored | drops | fps a stream | Gb/s of frames |\n|---|---|---|---|---|---|---|---|\n");
 		for (int i = 0; i < vr->nruns; i++) {
