@@ -76,6 +76,17 @@ SOURCES = {
     "eba.md": ["bench/eba.c", "bench/guest_targets.h", "src/eba", "src/rdma"],
     "rdma.md": ["bench/rdma.c", "bench/guest_targets.h", "src/rdma"],
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
+    # producers' formats (#38): the profiles against vfgx on both engines, RFC 4175 video
+    "formats.md": ["bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
+                   "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
+                   "include/vfgx/format.h", "include/vfgx/stages.h", "src/pipeline/proc.c",
+                   "src/pipeline/chunk.c", "src/pipeline/chunk_consumer.c",
+                   "src/pipeline/chunk_gpu.c", "src/pipeline/engine_cpu.c",
+                   "src/pipeline/engine_gpu.c", "src/pipeline/pipeline.c",
+                   "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
+                   "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
+                   "src/pipeline/gpu_chunks.cuh", "src/pipeline/gpu_runner.c",
+                   "src/port/loopback.c"],
 }
 
 TARGET = re.compile(r"^target: (\S+) (.*)$")

@@ -26,7 +26,7 @@ static const struct cli_cmd bench_gpu_cli = {
 const struct cli_cmd *const vfgx_bench_clis[] = {
 	&vfgx_bench_cli_pipeline, &vfgx_bench_cli_socket, &bench_gpu_cli, &vfgx_bench_cli_e2e,
 	&vfgx_bench_cli_afxdp, &vfgx_bench_cli_chunks, &vfgx_bench_cli_python,
-	&vfgx_bench_cli_send,
+	&vfgx_bench_cli_send, &vfgx_bench_cli_formats,
 #if VFGX_HAVE_DPDK
 	&vfgx_bench_cli_dpdk,
 #endif
@@ -52,6 +52,7 @@ static const struct {
 	{ "chunks", vfgx_bench_chunks },
 	{ "python", vfgx_bench_python },
 	{ "send", vfgx_bench_send },
+	{ "formats", vfgx_bench_formats },
 #if VFGX_HAVE_DPDK
 	{ "dpdk", vfgx_bench_dpdk },
 #endif

@@ -12,7 +12,7 @@ extern const struct cli_cmd vfgx_cli_run, vfgx_cli_send, vfgx_cli_bench, vfgx_cl
 extern const struct cli_cmd *const vfgx_bench_clis[];
 extern const struct cli_cmd vfgx_bench_cli_pipeline, vfgx_bench_cli_socket,
 	vfgx_bench_cli_chunks, vfgx_bench_cli_python, vfgx_bench_cli_send,
-	vfgx_bench_cli_e2e,
+	vfgx_bench_cli_e2e, vfgx_bench_cli_formats,
 	vfgx_bench_cli_afxdp, vfgx_bench_cli_dpdk, vfgx_bench_cli_eba,
 	vfgx_bench_cli_rdma, vfgx_bench_cli_scaleout;
 
@@ -36,6 +36,7 @@ int vfgx_bench_pipeline(int argc, char **argv);
 int vfgx_bench_chunks(int argc, char **argv);
 int vfgx_bench_python(int argc, char **argv);
 int vfgx_bench_send(int argc, char **argv);
+int vfgx_bench_formats(int argc, char **argv);
 int vfgx_bench_socket(int argc, char **argv);
 int vfgx_bench_gpu(int argc, char **argv);
 int vfgx_bench_e2e(int argc, char **argv);

@@ -46,7 +46,7 @@ shorts = {}
 for cmd in tables:
     shorts[cmd] = set(re.findall(r"^\s+(-\S), --", vfgx(*cmd.split(), "--help").stdout, re.M))
 benches = {c.split()[1] for c in tables if c.startswith("bench ")}
-ALL_BENCHES = {"pipeline", "socket", "gpu", "e2e", "afxdp", "dpdk", "eba", "rdma", "scaleout"}  # dpdk, rdma, scaleout (MPI): optional builds
+ALL_BENCHES = {"pipeline", "socket", "gpu", "e2e", "afxdp", "formats", "dpdk", "eba", "rdma", "scaleout"}  # dpdk, rdma, scaleout (MPI): optional builds
 
 # --- 1. commands and options named in the docs ------------------------------
 checked = 0

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# test-bench-formats.sh VFGX - issue #38: `vfgx bench formats` run briefly
+# (--cpu-only, tiny working set, a few video frames) writes formats.md with
+# every CPU target line once, each with numbers that parse (measured,
+# reference, ratio, goal, rounds, interval), the rounds table of every
+# profile and size, and the video rounds; --json carries the same targets;
+# --gpu-only on a machine without a GPU leaves the file as it was and exits
+# 0.  It asserts the file's structure, never a rate.
+set -uo pipefail
+vfgx=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# the target names, written here from the issue's list: each profile at 64
+# B (or the least frame its header fits: vita49 74, vdif 82, spead 90) and
+# at 1500 B, and the 1080p60 video on the cpu engine
+want=(format_cpu_vs_vfgx_rtp_64B format_cpu_vs_vfgx_rtp_1500B
+	format_cpu_vs_vfgx_vita49_74B format_cpu_vs_vfgx_vita49_1500B
+	format_cpu_vs_vfgx_ecpri_64B format_cpu_vs_vfgx_ecpri_1500B
+	format_cpu_vs_vfgx_spead_90B format_cpu_vs_vfgx_spead_1500B
+	format_cpu_vs_vfgx_vdif_82B format_cpu_vs_vfgx_vdif_1500B
+	format_cpu_vs_vfgx_gr-udp_64B format_cpu_vs_vfgx_gr-udp_1500B
+	rtp_video_1080p60_cpu)
+
+if ! timeout 600 "$vfgx" bench formats --cpu-only --rounds 7 --seconds 0.01 --working-set 2 \
+	--video-frames 3 --out "$tmp" --json >"$tmp/json" 2>"$tmp/log"; then
+	fail "vfgx bench formats --cpu-only: $(tail -5 "$tmp/log")"
+fi
+md=$tmp/formats.md
+[ -s "$md" ] || fail "no $md"
+num='-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
+for t in "${want[@]}"; do
+	n=$(grep -c "^target: $t " "$md")
+	[ "$n" = 1 ] || { fail "target $t: $n lines, wanted 1"; continue; }
+	line=$(grep "^target: $t " "$md")
+	[[ "$line" =~ ^target:\ $t\ measured=$num\ reference=$num\ ratio=$num\ goal=$num\ met=(yes|no)\ rounds=7\ min=$num\ max=$num\ interval=\[$num,$num\]\ level=$num\ on=(ratio|measured) ]] ||
+		fail "target $t: numbers do not parse: $line"
+done
+# no other target line (the GPU part is not in a --cpu-only file)
+pats=()
+for t in "${want[@]}"; do pats+=(-e "^target: $t "); done
+extra=$(grep '^target: ' "$md" | grep -v "${pats[@]}")
+[ -z "$extra" ] || fail "target lines not in the list: $extra"
+# the rounds behind them: 7 rows per profile and size, 7 video rounds
+for p in rtp:64 rtp:1500 vita49:74 vita49:1500 ecpri:64 ecpri:1500 spead:90 spead:1500 \
+	vdif:82 vdif:1500 gr-udp:64 gr-udp:1500; do
+	n=$(grep -cE "^\| ${p%%:*} \| ${p##*:} \| [1-7] \| $num \| $num \| $num \|$" "$md")
+	[ "$n" = 7 ] || fail "rounds of ${p%%:*} ${p##*:} B: $n rows, wanted 7"
+done
+n=$(grep -cE "^\| [1-7] \| 3 \| [0-9]+ \| [0-9]+ \| [0-9]+ \| $num \| $num \| $num \| $num \| $num \|$" "$md")
+[ "$n" = 7 ] || fail "1080p video rounds: $n rows of 3 frames sent, wanted 7"
+grep -q '^- commit: ' "$md" || fail "no commit line"
+grep -q '^- load average' "$md" || fail "no load line"
+grep -q '^## GPU' "$md" && fail "a --cpu-only file with a GPU section"
+# --json: the same targets, as numbers
+python3 - "$tmp/json" "${want[@]}" <<'P' || fail "--json: $(head -c 300 "$tmp/json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [t["name"] for t in d["targets"]]
+assert sorted(names) == sorted(sys.argv[2:]), names
+for t in d["targets"]:
+    assert all(isinstance(t[k], float) for k in ("measured", "reference", "ratio", "goal")), t
+    assert t["rounds"] == 7 and len(t["interval"]) == 2, t
+P
+# without a GPU, --gpu-only measures nothing and keeps the file
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	cp "$md" "$tmp/before.md"
+	"$vfgx" bench formats --gpu-only --out "$tmp" >"$tmp/g.log" 2>&1 || fail "--gpu-only without a GPU: exit $?: $(cat "$tmp/g.log")"
+	cmp -s "$md" "$tmp/before.md" || fail "--gpu-only without a GPU changed formats.md"
+fi
+# usage errors: exit 2, one line
+"$vfgx" bench formats --cpu-only --gpu-only --out "$tmp" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" != 2 ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
+	fail "--cpu-only --gpu-only: exit $rc: $(cat "$tmp/err")"
+fi
+[ "$fails" = 0 ] && echo "bench-formats: ${#want[@]} target lines with their rounds; --json; --gpu-only without a GPU keeps the file"
+exit $((fails > 0))
