@@ -76,9 +76,16 @@ static size_t slot_index(const struct vfgx_chunkset *cs, uint32_t stream,
 	return vfgx_chunkset_slot(cs, stream, slot);
 }
 
+/* A slot's data holds its chunk's bytes and at least packets x
+ * payload_bytes: what vfgx/chunk.h lets a consumer read at data (the
+ * recorder's rows, Python's arrays), also by bytes, where a frame or heap
+ * (chunk_bytes) may be smaller; else that read would reach the present
+ * map and the next ring slot while the placer writes them. */
 static size_t present_off(const struct vfgx_chunkset *cs)
 {
-	return ALIGN_UP(cs->chunk_bytes, 256);
+	size_t slots = (size_t)cs->conf.packets * cs->conf.payload_bytes;
+
+	return ALIGN_UP(cs->chunk_bytes > slots ? cs->chunk_bytes : slots, 256);
 }
 
 static size_t lens_off(const struct vfgx_chunkset *cs)
@@ -503,6 +510,7 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 	d->flags = 0;
 	d->hdr_flags = 0;
 	d->first_seq = d->hdr_ts = d->missing_bytes = 0;
+	d->ready_ns = 0; /* not the previous chunk's: count_late reads it */
 	d->bytes = cs->chunk_bytes;
 	st->bytes_in[r] = 0;
 	st->first_ns[r] = now;
