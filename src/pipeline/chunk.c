@@ -387,6 +387,7 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 		d->flags = rb.flags;
 		d->missing_bytes = rb.missing_bytes;
 		bump(rb.missing_bytes ? &st->closed : &st->complete, 1);
+		bump(&st->missing_bytes, rb.missing_bytes);
 		goto out;
 	}
 	d->missing = rl.missing;
@@ -795,6 +796,7 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 		atomic_store(&st->skipped, 0);
 		atomic_store(&st->placed, 0);
 		atomic_store(&st->missing, 0);
+		atomic_store(&st->missing_bytes, 0);
 		atomic_store(&st->late, 0);
 		atomic_store(&st->duplicates, 0);
 		atomic_store(&st->out_of_range, 0);
