@@ -34,15 +34,8 @@ rm -f "$tsan/build-failed"
 # send-two-node sends over AF_XDP and DPDK too (the kernel-bypass rule);
 # its socket cases' threads are the socket backend's, run here by the
 # socket tests.
-# format-rtp-video-record is left out: under ThreadSanitizer its run
-# (rtp-video chunks by bytes, recorded to HDF5 by the consumer thread)
-# reports a race between the placer's memcpy into a chunk
-# (src/pipeline/chunk.c place_bytes) and libhdf5's pwrite of an earlier
-# read of the same buffer.  The same recording of slot chunks (vfgx's own
-# header) reports none.  It is open on issue #38 (chunks by bytes); the
-# test runs in the normal and ASan builds.
 mapfile -t tests < <(meson test -C "$tsan" --list --suite unit --suite net 2>/dev/null |
 	sed -n 's|^[^ ]* / ||p' |
-	grep -vE 'afxdp|dpdk|rdma|^eba_ring$|^send-two-node$|^format-rtp-video-record$')
+	grep -vE 'afxdp|dpdk|rdma|^eba_ring$|^send-two-node$')
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
 	meson test -C "$tsan" --print-errorlogs --num-processes 1 "${tests[@]}"

@@ -145,6 +145,9 @@ struct vfgx_chunk_stats {
 	uint64_t handed_out;      /* chunks given by vfgx_chunk_get */
 	uint64_t returned;        /* chunks given back with vfgx_chunk_put */
 	uint64_t chunk_bytes;     /* memory of all rings */
+	uint64_t missing_bytes;   /* bytes never written in closed chunks
+				   * (slots: missing x payload_bytes; by
+				   * bytes: what `missing` cannot say) */
 };
 
 /* Next ready chunk, oldest first per stream.  timeout_ms < 0 blocks, 0

@@ -370,7 +370,8 @@ static PyObject *session_chunk_stats(PipelineObject *p, PyObject *unused)
 	    put(d, "backpressure", U64(cs.backpressure)) ||
 	    put(d, "backpressure_drops", U64(cs.backpressure_drops)) ||
 	    put(d, "handed_out", U64(cs.handed_out)) || put(d, "returned", U64(cs.returned)) ||
-	    put(d, "chunk_bytes", U64(cs.chunk_bytes))) {
+	    put(d, "chunk_bytes", U64(cs.chunk_bytes)) ||
+	    put(d, "missing_bytes", U64(cs.missing_bytes))) {
 		Py_XDECREF(d);
 		return NULL;
 	}

@@ -210,6 +210,7 @@ static json_object *chunks_json(vfgx_pipeline *pl, const struct vfgx_session_rep
 	J(backpressure);
 	J(backpressure_drops);
 	J(chunk_bytes);
+	J(missing_bytes);
 #undef J
 	json_object_object_add(o, "user_errors", json_object_new_uint64(r->user_errors));
 	return o;

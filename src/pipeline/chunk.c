@@ -76,9 +76,16 @@ static size_t slot_index(const struct vfgx_chunkset *cs, uint32_t stream,
 	return vfgx_chunkset_slot(cs, stream, slot);
 }
 
+/* A slot's data holds its chunk's bytes and at least packets x
+ * payload_bytes: what vfgx/chunk.h lets a consumer read at data (the
+ * recorder's rows, Python's arrays), also by bytes, where a frame or heap
+ * (chunk_bytes) may be smaller; else that read would reach the present
+ * map and the next ring slot while the placer writes them. */
 static size_t present_off(const struct vfgx_chunkset *cs)
 {
-	return ALIGN_UP(cs->chunk_bytes, 256);
+	size_t slots = (size_t)cs->conf.packets * cs->conf.payload_bytes;
+
+	return ALIGN_UP(cs->chunk_bytes > slots ? cs->chunk_bytes : slots, 256);
 }
 
 static size_t lens_off(const struct vfgx_chunkset *cs)
@@ -380,6 +387,7 @@ static void release_head(struct vfgx_chunkset *cs, uint32_t s, uint32_t reason,
 		d->flags = rb.flags;
 		d->missing_bytes = rb.missing_bytes;
 		bump(rb.missing_bytes ? &st->closed : &st->complete, 1);
+		bump(&st->missing_bytes, rb.missing_bytes);
 		goto out;
 	}
 	d->missing = rl.missing;
@@ -503,6 +511,7 @@ static int slot_open(struct vfgx_chunkset *cs, uint32_t s, uint32_t r,
 	d->flags = 0;
 	d->hdr_flags = 0;
 	d->first_seq = d->hdr_ts = d->missing_bytes = 0;
+	d->ready_ns = 0; /* not the previous chunk's: count_late reads it */
 	d->bytes = cs->chunk_bytes;
 	st->bytes_in[r] = 0;
 	st->first_ns[r] = now;
@@ -787,6 +796,7 @@ void vfgx_chunkset_reset(struct vfgx_chunkset *cs)
 		atomic_store(&st->skipped, 0);
 		atomic_store(&st->placed, 0);
 		atomic_store(&st->missing, 0);
+		atomic_store(&st->missing_bytes, 0);
 		atomic_store(&st->late, 0);
 		atomic_store(&st->duplicates, 0);
 		atomic_store(&st->out_of_range, 0);

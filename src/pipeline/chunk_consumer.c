@@ -238,6 +238,9 @@ int vfgx_chunk_stats(vfgx_pipeline *pl, struct vfgx_chunk_stats *out)
 		st.out_of_range += v[GPUK_K_OUT_OF_RANGE];
 		st.backpressure += v[GPUK_K_BACKPRESSURE];
 		st.backpressure_drops += v[GPUK_K_BP_DROPS];
+		/* by bytes a chunk misses bytes, not slots */
+		st.missing_bytes += cs->by_bytes ? rd(&cs->streams[s].missing_bytes) :
+						   v[GPUK_K_MISSING] * cs->conf.payload_bytes;
 	}
 	pthread_mutex_lock(&cs->lock);
 	st.handed_out = cs->handed_out;

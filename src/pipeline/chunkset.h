@@ -50,7 +50,7 @@ struct chunk_stream {
 	/* single-writer counters (the placer): relaxed load + store */
 	_Atomic uint64_t complete, closed, skipped, placed, missing, late,
 		duplicates, out_of_range, backpressure, backpressure_drops,
-		gaps;
+		gaps, missing_bytes;
 	uint64_t next_out;       /* the consumer side's order check (lock) */
 	/* chunks by bytes (pipeline.format places by offset or lines) */
 	uint64_t top_id;         /* the chunk id (heap counter, RTP

@@ -179,7 +179,9 @@ static int h5_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 	const uint64_t *present = c->present;
 	const uint32_t *lens = c->lens;
 	size_t dbytes = (size_t)r->packets * r->payload_bytes, wbytes = dbytes;
-	uint64_t u64[M_PCOUNT] = { c->index, c->first, c->ready_ns, c->last_packet_ns, c->late,
+	/* late: the placer counts late packets on a chunk while it is held */
+	uint64_t u64[M_PCOUNT] = { c->index, c->first, c->ready_ns, c->last_packet_ns,
+				   __atomic_load_n(&c->late, __ATOMIC_RELAXED),
 				   c->first_seq, c->hdr_ts, c->bytes, c->missing_bytes };
 	uint32_t u32[M_PRESENT - M_PCOUNT] = { c->present_count, c->missing, c->flags,
 					       c->hdr_flags };

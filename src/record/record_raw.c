@@ -339,7 +339,8 @@ static int raw_chunk(vfgx_record *r, const struct vfgx_chunk *c, bool hold)
 	s->flags = c->flags;
 	s->ready_ns = c->ready_ns;
 	s->last_packet_ns = c->last_packet_ns;
-	s->late = c->late;
+	/* the placer counts late packets on a chunk while it is held */
+	s->late = __atomic_load_n(&c->late, __ATOMIC_RELAXED);
 	s->first_seq = c->first_seq;
 	s->hdr_ts = c->hdr_ts;
 	s->bytes = c->bytes;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <vfgx/format.h>
 #include <vfgx/socket.h>
 
 #include "core/argsz.h"
@@ -175,11 +176,16 @@ static void print_user(vfgx_session *s, const struct vfgx_session_report *r, FIL
 	char err[512];
 
 	if (s->pl && vfgx_chunk_stats(s->pl, &cs) == 0) {
+		const struct vfgx_format *fmt = vfgx_chunk_format(s->pl);
+		/* chunks by bytes (a frame, a heap) miss bytes, not slots */
+		bool by_bytes = fmt && fmt->place != VFGX_FMT_PLACE_SLOT;
+
 		fprintf(f, "chunks: %" PRIu64 " handed out (%" PRIu64 " complete, %" PRIu64
-			" closed with %" PRIu64 " slots missing), %" PRIu64 " skipped; records placed %" PRIu64
+			" closed with %" PRIu64 " %s missing), %" PRIu64 " skipped; records placed %" PRIu64
 			", late %" PRIu64 ", duplicates %" PRIu64 ", out of range %" PRIu64 "\n",
-			cs.handed_out, cs.complete, cs.closed, cs.missing, cs.skipped,
-			cs.placed, cs.late, cs.duplicates, cs.out_of_range);
+			cs.handed_out, cs.complete, cs.closed,
+			by_bytes ? cs.missing_bytes : cs.missing, by_bytes ? "bytes" : "slots",
+			cs.skipped, cs.placed, cs.late, cs.duplicates, cs.out_of_range);
 		fprintf(f, "chunks: backpressure %" PRIu64 " waits, %" PRIu64 " records dropped while stopping; %.1f MiB of chunk memory\n",
 			cs.backpressure, cs.backpressure_drops,
 			(double)cs.chunk_bytes / (1 << 20));

@@ -66,6 +66,38 @@ r = run("run", "configs/loopback.yaml", "--json", "--duration", "0.001")
 doc = json.loads(r.stdout)
 check(r.returncode == doc["exit_code"], "run --duration 0.001: exit %d vs %s" % (r.returncode, doc["exit_code"]))
 
+# --- chunks: the text says what the JSON says, in slots for slot chunks --
+# (vfgx's header; chunks by bytes say bytes: tests/net/format's
+# test_rtp_video_run.py, GStreamer's video through netem loss)
+tmp = tempfile.mkdtemp(prefix="vfgx-json-chunks-")
+try:
+    cfg = os.path.join(tmp, "chunks.yaml")
+    with open(cfg, "w") as f:
+        f.write("interfaces:\n"
+                "  - backend: loopback\n"
+                "    loopback: { packets: 20000, flows: 2, packet_size: 300, loss: 0.02, seed: 5 }\n"
+                "pipeline:\n"
+                "  device: cpu\n"
+                "  chunks: { payload_bytes: 256, packets: 100, streams: 2, in_flight: 8 }\n"
+                "expect: { min_packets: 0 }\n")
+    r = run("run", cfg, "--json", "-q")
+    doc = json.loads(r.stdout)
+    ch = doc["chunks"]
+    m = re.search(r"^chunks: (\d+) handed out \((\d+) complete, (\d+) closed with (\d+) (\w+) missing\)",
+                  r.stderr, re.M)
+    check(m is not None, "run chunks: no chunks line in the text report (%r)" % r.stderr[-300:])
+    if m:
+        check([int(x) for x in m.groups()[:4]] == [ch["handed_out"], ch["complete"], ch["closed"], ch["missing"]]
+              and m.group(5) == "slots",
+              "run chunks: text %s, JSON %s" % (m.groups(), ch))
+    # every chunk got packets: each packet the generator dropped is a slot missing
+    check(doc["source"]["lost"] > 0 and ch["missing"] == doc["source"]["lost"] and
+          ch["skipped"] == 0 and ch["missing_bytes"] == ch["missing"] * 256,
+          "run chunks: %d lost, %d slots missing, missing_bytes %d (256 a slot)"
+          % (doc["source"]["lost"], ch["missing"], ch["missing_bytes"]))
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
 # --- doctor on fixture trees: the same checks and verdicts ----------------
 for fx in sorted(os.listdir(os.path.join(SRC, "tests/fixtures"))):
     root = os.path.join("tests/fixtures", fx)

@@ -8,11 +8,13 @@
  * the end mark; the header metadata (first_seq, hdr_ts, bytes); and every
  * format drop reason counted under its own name. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -518,6 +520,99 @@ static const char *const session_yaml =
 	"    seq_max_dropout: 2048\n"
 	"    seq_max_misorder: 2048\n";
 
+/* A consumer may read packets x payload_bytes at a chunk's data
+ * (vfgx/chunk.h; the recorder's rows, Python's arrays): by bytes too,
+ * where the frame (64 bytes here) is smaller than that (8 KiB).  Every
+ * ring slot's data area holds it, below its own present map and the next
+ * slot, and a consumer thread reading it whole while the placer fills the
+ * next frames sees its frame, then zeros: never the present map, the
+ * lengths or another frame's bytes (#38: before, it read the next ring
+ * slot as the placer wrote it, a race ThreadSanitizer reported between
+ * place_bytes and the HDF5 recorder's pwrite). */
+#define WHOLE_PACKETS 64
+#define WHOLE_PAYLOAD 128
+#define WHOLE_BYTES (WHOLE_PACKETS * WHOLE_PAYLOAD)
+#define WHOLE_FRAMES 48
+
+struct whole_reader {
+	struct vfgx_chunkset *cs;
+	uint8_t buf[WHOLE_BYTES];
+	uint32_t chunks, out_of_order, bad_frame, bad_tail;
+};
+
+static void *read_whole(void *arg)
+{
+	struct whole_reader *w = arg;
+	struct vfgx_chunk *d;
+	int ret;
+
+	while ((ret = vfgx_chunkset_get(w->cs, 1000, &d)) != -ENODATA) {
+		uint32_t f;
+
+		if (ret)
+			continue;
+		/* what rec_stage and H5Dwrite_chunk read */
+		memcpy(w->buf, d->data, (size_t)d->packets * d->payload_bytes);
+		f = (uint32_t)d->index;
+		w->out_of_order += d->index != w->chunks;
+		for (uint32_t i = 0; i < FRAME; i++)
+			if (w->buf[i] != pixel(f, i)) {
+				w->bad_frame++;
+				break;
+			}
+		for (uint32_t i = FRAME; i < WHOLE_BYTES; i++)
+			if (w->buf[i]) {
+				w->bad_tail++;
+				break;
+			}
+		w->chunks++;
+		vfgx_chunkset_put(w->cs, d->stream, d->index);
+	}
+	return NULL;
+}
+
+static void test_video_read_whole(void **state)
+{
+	struct whole_reader *w = calloc(1, sizeof(*w));
+	struct rig r;
+	uint8_t p[256];
+	pthread_t t;
+
+	(void)state;
+	assert_non_null(w);
+	assert_int_equal(vfgx_format_profile("rtp-video", &r.f), 0);
+	r.f.stride = STRIDE;
+	r.f.chunk_bytes = FRAME;
+	r.f.n_stream_ids = 1;
+	r.f.stream_ids[0] = SSRC;
+	r.f.max_streams = 1;
+	rig_make(&r, WHOLE_PACKETS, WHOLE_PAYLOAD);
+	for (uint32_t s = 0; s < r.cs->conf.streams; s++)
+		for (uint32_t k = 0; k < r.cs->conf.in_flight; k++) {
+			const struct vfgx_chunk *d = &r.cs->streams[s].desc[k];
+			const uint8_t *end = (const uint8_t *)d->data + WHOLE_BYTES;
+
+			assert_true((const uint8_t *)d->present >= end);
+			assert_true((const uint8_t *)d->lens >= end);
+			if (k + 1 < r.cs->conf.in_flight)
+				assert_true((const uint8_t *)r.cs->streams[s].desc[k + 1].data >= end);
+		}
+	w->cs = r.cs;
+	assert_int_equal(pthread_create(&t, NULL, read_whole, w), 0);
+	for (uint32_t f = 0; f < WHOLE_FRAMES; f++)
+		for (uint32_t l = 0; l < H; l++)
+			feed(&r, p, frame_pkt(p, f, l));
+	vfgx_chunkset_flush(r.cs, 0);
+	vfgx_chunkset_finish(r.cs);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w->chunks, WHOLE_FRAMES);
+	assert_int_equal(w->out_of_order, 0);
+	assert_int_equal(w->bad_frame, 0);
+	assert_int_equal(w->bad_tail, 0);
+	rig_free(&r);
+	free(w);
+}
+
 static void test_session(void **state)
 {
 	char yaml[1024];
@@ -553,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_video_frames),
 		cmocka_unit_test(test_video_hole),
 		cmocka_unit_test(test_video_end_mark),
+		cmocka_unit_test(test_video_read_whole),
 		cmocka_unit_test(test_spead_heaps),
 		cmocka_unit_test(test_drop_reasons),
 		cmocka_unit_test(test_learned_ssrc),

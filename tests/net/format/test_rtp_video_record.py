@@ -72,13 +72,19 @@ def inner(tmp):
         g = f["stream0"]
         n = int(g.attrs["chunks"])
         check(n == FRAMES, "%d frames on file, %d sent" % (n, FRAMES))
-        bad = 0
+        bad = tail = 0
         for i in range(min(n, FRAMES)):
-            got = g["data"][i].reshape(-1)[:FRAME]
+            row = g["data"][i].reshape(-1)
+            got = row[:FRAME]
             if not (g["flags"][i] & 1 and g["bytes"][i] == FRAME and g["missing_bytes"][i] == 0
                     and np.array_equal(got, want[i])):
                 bad += 1
+            # the row (packets x payload_bytes) past its frame: never written
+            tail += bool(row[FRAME:].any())
         check(bad == 0, "every frame complete and equal to videotestsrc ! filesink's (%d differ)" % bad)
+        check(g["data"].shape[1] * g["data"].shape[2] > FRAME and tail == 0,
+              "no row holds a byte after its frame: not the ring's present map, lengths or "
+              "another frame (%d rows do)" % tail)
         got_ts = [int(x) for x in g["hdr_ts"][:n]]
         check(all(int(x) & 1 for x in g["hdr_flags"][:n]), "every frame's hdr_flags has HDR_TS")
         check(got_ts == [int(x) for x in ts], "every frame's hdr_ts is its RTP timestamp as tshark reads it")

@@ -17,10 +17,13 @@ caps and frame count:
     flagged complete equals its frame byte for byte (its frame found by
     its RTP timestamp, so a chunk mixing two frames cannot pass), every
     other chunk is flagged (closed, missing_bytes > 0), and no frame is
-    handed out twice.
+    handed out twice;
+  - the text report counts missing bytes (not slots), as many as the
+    chunks' missing_bytes add up to.
 Skips (77) without root, namespaces, tc or GStreamer.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -168,6 +171,13 @@ def run_once(tmp, tag, frames, netem):
     check(len(refb) == frames * FRAME, f'{tag}: filesink wrote {frames} frames')
     rows = [list(map(int, ln.split())) for ln in open(dump + '.index')]
     data = open(dump + '.data', 'rb').read()
+    # the text report counts a chunk by bytes' loss in bytes, as each
+    # chunk's missing_bytes does (slot chunks say slots: tests/cli/test_json.py)
+    m = re.search(r'^chunks: \d+ handed out \(\d+ complete, \d+ closed with (\d+) (\w+) missing\)',
+                  out, re.M)
+    check(m is not None and m.group(2) == 'bytes' and int(m.group(1)) == sum(r[3] for r in rows),
+          f'{tag}: report says {m.group(1) + " " + m.group(2) if m else "no chunks line"} missing, '
+          f'its chunks {sum(r[3] for r in rows)} bytes')
     return rows, data, refb
 
 
