@@ -9,8 +9,9 @@ complete chunk whose bytes are where the header's rule puts them
 read from the raw files with a plain parse; the control packets are
 user_place drops.  The same by slot (place: slot).  Then each wrong
 user_place is one line and exit 2: a symbol the library lacks, a library
-that does not exist, place: user without user_place, and user_place on
-place: offset."""
+that does not exist, place: user without user_place, user_place on
+place: offset, and `vfgx format decode` of a config that places by the
+function (it reads descriptions alone)."""
 import json
 import os
 import shutil
@@ -136,6 +137,11 @@ def main():
         check("none.so" in e, "the line names the library")
         e = refused(tmp, pcap, "place: user without user_place", user_place="")
         e = refused(tmp, pcap, "user_place on place: offset", place="offset")
+        # vfgx format decode reads descriptions alone: it says so
+        r = run("format", "decode", pcap, "--config", config(tmp, pcap, name="dec.yaml"))
+        check(r.returncode == 2 and "place user" in r.stderr and len(r.stderr.splitlines()) == 1,
+              "vfgx format decode refuses place: user in one line (%d: %s)" %
+              (r.returncode, r.stderr.strip()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failed" % len(failures))
