@@ -30,6 +30,15 @@ step "wedged kernel" timeout 60 env VFGX_GPU_TEST_WEDGE=3 "$bin" --wedge
 step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
+# issue 38: a user placement function linked into the persistent kernel
+# (nvJitLink), against the same source on the cpu engine; then vfgx run
+# with it (examples/user_place)
+place_fatbin=$build/examples/user_place/tile_place.fatbin
+step "user placement function" "$build/tests/gpu/test_place_gpu" "$place_fatbin"
+if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
+	step "user placement function in vfgx run" python3 tests/cli/test_user_place.py \
+		"$build/src/cli/vfgx" "$build/examples/user_place/tile_place.so"
+fi
 # issue 40: the spectrometer on the device chunk API, a consumer kernel that
 # faults, pipeline.max_in_flight_bytes on the gpu engine
 step "device chunk API and in-flight bound" tests/gpu/test-gpu-device.sh "$build"
@@ -81,6 +90,8 @@ if [ -x "$san" ]; then
 	step "racecheck" "$san" --tool racecheck --error-exitcode 9 "$bin" --quick
 	step "memcheck e2e" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_gpu_e2e" --quick
 	step "memcheck chunks" "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/test_chunks_gpu"
+	step "memcheck user placement" "$san" --tool memcheck --error-exitcode 9 \
+		"$build/tests/gpu/test_place_gpu" "$place_fatbin"
 else
 	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
 	fail=1
