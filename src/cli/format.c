@@ -286,6 +286,11 @@ int vfgx_cmd_format(int argc, char **argv)
 			fprintf(stderr, "vfgx format decode: %s\n", vfgx_last_error(ctx));
 			goto out;
 		}
+		if (d->f.place == VFGX_FMT_PLACE_USER) {
+			fprintf(stderr, "vfgx format decode: %s: place user: a user placement function places these packets, and decode reads the description alone (run the config with vfgx run)\n",
+				cli_esc(config));
+			goto out;
+		}
 	} else if (vfgx_format_profile(profile ? profile : "vfgx", &d->f)) {
 		fprintf(stderr, "vfgx format decode: --profile %s: unknown (vfgx format list names them)\n",
 			cli_esc(profile));

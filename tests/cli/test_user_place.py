@@ -7,10 +7,12 @@ records the chunks to raw files; every frame of both streams is one
 complete chunk whose bytes are where the header's rule puts them
 ((5k + 5) mod 16, computed here from the README, not by the function),
 read from the raw files with a plain parse; the control packets are
-user_place drops.  The same by slot (place: slot).  Then each wrong
+user_place drops.  The same by slot (place: slot), and by slot on the gpu
+engine from tile_place.fatbin where there is a GPU (else said skipped).  Then each wrong
 user_place is one line and exit 2: a symbol the library lacks, a library
-that does not exist, place: user without user_place, and user_place on
-place: offset."""
+that does not exist, place: user without user_place, user_place on
+place: offset, and `vfgx format decode` of a config that places by the
+function (it reads descriptions alone)."""
 import json
 import os
 import shutil
@@ -36,11 +38,17 @@ def frame_byte(stream, frame, i):
     return (stream * 101 + frame * 31 + i * 7 + 1) % 256
 
 
-def config(tmp, pcap, place="user", user_place=None, name="run.yaml"):
+def config(tmp, pcap, place="user", user_place=None, name="run.yaml", device="cpu"):
     text = open(os.path.join(EXAMPLE, "tile_place.yaml")).read()
-    text = text.replace("file: tiles.pcap", "file: " + pcap)
+    # buffers the gpu engine's bounce slots take (host memory)
+    text = text.replace("file: tiles.pcap", "file: %s, buf_size: 2048" % pcap)
     text = text.replace("build/examples/user_place/tile_place.so", SO)
+    text = text.replace("build/examples/user_place/tile_place.fatbin",
+                        os.path.join(os.path.dirname(SO), "tile_place.fatbin"))
     text = text.replace("place: user ", "place: %s " % place)
+    text = text.replace("device: cpu", "device: " + device)
+    if device == "gpu":  # the gpu engine places into pinned or GPU memory
+        text = text.replace("in_flight: 8}", "in_flight: 8, mem: pinned}")
     if user_place is not None:
         start = text.index("    user_place:")
         end = text.index("  chunks:")
@@ -75,10 +83,15 @@ def read_raw(path):
     return head, out
 
 
-def placed_run(tmp, pcap, place):
-    cfg = config(tmp, pcap, place=place, name="run-%s.yaml" % place)
-    rec = os.path.join(tmp, "frames-%s.raw" % place)
+def placed_run(tmp, pcap, place, device="cpu"):
+    cfg = config(tmp, pcap, place=place, name="run-%s-%s.yaml" % (place, device), device=device)
+    rec = os.path.join(tmp, "frames-%s-%s.raw" % (place, device))
     r = run("run", "--json", "--record", rec, cfg)
+    if device == "gpu" and r.returncode and ("finds no GPU" in r.stderr or
+                                             "has no CUDA" in r.stderr):
+        print("skip - the gpu engine: %s" % r.stderr.strip())
+        return
+    place = "%s on %s" % (place, device)
     check(r.returncode == 0, "place %s: vfgx run exits 0 (%d: %s)" % (place, r.returncode,
                                                                      r.stderr.strip()[-300:]))
     if r.returncode:
@@ -128,6 +141,9 @@ def main():
                   "tshark reads %d UDP packets to port 5000 in the capture" % len(rows))
         for place in ("user", "slot"):
             placed_run(tmp, pcap, place)
+        # the same function from the fatbin, linked into the gpu engine's
+        # persistent kernel (placing by slot), where there is a GPU
+        placed_run(tmp, pcap, "slot", device="gpu")
         e = refused(tmp, pcap, "a symbol the library lacks",
                     user_place="    user_place: {library: %s, symbol: no_such_place}\n" % SO)
         check("no_such_place" in e, "the line names the symbol")
@@ -136,6 +152,11 @@ def main():
         check("none.so" in e, "the line names the library")
         e = refused(tmp, pcap, "place: user without user_place", user_place="")
         e = refused(tmp, pcap, "user_place on place: offset", place="offset")
+        # vfgx format decode reads descriptions alone: it says so
+        r = run("format", "decode", pcap, "--config", config(tmp, pcap, name="dec.yaml"))
+        check(r.returncode == 2 and "place user" in r.stderr and len(r.stderr.splitlines()) == 1,
+              "vfgx format decode refuses place: user in one line (%d: %s)" %
+              (r.returncode, r.stderr.strip()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failed" % len(failures))

@@ -33,6 +33,15 @@ step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 # issue 38: every profile's chunks (bytes, header metadata, learned SSRCs)
 step "format chunks, gpu engine = cpu engine" "$build/tests/gpu/test_format_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
+# issue 38: a user placement function linked into the persistent kernel
+# (nvJitLink), against the same source on the cpu engine; then vfgx run
+# with it (examples/user_place)
+place_fatbin=$build/examples/user_place/tile_place.fatbin
+step "user placement function" "$build/tests/gpu/test_place_gpu" "$place_fatbin"
+if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
+	step "user placement function in vfgx run" python3 tests/cli/test_user_place.py \
+		"$build/src/cli/vfgx" "$build/examples/user_place/tile_place.so"
+fi
 # issue 40: the spectrometer on the device chunk API, a consumer kernel that
 # faults, pipeline.max_in_flight_bytes on the gpu engine
 step "device chunk API and in-flight bound" tests/gpu/test-gpu-device.sh "$build"
@@ -88,6 +97,8 @@ if [ -x "$san" ]; then
 		step "memcheck format chunks $p" "$san" --tool memcheck --error-exitcode 9 \
 			"$build/tests/gpu/test_format_chunks_gpu" $p
 	done
+	step "memcheck user placement" "$san" --tool memcheck --error-exitcode 9 \
+		"$build/tests/gpu/test_place_gpu" "$place_fatbin"
 else
 	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
 	fail=1
