@@ -215,6 +215,19 @@ int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf
 		cs->chunk_bytes = fmt->chunk_bytes;
 		cs->id_bits = fmt->place == VFGX_FMT_PLACE_LINES ? 32 : 48;
 	}
+	/* vfgx/chunk.h: a consumer (the recorders, Python, the device API)
+	 * reads packets x payload_bytes at data; a format's larger chunk
+	 * would be cut short there, silently */
+	if (cs->by_bytes && cs->chunk_bytes > (uint64_t)cs->conf.packets * cs->conf.payload_bytes) {
+		uint64_t need = (cs->chunk_bytes + cs->conf.payload_bytes - 1) / cs->conf.payload_bytes;
+
+		ret = vfgx_set_error(ctx, -EINVAL,
+				     "pipeline.chunks: the format's chunk is %llu bytes, more than packets x payload_bytes (%u x %u) that a chunk holds: set chunks.packets to at least %llu",
+				     (unsigned long long)cs->chunk_bytes, cs->conf.packets,
+				     cs->conf.payload_bytes, (unsigned long long)need);
+		free(cs);
+		return ret;
+	}
 	cs->present_words = (cs->conf.packets + 63) / 64;
 	cs->slot_stride = ALIGN_UP(lens_off(cs) + (size_t)cs->conf.packets * 4, 4096);
 	pthread_mutex_init(&cs->lock, NULL);
