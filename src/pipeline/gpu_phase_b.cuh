@@ -537,7 +537,7 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
 /* Returns false when told to quit while waiting for the group's turn.
  * owned (-Dgpu_local_b): the calling warp takes group g for every item,
  * in item order, so there is no turn to wait for or hand on. */
-__device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
+static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
 			      uint32_t g, uint32_t lane, struct kc_defer *df,
 			      bool owned)
