@@ -307,20 +307,18 @@ static void test_gpu_rx_threads_option(void **state)
 		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 3 }\n",
 		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 65 }\n",
 	};
-	struct vfgx_gpu_opts o;
-
 	(void)state;
+	/* pipeline.gpu is parsed at load, whatever the device */
 	for (int i = 0; i < 3; i++) {
-		struct vfgx_config *cfg;
-		int ret;
+		struct vfgx_config *cfg = NULL;
+		int ret = vfgx_config_load_string(ctx, y[i], strlen(y[i]), "t.yaml", &cfg);
 
-		assert_int_equal(vfgx_config_load_string(ctx, y[i], strlen(y[i]), "t.yaml", &cfg), 0);
-		ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &o);
 		if (i < 2) {
 			assert_int_equal(ret, 0);
-			assert_int_equal(o.rx_threads, i ? 3 : 0);
+			assert_int_equal(cfg->pipeline.gpu->rx_threads, i ? 3 : 0);
 		} else {
 			assert_int_equal(ret, -EINVAL);
+			assert_null(cfg);
 			assert_non_null(strstr(vfgx_last_error(ctx), "t.yaml:3"));
 			assert_non_null(strstr(vfgx_last_error(ctx), "rx_threads"));
 		}
