@@ -151,10 +151,10 @@ static uint32_t sk_frame_max(const struct vfgx_backend_opts *bo, const char *add
 		return tcp && o->max_record < o->buf_size ? o->max_record : o->buf_size;
 	}
 	if (tcp) {
-		*key = "socket.max_record";
+		*key = buf_size && buf_size < o->max_record ? NULL : "socket.max_record";
 		return vfgx_frame_bound(o->max_record, buf_size);
 	}
-	*key = "socket.buf_size";
+	*key = buf_size ? NULL : "socket.buf_size";
 	return buf_size ? buf_size : 2048;
 }
 

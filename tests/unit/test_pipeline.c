@@ -252,8 +252,9 @@ static void test_device_gpu_without_gpu(void **state)
 /* Rx memory an engine cannot read is refused at load, in one line, before
  * any region is made (so also here, without a GPU): GPU memory for the cpu
  * engine (its workers segfaulted reading replayed GPU frames), host
- * buffers above the gpu engine's 2048-byte bounce slot (EMSGSIZE mid-run
- * before).  auto and what each engine reads pass. */
+ * frames above the gpu engine's 2048-byte bounce slot (EMSGSIZE mid-run
+ * before; larger buffers with frames that fit are read).  auto and what
+ * each engine reads pass. */
 static void test_rx_memory_refused_at_load(void **state)
 {
 	static const char fmt[] =
@@ -263,21 +264,23 @@ static void test_rx_memory_refused_at_load(void **state)
 		"  - name: rp0\n"
 		"    backend: loopback\n"
 		"    rx: { queues: [ { id: 0, memory_region: rx }, { id: 1, memory_region: rx } ] }\n"
-		"    loopback: { packets: 1000, replay: true }\n"
+		"    loopback: { packets: 1000, replay: true, packet_size: %u }\n"
 		"pipeline: { device: %s }\n";
 	static const struct {
 		const char *kind, *device;
-		unsigned buf_size;
+		unsigned buf_size, frame;
 		const char *want; /* NULL: loads */
 	} cases[] = {
-		{ "gpu", "cpu", 512, "t.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read" },
-		{ "host", "gpu", 4096, "t.yaml: interface rp0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots" },
-		{ "hugepage", "gpu", 2049, "2049-byte buffers" },
-		{ "host", "gpu", 2048, NULL },
-		{ "pinned", "gpu", 9000, NULL },
-		{ "pinned", "cpu", 512, NULL },
-		{ "gpu", "auto", 512, NULL },
-		{ "host", "auto", 9000, NULL },
+		{ "gpu", "cpu", 512, 512, "t.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read" },
+		{ "host", "gpu", 4096, 3000, "t.yaml: interface rp0 rx queue 0: memory_region rx: host memory with frames of up to 3000 bytes, but the gpu engine copies host-memory frames through 2048-byte slots (use memory_regions[].kind: pinned, or loopback.packet_size: 2048 or less)" },
+		{ "hugepage", "gpu", 4096, 2049, "frames of up to 2049 bytes" },
+		/* frames within the slot in larger host buffers: read */
+		{ "host", "gpu", 4096, 2048, NULL },
+		{ "host", "gpu", 2048, 512, NULL },
+		{ "pinned", "gpu", 9000, 8000, NULL },
+		{ "pinned", "cpu", 512, 512, NULL },
+		{ "gpu", "auto", 512, 512, NULL },
+		{ "host", "auto", 9000, 8000, NULL },
 	};
 
 	(void)state;
@@ -286,7 +289,8 @@ static void test_rx_memory_refused_at_load(void **state)
 		char y[1024];
 		int ret;
 
-		snprintf(y, sizeof(y), fmt, cases[i].kind, cases[i].buf_size, cases[i].device);
+		snprintf(y, sizeof(y), fmt, cases[i].kind, cases[i].buf_size, cases[i].frame,
+			 cases[i].device);
 		ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg);
 		if (!cases[i].want) {
 			assert_int_equal(ret, 0);
