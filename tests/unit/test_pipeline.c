@@ -247,6 +247,52 @@ static void test_device_gpu_without_gpu(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* A program's own ports meet the same rule at vfgx_pipeline_create: a
+ * port reports the largest frame each rx queue hands out (its backend's
+ * options in its buffers), and under the gpu engine host-memory frames
+ * above the bounce slot are one line, not an EMSGSIZE mid-run.  The
+ * engine part needs a GPU (the probe says): skipped without. */
+static void test_rx_memory_program_ports(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "big0", .backend = "loopback",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo.hdr };
+	struct vfgx_pipeline_config conf;
+	vfgx_pipeline *pl = NULL;
+	vfgx_port *port;
+	char desc[256];
+	int ret;
+
+	(void)state;
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 100;
+	lo.packet_size = 3000;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 0), 3000);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 1), 0); /* no such queue */
+	vfgx_pipeline_config_default(&conf);
+	conf.device = VFGX_DEVICE_GPU;
+	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
+		vfgx_port_close(port);
+		printf("SKIP: test_rx_memory_program_ports: the gpu engine part needs a GPU\n");
+		skip();
+	}
+	ret = vfgx_pipeline_create(ctx, &conf, &port, 1, &pl);
+	assert_int_equal(ret, -EINVAL);
+	assert_null(pl);
+	assert_non_null(strstr(vfgx_last_error(ctx),
+			       "big0 rx queue 0: host memory with frames of up to 3000 bytes, but the gpu engine copies host-memory frames through 2048-byte slots"));
+	assert_null(strchr(vfgx_last_error(ctx), '\n'));
+	vfgx_port_close(port);
+	/* frames that fit the slot: the engine is made */
+	lo.packet_size = 2048;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 0), 2048);
+	assert_int_equal(vfgx_pipeline_create(ctx, &conf, &port, 1, &pl), 0);
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+}
+
 /* pipeline.gpu.rx_threads: 0 (auto) by default, a count up to 64, and a
  * file:line error past it, with or without a GPU here. */
 /* Rx memory an engine cannot read is refused at load, in one line, before
@@ -558,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
 		cmocka_unit_test(test_rx_memory_refused_at_load),
+		cmocka_unit_test(test_rx_memory_program_ports),
 		cmocka_unit_test(test_gpu_rx_threads_option),
 		cmocka_unit_test(test_typed_options),
 		cmocka_unit_test(test_typed_socket),
