@@ -46,8 +46,9 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(DOUBLE, txtime_lead_us, 1000, -1e6, 1e6),
 	SD_OPT(DOUBLE, spin_us, 1000, 0, 1e6),
 	SD_OPT(U32, sched_priority, 0, 0, 99),
-	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
-	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	/* the sources' sections: their ports' tables (source_from_yaml) */
+	SD_OPT(SKIP, generator, 0),
+	SD_OPT(SKIP, pcap, 0),
 	{ "format", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "header", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
