@@ -38,7 +38,7 @@ interfaces:
   - name: $1
     backend: $2
 $3
-pipeline: { device: gpu }
+pipeline: { device: gpu, duration_s: 2 }
 Y
 	echo "$tmp/$1.yaml"
 }
