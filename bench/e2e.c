@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/bench.h>
 #include <vfgx/gpu.h>
 #include <vfgx/vfgx.h>
 
 #include "commands.h"
-#include "core/numparse.h"
 #include "gpu_kernel.h"
 #include "results.h"
 #include "vfgx_build.h"
@@ -95,8 +95,6 @@ static int e2e_parse(int argc, char **argv, const char **out, double *seconds,
 
 #if VFGX_HAVE_CUDA
 #include "gpu_bw.h"
-#include "pipeline/gpu_bench.h"
-#include "pipeline/gpu_iface.h"
 
 #define NB_SIZES 4
 #define NB_MODES 3
@@ -223,7 +221,6 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	vfgx_gpu_pipeline *gpl = NULL;
 	vfgx_pipeline *pl = NULL;
 	struct vfgx_pipeline_stats st;
-	struct vfgx_gpu_opts gopts;
 	uint64_t order = 0, t0, t1;
 	bool gpu;
 	int ret = 0;
@@ -232,12 +229,8 @@ static int e2e_run(vfgx_ctx *ctx, const char *y, struct e2e *r)
 	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "e2e.yaml", &cfg)))
 		return ret;
 	gpu = cfg->pipeline.device == VFGX_DEVICE_GPU;
-	/* the runner reads pipeline.gpu typed (vfgx_pipeline_create types it
-	 * for the engine; this calls the runner directly): without this it
-	 * ran its defaults whatever the YAML said (mode, items, rx_threads) */
-	if (gpu && !(ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &gopts)))
-		cfg->pipeline.gpu = &gopts;
-	if (ret || (ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
+	/* the runner reads pipeline.gpu typed: config load parsed it */
+	if ((ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port)))
 		goto out;
 	ret = gpu ? vfgx_gpu_pipeline_create(ctx, &cfg->pipeline, &port, 1, NULL, &gpl) :
 		    vfgx_pipeline_create(ctx, &cfg->pipeline, &port, 1, &pl);
@@ -733,8 +726,8 @@ int vfgx_bench_e2e(int argc, char **argv)
 			ho0.load_max);
 		fprintf(f, "| every 200 ns | %.2f us | %.2f us | %.2f us | %.2f us | %.0f ns | %.0f ns | %.0f ns | %.0f ns |\n\n",
 			ho.lo50, ho.hi50, ho.lo99, ho.hi99, ho.step50, ho.load50, ho.gap_max, ho.load_max);
-		fprintf(f, "%%globaltimer tick %.0f ns.  The GPU keeps %d load(s) of the status line in flight (gpu_iface.h's GPUK_POLL_DEPTH), issued about %d ns apart.\n\n",
-			ho.tick, GPUK_POLL_DEPTH, GPUK_POLL_GAP_NS);
+		fprintf(f, "%%globaltimer tick %.0f ns.  The GPU keeps %d load(s) of the status line in flight (VFGX_GPU_POLL_DEPTH), issued about %d ns apart.\n\n",
+			ho.tick, VFGX_GPU_POLL_DEPTH, VFGX_GPU_POLL_GAP_NS);
 		fprintf(f, "## End to end\n\nFeeder: the runner's time per packet at full load: rx (the replay port's rx_burst, building the arrays), summed over the rx threads, and on the dispatcher's thread submit (handing an array over, reaping) and wait (for a free comm-list slot); rx threads: how many the runner started (0: rx on the dispatcher's thread).\n\n| frame B | frames in | mode | verify | Mpps | Gbps | p50 us | p99 us | 10%% load Mpps | p50 us | p99 us | feeder rx / submit / wait ns | rx threads | exact |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 		for (int s = 0; s < NB_SIZES; s++)
 			for (int p = 0; p < 2; p++)

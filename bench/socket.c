@@ -151,8 +151,8 @@ vfgx_port *sb_open_port(vfgx_ctx *ctx, const char *uri,
 	return port;
 }
 
-/* --udp-opts is a YAML flow mapping of socket options: the YAML adapter
- * fills the typed struct (its strings live in *cfgp's document). */
+/* --udp-opts is a YAML flow mapping of socket options: config load
+ * parses it into the typed struct (its strings live in *cfgp's document). */
 static int parse_udp_opts(vfgx_ctx *ctx, const char *text, struct vfgx_config **cfgp,
 			  struct vfgx_socket_opts *so)
 {
@@ -162,11 +162,11 @@ static int parse_udp_opts(vfgx_ctx *ctx, const char *text, struct vfgx_config **
 	if (!text[0])
 		return 0;
 	snprintf(y, sizeof(y), "interfaces:\n  - backend: socket\n    socket: {%s}\n", text);
-	if (vfgx_config_load_string(ctx, y, strlen(y), "--udp-opts", cfgp) ||
-	    vfgx_socket_opts_from_yaml(&(*cfgp)->ifaces[0].opts, so)) {
+	if (vfgx_config_load_string(ctx, y, strlen(y), "--udp-opts", cfgp)) {
 		fprintf(stderr, "vfgx bench socket: %s\n", vfgx_last_error(ctx));
 		return -1;
 	}
+	*so = *(const struct vfgx_socket_opts *)(*cfgp)->ifaces[0].backend_opts;
 	return 0;
 }
 

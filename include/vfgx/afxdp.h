@@ -33,9 +33,9 @@ struct vfgx_afxdp_opts {
 	uint32_t nb_queues;
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].afxdp
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_afxdp_opts_default(struct vfgx_afxdp_opts *o);
-int vfgx_afxdp_opts_from_yaml(const struct vfgx_cfg_node *map,
-			      struct vfgx_afxdp_opts *o);
 
 /* The names point into the port: valid until vfgx_port_close. */
 struct vfgx_afxdp_info {

@@ -3,7 +3,7 @@
  * without the pipeline around it, and the GPU hand-off probes.  The one
  * header bench/ may use besides the public API (docs/api.md, "The bench
  * header").  Exported for vfgx-bench and nothing else: not included by
- * vfgx.h, no promise beyond libvfgx.so.0's soname, an application has no
+ * vfgx.h, no promise beyond libvfgx.so.1's soname, an application has no
  * use for it. */
 #ifndef VFGX_BENCH_H
 #define VFGX_BENCH_H
@@ -105,6 +105,12 @@ int64_t vfgx_gpu_proc_submit_records(vfgx_gpu_proc *gp, const struct vfgx_pkt *p
  * %globaltimer (ns) when it first saw READY.  -EINVAL otherwise. */
 int vfgx_gpu_proc_handoff_stamps(const vfgx_gpu_proc *gp, uint64_t item,
 				 uint64_t *ready_ns, uint64_t *gpu_seen_ns);
+
+/* How the GPU polls an item's status line, which the hand-off probe
+ * reads: loads in flight, issued this far apart (src/pipeline/gpu_iface.h
+ * builds the kernel with these; gpu_proc_host.c asserts they agree). */
+#define VFGX_GPU_POLL_DEPTH 1
+#define VFGX_GPU_POLL_GAP_NS 250
 
 /* One hand-off sample, all from clocks read by one side each: the CPU's
  * vfgx_now_ns() just before storing READY (ready_ns); the CPU clock the

@@ -1,6 +1,7 @@
-/* vfgx/config.h - YAML configuration: typed core keys plus a node API that
- * backends and the GPU runner use to read their own sections with the same
- * precise errors (file:line:col: key.path: what is allowed). */
+/* vfgx/config.h - YAML configuration, parsed at load into typed structs
+ * (the core keys, every backend's section through its VFGX_OPT table,
+ * pipeline.gpu), with precise errors (file:line:col: key.path: what is
+ * allowed); a program's own sections are read by the same tables. */
 #ifndef VFGX_CONFIG_H
 #define VFGX_CONFIG_H
 
@@ -37,18 +38,9 @@ struct vfgx_place_conf; /* vfgx/place.h */
 struct vfgx_capture_conf; /* vfgx/chunk.h */
 struct vfgx_record_conf; /* vfgx/record.h */
 
-/*
- * A position in a loaded document.  index 0 means "absent": every getter on
- * an absent mapping returns the default, so a backend opened without YAML
- * reads its defaults through the same code.
- */
-struct vfgx_cfg_node {
-	const struct vfgx_cfg_doc *doc;
-	int index;
-	/* key path for messages, e.g. interfaces[0].afxdp, in memory of the
-	 * document; NULL (the top, or a node built by hand) reads as "" */
-	const char *path;
-};
+/* A position in a loaded document: the library's own (its YAML adapters);
+ * a program reads its sections through tables (vfgx_config_section). */
+struct vfgx_cfg_node;
 
 /*
  * A program's own config sections (vfgx run's expect:, metrics: and
@@ -155,8 +147,13 @@ struct vfgx_iface_config {
 	/* room for VFGX_MAX_QUEUES each; the first nb_*_queues are set */
 	struct vfgx_queue_config *rx_queues;
 	struct vfgx_queue_config *tx_queues;
-	/* interfaces[i].<backend>: the backend reads and validates it. */
-	struct vfgx_cfg_node opts;
+	/* interfaces[i].<backend>, parsed at load by the backend's VFGX_OPT
+	 * table (its defaults where the section is absent): &o.hdr of the
+	 * backend's struct vfgx_<backend>_opts (vfgx/loopback.h, ...), in
+	 * memory of the config; NULL when the backend is not in this build
+	 * (opening the port says so) or for an interface a program filled
+	 * (then the defaults). */
+	const struct vfgx_backend_opts *backend_opts;
 };
 
 enum vfgx_device_choice {
@@ -185,9 +182,8 @@ struct vfgx_pipeline_config {
 	uint32_t max_streams;     /* stream ids 0 .. max_streams-1 */
 	bool verify_payload;      /* check the loopback generator's pattern */
 	double duration_s;        /* 0 = until the sources end */
-	/* pipeline.gpu: read by the gpu engine; absent: its defaults. */
-	struct vfgx_cfg_node gpu_opts;
-	/* Typed pipeline.gpu options (vfgx_gpu_opts_default), or NULL: gpu_opts. */
+	/* pipeline.gpu (vfgx/gpu.h; a loaded config has it parsed, its
+	 * defaults where absent), or NULL: the defaults. */
 	const struct vfgx_gpu_opts *gpu;
 	/* bytes all reorder windows may hold together; a stream past it gets
 	 * none (counted in streams_refused).  0: VFGX_REORDER_MAX_MEMORY. */
@@ -233,8 +229,6 @@ struct vfgx_config {
 	/* pipeline.capture (vfgx/capture.h), NULL: none; its path may be NULL
 	 * (given on the command line) */
 	const struct vfgx_capture_conf *capture;
-	/* send: the options of `vfgx send` (docs/send.md); absent: defaults */
-	struct vfgx_cfg_node send_opts;
 	/* record (vfgx/record.h), NULL: none; its path may be NULL (given
 	 * on the command line) */
 	const struct vfgx_record_conf *record;

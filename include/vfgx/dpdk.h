@@ -50,9 +50,9 @@ struct vfgx_dpdk_opts {
 	uint32_t nb_flows;
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].dpdk
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_dpdk_opts_default(struct vfgx_dpdk_opts *o);
-int vfgx_dpdk_opts_from_yaml(const struct vfgx_cfg_node *map,
-			     struct vfgx_dpdk_opts *o);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

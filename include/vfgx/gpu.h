@@ -48,8 +48,8 @@ struct vfgx_gpu_opts {
 	uint32_t rx_threads;      /* rx_threads: 0 = a thread per rx queue while 2 CPUs stay free */
 };
 
-/* Read pipeline.gpu (absent: defaults) with file:line:col errors. */
-int vfgx_gpu_opts_parse(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o);
+/* The defaults; a loaded config has pipeline.gpu parsed into these at
+ * load (vfgx_pipeline_config.gpu). */
 void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o);
 const char *vfgx_gpu_mode_name(enum vfgx_gpu_mode m);
 

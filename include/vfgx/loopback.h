@@ -45,11 +45,9 @@ struct vfgx_loopback_opts {
 	bool replay_inline;
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].loopback
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_loopback_opts_default(struct vfgx_loopback_opts *o);
-/* The YAML adapter: defaults, then the keys of map (absent: defaults),
- * with file:line:col errors on the document's context. */
-int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *map,
-				 struct vfgx_loopback_opts *o);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

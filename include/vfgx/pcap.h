@@ -39,10 +39,9 @@ struct vfgx_pcap_opts {
 	uint32_t num_bufs;  /* [4096] buffers of the port's own pool */
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].pcap
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_pcap_opts_default(struct vfgx_pcap_opts *o);
-/* The YAML adapter; strings point into the document of map. */
-int vfgx_pcap_opts_from_yaml(const struct vfgx_cfg_node *map,
-			     struct vfgx_pcap_opts *o);
 
 /* What the pcap port read, for the report. */
 struct vfgx_pcap_info {

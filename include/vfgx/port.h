@@ -110,8 +110,9 @@ struct vfgx_port_conf {
 	/* The backend's typed options (&o.hdr of a struct vfgx_loopback_opts,
 	 * vfgx_socket_opts, vfgx_afxdp_opts, vfgx_dpdk_opts, vfgx_rdma_opts or
 	 * vfgx_pcap_opts: vfgx/loopback.h, socket.h, afxdp.h, dpdk.h, rdma.h,
-	 * pcap.h), or NULL.  Options for another backend than this port's
-	 * are refused with one line. */
+	 * pcap.h; a loaded config's vfgx_iface_config.backend_opts), or NULL:
+	 * the defaults.  Options for another backend than this port's are
+	 * refused with one line. */
 	const struct vfgx_backend_opts *backend_opts;
 	/* Per queue, nb_rx_queues / nb_tx_queues entries, or NULL; an entry
 	 * 0: as burst (rx) / no limit (tx).  rx: a queue's rx_burst returns
@@ -119,9 +120,6 @@ struct vfgx_port_conf {
 	 * per call and goes on while it accepts them all. */
 	const uint16_t *rx_bursts;
 	const uint16_t *tx_bursts;
-	/* interfaces[].<backend> YAML section, read when backend_opts is
-	 * NULL; NULL or absent: defaults. */
-	const struct vfgx_cfg_node *opts;
 };
 
 /* Open a port.  -ENOTSUP with a clear message when the backend was not
@@ -161,6 +159,11 @@ uint16_t vfgx_port_nb_tx_queues(const vfgx_port *port);
 /* The most one vfgx_port_rx_burst of queue q returns (its batch_size);
  * 0 for a queue the port lacks. */
 uint16_t vfgx_port_rx_batch(const vfgx_port *port, uint16_t q);
+/* The largest frame rx queue q hands out (bytes): what the backend's
+ * options and the queue's buffers allow (loopback.packet_size, a socket
+ * datagram's buffer, a UMEM frame, an mbuf's data room, ...); 0 for a
+ * queue the port lacks. */
+uint32_t vfgx_port_rx_frame_max(const vfgx_port *port, uint16_t q);
 /* The pool rx queue q receives into (read its vfgx_pool_stats on the
  * queue's thread), or NULL when the backend keeps its own buffers. */
 vfgx_pool *vfgx_port_rx_pool(const vfgx_port *port, uint16_t q);

@@ -358,9 +358,9 @@ struct vfgx_rdma_opts {
 				      * long after the first; 0: once */
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].rdma
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_rdma_opts_default(struct vfgx_rdma_opts *o);
-int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
-			     struct vfgx_rdma_opts *o);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -32,6 +32,9 @@ extern "C" {
 #endif
 #pragma GCC visibility push(default) /* the library builds hidden */
 
+struct vfgx_loopback_opts; /* vfgx/loopback.h */
+struct vfgx_pcap_opts;     /* vfgx/pcap.h */
+
 enum vfgx_send_source {
 	VFGX_SEND_GENERATOR = 0, /* send.generator: the loopback generator */
 	VFGX_SEND_PCAP = 1,      /* send.pcap: a pcap file */
@@ -54,24 +57,23 @@ struct vfgx_send_opts {
 	double txtime_lead_us;   /* [1000] launch time = schedule + this */
 	double spin_us;          /* [1000] the last this much of a wait spun */
 	uint32_t sched_priority; /* [0: not] the sending thread SCHED_FIFO */
-	/* the send.generator and send.pcap sections, as nodes of the config's
-	 * document (absent: the source's defaults) */
-	struct vfgx_cfg_node generator;
-	struct vfgx_cfg_node pcap;
-	/* the profile the generator's packets go out in: send.format (the
-	 * keys of pipeline.format; absent: vfgx, the frames as generated)
-	 * and send.header (the values written in its fields), as nodes */
-	struct vfgx_cfg_node format;
-	struct vfgx_cfg_node header;
-	const char *format_profile;  /* [NULL] a built-in profile in place of
-				      * send.format's (--format) */
-	const struct vfgx_format *format_desc; /* [NULL] in place of both */
-	const struct vfgx_fmt_send *header_values; /* [NULL] in place of
-						    * send.header */
+	/* the source's options (send.generator: the loopback port's,
+	 * vfgx/loopback.h; send.pcap: the pcap port's, vfgx/pcap.h), or
+	 * [NULL] its defaults */
+	const struct vfgx_loopback_opts *generator;
+	const struct vfgx_pcap_opts *pcap;
+	const char *format_profile;  /* [NULL] a built-in profile (--format);
+				      * with format_desc, the same profile */
+	/* [NULL: vfgx, the frames as generated] the profile the generator's
+	 * packets go out in (send.format: the keys of pipeline.format) */
+	const struct vfgx_format *format_desc;
+	/* [NULL: the defaults] the values written in its fields (send.header) */
+	const struct vfgx_fmt_send *header_values;
 };
 
 void vfgx_send_opts_default(struct vfgx_send_opts *o);
-/* The config's send: section (absent: the defaults); 0 or -EINVAL with
+/* The config's send: section (absent: the defaults), generator, pcap,
+ * format and header included, typed in memory of cfg; 0 or -EINVAL with
  * the place in vfgx_last_error. */
 int vfgx_send_opts_from_config(const struct vfgx_config *cfg, struct vfgx_send_opts *o);
 

@@ -49,10 +49,9 @@ struct vfgx_socket_opts {
 				      * arriving that may hold an rx buffer at once, per rx queue */
 };
 
+/* The defaults and the header; a loaded config has the interfaces[].socket
+ * section parsed into these at load (vfgx_iface_config.backend_opts). */
 void vfgx_socket_opts_default(struct vfgx_socket_opts *o);
-/* The YAML adapter; strings point into the document of map. */
-int vfgx_socket_opts_from_yaml(const struct vfgx_cfg_node *map,
-			       struct vfgx_socket_opts *o);
 
 struct vfgx_socket_info {
 	bool tcp;          /* false: UDP */

@@ -11,6 +11,19 @@
 
 #include <vfgx/config.h>
 
+/*
+ * A position in a loaded document.  index 0 means "absent": every getter on
+ * an absent mapping returns the default, so a section left out is read as
+ * its defaults through the same code.
+ */
+struct vfgx_cfg_node {
+	const struct vfgx_cfg_doc *doc;
+	int index;
+	/* key path for messages, e.g. interfaces[0].afxdp, in memory of the
+	 * document; NULL (the top, or a node built by hand) reads as "" */
+	const char *path;
+};
+
 bool vfgx_cfg_present(const struct vfgx_cfg_node *n);
 /* Fail on any key of the mapping not in allowed (NULL-terminated). */
 int vfgx_cfg_check_keys(const struct vfgx_cfg_node *map,

@@ -1,5 +1,7 @@
 /* config.c - load a YAML file into struct vfgx_config, validating every
- * core key; backend sections are kept as nodes for the backends. */
+ * key: the core's here, each backend's section by its backend's parse
+ * entry (port/port_opts.h), pipeline.gpu, chunks, format, capture and
+ * record by their tables; what the engine cannot read is refused here. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,12 +22,17 @@
 #include "numparse.h"
 #include "opts.h"
 #include "chunk_opts.h"
+#include "pipeline/gpu_opts.h"
 #include "pipeline/rx_memory.h"
 #include "format/place_priv.h"
+#include "port/port_opts.h"
 
 extern const char vfgx_default_config_yaml[];
 extern const unsigned long vfgx_default_config_yaml_len;
 
+/* send: is `vfgx send`'s (vfgx_send_opts_from_config reads it); expect:,
+ * metrics: and ranks: are `vfgx run`'s (src/cli/run_config.c): passed
+ * over here. */
 static const char *const top_keys[] = { "log_level", "memory_regions",
 					"interfaces", "pipeline", "expect",
 					"metrics", "name", "send", "ranks",
@@ -213,7 +220,9 @@ static int parse_ifaces(struct vfgx_config *cfg,
 				return vfgx_cfg_error(&sub, "section for backend '%s' but this interface uses backend '%s' (remove it or change backend)",
 						      backends[k], backends[b]);
 		}
-		vfgx_cfg_child(&it, backends[b], &f->opts);
+		vfgx_cfg_child(&it, backends[b], &sub);
+		if ((ret = vfgx_port_opts_from_yaml(&sub, f, &f->backend_opts)))
+			return ret;
 	}
 	cfg->nb_ifaces = (uint16_t)n;
 	return 0;
@@ -310,6 +319,20 @@ static int parse_format(struct vfgx_pipeline_config *p,
 	return 0;
 }
 
+/* pipeline.gpu: typed once, here (absent: the defaults). */
+static int parse_gpu(struct vfgx_pipeline_config *p, const struct vfgx_cfg_node *pl)
+{
+	struct vfgx_gpu_opts *g;
+	struct vfgx_cfg_node sub;
+
+	vfgx_cfg_child(pl, "gpu", &sub);
+	g = vfgx_cfg_alloc(&sub, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	p->gpu = g;
+	return vfgx_gpu_opts_from_yaml(&sub, g);
+}
+
 static int parse_pipeline(struct vfgx_config *cfg,
 			  const struct vfgx_cfg_node *root)
 {
@@ -367,7 +390,8 @@ static int parse_pipeline(struct vfgx_config *cfg,
 		return vfgx_cfg_error(&w, "%u is not a power of two (e.g. 1024)",
 				      p->reorder_window);
 	}
-	vfgx_cfg_child(&pl, "gpu", &p->gpu_opts);
+	if ((ret = parse_gpu(p, &pl)))
+		return ret;
 	vfgx_cfg_child(&pl, "user", &sub);
 	if ((ret = vfgx_cfg_check_keys(&sub, ukeys)) ||
 	    (ret = cfg_str_ref(&sub, "library", "", VFGX_PATH_MAX, &cfg->user_library)) ||
@@ -396,35 +420,36 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	return parse_chunks(p, &pl);
 }
 
-/* send: is `vfgx send`'s; expect:, metrics: and ranks: are `vfgx run`'s
- * (src/cli/run_config.c reads them): passed over here. */
-static int parse_program_sections(struct vfgx_config *cfg,
-				  const struct vfgx_cfg_node *root)
-{
-	vfgx_cfg_child(root, "send", &cfg->send_opts);
-	return 0;
-}
-
-/* Every rx queue's memory_region against pipeline.device, at load: before
- * any region is made, so also on a host without the GPU (the rule is
- * src/pipeline/rx_memory.h's, shared with vfgx_pipeline_create). */
+/* Every rx queue against pipeline.device, at load: before any region or
+ * port is made, so also on a host without the GPU.  The queue's memory is
+ * its memory_region's kind, or host memory (the backend's own buffers);
+ * its largest frame what the backend's parsed options allow in those
+ * buffers.  The rule is src/pipeline/rx_memory.h's, the one
+ * vfgx_pipeline_create applies to ports a program opened itself. */
 static int check_rx_memory(struct vfgx_config *cfg)
 {
 	for (uint16_t i = 0; i < cfg->nb_ifaces; i++) {
 		const struct vfgx_iface_config *f = &cfg->ifaces[i];
 
 		for (uint16_t q = 0; q < f->nb_rx_queues; q++) {
-			const struct vfgx_region_config *r;
+			const struct vfgx_region_config *r = NULL;
+			struct vfgx_rx_memory m;
 			char who[1024];
 			int ret;
 
-			if (!f->rx_queues[q].region[0] ||
+			if (f->rx_queues[q].region[0] &&
 			    !(r = vfgx_config_find_region(cfg, f->rx_queues[q].region)))
 				continue;
-			snprintf(who, sizeof(who), "%s: interface %s rx queue %u: memory_region %s",
-				 cfg->source, f->name, f->rx_queues[q].id, r->name);
-			ret = vfgx_rx_memory_check(cfg->doc->ctx, cfg->pipeline.device, who,
-						   r->kind, r->buf_size);
+			m.kind = r ? r->kind : VFGX_MEM_HOST;
+			m.buf_size = r ? r->buf_size : 0;
+			m.frame_max = vfgx_port_conf_frame_max(f, m.buf_size, &m.key);
+			if (r)
+				snprintf(who, sizeof(who), "%s: interface %s rx queue %u: memory_region %s",
+					 cfg->source, f->name, f->rx_queues[q].id, r->name);
+			else
+				snprintf(who, sizeof(who), "%s: interface %s rx queue %u: the %s backend's own buffers",
+					 cfg->source, f->name, f->rx_queues[q].id, f->backend);
+			ret = vfgx_rx_memory_check(cfg->doc->ctx, cfg->pipeline.device, who, &m);
 			if (ret)
 				return ret;
 		}
@@ -467,7 +492,6 @@ static int parse_all(struct vfgx_config *cfg)
 	cfg->log_level = (enum vfgx_log_level)lvl;
 	if ((ret = parse_regions(cfg, &root)) || (ret = parse_ifaces(cfg, &root)) ||
 	    (ret = parse_pipeline(cfg, &root)) ||
-	    (ret = parse_program_sections(cfg, &root)) ||
 	    (ret = parse_record(cfg, &root)) || (ret = check_rx_memory(cfg)))
 		return ret;
 	return 0;

@@ -255,6 +255,16 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 	return vfgx_opts_check(ctx, name, backend, tab, n, out);
 }
 
+int vfgx_opts_get(vfgx_ctx *ctx, const char *name, const char *backend,
+		  const struct vfgx_opt *tab, size_t n, const void *user,
+		  void *out, size_t size)
+{
+	if (user)
+		return vfgx_opts_from_user(ctx, name, backend, tab, n, user, out, size);
+	vfgx_opts_default(tab, n, out, size);
+	return 0;
+}
+
 int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
 		    const struct vfgx_opt *tab, size_t n, const void *out)
 {

@@ -38,6 +38,12 @@ int vfgx_opts_from_user(vfgx_ctx *ctx, const char *name, const char *backend,
 			const struct vfgx_opt *tab, size_t n, const void *user,
 			void *out, size_t size);
 
+/* A port's options: the program's struct (user) as vfgx_opts_from_user,
+ * or, user NULL, the table's defaults. */
+int vfgx_opts_get(vfgx_ctx *ctx, const char *name, const char *backend,
+		  const struct vfgx_opt *tab, size_t n, const void *user,
+		  void *out, size_t size);
+
 /* size bytes, zeroed, that live as long as n's document (NULL when n is
  * absent or out of memory): where a YAML adapter puts the arrays of a
  * typed struct it fills (afxdp.queues, dpdk.eal_args, dpdk.flows). */

@@ -19,7 +19,11 @@
 #include "core/cfgnode.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
+#include "gpu_opts.h"
 #include "gpu_runner.h"
+
+_Static_assert(GPUK_POLL_DEPTH == VFGX_GPU_POLL_DEPTH && GPUK_POLL_GAP_NS == VFGX_GPU_POLL_GAP_NS,
+	       "vfgx/bench.h's VFGX_GPU_POLL_* describe gpu_iface.h's GPUK_POLL_*");
 
 _Static_assert(sizeof(struct gpuk_delivery) == sizeof(struct vfgx_gpu_delivery),
 	       "delivery layout");
@@ -70,7 +74,7 @@ void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o)
 	o->queues = 1;
 }
 
-int vfgx_gpu_opts_parse(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
+int vfgx_gpu_opts_from_yaml(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
 {
 	static const char *const keys[] = { "mode", "stage_copy", "items", "burst",
 					    "graph_items", "blocks", "timeout_ms",

@@ -140,45 +140,53 @@ choose_engine(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 }
 
 int vfgx_rx_memory_check(vfgx_ctx *ctx, enum vfgx_device_choice device,
-			 const char *who, enum vfgx_mem_kind kind, uint32_t buf_size)
+			 const char *who, const struct vfgx_rx_memory *m)
 {
+	char fix[160];
+
 	/* cpu workers parse every header with the CPU: GPU memory faults */
-	if (device == VFGX_DEVICE_CPU && kind == VFGX_MEM_GPU)
+	if (device == VFGX_DEVICE_CPU && m->kind == VFGX_MEM_GPU)
 		return vfgx_set_error(ctx, -EINVAL,
 				      "%s: GPU memory, which the cpu engine cannot read (pipeline.device: cpu reads packets with the CPU; use memory_regions[].kind: pinned, or pipeline.device: gpu)",
 				      who);
-	if (device == VFGX_DEVICE_GPU &&
-	    (kind == VFGX_MEM_HOST || kind == VFGX_MEM_HUGEPAGE) &&
-	    buf_size > VFGX_GPU_BOUNCE_SLOT)
-		return vfgx_set_error(ctx, -EINVAL,
-				      "%s: host memory with %u-byte buffers, but the gpu engine copies host-memory packets through %u-byte slots (use memory_regions[].kind: pinned, or buf_size: %u or less)",
-				      who, buf_size, VFGX_GPU_BOUNCE_SLOT, VFGX_GPU_BOUNCE_SLOT);
-	return 0;
+	if (device != VFGX_DEVICE_GPU ||
+	    (m->kind != VFGX_MEM_HOST && m->kind != VFGX_MEM_HUGEPAGE) ||
+	    m->frame_max <= VFGX_GPU_BOUNCE_SLOT)
+		return 0;
+	if (m->key)
+		snprintf(fix, sizeof(fix), "%s: %u or less", m->key, VFGX_GPU_BOUNCE_SLOT);
+	else if (m->buf_size)
+		snprintf(fix, sizeof(fix), "buf_size: %u or less", VFGX_GPU_BOUNCE_SLOT);
+	else
+		snprintf(fix, sizeof(fix), "a region of buf_size %u or less", VFGX_GPU_BOUNCE_SLOT);
+	return vfgx_set_error(ctx, -EINVAL,
+			      "%s: host memory with frames of up to %u bytes, but the gpu engine copies host-memory frames through %u-byte slots (use memory_regions[].kind: pinned, or %s)",
+			      who, m->frame_max, VFGX_GPU_BOUNCE_SLOT, fix);
 }
 
-/* Every rx queue's pool against the cpu engine, for programs that open
- * ports themselves (vfgx run and Python checked the config already, before
- * any port was opened).  Host pools under the gpu engine are not refused
- * here: their sizes are the backends' own and frames are usually smaller;
- * the bounce refuses a frame too large when one comes. */
+/* Every rx queue of the ports against the engine chosen: the ports a
+ * program opened itself meet here the rule a config met at load (those of
+ * a config meet it again, with the same answer). */
 static int check_ports_memory(vfgx_ctx *ctx, const struct vfgx_engine_ops *ops,
 			      vfgx_port *const *ports, uint16_t nb_ports)
 {
-	if (ops != &vfgx_engine_cpu)
-		return 0;
+	enum vfgx_device_choice dev = ops == &vfgx_engine_cpu ? VFGX_DEVICE_CPU : VFGX_DEVICE_GPU;
+
 	for (uint16_t i = 0; i < nb_ports; i++)
 		for (uint16_t q = 0; q < vfgx_port_nb_rx_queues(ports[i]); q++) {
 			vfgx_pool *pool = vfgx_port_rx_pool(ports[i], q);
+			struct vfgx_rx_memory m = {
+				.kind = pool && vfgx_pool_region(pool) ?
+						vfgx_region_info(vfgx_pool_region(pool))->kind :
+						VFGX_MEM_HOST,
+				.buf_size = pool ? vfgx_pool_buf_size(pool) : 0,
+				.frame_max = vfgx_port_rx_frame_max(ports[i], q),
+			};
 			char who[96];
 			int ret;
 
-			if (!pool || !vfgx_pool_region(pool))
-				continue;
 			snprintf(who, sizeof(who), "%s rx queue %u", vfgx_port_name(ports[i]), q);
-			ret = vfgx_rx_memory_check(ctx, VFGX_DEVICE_CPU, who,
-						   vfgx_region_info(vfgx_pool_region(pool))->kind,
-						   vfgx_pool_buf_size(pool));
-			if (ret)
+			if ((ret = vfgx_rx_memory_check(ctx, dev, who, &m)))
 				return ret;
 		}
 	return 0;
@@ -294,20 +302,18 @@ int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_
 		return vfgx_set_error(ctx, -EINVAL,
 				      "pipeline: struct vfgx_pipeline_config argsz %u not understood by libvfgx %s (use vfgx_pipeline_config_default)",
 				      user_conf->argsz, VFGX_VERSION_STRING);
-	/* pipeline.gpu becomes this library's typed struct once, here: the
-	 * program's (argsz-checked), or the config's section parsed; the
-	 * engine choice and the gpu runner read conf->gpu alone */
+	/* pipeline.gpu, typed (a loaded config parsed it at load): the
+	 * program's argsz-checked, or the defaults; the engine choice and the
+	 * gpu runner read conf->gpu alone */
 	if (c.gpu) {
 		if (vfgx_argsz_copy(&gopts, sizeof(gopts), c.gpu, sizeof(gopts)))
 			return vfgx_set_error(ctx, -EINVAL,
 					      "pipeline: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
 					      c.gpu->argsz, VFGX_VERSION_STRING);
-		c.gpu = &gopts;
-	} else if (c.device != VFGX_DEVICE_CPU) {
-		if ((ret = vfgx_gpu_opts_parse(&c.gpu_opts, &gopts)))
-			return ret;
-		c.gpu = &gopts;
+	} else {
+		vfgx_gpu_opts_default(&gopts);
 	}
+	c.gpu = &gopts;
 	if (conf->nb_port_ranges > VFGX_MAX_PORT_RANGES)
 		return vfgx_set_error(ctx, -EINVAL, "pipeline: %u port ranges; at most %d",
 				      conf->nb_port_ranges, VFGX_MAX_PORT_RANGES);

@@ -694,6 +694,9 @@ int vfgx_afxdp_info(vfgx_port *port, struct vfgx_afxdp_info *info)
 const struct vfgx_port_ops vfgx_afxdp_ops = {
 	.name = "afxdp",
 	.priv_size = sizeof(struct ax_priv),
+	.opts_size = sizeof(struct vfgx_afxdp_opts),
+	.parse = vfgx_afxdp_opts_parse,
+	.rx_frame_max = vfgx_afxdp_frame_max,
 	.open = ax_open,
 	.rx_burst = ax_rx_burst,
 	.release = ax_release,

@@ -111,18 +111,35 @@ static int ax_check_queues(vfgx_ctx *ctx, const char *name, uint16_t nb_rx,
 	return 0;
 }
 
+int vfgx_afxdp_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			  struct vfgx_backend_opts *out)
+{
+	struct vfgx_afxdp_opts *o = (struct vfgx_afxdp_opts *)out;
+	int ret = vfgx_afxdp_opts_from_yaml(map, o);
+
+	return ret ? ret : ax_check_queues(NULL, ifc->name, ifc->nb_rx_queues, map, o);
+}
+
+/* A frame in one UMEM frame (no headroom: frame_size), or one pool buffer. */
+uint32_t vfgx_afxdp_frame_max(const struct vfgx_backend_opts *bo, const char *address,
+			      uint32_t buf_size, const char **key)
+{
+	struct vfgx_afxdp_opts d;
+
+	(void)address;
+	if (!bo)
+		vfgx_afxdp_opts_default(&d);
+	*key = buf_size ? NULL : "afxdp.frame_size";
+	return buf_size ? buf_size : bo ? ((const struct vfgx_afxdp_opts *)bo)->frame_size :
+					  d.frame_size;
+}
+
 int vfgx_afxdp_opts_get(vfgx_ctx *ctx, const char *name,
 			const struct vfgx_port_conf *conf, struct vfgx_afxdp_opts *o)
 {
-	int ret;
+	int ret = vfgx_opts_get(ctx, name, "afxdp", ax_opts, AX_NOPTS, conf->backend_opts, o,
+				sizeof(*o));
 
-	if (!conf->backend_opts) {
-		ret = vfgx_afxdp_opts_from_yaml(conf->opts, o);
-		return ret ? ret : ax_check_queues(ctx, name, conf->nb_rx_queues,
-						   conf->opts, o);
-	}
-	ret = vfgx_opts_from_user(ctx, name, "afxdp", ax_opts, AX_NOPTS,
-				  conf->backend_opts, o, sizeof(*o));
 	if (!ret)
 		ret = ax_check(ctx, name, NULL, o);
 	return ret ? ret : ax_check_queues(ctx, name, conf->nb_rx_queues, NULL, o);

@@ -27,13 +27,30 @@ struct vfgx_port {
 	 * out (the loopback replay): a capture holding one back holds back
 	 * every later one too */
 	bool release_in_order;
+	/* per rx queue: the largest frame it hands out (ops->rx_frame_max) */
+	uint32_t rx_frame_max[VFGX_MAX_QUEUES];
 };
 
 struct vfgx_port_ops {
 	const char *name;
 	size_t priv_size;
-	/* Validate conf->opts, acquire resources, start receiving.  On failure
-	 * release everything and set a detail with vfgx_set_error(). */
+	/* The backend's typed options (struct vfgx_<name>_opts, its header
+	 * first): opts_size bytes.  parse fills them at config load from the
+	 * interface's <name>: section (map; absent: the defaults) by the
+	 * backend's VFGX_OPT table, with file:line:col errors; ifc is the
+	 * interface (its queues and address) for checks between them. */
+	size_t opts_size;
+	int (*parse)(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+		     struct vfgx_backend_opts *out);
+	/* The largest frame an rx queue hands out, with options o (checked;
+	 * NULL: the defaults) and address: in a pool of buf_size-byte buffers,
+	 * or in the backend's own (host memory) when buf_size is 0.  *key: the
+	 * option that bounds it, for messages ("loopback.packet_size"). */
+	uint32_t (*rx_frame_max)(const struct vfgx_backend_opts *o, const char *address,
+				 uint32_t buf_size, const char **key);
+	/* Check conf->backend_opts (NULL: the defaults), acquire resources,
+	 * start receiving.  On failure release everything and set a detail
+	 * with vfgx_set_error(). */
 	int (*open)(struct vfgx_port *port, const struct vfgx_port_conf *conf);
 	int (*rx_burst)(struct vfgx_port *port, uint16_t q,
 			struct vfgx_pkt *pkts, uint16_t max);
@@ -75,5 +92,12 @@ void vfgx_port_release_to_pool(struct vfgx_port *port, uint16_t q,
 /* The kernel interface ifname exists in the caller's network namespace:
  * its ifindex, or -ENODEV with the one-line error that says so. */
 int vfgx_port_find_iface(struct vfgx_port *port, const char *ifname);
+
+/* A frame bound for rx_frame_max: bound, or buf_size when a pool's
+ * buffers are smaller (buf_size 0: the backend's own buffers). */
+static inline uint32_t vfgx_frame_bound(uint32_t bound, uint32_t buf_size)
+{
+	return buf_size && buf_size < bound ? buf_size : bound;
+}
 
 #endif

@@ -116,25 +116,51 @@ int vfgx_dpdk_opts_from_yaml(const struct vfgx_cfg_node *map,
 	return dk_flows_from_yaml(map, o);
 }
 
-/* A flow rule's queue past the port's rx queues, reported at the rule in
- * the YAML section (map) when the options came from one. */
-static int dk_check_flow_queues(struct vfgx_port *port,
+/* A flow rule's queue past the interface's nb_rx rx queues, reported at
+ * the rule in the YAML section (map) when the options come from one. */
+static int dk_check_flow_queues(vfgx_ctx *ctx, const char *name, uint16_t nb_rx,
 				const struct vfgx_cfg_node *map,
 				const struct vfgx_dpdk_opts *t)
 {
 	struct vfgx_cfg_node seq, it;
 
 	for (uint32_t i = 0; i < t->nb_flows; i++) {
-		if (t->flows[i].queue < port->nb_rx_queues)
+		if (t->flows[i].queue < nb_rx)
 			continue;
 		if (map && vfgx_cfg_child(map, "flows", &seq) == 0 &&
 		    vfgx_cfg_seq_item(&seq, (int)i, &it) == 0)
 			return vfgx_cfg_error(&it, "queue: %u but the interface has %u rx queues",
-					      t->flows[i].queue, port->nb_rx_queues);
-		return vfgx_set_error(port->ctx, -EINVAL, "%s: dpdk options: flows[%u]: queue %u but the interface has %u rx queues",
-				      port->name, i, t->flows[i].queue, port->nb_rx_queues);
+					      t->flows[i].queue, nb_rx);
+		return vfgx_set_error(ctx, -EINVAL, "%s: dpdk options: flows[%u]: queue %u but the interface has %u rx queues",
+				      name, i, t->flows[i].queue, nb_rx);
 	}
 	return 0;
+}
+
+int vfgx_dpdk_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			 struct vfgx_backend_opts *out)
+{
+	struct vfgx_dpdk_opts *o = (struct vfgx_dpdk_opts *)out;
+	int ret = vfgx_dpdk_opts_from_yaml(map, o);
+
+	return ret ? ret : dk_check_flow_queues(NULL, ifc->name, ifc->nb_rx_queues, map, o);
+}
+
+/* A frame in one mbuf's data room (mbuf_size less the headroom), or in
+ * one pool buffer. */
+uint32_t vfgx_dpdk_frame_max(const struct vfgx_backend_opts *bo, const char *address,
+			     uint32_t buf_size, const char **key)
+{
+	struct vfgx_dpdk_opts d;
+	const struct vfgx_dpdk_opts *o = (const struct vfgx_dpdk_opts *)bo;
+
+	(void)address;
+	if (!o) {
+		vfgx_dpdk_opts_default(&d);
+		o = &d;
+	}
+	*key = buf_size ? NULL : "dpdk.memory.mbuf_size";
+	return buf_size ? buf_size : o->mbuf_size - RTE_PKTMBUF_HEADROOM;
 }
 
 /* The typed eal_args and flows into o. */
@@ -168,19 +194,18 @@ static int dk_copy_lists(struct vfgx_port *port, const struct vfgx_dpdk_opts *t,
 int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 	     struct dk_opts *o)
 {
-	const struct vfgx_cfg_node *n = conf->opts;
 	struct vfgx_dpdk_opts t;
 	const char *pname;
 	int ret;
 
-	if (conf->backend_opts)
-		ret = vfgx_opts_from_user(port->ctx, port->name, "dpdk", dk_top_opts, DK_NTOP,
-					  conf->backend_opts, &t, sizeof(t)) ||
-		      vfgx_opts_check(port->ctx, port->name, "dpdk", dk_mem_opts, DK_NMEM, &t) ?
-			      -EINVAL : 0;
-	else
-		ret = vfgx_dpdk_opts_from_yaml(n, &t);
-	if (ret || (ret = dk_check_flow_queues(port, conf->backend_opts ? NULL : n, &t)))
+	ret = vfgx_opts_get(port->ctx, port->name, "dpdk", dk_top_opts, DK_NTOP,
+			    conf->backend_opts, &t, sizeof(t));
+	if (!ret && conf->backend_opts)
+		ret = vfgx_opts_check(port->ctx, port->name, "dpdk", dk_mem_opts, DK_NMEM, &t);
+	else if (!ret)
+		vfgx_opts_default(dk_mem_opts, DK_NMEM, &t, 0);
+	if (ret || (ret = dk_check_flow_queues(port->ctx, port->name, port->nb_rx_queues,
+					       NULL, &t)))
 		return ret;
 	pname = t.port ? t.port : conf->address ? conf->address : "";
 	if (strlen(pname) >= sizeof(o->port))
@@ -199,8 +224,8 @@ int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 	o->fallback = (int)t.fallback;
 	if (!o->port[0])
 		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: no DPDK port: set interfaces[].address or %s.port to a PCI address (0000:03:00.0) or a vdev (net_null0)",
-				      port->name, n && n->path && n->path[0] ? n->path : "dpdk");
+				      "%s: no DPDK port: set interfaces[].address or dpdk.port to a PCI address (0000:03:00.0) or a vdev (net_null0)",
+				      port->name);
 	if ((ret = dk_copy_lists(port, &t, o)))
 		return ret;
 	if (o->mbuf_size > 65535 || o->cache > o->num_mbufs / 2)

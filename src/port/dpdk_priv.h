@@ -94,9 +94,16 @@ struct dk_priv {
 };
 
 /* dpdk_opts.c: the port's options as one typed struct (conf->backend_opts,
- * or the YAML adapter over conf->opts), copied and checked into o. */
+ * or the defaults), copied and checked into o. */
 int dk_parse(struct vfgx_port *port, const struct vfgx_port_conf *conf,
 	     struct dk_opts *o);
+/* dpdk_opts.c: the ops table's parse entry (interfaces[].dpdk at load,
+ * flow queues against ifc's rx queues), rx_frame_max, the YAML adapter. */
+int vfgx_dpdk_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			 struct vfgx_backend_opts *out);
+uint32_t vfgx_dpdk_frame_max(const struct vfgx_backend_opts *o, const char *address,
+			     uint32_t buf_size, const char **key);
+int vfgx_dpdk_opts_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_dpdk_opts *o);
 
 /* dpdk_setup.c: EAL, device, pools, queues, steering; open and close. */
 int dk_open(struct vfgx_port *port, const struct vfgx_port_conf *conf);

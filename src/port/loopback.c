@@ -75,7 +75,7 @@ static bool lb_opts_bad(const struct vfgx_loopback_opts *o, char *msg, size_t le
 	return true;
 }
 
-int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
+static int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
 				 struct vfgx_loopback_opts *lp)
 {
 	int ret = vfgx_opts_from_yaml(o, lb_opts, LB_NOPTS, lp, sizeof(*lp));
@@ -86,6 +86,28 @@ int vfgx_loopback_opts_from_yaml(const struct vfgx_cfg_node *o,
 	return lb_opts_bad(lp, msg, sizeof(msg)) ? vfgx_cfg_error(o, "%s", msg) : 0;
 }
 
+static int lb_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			 struct vfgx_backend_opts *out)
+{
+	(void)ifc;
+	return vfgx_loopback_opts_from_yaml(map, (struct vfgx_loopback_opts *)out);
+}
+
+/* The generator's frames (a frame a tx queue loops back fits the buffers
+ * the port opened with: the same bound or less). */
+static uint32_t lb_frame_max(const struct vfgx_backend_opts *o, const char *address,
+			     uint32_t buf_size, const char **key)
+{
+	struct vfgx_loopback_opts d;
+
+	(void)address;
+	if (!o)
+		vfgx_loopback_opts_default(&d);
+	*key = "loopback.packet_size";
+	return vfgx_frame_bound(o ? ((const struct vfgx_loopback_opts *)o)->packet_size :
+				    d.packet_size, buf_size);
+}
+
 static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 		    const struct vfgx_port_conf *conf, uint64_t *seed)
 {
@@ -93,15 +115,11 @@ static int lb_parse(struct vfgx_port *port, struct lb_priv *lp,
 	char msg[160];
 	int ret;
 
-	if (conf->backend_opts) {
-		ret = vfgx_opts_from_user(port->ctx, port->name, "loopback", lb_opts,
-					  LB_NOPTS, conf->backend_opts, &o, sizeof(o));
-		if (!ret && lb_opts_bad(&o, msg, sizeof(msg)))
-			ret = vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: %s",
-					     port->name, msg);
-	} else {
-		ret = vfgx_loopback_opts_from_yaml(conf->opts, &o);
-	}
+	ret = vfgx_opts_get(port->ctx, port->name, "loopback", lb_opts, LB_NOPTS,
+			    conf->backend_opts, &o, sizeof(o));
+	if (!ret && lb_opts_bad(&o, msg, sizeof(msg)))
+		ret = vfgx_set_error(port->ctx, -EINVAL, "%s: loopback options: %s",
+				     port->name, msg);
 	if (ret)
 		return ret;
 	lp->frame_len = o.packet_size;
@@ -493,6 +511,9 @@ static void lb_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 const struct vfgx_port_ops vfgx_loopback_ops = {
 	.name = "loopback",
 	.priv_size = sizeof(struct lb_priv),
+	.opts_size = sizeof(struct vfgx_loopback_opts),
+	.parse = lb_opts_parse,
+	.rx_frame_max = lb_frame_max,
 	.open = lb_open,
 	.rx_burst = lb_rx_burst,
 	.release = lb_release,

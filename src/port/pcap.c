@@ -409,6 +409,9 @@ static bool pc_rx_done(struct vfgx_port *port, uint16_t q)
 const struct vfgx_port_ops vfgx_pcap_ops = {
 	.name = "pcap",
 	.priv_size = sizeof(struct pc_priv),
+	.opts_size = sizeof(struct vfgx_pcap_opts),
+	.parse = vfgx_pcap_opts_parse,
+	.rx_frame_max = vfgx_pcap_frame_max,
 	.open = pc_open,
 	.rx_burst = pc_rx_burst,
 	.release = vfgx_port_release_to_pool,

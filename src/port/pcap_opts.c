@@ -40,13 +40,32 @@ int vfgx_pcap_opts_from_yaml(const struct vfgx_cfg_node *map,
 	return vfgx_opts_from_yaml(map, pc_opts, PC_NOPTS, o, sizeof(*o));
 }
 
+int vfgx_pcap_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			 struct vfgx_backend_opts *out)
+{
+	(void)ifc;
+	return vfgx_pcap_opts_from_yaml(map, (struct vfgx_pcap_opts *)out);
+}
+
+/* A recorded frame in one buffer: buf_size, the port's own or the pool's. */
+uint32_t vfgx_pcap_frame_max(const struct vfgx_backend_opts *bo, const char *address,
+			     uint32_t buf_size, const char **key)
+{
+	struct vfgx_pcap_opts d;
+
+	(void)address;
+	if (!bo)
+		vfgx_pcap_opts_default(&d);
+	*key = buf_size ? NULL : "pcap.buf_size";
+	return buf_size ? buf_size : bo ? ((const struct vfgx_pcap_opts *)bo)->buf_size :
+					  d.buf_size;
+}
+
 int vfgx_pcap_opts_get(vfgx_ctx *ctx, const char *name,
 		       const struct vfgx_port_conf *conf, struct vfgx_pcap_opts *o)
 {
-	if (conf->backend_opts)
-		return vfgx_opts_from_user(ctx, name, "pcap", pc_opts, PC_NOPTS,
-					   conf->backend_opts, o, sizeof(*o));
-	return vfgx_pcap_opts_from_yaml(conf->opts, o);
+	return vfgx_opts_get(ctx, name, "pcap", pc_opts, PC_NOPTS, conf->backend_opts, o,
+			     sizeof(*o));
 }
 
 #define CAP_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_capture_conf, F, __VA_ARGS__)

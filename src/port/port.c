@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "backend.h"
+#include "port_opts.h"
 #include "tx_fill.h"
 #include "capture_tap.h"
 #include "core/argsz.h"
+#include "core/opts.h"
 #include "mem/pool_bytes.h"
 #include "vfgx_build.h"
 
@@ -56,6 +58,60 @@ const char *vfgx_drop_reason_name(enum vfgx_drop_reason r)
 	return (unsigned)r < VFGX_DROP_MAX ? drop_names[r] : "?";
 }
 
+static const struct vfgx_port_ops *find_backend(const char *name)
+{
+	for (size_t i = 0; i < NB_BACKENDS; i++)
+		if (strcmp(backend_table[i]->name, name) == 0)
+			return backend_table[i];
+	return NULL;
+}
+
+int vfgx_port_opts_from_yaml(const struct vfgx_cfg_node *map,
+			     const struct vfgx_iface_config *ifc,
+			     const struct vfgx_backend_opts **out)
+{
+	const struct vfgx_port_ops *ops = find_backend(ifc->backend);
+	struct vfgx_backend_opts *o;
+
+	*out = NULL;
+	if (!ops) /* not in this build: opening the port says so */
+		return 0;
+	o = vfgx_cfg_alloc(map, ops->opts_size);
+	if (!o)
+		return -ENOMEM;
+	*out = o;
+	return ops->parse(map, ifc, o);
+}
+
+uint32_t vfgx_port_conf_frame_max(const struct vfgx_iface_config *ifc,
+				  uint32_t buf_size, const char **key)
+{
+	const struct vfgx_port_ops *ops = find_backend(ifc->backend);
+
+	*key = NULL;
+	if (!ops) /* not in this build: the port will not open, and says why */
+		return 0;
+	return ops->rx_frame_max(ifc->backend_opts, ifc->address, buf_size, key);
+}
+
+/* After a successful open: o was checked by it (a program's struct is at
+ * least the backend's size), NULL is the defaults. */
+static void set_frame_max(struct vfgx_port *port, const struct vfgx_backend_opts *o,
+			  const char *address)
+{
+	const char *key;
+
+	for (uint16_t q = 0; q < port->nb_rx_queues; q++)
+		port->rx_frame_max[q] = port->ops->rx_frame_max(
+			o, address, port->rx_pools[q] ? vfgx_pool_buf_size(port->rx_pools[q]) : 0,
+			&key);
+}
+
+uint32_t vfgx_port_rx_frame_max(const vfgx_port *port, uint16_t q)
+{
+	return q < port->nb_rx_queues ? port->rx_frame_max[q] : 0;
+}
+
 int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 		   vfgx_port **out)
 {
@@ -72,9 +128,7 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 	if (!conf->backend)
 		return vfgx_set_error(ctx, -EINVAL, "%s: no backend named",
 				      conf->name ? conf->name : "port");
-	for (size_t i = 0; i < NB_BACKENDS; i++)
-		if (strcmp(backend_table[i]->name, conf->backend) == 0)
-			ops = backend_table[i];
+	ops = find_backend(conf->backend);
 	if (!ops) {
 		static const char *const known[] = { "loopback", "socket",
 						     "afxdp", "dpdk", "rdma",
@@ -145,6 +199,7 @@ int vfgx_port_open(vfgx_ctx *ctx, const struct vfgx_port_conf *user_conf,
 		free(port);
 		return ret;
 	}
+	set_frame_max(port, conf->backend_opts, conf->address);
 	*out = port;
 	return 0;
 }
@@ -172,7 +227,7 @@ int vfgx_port_open_config(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		.nb_rx_queues = ifc->nb_rx_queues,
 		.nb_tx_queues = ifc->nb_tx_queues,
 		.burst = ifc->nb_rx_queues ? ifc->rx_queues[0].batch_size : 64,
-		.opts = &ifc->opts,
+		.backend_opts = ifc->backend_opts,
 		.rx_pools = tmp.rx_pools,
 		.rx_bursts = rx_bursts,
 		.tx_bursts = tx_bursts,

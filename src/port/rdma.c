@@ -81,7 +81,7 @@ static const char *rd_ring_refusal(const struct vfgx_rdma_opts *o, char *buf,
 	return NULL;
 }
 
-int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
+static int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
 			     struct vfgx_rdma_opts *o)
 {
 	int ret = vfgx_opts_from_yaml(map, rd_opts, RD_NOPTS, o, sizeof(*o));
@@ -89,6 +89,24 @@ int vfgx_rdma_opts_from_yaml(const struct vfgx_cfg_node *map,
 	const char *why = ret ? NULL : rd_ring_refusal(o, buf, sizeof(buf));
 
 	return why ? vfgx_cfg_error(map, "%s", why) : ret;
+}
+
+static int rdma_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			   struct vfgx_backend_opts *out)
+{
+	(void)ifc;
+	return vfgx_rdma_opts_from_yaml(map, (struct vfgx_rdma_opts *)out);
+}
+
+/* A message in one receive buffer: the pool's, or the port's own
+ * RDMA_DEFAULT_BUF bytes. */
+static uint32_t rdma_frame_max(const struct vfgx_backend_opts *o, const char *address,
+			       uint32_t buf_size, const char **key)
+{
+	(void)o;
+	(void)address;
+	*key = NULL;
+	return buf_size ? buf_size : RDMA_DEFAULT_BUF;
 }
 
 static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
@@ -101,10 +119,8 @@ static int rdma_parse(struct vfgx_port *port, struct rdma_priv *rp,
 	uint64_t pn;
 	int fb, ret;
 
-	ret = conf->backend_opts ?
-		      vfgx_opts_from_user(port->ctx, port->name, "rdma", rd_opts, RD_NOPTS,
-					  conf->backend_opts, &t, sizeof(t)) :
-		      vfgx_rdma_opts_from_yaml(conf->opts, &t);
+	ret = vfgx_opts_get(port->ctx, port->name, "rdma", rd_opts, RD_NOPTS,
+			    conf->backend_opts, &t, sizeof(t));
 	if (ret)
 		return ret;
 	dev = t.device ? t.device : conf->address ? conf->address : "";
@@ -470,6 +486,9 @@ static int rdma_stats(struct vfgx_port *port, uint16_t q,
 const struct vfgx_port_ops vfgx_rdma_ops = {
 	.name = "rdma",
 	.priv_size = sizeof(struct rdma_priv),
+	.opts_size = sizeof(struct vfgx_rdma_opts),
+	.parse = rdma_opts_parse,
+	.rx_frame_max = rdma_frame_max,
 	.open = rdma_open,
 	.rx_burst = rdma_rx_burst,
 	.release = rdma_release,

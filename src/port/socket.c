@@ -117,10 +117,45 @@ void vfgx_socket_opts_default(struct vfgx_socket_opts *o)
 	vfgx_opts_default(sk_opts, SK_NOPTS, o, sizeof(*o));
 }
 
-int vfgx_socket_opts_from_yaml(const struct vfgx_cfg_node *map,
+static int vfgx_socket_opts_from_yaml(const struct vfgx_cfg_node *map,
 			       struct vfgx_socket_opts *o)
 {
 	return vfgx_opts_from_yaml(map, sk_opts, SK_NOPTS, o, sizeof(*o));
+}
+
+static int sk_opts_parse(const struct vfgx_cfg_node *map, const struct vfgx_iface_config *ifc,
+			 struct vfgx_backend_opts *out)
+{
+	(void)ifc;
+	return vfgx_socket_opts_from_yaml(map, (struct vfgx_socket_opts *)out);
+}
+
+/* UDP: a datagram's payload in one buffer (buf_size, 2048 by default);
+ * TCP: a record, at most max_record, in one buffer. */
+static uint32_t sk_frame_max(const struct vfgx_backend_opts *bo, const char *address,
+			     uint32_t buf_size, const char **key)
+{
+	const struct vfgx_socket_opts *o = (const struct vfgx_socket_opts *)bo;
+	struct vfgx_socket_opts d;
+	const char *uri;
+	bool tcp;
+
+	if (!o) {
+		vfgx_socket_opts_default(&d);
+		o = &d;
+	}
+	uri = o->uri ? o->uri : address ? address : "";
+	tcp = !strncmp(uri, "tcp://", 6);
+	if (!buf_size && o->buf_size) {
+		*key = "socket.buf_size";
+		return tcp && o->max_record < o->buf_size ? o->max_record : o->buf_size;
+	}
+	if (tcp) {
+		*key = buf_size && buf_size < o->max_record ? NULL : "socket.max_record";
+		return vfgx_frame_bound(o->max_record, buf_size);
+	}
+	*key = buf_size ? NULL : "socket.buf_size";
+	return buf_size ? buf_size : 2048;
 }
 
 static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
@@ -130,10 +165,8 @@ static int sk_parse(struct vfgx_port *port, struct sk_priv *sp,
 	const char *uri;
 	int ret;
 
-	ret = conf->backend_opts ?
-		      vfgx_opts_from_user(port->ctx, port->name, "socket", sk_opts,
-					  SK_NOPTS, conf->backend_opts, &o, sizeof(o)) :
-		      vfgx_socket_opts_from_yaml(conf->opts, &o);
+	ret = vfgx_opts_get(port->ctx, port->name, "socket", sk_opts, SK_NOPTS,
+			    conf->backend_opts, &o, sizeof(o));
 	if (ret)
 		return ret;
 	uri = o.uri ? o.uri : conf->address ? conf->address : "";
@@ -717,6 +750,9 @@ int vfgx_socket_tcp_stats(vfgx_port *port, struct vfgx_socket_tcp_stats *st)
 const struct vfgx_port_ops vfgx_socket_ops = {
 	.name = "socket",
 	.priv_size = sizeof(struct sk_priv),
+	.opts_size = sizeof(struct vfgx_socket_opts),
+	.parse = sk_opts_parse,
+	.rx_frame_max = sk_frame_max,
 	.open = sk_open,
 	.rx_burst = sk_rx_burst,
 	.release = vfgx_port_release_to_pool,

@@ -17,8 +17,6 @@
 
 /* a generator frame (at most 9216 bytes) and its rewrite */
 #define SEND_FORMAT_SLOT 9216u
-#define LB_DEF_PACKET_SIZE 512 /* interfaces[].loopback's defaults */
-#define LB_DEF_FLOWS 4
 
 #define HD_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_fmt_send, F, __VA_ARGS__)
 /* send.header, for a struct a program filled (vfgx_opts_from_user) */
@@ -37,7 +35,7 @@ static const struct vfgx_opt header_tab[] = {
 static const char *const header_keys[] = { "payload_type", "stream_id", "seq_start",
 	"timestamp_start", "timestamp_step", "streams", NULL };
 
-static int header_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_fmt_send *h)
+int send_header_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_fmt_send *h)
 {
 	int ret;
 
@@ -67,22 +65,16 @@ static int header_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_fmt_sen
 	return 0;
 }
 
-/* the profile: format_desc, else send.format with format_profile (the
- * same profile, or the whole of it when send.format is absent) */
+/* the profile: format_desc (send.format, or the program's), which
+ * format_profile, when given too, must name; else format_profile; else
+ * vfgx */
 static int resolve_format(vfgx_ctx *ctx, const struct vfgx_send_opts *o, struct vfgx_format *f)
 {
-	int ret;
-
 	if (o->format_desc) {
 		if (o->format_desc->argsz < sizeof(*f))
 			return vfgx_set_error(ctx, -EINVAL, "sender: format_desc argsz %u, wanted %zu",
 					      o->format_desc->argsz, sizeof(*f));
 		*f = *o->format_desc;
-		return 0;
-	}
-	if (vfgx_cfg_present(&o->format)) {
-		if ((ret = vfgx_format_from_yaml(&o->format, f)))
-			return ret;
 		if (o->format_profile && strcmp(o->format_profile, f->name))
 			return vfgx_set_error(ctx, -EINVAL, "--format %s: the config's send.format is profile %s; name one of them",
 					      o->format_profile, f->name);
@@ -119,8 +111,9 @@ static bool is_plain_vfgx(const struct vfgx_format *f)
 int send_format_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		     const struct vfgx_send_opts *o, struct send_format *sf)
 {
+	struct vfgx_loopback_opts gen;
 	uint32_t size, vlan, flows, room;
-	int ret;
+	int ret = 0;
 
 	memset(sf, 0, sizeof(*sf));
 	if ((ret = resolve_format(ctx, o, &sf->f)))
@@ -137,15 +130,19 @@ int send_format_open(vfgx_ctx *ctx, const struct vfgx_config *cfg,
 		ret = vfgx_opts_from_user(ctx, "sender", "send.header", header_tab, HEADER_NOPTS,
 					  o->header_values, &sf->hdr, sizeof(sf->hdr));
 	else
-		ret = header_from_yaml(&o->header, &sf->hdr);
+		vfgx_opts_default(header_tab, HEADER_NOPTS, &sf->hdr, sizeof(sf->hdr));
 	if (ret)
 		return ret;
 	/* the generator's frame: its UDP payload is the room each packet of
 	 * the profile is written in */
-	if ((ret = vfgx_cfg_u32(&o->generator, "packet_size", LB_DEF_PACKET_SIZE, 0, UINT32_MAX, &size)) ||
-	    (ret = vfgx_cfg_u32(&o->generator, "vlan", 0, 0, UINT32_MAX, &vlan)) ||
-	    (ret = vfgx_cfg_u32(&o->generator, "flows", LB_DEF_FLOWS, 0, UINT32_MAX, &flows)))
-		return ret;
+	if (o->generator) {
+		gen = *o->generator;
+	} else {
+		vfgx_loopback_opts_default(&gen);
+	}
+	size = gen.packet_size;
+	vlan = gen.vlan;
+	flows = gen.flows;
 	if (!sf->hdr.streams)
 		sf->hdr.streams = flows ? flows : 1;
 	if (size > SEND_FORMAT_SLOT)

@@ -31,4 +31,8 @@ uint16_t send_format_burst(struct send_format *sf, const struct vfgx_pkt *pk, ui
 			   struct vfgx_pkt *out, bool payload_only, uint64_t *not_udp,
 			   uint64_t *encode_drops);
 void send_format_close(struct send_format *sf);
+/* send.header (map; absent: the defaults): header_tab's keys and ranges,
+ * numbers in hex as well; file:line:col errors. */
+struct vfgx_cfg_node;
+int send_header_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_fmt_send *h);
 #endif

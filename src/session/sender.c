@@ -25,6 +25,7 @@
 
 #include "core/argsz.h"
 #include "core/opts.h"
+#include "port/port_opts.h"
 #include "port/loopback_replay.h"
 #include "port/tx_fill.h"
 #include "send_format.h"
@@ -37,7 +38,7 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(STR, interface, 0),
 	SD_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
 	SD_OPT(DOUBLE, rate_bps, 0, 0, 1e13),
-	SD_OPT(U32, burst, 32, 1, 1024),
+	SD_OPT(U32, burst, 32, 1, VFGX_BATCH_MAX),
 	SD_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
 	SD_OPT(U32, stall_ms, 1000, 1, 600000),
 	SD_OPT(STR, memory_region, 0),
@@ -45,8 +46,9 @@ static const struct vfgx_opt send_tab[] = {
 	SD_OPT(DOUBLE, txtime_lead_us, 1000, -1e6, 1e6),
 	SD_OPT(DOUBLE, spin_us, 1000, 0, 1e6),
 	SD_OPT(U32, sched_priority, 0, 0, 99),
-	{ "generator", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
-	{ "pcap", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
+	/* the sources' sections: their ports' tables (source_from_yaml) */
+	SD_OPT(SKIP, generator, 0),
+	SD_OPT(SKIP, pcap, 0),
 	{ "format", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 	{ "header", VFGX_OPT_SKIP, 0, 0, 0, 0, NULL },
 };
@@ -90,24 +92,60 @@ struct vfgx_sender {
 void vfgx_send_opts_default(struct vfgx_send_opts *o)
 {
 	vfgx_opts_default(send_tab, SEND_NOPTS, o, sizeof(*o));
-	o->generator = (struct vfgx_cfg_node){ 0 };
-	o->pcap = (struct vfgx_cfg_node){ 0 };
-	o->format = (struct vfgx_cfg_node){ 0 };
-	o->header = (struct vfgx_cfg_node){ 0 };
+	o->generator = NULL;
+	o->pcap = NULL;
+	o->format_profile = NULL;
+	o->format_desc = NULL;
+	o->header_values = NULL;
+}
+
+/* send.generator / send.pcap by their ports' tables (the parse entries
+ * of port/port_opts.h); NULL when absent (the defaults). */
+static int source_from_yaml(const struct vfgx_cfg_node *so, const char *key, const char *backend,
+			    const struct vfgx_backend_opts **out)
+{
+	struct vfgx_iface_config ifc = { .name = key, .backend = backend, .address = "",
+					 .nb_rx_queues = 1 };
+	struct vfgx_cfg_node n;
+
+	*out = NULL;
+	if (vfgx_cfg_child(so, key, &n))
+		return 0;
+	return vfgx_port_opts_from_yaml(&n, &ifc, out);
 }
 
 int vfgx_send_opts_from_config(const struct vfgx_config *cfg, struct vfgx_send_opts *o)
 {
-	const struct vfgx_cfg_node *so = &cfg->send_opts;
+	struct vfgx_cfg_node root = { .doc = cfg->doc, .index = 1 }, so, n;
+	const struct vfgx_backend_opts *gen, *pcap;
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	if ((ret = vfgx_opts_from_yaml(so, send_tab, SEND_NOPTS, o, sizeof(*o))))
+	vfgx_cfg_child(&root, "send", &so);
+	if ((ret = vfgx_opts_from_yaml(&so, send_tab, SEND_NOPTS, o, sizeof(*o))) ||
+	    (ret = source_from_yaml(&so, "generator", "loopback", &gen)) ||
+	    (ret = source_from_yaml(&so, "pcap", "pcap", &pcap)))
 		return ret;
-	vfgx_cfg_child(so, "generator", &o->generator);
-	vfgx_cfg_child(so, "pcap", &o->pcap);
-	vfgx_cfg_child(so, "format", &o->format);
-	vfgx_cfg_child(so, "header", &o->header);
+	o->generator = (const struct vfgx_loopback_opts *)gen;
+	o->pcap = (const struct vfgx_pcap_opts *)pcap;
+	if (!vfgx_cfg_child(&so, "format", &n)) {
+		struct vfgx_format *f = vfgx_cfg_alloc(&n, sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		if ((ret = vfgx_format_from_yaml(&n, f)))
+			return ret;
+		o->format_desc = f;
+	}
+	if (!vfgx_cfg_child(&so, "header", &n)) {
+		struct vfgx_fmt_send *h = vfgx_cfg_alloc(&n, sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		if ((ret = send_header_from_yaml(&n, h)))
+			return ret;
+		o->header_values = h;
+	}
 	return 0;
 }
 
@@ -143,9 +181,9 @@ static int open_source(vfgx_ctx *ctx, const struct vfgx_config *cfg, struct vfgx
 		ifc.name = "send.pcap";
 		ifc.backend = "pcap";
 		ifc.nb_rx_queues = 1;
-		ifc.opts = s->c.pcap;
+		ifc.backend_opts = s->c.pcap ? &s->c.pcap->hdr : NULL;
 	} else {
-		ifc.opts = s->c.generator;
+		ifc.backend_opts = s->c.generator ? &s->c.generator->hdr : NULL;
 	}
 	for (uint16_t q = 0; q < VFGX_MAX_QUEUES; q++)
 		qs[q] = (struct vfgx_queue_config){ .id = q, .batch_size = (uint16_t)s->c.burst,
@@ -248,8 +286,8 @@ static void tx_all(struct vfgx_sender *s, uint16_t q, const struct vfgx_pkt *pk,
  * or < 0. */
 static int fill_burst(struct vfgx_sender *s, uint16_t q, uint16_t txq)
 {
-	void *bufs[1024];
-	uint32_t lens[1024], room;
+	void *bufs[VFGX_BATCH_MAX];
+	uint32_t lens[VFGX_BATCH_MAX], room;
 	uint64_t bytes = 0;
 	int n = vfgx_port_tx_reserve(s->out, txq, bufs, (uint16_t)s->c.burst, &room);
 
@@ -327,7 +365,7 @@ static void send_loop(struct vfgx_sender *s)
 {
 	uint16_t nq = vfgx_port_nb_rx_queues(s->src);
 	uint16_t ntx = vfgx_port_nb_tx_queues(s->out);
-	struct vfgx_pkt pk[1024], tx[1024];
+	struct vfgx_pkt pk[VFGX_BATCH_MAX], tx[VFGX_BATCH_MAX];
 	bool done[VFGX_MAX_QUEUES] = { false };
 	uint16_t left = nq;
 	uint64_t t0 = vfgx_now_ns(), tlast = t0, tpub = t0;

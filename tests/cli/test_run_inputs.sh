@@ -47,8 +47,8 @@ interfaces:
     loopback: { packets: 1000, packet_size: 3000 }
 pipeline: { device: gpu }
 Y
-refused "host 4096-byte buffers on the gpu engine" \
-	"^vfgx: $tmp/host-big.yaml: interface lb0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots \\(use memory_regions\\[\\]\\.kind: pinned, or buf_size: 2048 or less\\)$" \
+refused "host frames of 3000 bytes on the gpu engine" \
+	"^vfgx: $tmp/host-big.yaml: interface lb0 rx queue 0: memory_region rx: host memory with frames of up to 3000 bytes, but the gpu engine copies host-memory frames through 2048-byte slots \\(use memory_regions\\[\\]\\.kind: pinned, or loopback\\.packet_size: 2048 or less\\)$" \
 	"$tmp/host-big.yaml"
 
 # a directory as the config: its path and the problem, not "read error"

@@ -78,8 +78,7 @@ static void test_default_config(void **state)
 static void test_full_config(void **state)
 {
 	struct vfgx_config *cfg;
-	struct vfgx_cfg_node n;
-	uint64_t v;
+	const struct vfgx_loopback_opts *lo;
 
 	(void)state;
 	assert_int_equal(load("log_level: debug\n"
@@ -118,11 +117,17 @@ static void test_full_config(void **state)
 
 	assert_int_equal(vfgx_config_section(cfg, "expect", ex_tab, 1, &ex, sizeof(ex)), 0);
 	assert_int_equal(ex.min_packets, 5);
-	/* the backend section is handed over as a node */
-	assert_true(vfgx_cfg_present(&cfg->ifaces[0].opts));
-	assert_int_equal(vfgx_cfg_u64(&cfg->ifaces[0].opts, "packets", 1, 0, 100, &v), 0);
-	assert_int_equal(v, 77);
-	assert_int_equal(vfgx_cfg_child(&cfg->ifaces[0].opts, "nope", &n), -ENOENT);
+	/* the backend section is parsed at load into the backend's typed
+	 * options, the other keys at their defaults */
+	assert_non_null(cfg->ifaces[0].backend_opts);
+	assert_string_equal(cfg->ifaces[0].backend_opts->backend, "loopback");
+	lo = (const struct vfgx_loopback_opts *)(const void *)cfg->ifaces[0].backend_opts;
+	assert_int_equal(lo->packets, 77);
+	assert_int_equal(lo->packet_size, 512);
+	/* pipeline.gpu too, its defaults where absent */
+	assert_non_null(cfg->pipeline.gpu);
+	assert_int_equal(cfg->pipeline.gpu->argsz, sizeof(struct vfgx_gpu_opts));
+	assert_int_equal(cfg->pipeline.gpu->items, 64);
 	vfgx_config_destroy(cfg);
 }
 

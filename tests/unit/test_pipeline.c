@@ -247,13 +247,60 @@ static void test_device_gpu_without_gpu(void **state)
 	vfgx_config_destroy(cfg);
 }
 
+/* A program's own ports meet the same rule at vfgx_pipeline_create: a
+ * port reports the largest frame each rx queue hands out (its backend's
+ * options in its buffers), and under the gpu engine host-memory frames
+ * above the bounce slot are one line, not an EMSGSIZE mid-run.  The
+ * engine part needs a GPU (the probe says): skipped without. */
+static void test_rx_memory_program_ports(void **state)
+{
+	struct vfgx_loopback_opts lo;
+	struct vfgx_port_conf pc = { .argsz = sizeof(pc), .name = "big0", .backend = "loopback",
+				     .nb_rx_queues = 1, .burst = 64, .backend_opts = &lo.hdr };
+	struct vfgx_pipeline_config conf;
+	vfgx_pipeline *pl = NULL;
+	vfgx_port *port;
+	char desc[256];
+	int ret;
+
+	(void)state;
+	vfgx_loopback_opts_default(&lo);
+	lo.packets = 100;
+	lo.packet_size = 3000;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 0), 3000);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 1), 0); /* no such queue */
+	vfgx_pipeline_config_default(&conf);
+	conf.device = VFGX_DEVICE_GPU;
+	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
+		vfgx_port_close(port);
+		printf("SKIP: test_rx_memory_program_ports: the gpu engine part needs a GPU\n");
+		skip();
+	}
+	ret = vfgx_pipeline_create(ctx, &conf, &port, 1, &pl);
+	assert_int_equal(ret, -EINVAL);
+	assert_null(pl);
+	assert_non_null(strstr(vfgx_last_error(ctx),
+			       "big0 rx queue 0: host memory with frames of up to 3000 bytes, but the gpu engine copies host-memory frames through 2048-byte slots"));
+	assert_null(strchr(vfgx_last_error(ctx), '\n'));
+	vfgx_port_close(port);
+	/* frames that fit the slot: the engine is made */
+	lo.packet_size = 2048;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &port), 0);
+	assert_int_equal(vfgx_port_rx_frame_max(port, 0), 2048);
+	assert_int_equal(vfgx_pipeline_create(ctx, &conf, &port, 1, &pl), 0);
+	vfgx_pipeline_destroy(pl);
+	vfgx_port_close(port);
+}
+
 /* pipeline.gpu.rx_threads: 0 (auto) by default, a count up to 64, and a
  * file:line error past it, with or without a GPU here. */
 /* Rx memory an engine cannot read is refused at load, in one line, before
  * any region is made (so also here, without a GPU): GPU memory for the cpu
  * engine (its workers segfaulted reading replayed GPU frames), host
- * buffers above the gpu engine's 2048-byte bounce slot (EMSGSIZE mid-run
- * before).  auto and what each engine reads pass. */
+ * frames above the gpu engine's 2048-byte bounce slot (EMSGSIZE mid-run
+ * before; larger buffers with frames that fit are read).  auto and what
+ * each engine reads pass. */
 static void test_rx_memory_refused_at_load(void **state)
 {
 	static const char fmt[] =
@@ -263,21 +310,23 @@ static void test_rx_memory_refused_at_load(void **state)
 		"  - name: rp0\n"
 		"    backend: loopback\n"
 		"    rx: { queues: [ { id: 0, memory_region: rx }, { id: 1, memory_region: rx } ] }\n"
-		"    loopback: { packets: 1000, replay: true }\n"
+		"    loopback: { packets: 1000, replay: true, packet_size: %u }\n"
 		"pipeline: { device: %s }\n";
 	static const struct {
 		const char *kind, *device;
-		unsigned buf_size;
+		unsigned buf_size, frame;
 		const char *want; /* NULL: loads */
 	} cases[] = {
-		{ "gpu", "cpu", 512, "t.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read" },
-		{ "host", "gpu", 4096, "t.yaml: interface rp0 rx queue 0: memory_region rx: host memory with 4096-byte buffers, but the gpu engine copies host-memory packets through 2048-byte slots" },
-		{ "hugepage", "gpu", 2049, "2049-byte buffers" },
-		{ "host", "gpu", 2048, NULL },
-		{ "pinned", "gpu", 9000, NULL },
-		{ "pinned", "cpu", 512, NULL },
-		{ "gpu", "auto", 512, NULL },
-		{ "host", "auto", 9000, NULL },
+		{ "gpu", "cpu", 512, 512, "t.yaml: interface rp0 rx queue 0: memory_region rx: GPU memory, which the cpu engine cannot read" },
+		{ "host", "gpu", 4096, 3000, "t.yaml: interface rp0 rx queue 0: memory_region rx: host memory with frames of up to 3000 bytes, but the gpu engine copies host-memory frames through 2048-byte slots (use memory_regions[].kind: pinned, or loopback.packet_size: 2048 or less)" },
+		{ "hugepage", "gpu", 4096, 2049, "frames of up to 2049 bytes" },
+		/* frames within the slot in larger host buffers: read */
+		{ "host", "gpu", 4096, 2048, NULL },
+		{ "host", "gpu", 2048, 512, NULL },
+		{ "pinned", "gpu", 9000, 8000, NULL },
+		{ "pinned", "cpu", 512, 512, NULL },
+		{ "gpu", "auto", 512, 512, NULL },
+		{ "host", "auto", 9000, 8000, NULL },
 	};
 
 	(void)state;
@@ -286,7 +335,8 @@ static void test_rx_memory_refused_at_load(void **state)
 		char y[1024];
 		int ret;
 
-		snprintf(y, sizeof(y), fmt, cases[i].kind, cases[i].buf_size, cases[i].device);
+		snprintf(y, sizeof(y), fmt, cases[i].kind, cases[i].buf_size, cases[i].frame,
+			 cases[i].device);
 		ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg);
 		if (!cases[i].want) {
 			assert_int_equal(ret, 0);
@@ -307,20 +357,18 @@ static void test_gpu_rx_threads_option(void **state)
 		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 3 }\n",
 		"pipeline:\n  device: cpu\n  gpu: { rx_threads: 65 }\n",
 	};
-	struct vfgx_gpu_opts o;
-
 	(void)state;
+	/* pipeline.gpu is parsed at load, whatever the device */
 	for (int i = 0; i < 3; i++) {
-		struct vfgx_config *cfg;
-		int ret;
+		struct vfgx_config *cfg = NULL;
+		int ret = vfgx_config_load_string(ctx, y[i], strlen(y[i]), "t.yaml", &cfg);
 
-		assert_int_equal(vfgx_config_load_string(ctx, y[i], strlen(y[i]), "t.yaml", &cfg), 0);
-		ret = vfgx_gpu_opts_parse(&cfg->pipeline.gpu_opts, &o);
 		if (i < 2) {
 			assert_int_equal(ret, 0);
-			assert_int_equal(o.rx_threads, i ? 3 : 0);
+			assert_int_equal(cfg->pipeline.gpu->rx_threads, i ? 3 : 0);
 		} else {
 			assert_int_equal(ret, -EINVAL);
+			assert_null(cfg);
 			assert_non_null(strstr(vfgx_last_error(ctx), "t.yaml:3"));
 			assert_non_null(strstr(vfgx_last_error(ctx), "rx_threads"));
 		}
@@ -556,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_observer_argsz),
 		cmocka_unit_test(test_device_gpu_without_gpu),
 		cmocka_unit_test(test_rx_memory_refused_at_load),
+		cmocka_unit_test(test_rx_memory_program_ports),
 		cmocka_unit_test(test_gpu_rx_threads_option),
 		cmocka_unit_test(test_typed_options),
 		cmocka_unit_test(test_typed_socket),

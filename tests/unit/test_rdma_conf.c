@@ -13,14 +13,16 @@
 
 static vfgx_ctx *ctx;
 
+/* The first failure: the rdma section's keys and values when the config
+ * loads, the rest when the port opens. */
 static int open_yaml(const char *y)
 {
 	struct vfgx_config *cfg;
 	vfgx_port *port = NULL;
 	int ret;
 
-	if (vfgx_config_load_string(ctx, y, strlen(y), "r.yaml", &cfg))
-		return -1000;
+	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "r.yaml", &cfg)))
+		return ret;
 	ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port);
 	vfgx_config_destroy(cfg);
 	if (!ret)

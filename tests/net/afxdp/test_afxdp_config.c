@@ -1,6 +1,7 @@
 /* test_afxdp_config.c - interfaces[].afxdp validation: every bad key or
- * value is refused before the port touches the interface, with one line
- * naming file:line:col or the thing and the fix.  Runs without root. */
+ * value is refused before the port touches the interface (a key or value
+ * when the config loads), with one line naming file:line:col or the thing
+ * and the fix.  Runs without root. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,8 +26,9 @@ static vfgx_ctx *ctx;
 	     "    afxdp:\n" \
 	     "      %s\n"
 
-/* Open the port of a config built from HEAD; returns the open's result
- * and leaves the message in ctx. */
+/* Load a config built from HEAD and open its port; returns the first
+ * failure (the section's keys and values at load, the rest at open) and
+ * leaves the message in ctx. */
 static int open_with(const char *buf_size, const char *address,
 		     const char *afxdp_line)
 {
@@ -36,7 +38,8 @@ static int open_with(const char *buf_size, const char *address,
 	int ret;
 
 	snprintf(y, sizeof(y), HEAD, buf_size, address, afxdp_line);
-	assert_int_equal(vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg), 0);
+	if ((ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg)))
+		return ret;
 	ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[0], &port);
 	if (!ret)
 		vfgx_port_close(port);
