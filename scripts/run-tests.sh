@@ -21,8 +21,11 @@ if [ ! -f "$san/build.ninja" ]; then
 		-Dc_args='-fno-sanitize-recover=all -fno-omit-frame-pointer' >/dev/null || exit 1
 fi
 if ninja -C "$san" >/dev/null; then
+	# two at a time, as the normal build's: each fuzzer is one libFuzzer
+	# process run for FUZZ_SECONDS of wall time, so two on the 2 cores
+	# each have a core, as one alone had
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		meson test -C "$san" --print-errorlogs --num-processes 1 --suite unit --suite fuzz
+		meson test -C "$san" --print-errorlogs --num-processes 2 --suite unit --suite fuzz
 else
 	ninja -C "$san" | tail -30
 	echo "sanitizer build failed" > "$san/build-failed"

@@ -125,12 +125,17 @@ done
 	echo
 } >"$out/run.sh"
 
+# no_timer_check: the kernel's check that the IO-APIC timer ticks, timed
+# against the emulated CPU's own progress, failed on the loaded 2-core host
+# ("Kernel panic - not syncing: IO-APIC + timer doesn't work!" at 0.05 s
+# of guest time, the guest gone after 84 s): a TCG vCPU starved by the
+# host's load sees too few ticks.  The timer works; the check is skipped.
 # shellcheck disable=SC2054 # commas belong to QEMU's option syntax
 qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$smp"
       -nodefaults -no-user-config -display none -no-reboot
       -serial "file:$out/console.log"
       -kernel "$kernel" -initrd "$initrd"
-      -append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init vfgx.out=$out${appends[*]:+ ${appends[*]}}"
+      -append "console=ttyS0 loglevel=4 panic=-1 no_timer_check rdinit=/init vfgx.out=$out${appends[*]:+ ${appends[*]}}"
       -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
       -virtfs "local,path=$out,mount_tag=vfgxout,security_model=none,multidevs=remap")
 i=0

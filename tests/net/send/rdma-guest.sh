@@ -31,6 +31,35 @@ wait_line() {
 	done
 }
 
+# settle RPID SENT_JSON: after the sender has exited, wait until the
+# receiver (vfgx run --metrics $metrics, process RPID) has counted on its
+# port every packet the sender's report says went out, then stop it
+# (SIGINT: the run ends and checks as at pipeline.duration_s).  An RC
+# SEND or WRITE the sender saw complete is in the receiver's memory; what
+# it had not yet polled would be counted nowhere, hence the wait.  Without
+# the count (a receiver that lost some), it runs to its duration_s as
+# before and its own report says what is missing.  The page is read with
+# the host's wget (tests/vm/mon/guest.sh reads it so too), the top-level
+# "packets" of the report (json-c's pretty print: two spaces before each
+# top-level key) with sed: no python3 start in the emulated guest.
+metrics=127.0.0.1:9464
+settle() {
+	want=$(sed -n 's/^  "packets":\([0-9]*\),*$/\1/p' "$2" | head -n 1)
+	[ -n "$want" ] || return 0
+	got=-
+	while kill -0 "$1" 2>/dev/null; do
+		got=$(wget -q -O - "http://$metrics/metrics" 2>/dev/null |
+			awk '/^vfgx_port_rx_packets_total[{]/ && /port="in"/ { n += $NF } END { printf "%d\n", n }')
+		if [ "${got:-0}" -ge "$want" ]; then
+			kill -INT "$1"
+			echo "  settle: the receiver counted $got of the $want packets sent; stopped"
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "  settle: the receiver ended (its duration_s) before it counted the $want packets sent (last count: ${got:-none})"
+}
+
 # one_run NAME PORT MODE_OPTS: 0 when every packet is accounted for
 one_run() {
 	cat >"$tmp/recv.yaml" <<EOT
@@ -68,12 +97,13 @@ EOT
 	spid=$!
 	rpid='' rrc=-
 	if wait_line "$tmp/send.log" "connection refused.*trying again" $spid; then
-		"$vfgx" run -q --expect-sent "$tmp/sent.json" "$tmp/recv.yaml" >"$tmp/recv.log" 2>&1 &
+		"$vfgx" run -q --metrics "$metrics" --expect-sent "$tmp/sent.json" "$tmp/recv.yaml" >"$tmp/recv.log" 2>&1 &
 		rpid=$!
 	fi
 	wait $spid
 	src=$?
 	if [ -n "$rpid" ]; then
+		[ $src = 0 ] && settle $rpid "$tmp/sent.json"
 		wait $rpid
 		rrc=$?
 	fi
@@ -135,6 +165,9 @@ EOT
 rpid=$!
 timeout 180 "$vfgx" send "$tmp/send.yaml" >"$tmp/send.log" 2>&1
 src=$?
+# the receiver's own end is not checked here: stopped, not awaited for
+# its pipeline.duration_s
+kill -INT $rpid 2>/dev/null
 wait $rpid
 if [ $src != 0 ] && [ $src != 124 ] && [ "$(grep -v ': info: ' "$tmp/send.log" | grep -c .)" = 1 ] &&
 	grep -q "is its rdma.mode ring too" "$tmp/send.log"; then

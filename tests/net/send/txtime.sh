@@ -30,12 +30,6 @@ command -v dumpcap >/dev/null && have_cap=1
 . "$root/tests/net/send/pair.sh" txtime-test
 ok() { echo "ok   - $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
-# KEY.PATH of a JSON file
-jget() { python3 -c 'import json,sys
-v=json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."): v=v[k] if v is not None else None
-print(str(v).lower() if isinstance(v,bool) else v)' "$1" "$2"; }
-
 udp_out="  - { name: out, backend: socket, address: udp://$IPB:5000,
       rx: { queues: [ { id: 0 } ] }, tx: { queues: [ { id: 0 } ] },
       socket: { role: client } }"
@@ -100,53 +94,100 @@ show() { # NAME: the logs of a failed case, and where packets went
 	} 2>&1 | sed 's/^/  kern: /'
 }
 
-# generated = delivered + dropped at the receiver's socket (buffer full) +
-# refused by the qdisc; and what the sender counts as sent is what arrived
-accounted() { # NAME
-	local j=$tmp/$1-sent.json r=$tmp/$1-recv.json
-	gen=$(jget "$j" source.generated) sent=$(jget "$j" packets)
-	missed=$(jget "$j" drops.txtime_missed) invalid=$(jget "$j" drops.txtime_invalid)
-	deliv=$(jget "$r" pipeline.delivered) verr=$(jget "$r" pipeline.verify_errors)
-	rxp=$(python3 -c 'import json,sys; print(sum(q["rx_packets"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
-	rfull=$(python3 -c 'import json,sys; print(sum(q["drops"]["ring_full"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
-	sentb=$(jget "$j" bytes)
-	rxb=$(python3 -c 'import json,sys; print(sum(q["rx_bytes"] for q in json.load(open(sys.argv[1]))["queues"]))' "$r")
+# report NAME [PCAP]: what case NAME's checks compare, read from the
+# sender's and the receiver's JSON reports by one python3 (in the emulated
+# guest each python3 start took 5 to 30 s: one a case, not one a number)
+# and set as shell variables: from the sender's report sent bytes gen
+# (source.generated) used tsent delta (txtime.used, .sent, .delta_ns)
+# missed invalid (drops.txtime_missed, .txtime_invalid); from the
+# receiver's deliv verr (pipeline.delivered, .verify_errors) and, summed
+# over its queues, rxp rxb rfull (rx_packets, rx_bytes, drops.ring_full).
+# A report or key that is not there leaves its variables empty.  With
+# PCAP (dumpcap's capture on the sender's veth), gapline: the gaps between
+# the times packets left it (a capture there sees each datagram as the
+# qdisc releases it; on the receiving side GRO may merge a burst into one
+# packet), printed, never asserted.
+report() {
+	local vars
+	vars=$(python3 - "$tmp/$1-sent.json" "$tmp/$1-recv.json" "${2:-}" <<'EOP'
+import json, shlex, struct, sys
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+def get(v, path):
+    for k in path.split("."):
+        v = v.get(k) if isinstance(v, dict) else None
+    return "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+def qsum(r, path):
+    qs = r.get("queues") if isinstance(r, dict) else None
+    if not isinstance(qs, list) or not qs:
+        return ""
+    vals = [get(q, path) for q in qs]
+    return str(sum(int(x) for x in vals)) if all(x.isdigit() for x in vals) else ""
+
+def gaps(path):
+    try:
+        d = open(path, "rb").read()
+    except OSError as e:
+        return "no capture (%s)" % e
+    t, o, res = [], 0, 1e-6
+    while o + 12 <= len(d):
+        typ, ln = struct.unpack("<II", d[o:o + 8])
+        if ln < 12: break
+        if typ == 1:  # interface description: if_tsresol (option 9)
+            p = o + 16
+            while p + 4 <= o + ln - 4:
+                code, olen = struct.unpack("<HH", d[p:p + 4])
+                if code == 0: break
+                if code == 9:
+                    r = d[p + 4]
+                    res = 2.0 ** -(r & 127) if r & 128 else 10.0 ** -r
+                p += 4 + (olen + 3) // 4 * 4
+        elif typ == 6:  # enhanced packet
+            hi, lo = struct.unpack("<II", d[o + 12:o + 20])
+            t.append(((hi << 32) | lo) * res * 1e6)
+        o += ln
+    g = sorted(b - a for a, b in zip(t, t[1:]))
+    if len(g) < 10: return "too few packets captured (%d)" % len(t)
+    q = lambda p: g[min(len(g) - 1, int(len(g) * p))]
+    return ("%d gaps, us: p1 %.1f p10 %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f (schedule 100)" %
+            (len(g), q(.01), q(.1), q(.5), q(.9), q(.99), g[-1]))
+
+s, r = load(sys.argv[1]), load(sys.argv[2])
+out = {"sent": get(s, "packets"), "bytes": get(s, "bytes"), "gen": get(s, "source.generated"),
+       "used": get(s, "txtime.used"), "tsent": get(s, "txtime.sent"),
+       "delta": get(s, "txtime.delta_ns"), "missed": get(s, "drops.txtime_missed"),
+       "invalid": get(s, "drops.txtime_invalid"),
+       "deliv": get(r, "pipeline.delivered"), "verr": get(r, "pipeline.verify_errors"),
+       "rxp": qsum(r, "rx_packets"), "rxb": qsum(r, "rx_bytes"), "rfull": qsum(r, "drops.ring_full"),
+       "gapline": gaps(sys.argv[3]) if sys.argv[3] else ""}
+for k, v in out.items():
+    print("%s=%s" % (k, shlex.quote(v)))
+EOP
+	)
+	sent='' bytes='' gen='' used='' tsent='' delta='' missed='' invalid=''
+	deliv='' verr='' rxp='' rxb='' rfull='' gapline=''
+	eval "$vars"
 	acct="generated $gen = delivered $deliv + receiver socket drops $rfull + qdisc missed $missed + invalid $invalid"
-	# bytes too: the refused packets' bytes come off what the sender sent
-	((gen == deliv + rfull + missed + invalid && sent == rxp + rfull && verr == 0)) &&
-		((rfull > 0 || sentb == rxb))
 }
 
-# the gaps between the times packets left the sender's veth: a capture
-# there sees each datagram as the qdisc releases it (on the receiving side
-# GRO may merge a burst into one packet)
-gaps() { # PCAPNG (dumpcap's)
-	python3 - "$1" <<'EOP'
-import struct, sys
-d = open(sys.argv[1], "rb").read()
-t, o, res = [], 0, 1e-6
-while o + 12 <= len(d):
-    typ, ln = struct.unpack("<II", d[o:o + 8])
-    if ln < 12: break
-    if typ == 1:  # interface description: if_tsresol (option 9)
-        p = o + 16
-        while p + 4 <= o + ln - 4:
-            code, olen = struct.unpack("<HH", d[p:p + 4])
-            if code == 0: break
-            if code == 9:
-                r = d[p + 4]
-                res = 2.0 ** -(r & 127) if r & 128 else 10.0 ** -r
-            p += 4 + (olen + 3) // 4 * 4
-    elif typ == 6:  # enhanced packet
-        hi, lo = struct.unpack("<II", d[o + 12:o + 20])
-        t.append(((hi << 32) | lo) * res * 1e6)
-    o += ln
-g = sorted(b - a for a, b in zip(t, t[1:]))
-if len(g) < 10: print("too few packets captured (%d)" % len(t)); sys.exit()
-q = lambda p: g[min(len(g) - 1, int(len(g) * p))]
-print("%d gaps, us: p1 %.1f p10 %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f (schedule 100)" %
-      (len(g), q(.01), q(.1), q(.5), q(.9), q(.99), g[-1]))
-EOP
+# after report (which says it in $acct): generated = delivered + dropped at the receiver's
+# socket (buffer full) + refused by the qdisc; and what the sender counts
+# as sent is what arrived; every count there (an empty one fails)
+accounted() {
+	local v
+	for v in "$gen" "$sent" "$missed" "$invalid" "$deliv" "$verr" "$rxp" "$rfull" "$bytes" "$rxb"; do
+		[[ $v =~ ^[0-9]+$ ]] || return 1
+	done
+	# bytes too: the refused packets' bytes come off what the sender sent
+	((gen == deliv + rfull + missed + invalid && sent == rxp + rfull && verr == 0)) &&
+		((rfull > 0 || bytes == rxb))
 }
 
 capture_start() { # FILE: dumpcap writing FILE (its header is there, 20 s
@@ -173,23 +214,23 @@ if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
 	# behind its schedule, and a launch time already past is refused
 	run_pair etf 4000 20000
 	((have_cap)) && capture_stop
-	if ((src == 0 && rrc == 0)) && [ "$(jget "$tmp/etf-sent.json" txtime.used)" = true ] &&
-		[ "$(jget "$tmp/etf-sent.json" txtime.sent)" = 4000 ] && accounted etf; then
+	report etf "$( ((have_cap)) && echo "$tmp/etf.pcap")"
+	if ((src == 0 && rrc == 0)) && [ "$used" = true ] && [ "$tsent" = 4000 ] && accounted; then
 		ok "etf on ${A}0: txtime used, $acct; sender $(grep -o 'pacing: .*' "$tmp/etf-send.log")"
-	elif ((rrc == 0)) && [ "$(jget "$tmp/etf-sent.json" txtime.used)" = true ] && accounted etf; then
+	elif ((rrc == 0)) && [ "$used" = true ] && accounted; then
 		# the qdisc dropped some (a TCG guest misses launch times): counted, exit 1
 		ok "etf on ${A}0: txtime used, $acct (sender exit $src: the qdisc's refusals are its drops)"
 	else
 		fail "etf on ${A}0: send exit $src, receive exit $rrc; ${acct:-}"
 		show etf
 	fi
-	((have_cap)) && echo "     departure gaps with ETF: $(gaps "$tmp/etf.pcap")"
+	((have_cap)) && echo "     departure gaps with ETF: $gapline"
 
 	# launch times 100 ms in the past: the qdisc refuses every packet and
 	# the error queue says so, one report each
 	run_pair past 500 -100000
-	if ((src == 1 && rrc == 0)) && [ "$(jget "$tmp/past-sent.json" drops.txtime_invalid)" = 500 ] &&
-		[ "$(jget "$tmp/past-sent.json" packets)" = 0 ] && accounted past &&
+	report past
+	if ((src == 1 && rrc == 0)) && [ "$invalid" = 500 ] && [ "$sent" = 0 ] && accounted &&
 		grep -q '^drop txtime_invalid *500$' "$tmp/past-send.log"; then
 		ok "launch times in the past: exit 1, all 500 counted txtime_invalid, none arrived"
 	else
@@ -219,14 +260,14 @@ if err=$(ip netns exec "$A" "${etf[@]}" 2>&1); then
 	((have_cap)) && capture_start "$tmp/wide.pcap"
 	run_pair wide 4000 20000
 	((have_cap)) && capture_stop
-	if ((rrc == 0)) && [ "$(jget "$tmp/wide-sent.json" txtime.used)" = true ] &&
-		[ "$(jget "$tmp/wide-sent.json" txtime.delta_ns)" = 5000000 ] && accounted wide; then
+	report wide "$( ((have_cap)) && echo "$tmp/wide.pcap")"
+	if ((rrc == 0)) && [ "$used" = true ] && [ "$delta" = 5000000 ] && accounted; then
 		ok "etf delta 5 ms: $acct"
 	else
 		fail "etf delta 5 ms: send exit $src, receive exit $rrc; ${acct:-}"
 		show wide
 	fi
-	((have_cap)) && echo "     departure gaps with ETF, delta 5 ms: $(gaps "$tmp/wide.pcap")"
+	((have_cap)) && echo "     departure gaps with ETF, delta 5 ms: $gapline"
 	ip netns exec "$A" tc qdisc del dev "${A}0" root
 elif [ "$mode" = guest ]; then
 	fail "cannot install the ETF qdisc in the guest: $err"
@@ -238,17 +279,18 @@ fi
 ((have_cap)) && capture_start "$tmp/tb.pcap"
 run_pair noetf 4000 2000
 ((have_cap)) && capture_stop
+report noetf "$( ((have_cap)) && echo "$tmp/tb.pcap")"
 lines=$(grep -v ': info: ' "$tmp/noetf-send.log" | grep -c '^vfgx: ')
-if ((src == 0 && rrc == 0)) && [ "$(jget "$tmp/noetf-sent.json" txtime.used)" = false ] &&
+if ((src == 0 && rrc == 0)) && [ "$used" = false ] &&
 	((lines == 1)) && grep -q "^vfgx: out: txtime: no ETF qdisc on ${A}0, .*; pacing with the token bucket instead$" "$tmp/noetf-send.log" &&
-	accounted noetf && ((deliv == gen)); then
+	accounted && ((deliv == gen)); then
 	ok "no ETF qdisc: one line, token bucket, $acct"
 	echo "     $(grep '^vfgx: out: txtime' "$tmp/noetf-send.log")"
 else
 	fail "no ETF qdisc: send exit $src, receive exit $rrc, $lines lines; ${acct:-}"
 	show noetf
 fi
-((have_cap)) && echo "     departure gaps between frames, token bucket alone (bursts of 8 leave as one UDP GSO frame on veth): $(gaps "$tmp/tb.pcap")"
+((have_cap)) && echo "     departure gaps between frames, token bucket alone (bursts of 8 leave as one UDP GSO frame on veth): $gapline"
 
 if [ "$mode" = host ]; then
 	# bad values: file:line:col, exit 2
