@@ -491,7 +491,8 @@ static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
 	return vfgx_place_apply(p->fmt, len, p->place_fn(pay, len, o, &u), &u, o);
 }
 
-static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
+static inline __attribute__((always_inline)) void
+fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
 		       bool may_hand)
 {
 	struct vfgx_fmt_pkt o;
