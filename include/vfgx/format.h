@@ -157,6 +157,18 @@ struct vfgx_seq_state {
 	uint32_t have_bad;
 };
 
+/*
+ * What vfgx_fmt_decode works out of a description before reading a
+ * packet (vfgx_fmt_plan_make), made once where an engine keeps it
+ * (vfgx_fmt_decode_plan): a packet of at least need bytes holds the least
+ * header and every field read at a fixed offset, so that no field needs
+ * its own bounds check.  Plain data, as struct vfgx_format.
+ */
+struct vfgx_fmt_plan {
+	uint32_t need;
+	uint32_t pad;
+};
+
 /* ---- the rules (VFGX_HD) ---------------------------------------------- */
 
 VFGX_HD uint64_t vfgx_fmt_mask(uint32_t bits)
@@ -164,25 +176,54 @@ VFGX_HD uint64_t vfgx_fmt_mask(uint32_t bits)
 	return bits == 0 || bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
 }
 
+/* Little-endian loads (the big-endian ones are stages.h's vfgx_rd*); as
+ * the big-endian ones, byte by byte, which gcc turns into one load. */
+VFGX_HD uint32_t vfgx_fmt_rd32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+
+VFGX_HD uint64_t vfgx_fmt_rd64le(const uint8_t *p)
+{
+	return (uint64_t)vfgx_fmt_rd32le(p) | ((uint64_t)vfgx_fmt_rd32le(p + 4) << 32);
+}
+
+/* size (1..8) bytes at p as an unsigned number, big endian unless
+ * little: the usual sizes as one load each, the others byte by byte. */
+VFGX_HD uint64_t vfgx_fmt_load(const uint8_t *p, uint32_t size, uint32_t little)
+{
+	uint64_t x = 0;
+
+	switch (size) {
+	case 1:
+		return p[0];
+	case 2:
+		return little ? (uint64_t)(p[0] | (p[1] << 8)) : vfgx_rd16(p);
+	case 4:
+		return little ? vfgx_fmt_rd32le(p) : vfgx_rd32(p);
+	case 8:
+		return little ? vfgx_fmt_rd64le(p) : vfgx_rd64(p);
+	default:
+		for (uint32_t i = 0; i < size; i++)
+			x = (x << 8) | p[little ? size - 1 - i : i];
+		return x;
+	}
+}
+
 /* Read field fl of a UDP payload p of len bytes.  VFGX_FD_FIELD_OUTSIDE
  * when it does not lie inside the payload. */
 VFGX_HD int vfgx_fmt_field_get(const struct vfgx_fmt_field *fl, const uint8_t *p,
 			       uint32_t len, uint64_t *v)
 {
-	uint64_t x = 0;
-
 	if (fl->size == 0) {
 		*v = 0;
 		return VFGX_FD_OK;
 	}
 	if ((uint32_t)fl->offset + fl->size > len)
 		return VFGX_FD_FIELD_OUTSIDE;
-	for (uint32_t i = 0; i < fl->size; i++) {
-		uint32_t k = fl->little ? fl->size - 1 - i : i;
-
-		x = (x << 8) | p[fl->offset + k];
-	}
-	*v = (x >> fl->shift) & vfgx_fmt_mask(fl->bits);
+	*v = (vfgx_fmt_load(p + fl->offset, fl->size, fl->little) >> fl->shift) &
+	     vfgx_fmt_mask(fl->bits);
 	return VFGX_FD_OK;
 }
 
@@ -222,17 +263,21 @@ VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *
 	uint64_t d, back, e;
 
 	v &= mask;
+	/* the common case first: in order or a gap forward (have_bad
+	 * written only when set: no store per packet beyond max_ext) */
+	d = (v - s->max_ext) & mask;
+	if (s->started && d < r->seq_max_dropout) {
+		e = s->max_ext + d;
+		s->max_ext = e;
+		if (s->have_bad)
+			s->have_bad = 0;
+		*ext = e;
+		return VFGX_FD_OK;
+	}
 	if (!s->started) {
 		s->started = 1;
 		s->have_bad = 0;
 		s->max_ext = one_turn + v;
-		*ext = s->max_ext;
-		return VFGX_FD_OK;
-	}
-	d = (v - s->max_ext) & mask;
-	if (d < r->seq_max_dropout) {
-		s->max_ext += d;
-		s->have_bad = 0;
 		*ext = s->max_ext;
 		return VFGX_FD_OK;
 	}
@@ -488,18 +533,72 @@ VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *
 	return VFGX_FD_OK;
 }
 
+/* The end of field fl (offset + size; 0: absent) when it is read at a
+ * fixed offset. */
+VFGX_HD uint32_t vfgx_fmt_field_end(const struct vfgx_fmt_field *fl)
+{
+	return fl->size ? (uint32_t)fl->offset + fl->size : 0;
+}
+
+VFGX_HD uint32_t vfgx_fmt_max32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The plan of f for vfgx_fmt_decode_plan.  The fields that VITA-49 and
+ * SPEAD read from their own headers are not in need, as decode does not
+ * read them. */
+VFGX_HD void vfgx_fmt_plan_make(const struct vfgx_format *f, struct vfgx_fmt_plan *c)
+{
+	uint32_t n = f->header_len;
+
+	for (uint32_t i = 0; i < VFGX_FMT_MAX_MATCH; i++)
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->match[i]));
+	n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->length));
+	if (f->layout != VFGX_FMT_VITA49 && f->layout != VFGX_FMT_SPEAD) {
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->stream));
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->seq));
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->seq_major));
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->timestamp));
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->ts_frac));
+		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->end));
+	}
+	c->need = n;
+	c->pad = 0;
+}
+
+/* Read field fl of a UDP payload p of len bytes, as vfgx_fmt_field_get;
+ * its bounds checked only when checked (the packet is shorter than the
+ * plan's need). */
+VFGX_HD int vfgx_fmt_pget(const struct vfgx_fmt_field *fl, const uint8_t *p, uint32_t len,
+			  int checked, uint64_t *v)
+{
+	if (fl->size == 0) {
+		*v = 0;
+		return VFGX_FD_OK;
+	}
+	if (checked && (uint32_t)fl->offset + fl->size > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	*v = (vfgx_fmt_load(p + fl->offset, fl->size, fl->little) >> fl->shift) &
+	     vfgx_fmt_mask(fl->bits);
+	return VFGX_FD_OK;
+}
+
 /*
- * Decode one UDP payload p of len bytes by f: stream (index and raw),
- * sequence as sent, timestamp, payload, end mark, and the layout's own
- * placement (SPEAD, RFC 4175).  No state: vfgx_seq_extend and
- * vfgx_fmt_place come after.  Returns VFGX_FD_OK or a drop reason.
+ * Decode one UDP payload p of len bytes by f, with c its plan
+ * (vfgx_fmt_plan_make(f, c)): stream (index and raw), sequence as sent,
+ * timestamp, payload, end mark, and the layout's own placement (SPEAD,
+ * RFC 4175).  No state: vfgx_seq_extend and vfgx_fmt_place come after.
+ * Returns VFGX_FD_OK or a drop reason, the first of the checks in this
+ * order: least header, match fields, length field, the layout's header,
+ * the fields, the stream.
  */
-VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
-			    uint32_t len, struct vfgx_fmt_pkt *o)
+VFGX_HD int vfgx_fmt_decode_plan(const struct vfgx_format *f, const struct vfgx_fmt_plan *c,
+				 const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
 {
 	uint64_t v, major;
 	uint32_t hl = f->header_len;
-	int r;
+	int checked = len < c->need, r;
 
 	o->stream_raw = 0;
 	o->stream = 0;
@@ -517,13 +616,13 @@ VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
 	for (uint32_t i = 0; i < VFGX_FMT_MAX_MATCH; i++) {
 		if (!f->match[i].size)
 			continue;
-		if ((r = vfgx_fmt_field_get(&f->match[i], p, len, &v)))
+		if ((r = vfgx_fmt_pget(&f->match[i], p, len, checked, &v)))
 			return r;
 		if (v != f->match_value[i])
 			return VFGX_FD_MISMATCH;
 	}
 	if (f->length.size) {
-		if ((r = vfgx_fmt_field_get(&f->length, p, len, &v)))
+		if ((r = vfgx_fmt_pget(&f->length, p, len, checked, &v)))
 			return r;
 		if ((int64_t)(v * f->length_unit) + f->length_add != (int64_t)len)
 			return VFGX_FD_BAD_LENGTH;
@@ -544,18 +643,17 @@ VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
 		if ((f->layout == VFGX_FMT_RTP || f->layout == VFGX_FMT_RFC4175) &&
 		    (r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
 			return r;
-		if ((r = vfgx_fmt_field_get(&f->stream, p, len, &o->stream_raw)) ||
-		    (r = vfgx_fmt_field_get(&f->seq, p, len, &o->seq)) ||
-		    (r = vfgx_fmt_field_get(&f->timestamp, p, len, &o->timestamp)) ||
-		    (r = vfgx_fmt_field_get(&f->ts_frac, p, len, &o->ts_frac)) ||
-		    (r = vfgx_fmt_field_get(&f->end, p, len, &v)))
+		if ((r = vfgx_fmt_pget(&f->stream, p, len, checked, &o->stream_raw)) ||
+		    (r = vfgx_fmt_pget(&f->seq, p, len, checked, &o->seq)) ||
+		    (r = vfgx_fmt_pget(&f->timestamp, p, len, checked, &o->timestamp)) ||
+		    (r = vfgx_fmt_pget(&f->ts_frac, p, len, checked, &o->ts_frac)) ||
+		    (r = vfgx_fmt_pget(&f->end, p, len, checked, &v)) ||
+		    (r = vfgx_fmt_pget(&f->seq_major, p, len, checked, &major)))
 			return r;
 		o->end = v != 0;
-		if (f->seq_major.size) {
-			if ((r = vfgx_fmt_field_get(&f->seq_major, p, len, &major)))
-				return r;
-			o->seq += major * f->seq_major_mult;
-		}
+		/* composite (VDIF): major x seq_major_mult + minor; an absent
+		 * major reads 0 */
+		o->seq += major * f->seq_major_mult;
 		if (f->layout == VFGX_FMT_RFC4175) {
 			if ((r = vfgx_fmt_rfc4175(f, p, len, hl, o)))
 				return r;
@@ -568,6 +666,17 @@ VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
 		break;
 	}
 	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
+}
+
+/* vfgx_fmt_decode_plan with the plan made for this packet alone (where
+ * an engine keeps no plan). */
+VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
+			    uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	struct vfgx_fmt_plan c;
+
+	vfgx_fmt_plan_make(f, &c);
+	return vfgx_fmt_decode_plan(f, &c, p, len, o);
 }
 
 /*

@@ -46,6 +46,7 @@ struct vfgx_proc {
 	 * header fast path), and each stream's sequence extension state (a
 	 * stream's packets are extended by the worker that owns it) */
 	const struct vfgx_format *fmt;
+	struct vfgx_fmt_plan plan;   /* fmt's, made once (vfgx_fmt_plan_make) */
 	struct vfgx_seq_state *seq;
 	uint32_t nb_seq;
 	vfgx_place_fn *place_fn; /* pipeline.format.user_place, or NULL */
@@ -136,6 +137,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	if (!vfgx_format_is_vfgx(conf->format)) {
 		p->fmt_copy = *conf->format;
 		p->fmt = &p->fmt_copy;
+		vfgx_fmt_plan_make(p->fmt, &p->plan);
 		p->verify = false; /* the pattern is vfgx's generator's */
 		p->learn = vfgx_fmt_learns(p->fmt);
 		p->place_fn = conf->place ? conf->place->fn : NULL;
@@ -489,14 +491,15 @@ static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
 	return vfgx_place_apply(p->fmt, len, p->place_fn(pay, len, o, &u), &u, o);
 }
 
-static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
+static inline __attribute__((always_inline)) void
+fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
 		       bool may_hand)
 {
 	struct vfgx_fmt_pkt o;
 	struct vfgx_app_hdr h;
 	const uint8_t *data;
 	uint32_t dlen;
-	int r = vfgx_fmt_decode(p->fmt, pay, len, &o);
+	int r = vfgx_fmt_decode_plan(p->fmt, &p->plan, pay, len, &o);
 
 	/* decode's stream check is its last: o is whole when it fails */
 	if (p->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
@@ -553,7 +556,8 @@ static void fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t 
 		deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
 		return;
 	}
-	if (o.stream < p->conf.max_streams) {
+	if (o.stream < p->conf.max_streams &&
+	    (!p->streams[o.stream] || !p->streams[o.stream]->started)) {
 		/* an extended sequence starts anywhere (one turn in): the
 		 * window starts at the stream's first, not at 0 */
 		struct reorder_stream *s = stream_get(p, o.stream);
