@@ -553,9 +553,15 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 		goto out;
 	}
 	pthread_create(&th, NULL, consume, r);
-	for (uint32_t b = 0; b < t->nb_bursts; at += t->bursts[b++])
-		if (vfgx_gpu_proc_submit(gp, pk + at, t->bursts[b]) < 0)
+	for (uint32_t b = 0; b < t->nb_bursts; at += t->bursts[b++]) {
+		int64_t it = vfgx_gpu_proc_submit(gp, pk + at, t->bursts[b]);
+
+		if (it < 0) {
+			printf("FAIL %s: gpu: burst %u of %u refused (%s): %s\n", s->name, b,
+			       t->nb_bursts, strerror((int)-it), vfgx_last_error(ctx));
 			break;
+		}
+	}
 	ret = vfgx_gpu_proc_flush(gp);
 	vfgx_chunkset_finish(r->cs);
 	pthread_join(th, NULL);

@@ -35,8 +35,10 @@ for rel in FILES:
               re.findall(r'const char \*const (\w+)\[\]\s*=\s*\{([^}]*)\}', text)}
     for kind, key, default, rest in re.findall(r'\b[A-Z]+_OPT\((\w+),\s*(\w+),\s*([^,)]+)([^)]*)\)', text):
         keys.add(key)
-        if kind == "STR":
-            continue  # strings default to NULL: the doc row says what that means
+        if kind in ("STR", "SKIP"):
+            # strings default to NULL: the doc row says what that means;
+            # SKIP: a sub-mapping another parser reads (no default here)
+            continue
         if kind == "BOOL":
             default = "true" if default.strip() == "1" else "false"
         if kind == "ENUM":
