@@ -178,6 +178,8 @@ static int parse_video(const struct vfgx_cfg_node *map, struct vfgx_format *f)
 	    (ret = vfgx_cfg_u32(map, "height", 0, 1, 32767, &h)))
 		return ret;
 	if (w) {
+		if (!f->pgroup_pixels || !f->pgroup_bytes)
+			return vfgx_cfg_error(map, "width: a frame's pixel groups are unknown (profile rtp-video, or pgroup_bytes and pgroup_pixels)");
 		if (w % f->pgroup_pixels)
 			return vfgx_cfg_error(map, "width %u is not a whole number of %u-pixel groups",
 					      w, f->pgroup_pixels);
@@ -191,6 +193,20 @@ static int parse_video(const struct vfgx_cfg_node *map, struct vfgx_format *f)
 	else if (w && f->layout == VFGX_FMT_RFC4175)
 		return vfgx_cfg_error(map, "width without height: a frame is height lines");
 	return 0;
+}
+
+/* The rules the keys alone cannot say, at the format's own node (a
+ * profile named alone too: `format: vdif` has no frames_per_second); no
+ * packet size is known here, so only the header's own bounds. */
+static int format_rules_check(const struct vfgx_cfg_node *map, const struct vfgx_format *f)
+{
+	vfgx_ctx *ctx = map->doc ? map->doc->ctx : NULL;
+	char msg[512];
+
+	if (!vfgx_format_check(ctx, f, 65507, 0))
+		return 0;
+	snprintf(msg, sizeof(msg), "%s", ctx ? vfgx_last_error(ctx) : "invalid");
+	return vfgx_cfg_error(map, "%s", msg);
 }
 
 int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f)
@@ -222,7 +238,7 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 		return vfgx_cfg_error(&it, "unknown profile '%s'; built in: %s", prof, names);
 	}
 	if (vfgx_cfg_scalar(map))
-		return 0;
+		return format_rules_check(map, f);
 	if ((ret = vfgx_cfg_enum(map, "layout", layouts, (int)f->layout, &e)))
 		return ret;
 	f->layout = (uint32_t)e;
@@ -296,17 +312,7 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	if (!vfgx_cfg_child(map, "user_place", &it) &&
 	    f->place != VFGX_FMT_PLACE_SLOT && f->place != VFGX_FMT_PLACE_USER)
 		return vfgx_cfg_error(&it, "a user placement function places by slot or by itself; set place: slot or place: user");
-	/* the rules the keys alone cannot say, at the format's own node; no
-	 * packet size is known here, so only the header's own bounds */
-	{
-		vfgx_ctx *ctx = map->doc ? map->doc->ctx : NULL;
-		char msg[512];
-
-		if (!vfgx_format_check(ctx, f, 65507, 0))
-			return 0;
-		snprintf(msg, sizeof(msg), "%s", ctx ? vfgx_last_error(ctx) : "invalid");
-		return vfgx_cfg_error(map, "%s", msg);
-	}
+	return format_rules_check(map, f);
 }
 
 /* The format section of a parsed document: pipeline.format, format:, or
