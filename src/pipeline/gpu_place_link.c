@@ -18,7 +18,7 @@ extern const unsigned long vfgx_place_kernel_image_len;
 extern const char vfgx_place_shim_ptx[];
 extern const unsigned long vfgx_place_shim_ptx_len;
 
-#define PLACEHOLDER "VFGX_PLACE_SYMBOL_"
+#define SHIM_SYMBOL "VFGX_PLACE_SYMBOL_"
 
 static int valid_symbol(const char *s)
 {
@@ -31,19 +31,19 @@ static int valid_symbol(const char *s)
 	return 1;
 }
 
-/* The shim's PTX with every PLACEHOLDER replaced by symbol (malloc'd). */
+/* The shim's PTX with every SHIM_SYMBOL replaced by symbol (malloc'd). */
 static char *shim_for(const char *symbol)
 {
-	size_t pl = strlen(PLACEHOLDER), sl = strlen(symbol), n = 0;
+	size_t pl = strlen(SHIM_SYMBOL), sl = strlen(symbol), n = 0;
 	const char *p = vfgx_place_shim_ptx, *q;
 	char *out, *o;
 
-	for (q = p; (q = strstr(q, PLACEHOLDER)); q += pl)
+	for (q = p; (q = strstr(q, SHIM_SYMBOL)); q += pl)
 		n++;
 	out = malloc(vfgx_place_shim_ptx_len + n * sl + 1);
 	if (!out)
 		return NULL;
-	for (o = out; (q = strstr(p, PLACEHOLDER)); p = q + pl) {
+	for (o = out; (q = strstr(p, SHIM_SYMBOL)); p = q + pl) {
 		memcpy(o, p, (size_t)(q - p));
 		o += q - p;
 		memcpy(o, symbol, sl);
