@@ -209,16 +209,12 @@ __device__ __forceinline__ void group_ballots(const uint8_t *grp, uint32_t b0,
 	}
 }
 
-/* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
- * arrival order (zero past the last), so a batch of 32 records arrives in
- * one L2 round trip. */
-__device__ __forceinline__ struct res batch_record(const struct res *rs,
-						   const uint32_t (&bal)[32],
-						   uint32_t b0, uint32_t r0,
-						   uint32_t lane)
+/* Lane j's entry: the index of the group's (r0 + j)-th entry among b0 ..
+ * b0 + 1023, in arrival order (UINT32_MAX past the last). */
+__device__ __forceinline__ uint32_t batch_index(const uint32_t (&bal)[32], uint32_t b0,
+						uint32_t r0, uint32_t lane)
 {
 	uint32_t want = r0 + lane, acc = 0, idx = UINT32_MAX;
-	struct res mine = { 0, NULL, 0, 0, 0, 0 };
 
 #pragma unroll
 	for (uint32_t c = 0; c < 32; c++) {
@@ -233,6 +229,20 @@ __device__ __forceinline__ struct res batch_record(const struct res *rs,
 		}
 		acc += p;
 	}
+	return idx;
+}
+
+/* Lane j's record: the group's (r0 + j)-th entry among b0 .. b0 + 1023, in
+ * arrival order (zero past the last), so a batch of 32 records arrives in
+ * one L2 round trip. */
+__device__ __forceinline__ struct res batch_record(const struct res *rs,
+						   const uint32_t (&bal)[32],
+						   uint32_t b0, uint32_t r0,
+						   uint32_t lane)
+{
+	uint32_t idx = batch_index(bal, b0, r0, lane);
+	struct res mine = { 0, NULL, 0, 0, 0, 0 };
+
 	if (idx != UINT32_MAX)
 		mine = rs[idx];
 	return mine;
@@ -477,61 +487,136 @@ __device__ int32_t kfmt_learn(uint64_t *learned, uint32_t nb, uint64_t raw)
  * learned (RTP's SSRCs), its stream index first (every record is group
  * 0's), then a record past too_big (reorder's slot; 0: none) is dropped,
  * as proc.c's order has it.  A bad stream, jump or a sequence below 0
- * drops the record (its group mark cleared). */
-__device__ __noinline__ void kfmt_extend(const struct vfgx_format *fmt,
+ * drops the record (its group mark cleared).
+ *
+ * The group's records 32 at a time, in arrival order (group_ballots, as
+ * phase B's walk): a batch that is one stream's next sequences in a run
+ * (vfgx_seq_extend_run) is extended at once, each lane its own record;
+ * any other batch is walked record by record, every lane computing the
+ * same decision on values shuffled from the record's lane.  The current
+ * stream's state stays in registers (written back when the stream changes
+ * and at the end), so no record waits for the store of the one before. */
+__device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ fmt,
 					 struct vfgx_seq_state *fseq, uint32_t nb_fseq,
 					 uint64_t *base, struct res *rs, uint8_t *grp,
 					 ull *cnt, uint32_t n, uint32_t g, uint32_t lane,
 					 const struct kfres *frs, uint64_t *learned,
 					 uint32_t nb_learned, uint32_t too_big)
 {
-	for (uint32_t b = 0; b < n; b += 32) {
-		uint32_t i = b + lane;
-		uint32_t m = __ballot_sync(FULL, i < n && __ldcg(grp + i) == g);
+	uint32_t cs = UINT32_MAX; /* the stream whose state st holds */
+	struct vfgx_seq_state st = { 0, 0, 0, 0 };
+	uint32_t bal[32], tot;
 
-		if (lane == 0) {
-			while (m) {
-				uint32_t j = b + (uint32_t)(__ffs(m) - 1);
-				struct res *r = &rs[j];
-				uint64_t ext = 0;
-				bool fresh;
-				int v = VFGX_FD_OK;
+	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
+		group_ballots(grp, b0, n, g, lane, bal, tot);
+		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
+			uint32_t nb = tot - r0 < 32 ? tot - r0 : 32;
+			bool in = lane < nb;
+			uint32_t i = in ? batch_index(bal, b0, r0, lane) : 0;
+			uint32_t my_stream = in ? rs[i].stream : 0, my_len = in ? rs[i].len : 0;
+			uint64_t my_seq = in ? rs[i].seq : 0;
+			uint64_t my_raw = in && learned ? frs[i].raw : 0;
+			uint32_t s0 = __shfl_sync(FULL, my_stream, 0);
+			uint64_t q0 = __shfl_sync(FULL, my_seq, 0), raw0 = __shfl_sync(FULL, my_raw, 0);
+			int my_v = 0; /* a drop reason (VFGX_R_*), or 0 */
+			bool done = false;
 
-				m &= m - 1;
+			if (__all_sync(FULL, !in || (my_stream == s0 &&
+						     vfgx_seq_in_run(fmt, q0, my_seq, lane) &&
+						     (!learned || (my_raw == raw0 &&
+								   !(too_big && my_len > too_big)))))) {
+				uint32_t s = s0;
+				uint64_t e0;
+				bool ok = true;
+
 				if (learned) {
-					uint32_t x = vfgx_fmt_learned_stream(
-						fmt, kfmt_learn(learned, nb_learned, frs[j].raw));
+					int32_t li = 0;
+					uint32_t x;
 
-					if (x == UINT32_MAX || r->stream + x >= nb_fseq) {
-						v = VFGX_FD_BAD_STREAM;
-					} else {
-						r->stream += x;
-						if (too_big && r->len > too_big) {
-							grp[j] = 0xff;
-							count(cnt, GPUK_C_DROP0 + VFGX_R_TOO_BIG, 1);
-							continue;
-						}
+					if (lane == 0)
+						li = kfmt_learn(learned, nb_learned, raw0);
+					x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
+					ok = x != UINT32_MAX && s + x < nb_fseq;
+					s += x;
+				}
+				if (ok && s < nb_fseq) {
+					if (s != cs) {
+						if (cs != UINT32_MAX && lane == 0)
+							fseq[cs] = st;
+						cs = s;
+						st = fseq[s];
+					}
+					if (vfgx_seq_extend_run(fmt, &st, q0, nb, &e0)) {
+						my_stream = s;
+						my_seq = e0 + lane;
+						done = true;
 					}
 				}
-				fresh = r->stream < nb_fseq && !fseq[r->stream].started;
-				if (v == VFGX_FD_OK)
-					v = r->stream < nb_fseq ?
-						    vfgx_seq_extend(fmt, &fseq[r->stream], r->seq, &ext) :
-						    VFGX_FD_BAD_STREAM;
-				if (v == VFGX_FD_OK) {
+			}
+			for (uint32_t m = done ? 0 : __ballot_sync(FULL, in); m; m &= m - 1) {
+				uint32_t jl = (uint32_t)(__ffs(m) - 1);
+				uint32_t s = __shfl_sync(FULL, my_stream, jl);
+				uint64_t seq = __shfl_sync(FULL, my_seq, jl);
+				uint64_t ext = 0;
+				int v = VFGX_FD_OK, reason = 0;
+
+				if (learned) {
+					int32_t li = 0;
+					uint64_t raw = __shfl_sync(FULL, my_raw, jl);
+					uint32_t len = __shfl_sync(FULL, my_len, jl);
+					uint32_t x;
+
+					if (lane == 0)
+						li = kfmt_learn(learned, nb_learned, raw);
+					x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
+					if (x == UINT32_MAX || s + x >= nb_fseq) {
+						v = VFGX_FD_BAD_STREAM;
+					} else {
+						s += x;
+						if (too_big && len > too_big)
+							reason = VFGX_R_TOO_BIG;
+					}
+				}
+				if (!reason && v == VFGX_FD_OK && s >= nb_fseq)
+					v = VFGX_FD_BAD_STREAM;
+				if (!reason && v == VFGX_FD_OK) {
+					bool fresh;
+
+					if (s != cs) {
+						if (cs != UINT32_MAX && lane == 0)
+							fseq[cs] = st;
+						cs = s;
+						st = fseq[s];
+					}
+					fresh = !st.started;
+					v = vfgx_seq_extend(fmt, &st, seq, &ext);
 					/* the window starts at the stream's first
 					 * extended sequence (proc.c does the same) */
-					if (fresh && base)
-						base[r->stream] = ext;
-					r->seq = ext;
-					continue;
+					if (v == VFGX_FD_OK && fresh && base && lane == 0)
+						base[s] = ext;
 				}
-				grp[j] = 0xff;
-				count(cnt, GPUK_C_DROP0 + vfgx_fmt_drop_reason(v), 1);
+				if (!reason && v != VFGX_FD_OK)
+					reason = vfgx_fmt_drop_reason(v);
+				if (lane == jl) {
+					my_stream = s;
+					my_seq = ext;
+					my_v = reason;
+				}
+			}
+			if (in) {
+				if (my_v) {
+					grp[i] = 0xff;
+					count(cnt, GPUK_C_DROP0 + my_v, 1);
+				} else {
+					rs[i].stream = my_stream;
+					rs[i].seq = my_seq;
+				}
 			}
 		}
-		__syncwarp();
 	}
+	if (cs != UINT32_MAX && lane == 0)
+		fseq[cs] = st;
+	__syncwarp();
 }
 
 /* Returns false when told to quit while waiting for the group's turn.

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <vfgx/chunk.h>
+#include <vfgx/format.h>
 #include <vfgx/stages.h>
 
 #if defined(__CUDA_ARCH__)
@@ -71,6 +72,39 @@ VFGX_HD struct vfgx_rule_delivery vfgx_rule_deliver(int bad, int user_dropped,
 	d.bytes = user_dropped ? 0u : len;
 	d.last = !user_dropped && (flags & VFGX_APP_FLAG_LAST) ? 1u : 0u;
 	return d;
+}
+
+/* ---- a producer's sequence: a run extended at once -------------------------- */
+
+/* n sequences as sent, v0, v0 + 1, ..., v0 + n - 1 (modulo 2^seq_bits),
+ * the next ones of a stream that has started, v0 a step forward from its
+ * highest (less than seq_max_dropout): extended as n calls of
+ * vfgx_seq_extend extend them, the first to *ext0 and each next one more
+ * (each is then a step of 1 forward), and the state left as those calls
+ * leave it.  Returns 0 without touching anything for any other run: the
+ * caller extends it one by one.  The gpu engine extends a warp's 32
+ * records of one stream this way (kfmt_extend). */
+VFGX_HD int vfgx_seq_extend_run(const struct vfgx_format *f, struct vfgx_seq_state *s,
+				uint64_t v0, uint32_t n, uint64_t *ext0)
+{
+	uint64_t mask = vfgx_fmt_mask(f->seq_bits);
+	uint64_t d = ((v0 & mask) - s->max_ext) & mask;
+
+	if (n == 0 || !s->started || d >= f->seq_max_dropout ||
+	    (n > 1 && f->seq_max_dropout < 2))
+		return 0;
+	*ext0 = s->max_ext + d;
+	s->max_ext = *ext0 + (n - 1);
+	s->have_bad = 0;
+	return 1;
+}
+
+/* Whether the sequence v as sent is the i-th of a run from v0 (what
+ * vfgx_seq_extend_run takes): v0 + i modulo 2^seq_bits, so a run may pass
+ * a short counter's turn (32 records of VITA-49's 4-bit count). */
+VFGX_HD int vfgx_seq_in_run(const struct vfgx_format *f, uint64_t v0, uint64_t v, uint32_t i)
+{
+	return ((v - v0 - i) & vfgx_fmt_mask(f->seq_bits)) == 0;
 }
 
 /* ---- reorder ------------------------------------------------------------- */

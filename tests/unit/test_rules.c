@@ -521,10 +521,58 @@ static void test_ck_tick_flush(void **state)
 	assert_int_equal(vfgx_ck_flush(seqconf, closed), 0);
 }
 
+/* vfgx_seq_extend_run against n calls of vfgx_seq_extend: the same
+ * extended sequences and end state, or 0 and nothing changed; every
+ * sequence width the profiles use, around wraparound, after a jump. */
+static void test_seq_run(void **state)
+{
+	static const uint32_t bits[] = { 4, 8, 16, 32, 0 };
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	for (size_t b = 0; b < sizeof(bits) / sizeof(bits[0]); b++) {
+		for (int t = 0; t < 4000; t++) {
+			struct vfgx_format f;
+			struct vfgx_seq_state a, c;
+			uint64_t mask = vfgx_fmt_mask(bits[b]), v0, e0 = 0, e = 0;
+			uint32_t n;
+
+			memset(&f, 0, sizeof(f));
+			f.seq_bits = bits[b];
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			f.seq_max_dropout = bits[b] == 4 ? 1 + (rnd >> 61) : 1 + (rnd >> 50) % 3000;
+			f.seq_max_misorder = bits[b] == 4 ? 2 : 100;
+			memset(&a, 0, sizeof(a));
+			a.started = (rnd >> 7) % 8 != 0;
+			a.max_ext = (rnd >> 11) % 3 == 0 ? mask + 1 + ((rnd >> 20) & mask) : (rnd >> 9);
+			a.have_bad = (rnd >> 13) % 4 == 0;
+			a.bad_next = rnd >> 17;
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			v0 = (rnd >> 5) % 3 == 0 ? (a.max_ext + 1 + (rnd >> 40) % 4) : rnd >> 8;
+			n = (uint32_t)(rnd >> 59) * 4 + (uint32_t)((rnd >> 3) & 3);
+			c = a;
+			if (!vfgx_seq_extend_run(&f, &c, v0, n, &e0)) {
+				assert_memory_equal(&a, &c, sizeof(a));
+				continue;
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				assert_int_equal(vfgx_seq_extend(&f, &a, (v0 + i) & mask, &e), VFGX_FD_OK);
+				assert_int_equal(e, e0 + i);
+				assert_true(vfgx_seq_in_run(&f, v0, v0 + i, i));
+				assert_false(vfgx_seq_in_run(&f, v0, v0 + i + 1, i));
+			}
+			assert_int_equal(a.max_ext, c.max_ext);
+			assert_int_equal(a.started, c.started);
+			assert_int_equal(a.have_bad, c.have_bad);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jump),
+		cmocka_unit_test(test_seq_run),
 		cmocka_unit_test(test_deliver),
 		cmocka_unit_test(test_ro_edges),
 		cmocka_unit_test(test_ro_sweep),
