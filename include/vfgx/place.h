@@ -54,7 +54,9 @@ struct vfgx_place {
  * pkt or d, write anything but *out, or depend on the order of calls:
  * the cpu engine may call it twice for one packet (once on the worker
  * that received it, once on the one owning its stream), and the gpu
- * engine calls it from many threads at once.
+ * engine calls it from many threads at once (with place: user, twice for
+ * every packet: for its stream, sequence and end mark, then for its
+ * chunk and pieces).
  */
 typedef int vfgx_place_fn(const uint8_t *pkt, uint32_t len,
 			  const struct vfgx_fmt_pkt *d, struct vfgx_place *out);

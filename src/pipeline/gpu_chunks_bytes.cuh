@@ -1,5 +1,6 @@
 /* gpu_chunks_bytes.cuh - pipeline.chunks by bytes on the GPU (a format
- * that places by offset or lines: SPEAD heaps, RFC 4175 frames): phase B
+ * that places by offset or lines: SPEAD heaps, RFC 4175 frames; or a user
+ * placement function, place: user, in the kernel linked with it): phase B
  * places each piece of a packet at the byte offset its header gives, by
  * the rules of vfgx/format.h and rules.h that chunk.c's place_bytes
  * follows, so the two engines agree (tests/gpu/test_format_chunks_gpu.c).
@@ -11,14 +12,16 @@
 #include <vfgx/format.h>
 
 #include "gpu_chunks.cuh"
+#include "gpu_phase_a.cuh" /* kfmt_user_place */
 #include "rules.h"
 
 /*
  * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
  * carries its whole UDP payload (kparams.fmt_raw) and its extended
  * sequence; the format's rules decode it again (vfgx_fmt_decode, the
- * same answer as phase A's) and give each piece's offset
- * (vfgx_fmt_place, which checks every piece ends inside the chunk).  The
+ * same answer as phase A's; place: user, the user's function over it)
+ * and give each piece's offset (vfgx_fmt_place, which checks every piece
+ * ends inside the chunk).  The
  * chunk is the open one with the packet's id, or top + 1 for a newer id;
  * a packet of a released chunk (late), a duplicate (its present bit) or
  * a refused ring slot is decided before any byte is written.  The pieces
@@ -47,6 +50,14 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	/* phase A passed it (a learned SSRC is past the streams) */
 	if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
 		return vfgx_fmt_drop_reason(v);
+#if VFGX_USER_PLACE_LINK
+	/* place: user: the chunk, end mark and pieces are the user's
+	 * function's, checked as on the cpu engine (vfgx_place_apply); phase
+	 * A called it on the same bytes, so it passes here too */
+	if (k.fmt->place == VFGX_FMT_PLACE_USER &&
+	    (v = kfmt_user_place(k.fmt, r.body, r.len, &o)) != VFGX_FD_OK)
+		return vfgx_fmt_drop_reason(v);
+#endif
 	o.stream = s;
 	o.ext_seq = r.seq;
 	*data = r.body + o.payload_off;

@@ -250,8 +250,10 @@ extern "C" __device__ int vfgx_user_place_entry(const uint8_t *pkt, uint32_t len
 						const struct vfgx_fmt_pkt *d,
 						struct vfgx_place *out);
 
-/* The function's answer checked as the cpu engine checks it: stream,
- * sequence and the payload (seg[0]; the gpu engine places by slot). */
+/* The function's answer checked as the cpu engine checks it
+ * (vfgx_place_apply): here stream, sequence and end mark for phase B's
+ * order; by slot the payload is seg[0], and place: user calls it again in
+ * phase B for its chunk and pieces (kc_place_bytes). */
 __device__ __noinline__ int kfmt_user_place(const struct vfgx_format *fmt, const uint8_t *pay,
 					    uint32_t len, struct vfgx_fmt_pkt *o)
 {

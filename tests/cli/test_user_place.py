@@ -7,7 +7,7 @@ records the chunks to raw files; every frame of both streams is one
 complete chunk whose bytes are where the header's rule puts them
 ((5k + 5) mod 16, computed here from the README, not by the function),
 read from the raw files with a plain parse; the control packets are
-user_place drops.  The same by slot (place: slot), and by slot on the gpu
+user_place drops.  The same by slot (place: slot), and both on the gpu
 engine from tile_place.fatbin where there is a GPU (else said skipped).  Then each wrong
 user_place is one line and exit 2: a symbol the library lacks, a library
 that does not exist, place: user without user_place, user_place on
@@ -142,8 +142,9 @@ def main():
         for place in ("user", "slot"):
             placed_run(tmp, pcap, place)
         # the same function from the fatbin, linked into the gpu engine's
-        # persistent kernel (placing by slot), where there is a GPU
-        placed_run(tmp, pcap, "slot", device="gpu")
+        # persistent kernel (by its offsets and by slot), where there is a GPU
+        for place in ("user", "slot"):
+            placed_run(tmp, pcap, place, device="gpu")
         e = refused(tmp, pcap, "a symbol the library lacks",
                     user_place="    user_place: {library: %s, symbol: no_such_place}\n" % SO)
         check("no_such_place" in e, "the line names the symbol")

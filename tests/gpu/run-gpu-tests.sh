@@ -34,10 +34,12 @@ step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 step "format chunks, gpu engine = cpu engine" "$build/tests/gpu/test_format_chunks_gpu"
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
 # issue 38: a user placement function linked into the persistent kernel
-# (nvJitLink), against the same source on the cpu engine; then vfgx run
-# with it (examples/user_place)
+# (nvJitLink), against the same source on the cpu engine, by slot and by
+# its own offsets (chunks by bytes; a buggy function's mistakes too); then
+# vfgx run with it (examples/user_place)
 place_fatbin=$build/examples/user_place/tile_place.fatbin
-step "user placement function" "$build/tests/gpu/test_place_gpu" "$place_fatbin"
+bad_fatbin=$build/tests/gpu/bad_place.fatbin
+step "user placement function" "$build/tests/gpu/test_place_gpu" "$place_fatbin" "$bad_fatbin"
 if grep -q "define VFGX_HAVE_PCAP 1" "$build/vfgx_build.h"; then
 	step "user placement function in vfgx run" python3 tests/cli/test_user_place.py \
 		"$build/src/cli/vfgx" "$build/examples/user_place/tile_place.so"
@@ -98,7 +100,7 @@ if [ -x "$san" ]; then
 			"$build/tests/gpu/test_format_chunks_gpu" $p
 	done
 	step "memcheck user placement" "$san" --tool memcheck --error-exitcode 9 \
-		"$build/tests/gpu/test_place_gpu" "$place_fatbin"
+		"$build/tests/gpu/test_place_gpu" "$place_fatbin" "$bad_fatbin"
 else
 	echo "FAIL compute-sanitizer not found (install the CUDA toolkit's sanitizer)"
 	fail=1

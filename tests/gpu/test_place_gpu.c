@@ -1,16 +1,30 @@
-/* test_place_gpu.c TILE_PLACE_FATBIN - a user placement function
- * (vfgx/place.h) on both engines: examples/user_place/tile_place.c,
+/* test_place_gpu.c TILE_PLACE_FATBIN BAD_PLACE_FATBIN - a user placement
+ * function (vfgx/place.h) on both engines: examples/user_place/tile_place.c,
  * compiled into this test as C for the cpu engine and given to the gpu
  * engine as the fatbin nvcc made of the same source (linked into the
  * persistent kernel at run time), places the same faulty "tiles" traffic
  * (control packets, lying lengths, tiles lost, duplicated and reordered,
- * two streams): both deliver the same records, stream, extended sequence,
- * length and payload hash, in the same order, with the same counters
- * (user_place drops included).  Without a GPU: exit 77.  Then a symbol
- * the module lacks is one error line, and a pipeline that is not
- * persistent is refused. */
+ * two streams).
+ * - By slot (place: slot): both deliver the same records, stream,
+ *   extended sequence, length and payload hash, in the same order, with
+ *   the same counters (user_place drops included).
+ * - By the function's own chunks and offsets (place: user, chunks by
+ *   bytes), with tile_place and with bad_place.c (tile_place plus the
+ *   mistakes a buggy function makes: pieces past the packet, no pieces,
+ *   too many, a stream past the description's, offsets past the chunk or
+ *   wrapping around, and a tile split in two pieces), and late replays:
+ *   every chunk handed out equal (index, flags, present map, lengths,
+ *   every byte, bytes, missing_bytes, first_seq, hdr_ts, hdr_flags), every
+ *   placement counter and drop reason equal, every complete frame's tiles
+ *   where the README's rule ((5k + 5) mod 16, computed here) puts them;
+ *   the cpu run must show each mistake's drop, complete and closed
+ *   chunks, late and duplicate packets and missing bytes.
+ * Without a GPU: exit 77 (--cpu-only: the cpu engine's runs by offsets
+ * and their coverage alone).  Then a symbol the module lacks is one error
+ * line, and a pipeline that is not persistent is refused. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +36,11 @@
 #include <vfgx/place.h>
 #include <vfgx/vfgx.h>
 
+#include "pipeline/chunkset.h"
 #include "pipeline/gpu_bench.h" /* vfgx_gpu_proc_log: a test hook */
+#include "pipeline/gpu_iface.h" /* GPUK_K_*: the chunk counters */
 #include "../../examples/user_place/tile_place.h"
+#include "bad_place.h"
 
 #define SLOT 256
 #define STREAMS 2
@@ -48,9 +65,10 @@ struct traffic {
 };
 
 /* An Ethernet/IPv4/UDP frame (no UDP checksum) whose payload is a tiles
- * packet: kind 0 data, 1 control; a lying length when lie. */
+ * packet: kind 0 data, 1 control; a lying length when lie; fault (a
+ * BAD_PLACE_*) in its first optional word, when it has one. */
 static uint32_t tile_frame(uint8_t *f, uint32_t stream, uint32_t frame, uint32_t k,
-			   uint32_t kind, int lie)
+			   uint32_t kind, int lie, uint32_t fault)
 {
 	uint32_t opt = rnd(3), h = 8 + 4 * opt;
 	struct vfgx_pkt_spec s = {
@@ -72,14 +90,21 @@ static uint32_t tile_frame(uint8_t *f, uint32_t stream, uint32_t frame, uint32_t
 	p[6] = 0;
 	p[7] = (uint8_t)(TB + (lie ? 1 : 0));
 	memset(p + 8, 0xee, 4 * opt);
+	if (opt && fault)
+		p[8] = (uint8_t)fault;
 	for (uint32_t i = 0; i < TB; i++)
 		p[h + i] = (uint8_t)(stream * 101 + frame * 31 + k * 67 + i * 7 + 1);
 	return len;
 }
 
-static int gen(struct traffic *t)
+/* Every stream's frames, tile by tile: 2% lost, 2% twice, 1% followed by a
+ * control packet, 1% by a copy whose length field lies; with faults, 12%
+ * carry a bad_place fault and 1% are followed by a copy of a packet
+ * 64-127 back (late, or a duplicate); then 20% swapped with one up to 7
+ * ahead. */
+static int gen(struct traffic *t, int faults)
 {
-	uint32_t cap = STREAMS * FRAMES * TILE_PLACE_TILES * 2 + 64;
+	uint32_t cap = STREAMS * FRAMES * TILE_PLACE_TILES * 3 + 64;
 
 	t->frames = calloc(cap, SLOT);
 	t->pkts = calloc(cap, sizeof(*t->pkts));
@@ -94,11 +119,21 @@ static int gen(struct traffic *t)
 					continue; /* lost */
 				for (uint32_t i = 0; i < reps + (r == 5) + (r == 6); i++) {
 					uint8_t *fr = t->frames + (size_t)t->n * SLOT;
+					uint32_t fault = faults && rnd(100) < 12 ? 1 + rnd(BAD_PLACE_FAULTS - 1) : 0;
 
 					t->pkts[t->n].data = fr;
 					t->pkts[t->n].len = tile_frame(fr, s, f, k, i == reps && r == 5,
-								       i == reps && r == 6);
+								       i == reps && r == 6, fault);
 					t->n++;
+					if (faults && t->n > 128 && rnd(100) < 1) {
+						uint32_t from = t->n - 64 - rnd(64);
+
+						memcpy(t->frames + (size_t)t->n * SLOT,
+						       t->frames + (size_t)from * SLOT, SLOT);
+						t->pkts[t->n].data = t->frames + (size_t)t->n * SLOT;
+						t->pkts[t->n].len = t->pkts[from].len;
+						t->n++;
+					}
 				}
 			}
 	/* reordered within 8 */
@@ -274,6 +309,444 @@ out:
 	free(pk);
 }
 
+/* ---- place: user, chunks by bytes --------------------------------------- */
+
+#define MAX_CHUNKS 4096
+
+/* A chunk as handed out: its descriptor's fields and a hash of its present
+ * word, lengths and every byte. */
+struct ck {
+	uint32_t stream, flags, present_count, hdr_flags;
+	uint64_t index, bytes, missing_bytes, first_seq, hdr_ts, hash;
+};
+
+struct brun {
+	struct vfgx_chunkset *cs;
+	struct ck *c;
+	uint32_t n;
+	uint64_t oracle_checked, oracle_bad; /* complete frames */
+	uint8_t data[TILE_PLACE_FRAME];
+	uint64_t present;
+	uint32_t lens[TILE_PLACE_TILES];
+	struct vfgx_pipeline_stats st;
+	uint64_t cnt[STREAMS][GPUK_K_NCNT];
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* A complete frame holds tile k of the sender (the generator's bytes) at
+ * ((5k + 5) mod 16) x 64, the README's rule, whatever the function did;
+ * the frame is the chunk's first sequence (frame x 16 + place, extended
+ * from 32 bits: 2^32 above it) / 16. */
+static void oracle(struct brun *r, const struct vfgx_chunk *c)
+{
+	uint64_t frame = (c->first_seq & 0xffffffffu) / TILE_PLACE_TILES;
+
+	if (c->flags != VFGX_CHUNK_COMPLETE)
+		return;
+	r->oracle_checked++;
+	for (uint32_t k = 0; k < TILE_PLACE_TILES; k++) {
+		const uint8_t *at = r->data + ((5 * k + 5) % TILE_PLACE_TILES) * TB;
+
+		for (uint32_t i = 0; i < TB; i++)
+			r->oracle_bad += at[i] != (uint8_t)(c->stream * 101 + frame * 31 + k * 67 +
+							     i * 7 + 1);
+	}
+}
+
+static void *consume(void *arg)
+{
+	struct brun *r = arg;
+	struct vfgx_chunk *c;
+	int ret;
+
+	while ((ret = vfgx_chunkset_get(r->cs, 50, &c)) != -ENODATA) {
+		struct ck *k;
+
+		if (ret)
+			continue;
+		if (c->mem == VFGX_MEM_GPU) {
+			if (cudaMemcpy(r->data, c->data, sizeof(r->data), cudaMemcpyDeviceToHost) ||
+			    cudaMemcpy(&r->present, c->present, 8, cudaMemcpyDeviceToHost) ||
+			    cudaMemcpy(r->lens, c->lens, sizeof(r->lens), cudaMemcpyDeviceToHost))
+				failures++, printf("FAIL copy back\n");
+		} else {
+			memcpy(r->data, c->data, sizeof(r->data));
+			memcpy(&r->present, c->present, 8);
+			memcpy(r->lens, c->lens, sizeof(r->lens));
+		}
+		oracle(r, c);
+		if (r->n < MAX_CHUNKS) {
+			k = &r->c[r->n++];
+			*k = (struct ck){
+				.stream = c->stream, .flags = c->flags,
+				.present_count = c->present_count, .hdr_flags = c->hdr_flags,
+				.index = c->index, .bytes = c->bytes,
+				.missing_bytes = c->missing_bytes, .first_seq = c->first_seq,
+				.hdr_ts = c->hdr_ts,
+			};
+			k->hash = fnv(fnv(fnv(0xcbf29ce484222325ull, &r->present, 8), r->lens,
+					  sizeof(r->lens)),
+				      r->data, sizeof(r->data));
+		}
+		vfgx_chunkset_put(r->cs, c->stream, c->index);
+	}
+	return NULL;
+}
+
+/* The description with the function placing by itself, and its chunks:
+ * a frame of 16 tiles, 4 in flight, closed 2 frames behind the newest. */
+static void describe_bytes(struct vfgx_format *f, struct vfgx_chunk_config *cc,
+			   struct vfgx_pipeline_config *pc)
+{
+	describe(f);
+	f->place = VFGX_FMT_PLACE_USER;
+	f->chunk_bytes = TILE_PLACE_FRAME;
+	vfgx_chunk_config_default(cc);
+	cc->packets = TILE_PLACE_TILES;
+	cc->payload_bytes = TB;
+	cc->streams = STREAMS;
+	cc->in_flight = 4;
+	cc->close_distance = 2;
+	cc->timeout_ms = 0;
+	vfgx_pipeline_config_default(pc);
+	pc->workers = 1;
+	pc->max_streams = STREAMS;
+	pc->verify_payload = false;
+	pc->format = f;
+	pc->chunks = cc;
+}
+
+static int brun_prepare(vfgx_ctx *ctx, struct brun *r, const struct vfgx_pipeline_config *pc,
+			enum vfgx_mem_kind mem)
+{
+	struct vfgx_chunk_config cc = *pc->chunks;
+
+	memset(r, 0, sizeof(*r));
+	cc.mem = mem;
+	r->c = calloc(MAX_CHUNKS, sizeof(*r->c));
+	if (!r->c || vfgx_chunkset_create_fmt(ctx, &cc, pc->format, &r->cs)) {
+		printf("FAIL chunks: %s\n", vfgx_last_error(ctx));
+		return -1;
+	}
+	/* chunk memory starts zero on both engines: a byte never written
+	 * hashes the same */
+	if (mem == VFGX_MEM_GPU &&
+	    cudaMemset(r->cs->dev_base, 0,
+		       (size_t)cc.streams * cc.in_flight * r->cs->slot_stride) != cudaSuccess)
+		return -1;
+	return 0;
+}
+
+static void brun_counters(struct brun *r)
+{
+	for (uint32_t s = 0; s < STREAMS; s++) {
+		struct chunk_stream *c = &r->cs->streams[s];
+
+		if (r->cs->gpu) {
+			vfgx_chunkset_gpu_counters(r->cs, s, r->cnt[s]);
+			continue;
+		}
+		r->cnt[s][GPUK_K_COMPLETE] = c->complete;
+		r->cnt[s][GPUK_K_CLOSED] = c->closed;
+		r->cnt[s][GPUK_K_SKIPPED] = c->skipped;
+		r->cnt[s][GPUK_K_PLACED] = c->placed;
+		r->cnt[s][GPUK_K_MISSING] = c->missing;
+		r->cnt[s][GPUK_K_LATE] = c->late;
+		r->cnt[s][GPUK_K_DUPLICATES] = c->duplicates;
+		r->cnt[s][GPUK_K_OUT_OF_RANGE] = c->out_of_range;
+		r->cnt[s][GPUK_K_BACKPRESSURE] = c->backpressure;
+		r->cnt[s][GPUK_K_BP_DROPS] = c->backpressure_drops;
+		r->cnt[s][GPUK_K_GAPS] = c->gaps;
+	}
+}
+
+static void brun_free(struct brun *r)
+{
+	vfgx_chunkset_destroy(r->cs);
+	free(r->c);
+}
+
+static int bytes_cpu(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
+		     const struct traffic *t, struct brun *r)
+{
+	vfgx_proc *p;
+	pthread_t th;
+
+	if (brun_prepare(ctx, r, pc, VFGX_MEM_HOST))
+		return -1;
+	if (vfgx_proc_create(ctx, pc, &p) || vfgx_proc_set_chunks(p, r->cs)) {
+		printf("FAIL cpu: %s\n", vfgx_last_error(ctx));
+		return -1;
+	}
+	pthread_create(&th, NULL, consume, r);
+	for (uint32_t at = 0; at < t->n; at += 64)
+		vfgx_proc_burst(p, t->pkts + at, t->n - at < 64 ? t->n - at : 64);
+	vfgx_proc_flush(p);
+	vfgx_chunkset_finish(r->cs);
+	pthread_join(th, NULL);
+	vfgx_proc_stats(p, &r->st);
+	brun_counters(r);
+	vfgx_proc_destroy(p);
+	return 0;
+}
+
+static int bytes_gpu(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
+		     const struct traffic *t, bool pkts_gpu, enum vfgx_mem_kind mem,
+		     struct brun *r)
+{
+	const struct vfgx_region_info *ri;
+	struct vfgx_pkt *pk = calloc(t->n, sizeof(*pk));
+	size_t size = (size_t)t->n * SLOT;
+	struct vfgx_gpu_opts o;
+	vfgx_region *reg = NULL;
+	vfgx_gpu_proc *gp = NULL;
+	pthread_t th;
+	int ret = -1;
+
+	if (!pk || brun_prepare(ctx, r, pc, mem))
+		goto out;
+	if (vfgx_region_create(ctx, pkts_gpu ? VFGX_MEM_GPU : VFGX_MEM_PINNED, size, 0, false,
+			       &reg)) {
+		printf("FAIL region: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
+	ri = vfgx_region_info(reg);
+	if (pkts_gpu)
+		cudaMemcpy(ri->dev_addr, t->frames, size, cudaMemcpyHostToDevice);
+	else
+		memcpy(ri->addr, t->frames, size);
+	for (uint32_t i = 0; i < t->n; i++) {
+		pk[i] = t->pkts[i];
+		pk[i].data = (uint8_t *)(pkts_gpu ? ri->dev_addr : ri->addr) +
+			     (t->pkts[i].data - t->frames);
+		if (pkts_gpu)
+			pk[i].flags |= VFGX_PKT_GPU;
+	}
+	vfgx_gpu_opts_default(&o);
+	o.mode = VFGX_GPU_PERSISTENT; /* the one the function links into */
+	o.items = 8;
+	o.burst = 64;
+	o.timeout_ms = 20000;
+	if (vfgx_gpu_proc_create_chunks(ctx, pc, &o, r->cs, &gp)) {
+		printf("FAIL gpu create: %s\n", vfgx_last_error(ctx));
+		goto out;
+	}
+	pthread_create(&th, NULL, consume, r);
+	for (uint32_t at = 0; at < t->n; at += 64)
+		if (vfgx_gpu_proc_submit(gp, pk + at, t->n - at < 64 ? t->n - at : 64) < 0) {
+			printf("FAIL gpu: burst at %u refused: %s\n", at, vfgx_last_error(ctx));
+			break;
+		}
+	ret = vfgx_gpu_proc_flush(gp);
+	vfgx_chunkset_finish(r->cs);
+	pthread_join(th, NULL);
+	if (ret || vfgx_gpu_proc_stats(gp, &r->st, NULL)) {
+		printf("FAIL gpu run: %s\n", vfgx_last_error(ctx));
+		ret = -1;
+		goto out;
+	}
+	brun_counters(r);
+	ret = 0;
+out:
+	vfgx_gpu_proc_destroy(gp);
+	vfgx_region_destroy(reg);
+	free(pk);
+	return ret;
+}
+
+static const char *const k_names[GPUK_K_NCNT] = {
+	"complete", "closed", "skipped", "placed", "missing", "late", "duplicates",
+	"out_of_range", "backpressure", "backpressure_drops", "gaps",
+};
+
+#define DIFF(f) if (a->f != b->f) { \
+	printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): " #f " cpu %" PRIu64 " gpu %" PRIu64 "\n", \
+	       what, s, j, a->index, (uint64_t)a->f, (uint64_t)b->f); return -1; }
+
+/* The gpu run g against the cpu run c; 0 when the same. */
+static int compare(const char *what, const struct brun *c, const struct brun *g)
+{
+	for (uint32_t s = 0; s < STREAMS; s++) {
+		uint32_t ia = 0, ib = 0, j = 0;
+
+		for (;; j++) {
+			const struct ck *a, *b;
+
+			while (ia < c->n && c->c[ia].stream != s)
+				ia++;
+			while (ib < g->n && g->c[ib].stream != s)
+				ib++;
+			if (ia == c->n || ib == g->n) {
+				if (ia != c->n || ib != g->n) {
+					printf("FAIL %s: stream %u: the gpu engine handed out %s chunks (%u the same)\n",
+					       what, s, ia == c->n ? "more" : "fewer", j);
+					return -1;
+				}
+				break;
+			}
+			a = &c->c[ia++];
+			b = &g->c[ib++];
+			DIFF(index);
+			DIFF(flags);
+			DIFF(present_count);
+			DIFF(bytes);
+			DIFF(missing_bytes);
+			DIFF(first_seq);
+			DIFF(hdr_ts);
+			DIFF(hdr_flags);
+			if (a->hash != b->hash) {
+				printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): present map, lengths or bytes differ\n",
+				       what, s, j, a->index);
+				return -1;
+			}
+		}
+		for (int i = 0; i < GPUK_K_NCNT; i++) {
+			/* how often a placer waited for the consumer is timing */
+			if (i != GPUK_K_BACKPRESSURE && c->cnt[s][i] != g->cnt[s][i]) {
+				printf("FAIL %s: stream %u chunk counter %s cpu %" PRIu64 " gpu %" PRIu64 "\n",
+				       what, s, k_names[i], c->cnt[s][i], g->cnt[s][i]);
+				return -1;
+			}
+		}
+	}
+	if (c->st.packets != g->st.packets || c->st.delivered != g->st.delivered ||
+	    c->st.delivered_bytes != g->st.delivered_bytes) {
+		printf("FAIL %s: packets %" PRIu64 "/%" PRIu64 ", delivered %" PRIu64 "/%" PRIu64
+		       ", delivered_bytes %" PRIu64 "/%" PRIu64 " (cpu/gpu)\n", what,
+		       c->st.packets, g->st.packets, c->st.delivered, g->st.delivered,
+		       c->st.delivered_bytes, g->st.delivered_bytes);
+		return -1;
+	}
+	for (int i = 0; i < VFGX_DROP_MAX; i++)
+		if (c->st.drops[i] != g->st.drops[i]) {
+			printf("FAIL %s: drop %s cpu %" PRIu64 " gpu %" PRIu64 "\n", what,
+			       vfgx_drop_reason_name((enum vfgx_drop_reason)i), c->st.drops[i],
+			       g->st.drops[i]);
+			return -1;
+		}
+	if (g->oracle_bad) {
+		printf("FAIL %s: %" PRIu64 " bytes of complete frames not where the rule puts them\n",
+		       what, g->oracle_bad);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the cpu run must show for the comparison to mean something. */
+static int coverage(const char *what, const struct brun *r, bool faults)
+{
+	uint64_t sum[GPUK_K_NCNT] = { 0 }, ended = 0, miss_b = 0;
+	const uint64_t *d = r->st.drops;
+
+	for (uint32_t s = 0; s < STREAMS; s++)
+		for (int i = 0; i < GPUK_K_NCNT; i++)
+			sum[i] += r->cnt[s][i];
+	for (uint32_t i = 0; i < r->n; i++) {
+		ended += (r->c[i].hdr_flags & VFGX_CHUNK_ENDED) != 0;
+		miss_b += r->c[i].missing_bytes != 0;
+	}
+	if (r->n == 0 || r->n == MAX_CHUNKS || !sum[GPUK_K_COMPLETE] || !sum[GPUK_K_CLOSED] ||
+	    !sum[GPUK_K_DUPLICATES] || !miss_b || !d[VFGX_DROP_USER_PLACE] ||
+	    !r->oracle_checked ||
+	    (faults && (!sum[GPUK_K_LATE] || !ended || !d[VFGX_DROP_FIELD_OUTSIDE] ||
+			!d[VFGX_DROP_BAD_STREAM] || !d[VFGX_DROP_OFFSET_PAST_CHUNK] ||
+			!sum[GPUK_K_OUT_OF_RANGE]))) {
+		printf("FAIL %s: the traffic proves too little: %u chunks, %" PRIu64 " complete, %" PRIu64
+		       " closed, %" PRIu64 " late, %" PRIu64 " duplicates, %" PRIu64
+		       " with missing bytes, %" PRIu64 " ended, %" PRIu64 " frames checked; drops user_place %"
+		       PRIu64 ", field_outside %" PRIu64 ", bad_stream %" PRIu64 ", offset_past_chunk %" PRIu64 "\n",
+		       what, r->n, sum[GPUK_K_COMPLETE], sum[GPUK_K_CLOSED], sum[GPUK_K_LATE],
+		       sum[GPUK_K_DUPLICATES], miss_b, ended, r->oracle_checked,
+		       d[VFGX_DROP_USER_PLACE], d[VFGX_DROP_FIELD_OUTSIDE], d[VFGX_DROP_BAD_STREAM],
+		       d[VFGX_DROP_OFFSET_PAST_CHUNK]);
+		return -1;
+	}
+	if (r->oracle_bad) {
+		printf("FAIL %s (cpu engine): %" PRIu64 " bytes of complete frames not where the rule puts them\n",
+		       what, r->oracle_bad);
+		return -1;
+	}
+	return 0;
+}
+
+/* place: user on both engines: fn (the C build) and symbol in fatbin (the
+ * same source's device build) over the traffic t; cpu_only: the cpu
+ * engine's run and what it must show, alone. */
+static void bytes_parity(vfgx_ctx *ctx, const char *fatbin, const char *symbol,
+			 vfgx_place_fn *fn, const struct traffic *t, bool faults, bool cpu_only)
+{
+	static const struct {
+		bool pkts_gpu;
+		enum vfgx_mem_kind mem;
+		const char *name;
+	} gruns[] = {
+		{ false, VFGX_MEM_GPU, "pinned packets, gpu chunks" },
+		{ true, VFGX_MEM_PINNED, "gpu packets, pinned chunks" },
+	};
+	struct vfgx_place_conf cpu_pc = { .argsz = sizeof(cpu_pc), .symbol = symbol, .fn = fn };
+	struct vfgx_place_conf gpu_pc = { .argsz = sizeof(gpu_pc), .symbol = symbol,
+					  .gpu_module = fatbin };
+	struct vfgx_format fmt;
+	struct vfgx_chunk_config cc;
+	struct vfgx_pipeline_config pc;
+	struct brun *c = calloc(1, sizeof(*c)), *g = calloc(1, sizeof(*g));
+	char what[160];
+
+	describe_bytes(&fmt, &cc, &pc);
+	snprintf(what, sizeof(what), "place user, %s", symbol);
+	pc.place = &cpu_pc;
+	if (!c || !g || bytes_cpu(ctx, &pc, t, c) || coverage(what, c, faults)) {
+		failures++;
+		goto out;
+	}
+	if (cpu_only) {
+		printf("ok   %s: cpu engine alone: %u packets, %u chunks, %" PRIu64
+		       " frames checked, drops user_place %" PRIu64 ", field_outside %" PRIu64
+		       ", bad_stream %" PRIu64 ", offset_past_chunk %" PRIu64 ", late %" PRIu64
+		       ", duplicate %" PRIu64 "\n",
+		       what, t->n, c->n, c->oracle_checked, c->st.drops[VFGX_DROP_USER_PLACE],
+		       c->st.drops[VFGX_DROP_FIELD_OUTSIDE], c->st.drops[VFGX_DROP_BAD_STREAM],
+		       c->st.drops[VFGX_DROP_OFFSET_PAST_CHUNK], c->st.drops[VFGX_DROP_LATE],
+		       c->st.drops[VFGX_DROP_DUPLICATE]);
+		goto out;
+	}
+	pc.place = &gpu_pc;
+	for (size_t i = 0; i < sizeof(gruns) / sizeof(gruns[0]); i++) {
+		char w2[256];
+
+		snprintf(w2, sizeof(w2), "%s: persistent, %s", what, gruns[i].name);
+		if (bytes_gpu(ctx, &pc, t, gruns[i].pkts_gpu, gruns[i].mem, g) || compare(w2, c, g)) {
+			failures++;
+		} else {
+			uint64_t done = 0, closed = 0;
+
+			for (uint32_t s = 0; s < STREAMS; s++)
+				done += g->cnt[s][GPUK_K_COMPLETE], closed += g->cnt[s][GPUK_K_CLOSED];
+			printf("ok   %s: %u packets, %u chunks (%" PRIu64 " complete, %" PRIu64
+			       " closed, %" PRIu64 " frames checked), drops user_place %" PRIu64
+			       ", field_outside %" PRIu64 ", bad_stream %" PRIu64 ", offset_past_chunk %"
+			       PRIu64 ", late %" PRIu64 ", duplicate %" PRIu64 ": the same on both engines\n",
+			       w2, t->n, g->n, done, closed, g->oracle_checked,
+			       g->st.drops[VFGX_DROP_USER_PLACE], g->st.drops[VFGX_DROP_FIELD_OUTSIDE],
+			       g->st.drops[VFGX_DROP_BAD_STREAM], g->st.drops[VFGX_DROP_OFFSET_PAST_CHUNK],
+			       g->st.drops[VFGX_DROP_LATE], g->st.drops[VFGX_DROP_DUPLICATE]);
+		}
+		brun_free(g);
+	}
+out:
+	brun_free(c);
+	free(c);
+	free(g);
+}
+
 /* Wrong uses, one line each. */
 static void refusals(vfgx_ctx *ctx, const char *fatbin)
 {
@@ -316,29 +789,39 @@ static void refusals(vfgx_ctx *ctx, const char *fatbin)
 
 int main(int argc, char **argv)
 {
-	struct traffic t = { 0 };
+	struct traffic t = { 0 }, tb = { 0 };
+	/* --cpu-only, where no GPU is: the cpu engine's runs by the
+	 * function's offsets and what their traffic must show, alone */
+	bool cpu_only = argc > 1 && !strcmp(argv[1], "--cpu-only");
 	vfgx_ctx *ctx;
 	char desc[256];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc < 2) {
-		fprintf(stderr, "usage: test_place_gpu TILE_PLACE_FATBIN\n");
+	if (argc < 3 && !cpu_only) {
+		fprintf(stderr, "usage: test_place_gpu TILE_PLACE_FATBIN BAD_PLACE_FATBIN | --cpu-only\n");
 		return 2;
 	}
 	if (vfgx_ctx_create(&ctx))
 		return 1;
-	if (vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
+	if (!cpu_only && vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
 		printf("SKIP: no GPU: %s\n", vfgx_last_error(ctx));
 		vfgx_ctx_destroy(ctx);
 		return 77;
 	}
-	printf("%s\n", desc);
-	if (gen(&t))
+	if (!cpu_only)
+		printf("%s\n", desc);
+	if (gen(&t, 0) || gen(&tb, 1))
 		return 1;
-	parity(ctx, argv[1], VFGX_GPU_PERSISTENT, &t);
-	refusals(ctx, argv[1]);
+	if (!cpu_only)
+		parity(ctx, argv[1], VFGX_GPU_PERSISTENT, &t);
+	bytes_parity(ctx, cpu_only ? NULL : argv[1], "tile_place", tile_place, &t, false, cpu_only);
+	bytes_parity(ctx, cpu_only ? NULL : argv[2], "bad_place", bad_place, &tb, true, cpu_only);
+	if (!cpu_only)
+		refusals(ctx, argv[1]);
 	free(t.frames);
 	free(t.pkts);
+	free(tb.frames);
+	free(tb.pkts);
 	vfgx_ctx_destroy(ctx);
 	printf("%d failed\n", failures);
 	return failures ? 1 : 0;
