@@ -86,7 +86,7 @@ SOURCES = {
                    "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
                    "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
                    "src/pipeline/gpu_chunks.cuh", "src/pipeline/gpu_runner.c",
-                   "src/port/loopback.c"],
+                   "src/port/loopback.c", "src/port/pcap.c"],
 }
 
 TARGET = re.compile(r"^target: (\S+) (.*)$")
