@@ -35,6 +35,10 @@
 #define SSRC0 0x2a000000u   /* rtp: stream s is SSRC SSRC0 + s */
 #define VDIF_FPS 100000     /* vdif: frames_per_second of the composite sequence */
 #define SPEAD_HEAP_PKTS 8   /* spead: packets per heap */
+/* gpu spead into chunks: packets per heap, a chunk each (a chunk of 8 would
+ * make both sides' rate the consumer's: at the vfgx side's 30 Mpps, 3.75
+ * million chunks a second through one thread's get and put) */
+#define GPU_SPEAD_HEAP_PKTS 64
 #define FPORT 5000
 #define GPU_BYTES (128u << 20) /* frames in GPU memory, each side */
 #define GPU_CHUNKS_IN_FLIGHT 1024 /* gpu spead: chunk buffers, each side */
@@ -95,6 +99,7 @@ struct pair {
 	uint32_t size, streams;
 	bool reorder;
 	bool chunks;        /* gpu spead: both sides into chunks of a heap */
+	uint32_t heap_pkts; /* spead: packets per heap (and per chunk) */
 	struct vfgx_format f;
 	struct vfgx_fmt_send h;
 };
@@ -129,7 +134,8 @@ static int pair_setup(const char *profile, uint32_t size, struct pair *p)
 	} else if (!strcmp(profile, "vdif")) {
 		p->f.seq_major_mult = VDIF_FPS;
 	} else if (!strcmp(profile, "spead")) {
-		p->f.chunk_bytes = (uint64_t)SPEAD_HEAP_PKTS * (size - ETH_IP_UDP - 40);
+		p->heap_pkts = SPEAD_HEAP_PKTS;
+		p->f.chunk_bytes = (uint64_t)p->heap_pkts * (size - ETH_IP_UDP - SPEAD_HLEN);
 	}
 	return 0;
 }
@@ -173,7 +179,7 @@ static int traffic_build(struct traffic *t, const struct pair *p, bool as_profil
 		.src_ip = 0xC6120001, .dst_ip = 0xC6120002, .src_port = 4000,
 		.dst_port = FPORT, .frame_len = p->size, .udp_csum = true,
 	};
-	uint32_t unit = p->streams * SPEAD_HEAP_PKTS;
+	uint32_t unit = p->streams * (p->heap_pkts ? p->heap_pkts : SPEAD_HEAP_PKTS);
 
 	memset(t, 0, sizeof(*t));
 	t->size = p->size;
@@ -313,7 +319,7 @@ static int gpu_frames_make(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
 	if (traffic_build(&t, p, as_profile, GPU_BYTES))
 		goto out;
 	g->n = t.n > (1u << 20) ? (1u << 20) : (uint32_t)t.n;
-	g->n -= g->n % (p->streams * SPEAD_HEAP_PKTS);
+	g->n -= g->n % (p->streams * (p->heap_pkts ? p->heap_pkts : SPEAD_HEAP_PKTS));
 	if (vfgx_region_create(ctx, VFGX_MEM_GPU, (size_t)g->n * t.stride, 0, false, &g->r))
 		goto out;
 	ri = vfgx_region_info(g->r);
@@ -401,7 +407,7 @@ out:
 
 #if VFGX_HAVE_CUDA
 /* spead on the gpu engine (formats_chunks.c): the side's chunks, by heap
- * for the profile, by slot for vfgx (a chunk SPEAD_HEAP_PKTS packets, a
+ * for the profile, by slot for vfgx (a chunk a heap's packets, a
  * slot a packet's payload: the frame less the side's header). */
 static double gpu_side_chunks(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
 			      const struct gpu_frames *g, double seconds, char *why, size_t wlen)
@@ -410,7 +416,7 @@ static double gpu_side_chunks(vfgx_ctx *ctx, const struct pair *p, bool as_profi
 	struct vfgx_chunk_config cc;
 
 	vfgx_chunk_config_default(&cc);
-	cc.packets = SPEAD_HEAP_PKTS;
+	cc.packets = p->heap_pkts;
 	cc.payload_bytes = p->size - ETH_IP_UDP - (as_profile ? SPEAD_HLEN : VFGX_HLEN);
 	cc.streams = p->streams;
 	cc.in_flight = GPU_CHUNKS_IN_FLIGHT;
@@ -532,7 +538,7 @@ static void pair_rows(FILE *f, const char *engine, const struct pair_rounds *pr,
 		fprintf(f, "| %s | %u / %u | %u | %s | %llu | %d |\n", pr[k].p.profile,
 			pr[k].frame_profile ? pr[k].frame_profile : pr[k].p.size,
 			pr[k].frame_vfgx ? pr[k].frame_vfgx : pr[k].p.size, pr[k].p.streams,
-			pr[k].p.chunks ? "parse + validate + filter + chunks of a heap (" STR(SPEAD_HEAP_PKTS) " packets; spead by heap offset, vfgx by slot; " STR(GPU_CHUNKS_IN_FLIGHT) " chunk buffers in GPU memory, a consumer thread)" :
+			pr[k].p.chunks ? "parse + validate + filter + chunks of a heap (" STR(GPU_SPEAD_HEAP_PKTS) " packets; spead by heap offset, vfgx by slot; " STR(GPU_CHUNKS_IN_FLIGHT) " chunk buffers in GPU memory, a consumer thread)" :
 			pr[k].p.reorder ? "parse + validate + filter + reorder (window 1024)" :
 					  "parse + validate + filter, delivered without reorder",
 			(unsigned long long)pr[k].frames, pr[k].n);
@@ -594,8 +600,9 @@ static void write_gpu(FILE *f, const char *gpu_desc, const struct pair_rounds *p
 	fprintf(f, "- GPU: %s\n", gpu_desc);
 	fprintf(f, "- method: the frames of the CPU part (up to %u MiB, at most 2^20 frames a side), copied once into GPU memory; the GPU processor (vfgx_gpu_proc, the gpu engine's, persistent mode, items of 1024 packets, 256 in flight) with the same pipeline config as the CPU rows (pipeline.format the profile or none), %g s of whole passes, each pass ended by a reset item; every pass must deliver every frame in order with no drop. Rate = packets per second by the wall clock (the GPU does the work; the CPU thread only submits). Same on both sides: frames, streams, stages, GPU, launch mode; different: the header read. Paired rounds, order flipped every round.\n",
 		GPU_BYTES >> 20, seconds);
-	fprintf(f, "- spead: the gpu engine reads a format with reorder or chunks, and SPEAD has no per-packet sequence to reorder by, so both spead rows run what a SPEAD user runs there: chunks by heap (pipeline.chunks with the spead profile's place offset: a chunk a heap of %d packets, each packet's payload at its heap offset, the heap's size reached releases it), the vfgx side the same chunks by slot (a chunk the same %d packets, a slot a packet's payload): the same ring of %d chunk buffers in GPU memory, the same consumer thread taking and giving back every chunk (vfgx_chunkset_get polling), the same passes, each ended by a flush item, every chunk of the pass taken, a reset item and the rings started over (the next pass's heap counters and sequences start again). A pass is exact when every packet was placed with no drop and every chunk came out complete. The one difference besides the header read: each packet's payload is the frame less the header, so the vfgx side copies %d bytes more a packet into its chunk (its header is %d bytes, spead's %d).\n\n",
-		SPEAD_HEAP_PKTS, SPEAD_HEAP_PKTS, GPU_CHUNKS_IN_FLIGHT, SPEAD_HLEN - VFGX_HLEN, VFGX_HLEN,
+	fprintf(f, "- spead: the gpu engine reads a format with reorder or chunks, and SPEAD has no per-packet sequence to reorder by, so both spead rows run what a SPEAD user runs there: chunks by heap (pipeline.chunks with the spead profile's place offset: a chunk a heap of %d packets (the CPU rows' frames carry heaps of %d; a chunk of so few would make both sides' rate that of the consumer thread), each packet's payload at its heap offset, the heap's size reached releases it), the vfgx side the same chunks by slot (a chunk the same %d packets, a slot a packet's payload): the same ring of %d chunk buffers in GPU memory, the same consumer thread taking and giving back every chunk (vfgx_chunkset_get polling), the same passes, each ended by a flush item, every chunk of the pass taken, a reset item and the rings started over (the next pass's heap counters and sequences start again). A pass is exact when every packet was placed with no drop and every chunk came out complete. The one difference besides the header read: each packet's payload is the frame less the header, so the vfgx side copies %d bytes more a packet into its chunk (its header is %d bytes, spead's %d).\n\n",
+		GPU_SPEAD_HEAP_PKTS, SPEAD_HEAP_PKTS, GPU_SPEAD_HEAP_PKTS, GPU_CHUNKS_IN_FLIGHT,
+		SPEAD_HLEN - VFGX_HLEN, VFGX_HLEN,
 		SPEAD_HLEN);
 	pair_rows(f, "gpu", pr, np);
 	fprintf(f, "\n## RFC 4175 video on the GPU: 4K60 streams at once\n\n");
@@ -663,8 +670,8 @@ static void video_target(FILE *f, const char *name, const struct fvideo_rounds *
 
 /* rtp_video_streams_gpu: streams kept up per round against the streams
  * the source alone fed in the same round; where the goal is not met and
- * the source's median is below the goal, the line says the source was
- * the limit (results.c writes the line; the note follows it). */
+ * the line says which was the limit: the source (its median below the
+ * goal) or the pipeline (results.c writes the line; the note follows). */
 static void streams_target(FILE *f, const char *name, const struct fvideo_rounds *vr, double goal)
 {
 	char *line = NULL;
@@ -689,8 +696,11 @@ static void streams_target(FILE *f, const char *name, const struct fvideo_rounds
 	if (len && line[len - 1] == '\n')
 		line[--len] = '\0';
 	if (met == 0 && bench_median(vr->src, vr->n) < goal)
-		fprintf(f, "%s (the source was the limit: the pcap ports alone fed a median of %.0f streams at 60 fps)\n",
-			line, bench_median(vr->src, vr->n));
+		fprintf(f, "%s (the source was the limit: the pcap ports alone fed a median of %g streams at 60 fps, the pipeline kept %g)\n",
+			line, bench_median(vr->src, vr->n), bench_median(vr->v, vr->n));
+	else if (met == 0 && bench_median(vr->v, vr->n) < goal)
+		fprintf(f, "%s (the pipeline was the limit: it kept a median of %g streams whole at 60 fps, the pcap ports alone fed %g)\n",
+			line, bench_median(vr->v, vr->n), bench_median(vr->src, vr->n));
 	else
 		fprintf(f, "%s\n", line);
 	free(line);
@@ -864,7 +874,13 @@ int vfgx_bench_formats(int argc, char **argv)
 	/* spead on the gpu engine: into chunks by heap (it has no per-packet
 	 * sequence to reorder by), the vfgx side into the same chunks by slot */
 	for (int k = 0; k < np; k++)
-		gpu[k].p.chunks = !strcmp(gpu[k].p.profile, "spead");
+		if (!strcmp(gpu[k].p.profile, "spead")) {
+			struct pair *p = &gpu[k].p;
+
+			p->chunks = true;
+			p->heap_pkts = GPU_SPEAD_HEAP_PKTS;
+			p->f.chunk_bytes = (uint64_t)p->heap_pkts * (p->size - ETH_IP_UDP - SPEAD_HLEN);
+		}
 	load0 = bench_loadavg1();
 	for (int k = 0; run_cpu && k < np; k++)
 		if (cpu_pair(ctx, &o, ws, &cpu[k]))

@@ -44,7 +44,7 @@ static void *taker_main(void *arg)
 		}
 		if (vfgx_chunkset_get(k->cs, 0, &c))
 			continue;
-		if ((c->flags & VFGX_CHUNK_COMPLETE) && c->missing == 0 && c->missing_bytes == 0)
+		if ((c->flags & VFGX_CHUNK_COMPLETE) && c->missing_bytes == 0)
 			atomic_fetch_add(&k->complete, 1);
 		else
 			atomic_fetch_add(&k->incomplete, 1);
