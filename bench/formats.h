@@ -114,14 +114,14 @@ bool fvideo_source_keeps_up(const struct fvideo_src *s, const struct fvideo_file
  * frame error.  0 (vr->n 0 and vr->why when refused or no libpcap), -1 on
  * a failure of the benchmark itself. */
 int fvideo_cpu_rounds(vfgx_ctx *ctx, int rounds, uint32_t frames, struct fvideo_rounds *vr);
-/* The 4K60 sweep on the gpu engine (frames a stream, 0: 20; sweep
- * ascending): one count at a time (its files made, its rounds run, its
- * files removed), each round the pipeline and the source alone in an
- * order flipped every round; vr->v[i] the largest count whose run kept
- * up (fvideo_keeps_up), 0 when none; vr->src[i] the largest whose source
- * alone did.  Returns as fvideo_cpu_rounds. */
-int fvideo_gpu_sweep(vfgx_ctx *ctx, int rounds, uint32_t frames, const uint32_t *sweep, int nsweep,
-		     struct fvideo_rounds *vr);
+/* The sweep (the 4K60 one on the gpu engine: gpu, 3840 x 2160; frames a
+ * stream, 0: 20; sweep ascending): one count at a time (its files made,
+ * its rounds run, its files removed), each round the pipeline and the
+ * source alone in an order flipped every round; vr->v[i] the largest
+ * count whose run kept up (fvideo_keeps_up), 0 when none; vr->src[i] the
+ * largest whose source alone did.  Returns as fvideo_cpu_rounds. */
+int fvideo_sweep(vfgx_ctx *ctx, bool gpu, uint32_t width, uint32_t height, int rounds,
+		 uint32_t frames, const uint32_t *sweep, int nsweep, struct fvideo_rounds *vr);
 
 /* The gpu rows into chunks (formats_chunks.c): the GPU processor
  * (persistent, items of 1024 packets, 256 in flight) with pc and its

@@ -596,8 +596,8 @@ bool fvideo_source_keeps_up(const struct fvideo_src *s, const struct fvideo_file
  * round.  A round's value: the largest count whose run kept up
  * (video_keeps_up), 0 when none; its reference the largest count whose
  * source alone kept up. */
-int fvideo_gpu_sweep(vfgx_ctx *ctx, int rounds, uint32_t frames, const uint32_t *sweep, int nsweep,
-		     struct fvideo_rounds *vr)
+int fvideo_sweep(vfgx_ctx *ctx, bool gpu, uint32_t width, uint32_t height, int rounds,
+		 uint32_t frames, const uint32_t *sweep, int nsweep, struct fvideo_rounds *vr)
 {
 	if (!frames)
 		frames = 20;
@@ -606,7 +606,7 @@ int fvideo_gpu_sweep(vfgx_ctx *ctx, int rounds, uint32_t frames, const uint32_t 
 	for (int k = 0; k < nsweep; k++) {
 		uint32_t n = sweep[k];
 		struct fvideo_files fs;
-		int ret = fvideo_files_make(&fs, n, fvideo_ports_for(n), 3840, 2160, frames);
+		int ret = fvideo_files_make(&fs, n, fvideo_ports_for(n), width, height, frames);
 
 		if (ret) {
 			snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
@@ -622,8 +622,8 @@ int fvideo_gpu_sweep(vfgx_ctx *ctx, int rounds, uint32_t frames, const uint32_t 
 			for (int side = 0; side < 2; side++) {
 				bool pipe_turn = (side == 0) == (i % 2 == 0);
 
-				ret = pipe_turn ? fvideo_run(ctx, &fs, true, r) :
-						  fvideo_source(ctx, &fs, true, sr);
+				ret = pipe_turn ? fvideo_run(ctx, &fs, gpu, r) :
+						  fvideo_source(ctx, &fs, gpu, sr);
 				if (ret) {
 					fvideo_files_remove(&fs);
 					return -1;
@@ -633,13 +633,15 @@ int fvideo_gpu_sweep(vfgx_ctx *ctx, int rounds, uint32_t frames, const uint32_t 
 			if (!r->ok || !sr->ok) {
 				snprintf(vr->why, sizeof(vr->why), "%u streams: %s", n,
 					 r->ok ? sr->why : r->why);
-				fprintf(stderr, "vfgx bench formats: 4K60 on the gpu engine: %s\n", vr->why);
+				fprintf(stderr, "vfgx bench formats: %ux%u on the %s engine: %s\n", width,
+					height, gpu ? "gpu" : "cpu", vr->why);
 				fvideo_files_remove(&fs);
 				vr->n = 0;
 				return 0;
 			}
-			printf("gpu 4K round %d, %u streams on %u ports: %llu of %llu frames complete, %llu incomplete, %llu errored, %llu drops, %.1f fps a stream (%.1f Gb/s); the source alone %.1f fps a stream (%.1f Gb/s)\n",
-			       i + 1, n, fs.ports, (unsigned long long)r->complete,
+			printf("%s %ux%u round %d, %u streams on %u ports: %llu of %llu frames complete, %llu incomplete, %llu errored, %llu drops, %.1f fps a stream (%.1f Gb/s); the source alone %.1f fps a stream (%.1f Gb/s)\n",
+			       gpu ? "gpu" : "cpu", width, height, i + 1, n, fs.ports,
+			       (unsigned long long)r->complete,
 			       (unsigned long long)r->frames_sent, (unsigned long long)r->incomplete,
 			       (unsigned long long)r->errored, (unsigned long long)r->drops, r->fps,
 			       r->gbps, sr->fps, sr->gbps);

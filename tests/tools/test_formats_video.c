@@ -6,7 +6,8 @@
  * order, each stream's RTP sequence in order with one marker bit a frame.
  * The runs read them: the cpu engine's pipeline assembles every frame of
  * every stream whole (rtp-video telling the streams apart by SSRC on the
- * shared ports), and the source alone reads every record tshark counted.
+ * shared ports), and the source alone reads every record tshark counted;
+ * the sweep runs every count of every round with its source beside it.
  * Exit 77 without tshark or without libpcap in the build. */
 #include <errno.h>
 #include <stdio.h>
@@ -80,6 +81,41 @@ static uint64_t check_port(const struct fvideo_files *fs, uint32_t p)
 	return rec;
 }
 
+/* The sweep's plumbing on the cpu engine (the bench runs it on the gpu
+ * engine at 4K): every count of every round run and its source read, the
+ * order of the runs, each run clean; the values are counts of the sweep
+ * (whether a run kept 60 fps is a rate: not asserted). */
+static void check_sweep(vfgx_ctx *ctx)
+{
+	static struct fvideo_rounds vr;
+	static const uint32_t sweep[] = { 2, 3 };
+	int ret = fvideo_sweep(ctx, false, 1280, 64, 2, FRAMES, sweep, 2, &vr);
+
+	CHECK(ret == 0 && vr.n == 2 && vr.nruns == 4, "sweep: %d, %d rounds, %d runs (%s)", ret,
+	      vr.n, vr.nruns, vr.why);
+	for (int i = 0; i < vr.nruns && i < 4; i++) {
+		const struct fvideo_res *r = &vr.runs[i];
+		uint32_t n = sweep[i / 2];
+
+		CHECK(vr.run_round[i] == i % 2 && r->streams == n && r->ports == fvideo_ports_for(n),
+		      "sweep run %d: round %d, %u streams on %u ports", i, vr.run_round[i] + 1,
+		      r->streams, r->ports);
+		CHECK(fvideo_clean(r) && r->complete == (uint64_t)n * FRAMES,
+		      "sweep run %d: %llu of %u frames complete, %llu errored", i,
+		      (unsigned long long)r->complete, n * FRAMES, (unsigned long long)r->errored);
+		CHECK(vr.srcs[i].ok &&
+		      vr.srcs[i].packets == (uint64_t)n * FRAMES * r->packets_per_frame,
+		      "sweep run %d: the source read %llu packets of %llu", i,
+		      (unsigned long long)vr.srcs[i].packets,
+		      (unsigned long long)n * FRAMES * r->packets_per_frame);
+	}
+	for (int i = 0; i < vr.n; i++)
+		CHECK((vr.v[i] == 0 || vr.v[i] == 2 || vr.v[i] == 3) &&
+		      (vr.src[i] == 0 || vr.src[i] == 2 || vr.src[i] == 3),
+		      "sweep round %d: %g streams kept up, source %g: not a count of the sweep", i + 1,
+		      vr.v[i], vr.src[i]);
+}
+
 int main(void)
 {
 	struct fvideo_files fs;
@@ -132,6 +168,7 @@ int main(void)
 	      "the source alone: %d, %s, %llu packets read, tshark counted %llu", ret, src.why,
 	      (unsigned long long)src.packets, (unsigned long long)records);
 	fvideo_files_remove(&fs);
+	check_sweep(ctx);
 	vfgx_ctx_destroy(ctx);
 	if (!fails)
 		printf("formats-video: %u streams on %u ports, %llu records as tshark reads them; %u frames whole through the cpu engine; the source alone read them all\n",
