@@ -78,6 +78,7 @@ SOURCES = {
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
     # producers' formats (#38): the profiles against vfgx on both engines, RFC 4175 video
     "formats.md": ["bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
+                   "bench/formats_chunks.c",
                    "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
                    "include/vfgx/format.h", "include/vfgx/stages.h", "src/pipeline/proc.c",
                    "src/pipeline/chunk.c", "src/pipeline/chunk_consumer.c",
