@@ -1,11 +1,14 @@
 /* formats_video.c - the RFC 4175 video runs of `vfgx bench formats`
  * (formats.h): each stream's frames written once as RTP packets by vfgx's
  * own encoder (vfgx_fmt_encode, the rtp-video profile; tests/net/format
- * checks it against GStreamer) into a capture file (libpcap), which a pcap
- * port per stream replays as fast as it reads (`timing: fast`) into
- * vfgx_pipeline with pipeline.format rtp-video and chunks: one chunk per
- * frame, taken and given back by a consumer thread.  A pool is one
- * thread's (vfgx/mem.h): no thread but the pipeline's touches a port. */
+ * checks it against GStreamer), several streams a capture file (libpcap),
+ * interleaved in send order and told apart by their SSRCs as on a wire;
+ * a pcap port per file replays it as fast as it reads (`timing: fast`)
+ * into vfgx_pipeline with pipeline.format rtp-video and chunks: one chunk
+ * per frame, taken and given back by a consumer thread.  The source alone
+ * (the same ports, no pipeline) is the reference of what the files can
+ * feed.  A pool is one thread's (vfgx/mem.h): no thread but the
+ * pipeline's (or the source run's own, one a port) touches a port. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -125,37 +128,54 @@ static void rewrite_frame(struct vstream *vs, uint64_t m)
 	}
 }
 
-/* frames frames of stream s into path, 1/60 s apart (the pcap port
- * reads them as fast as it can: timing fast) */
-static int write_stream(const struct vfgx_format *f, uint32_t s, uint32_t frames,
-			const char *path, uint32_t *npk)
+/* The file of port p: its streams (s = p, p + ports, ...), frames frames
+ * each, a frame's packets interleaved (packet j of every stream of the
+ * port, then j + 1), the frame 1/60 s long (the pcap port reads them as
+ * fast as it can: timing fast). */
+static int write_port(const struct vfgx_format *f, const struct fvideo_files *fs, uint32_t p,
+		      const char *path, uint32_t *npk)
 {
-	struct vstream vs;
+	struct vstream vs[FVIDEO_MAX_STREAMS];
 	pcap_t *dead = pcap_open_dead(DLT_EN10MB, 65535);
 	pcap_dumper_t *d = dead ? pcap_dump_open(dead, path) : NULL;
+	uint32_t ns = 0;
 	int ret = -1;
 
-	if (!d || build_stream(f, s, &vs)) {
+	memset(vs, 0, sizeof(vs));
+	if (!d) {
 		fprintf(stderr, "vfgx bench formats: %s: %s\n", path,
-			d ? "cannot build the RFC 4175 packets" : dead ? pcap_geterr(dead) : "pcap_open_dead");
+			dead ? pcap_geterr(dead) : "pcap_open_dead");
 		goto out;
 	}
-	*npk = vs.npk;
-	for (uint32_t m = 0; m < frames; m++) {
-		rewrite_frame(&vs, m);
-		for (uint32_t j = 0; j < vs.npk; j++) {
-			struct pcap_pkthdr ph = { .caplen = vs.len[j], .len = vs.len[j] };
-
-			ph.ts.tv_sec = m / 60;
-			ph.ts.tv_usec = (m % 60) * 16666;
-			pcap_dump((u_char *)d, &ph, vs.mem + (size_t)j * VIDEO_SLOT);
+	for (uint32_t s = p; s < fs->streams; s += fs->ports, ns++)
+		if (build_stream(f, s, &vs[ns]) || vs[ns].npk != vs[0].npk) {
+			fprintf(stderr, "vfgx bench formats: %s: cannot build the RFC 4175 packets\n",
+				path);
+			ns++;
+			goto out;
 		}
+	*npk = vs[0].npk;
+	for (uint32_t m = 0; m < fs->frames; m++) {
+		for (uint32_t q = 0; q < ns; q++)
+			rewrite_frame(&vs[q], m);
+		for (uint32_t j = 0; j < vs[0].npk; j++)
+			for (uint32_t q = 0; q < ns; q++) {
+				struct pcap_pkthdr ph = { .caplen = vs[q].len[j], .len = vs[q].len[j] };
+
+				ph.ts.tv_sec = m / 60;
+				ph.ts.tv_usec = (m % 60) * 16666 + (suseconds_t)((uint64_t)j * 16666 / vs[0].npk);
+				pcap_dump((u_char *)d, &ph, vs[q].mem + (size_t)j * VIDEO_SLOT);
+			}
 	}
 	if (pcap_dump_flush(d) == 0)
 		ret = 0;
-	free(vs.mem);
-	free(vs.len);
+	else
+		fprintf(stderr, "vfgx bench formats: %s: %s\n", path, strerror(errno));
 out:
+	for (uint32_t q = 0; q < ns; q++) {
+		free(vs[q].mem);
+		free(vs[q].len);
+	}
 	if (d)
 		pcap_dump_close(d);
 	if (dead)
@@ -189,39 +209,76 @@ static void *consumer_main(void *arg)
 	return NULL;
 }
 
-static int video_yaml(char *y, size_t len, const struct fvideo_files *fs, bool gpu,
-		      uint32_t streams, uint32_t chunk_packets)
+/* The interfaces of fs: a pcap port a file; for gpu their buffers in a
+ * pinned region each (the GPU reads them in place; in host memory the gpu
+ * engine would copy every packet into its bounce area). */
+static int ports_yaml(char *y, size_t len, const struct fvideo_files *fs, bool gpu)
 {
-	char ids[64 * 14] = "";
-	size_t n;
+	size_t n = (size_t)snprintf(y, len, "log_level: warn\n");
 
-	for (uint32_t q = 0; q < streams; q++)
-		snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s0x%x", q ? ", " : "",
-			 VIDEO_SSRC + q);
-	n = (size_t)snprintf(y, len, "log_level: warn\ninterfaces:\n");
-	for (uint32_t q = 0; q < streams && n < len; q++)
+	if (gpu) {
+		n += (size_t)snprintf(y + n, len - n, "memory_regions:\n");
+		for (uint32_t q = 0; q < fs->ports && n < len; q++)
+			n += (size_t)snprintf(y + n, len - n,
+					      "  - {name: rx%u, kind: pinned, buf_size: 2048, num_bufs: 16384}\n",
+					      q);
+	}
+	if (n < len)
+		n += (size_t)snprintf(y + n, len - n, "interfaces:\n");
+	for (uint32_t q = 0; q < fs->ports && n < len; q++) {
 		n += (size_t)snprintf(y + n, len - n,
 				      "  - name: video%u\n"
 				      "    backend: pcap\n"
-				      "    pcap: {file: %s/stream%u.pcap, timing: fast, buf_size: 2048, num_bufs: 16384}\n",
+				      "    pcap: {file: %s/port%u.pcap, timing: fast, buf_size: 2048, num_bufs: 16384}\n",
 				      q, fs->dir, q);
-	if (n < len)
-		n += (size_t)snprintf(y + n, len - n,
-				      "pipeline:\n"
-				      "  device: %s\n"
-				      "  workers: 1\n"
-				      "  filter: {udp_dst_ports: [%u]}\n"
-				      "  reorder: {max_streams: %u}\n"
-				      "  format: {profile: rtp-video, width: %u, height: %u, stream_ids: [%s]}\n"
-				      "  chunks: {payload_bytes: 1500, packets: %u, streams: %u, in_flight: 4, mem: %s}\n"
-				      "  gpu: {mode: persistent, items: 64, burst: 1024, timeout_ms: 20000}\n",
-				      gpu ? "gpu" : "cpu", VIDEO_PORT, streams, fs->width, fs->height, ids,
-				      chunk_packets, streams, gpu ? "gpu" : "host");
+		if (gpu && n < len)
+			n += (size_t)snprintf(y + n, len - n,
+					      "    rx: {queues: [{id: 0, memory_region: rx%u}]}\n", q);
+	}
+	return n < len ? (int)n : -1;
+}
+
+static int video_yaml(char *y, size_t len, const struct fvideo_files *fs, bool gpu,
+		      uint32_t chunk_packets)
+{
+	char ids[FVIDEO_MAX_STREAMS * 14] = "";
+	int n0 = ports_yaml(y, len, fs, gpu);
+	size_t n;
+
+	if (n0 < 0)
+		return -1;
+	n = (size_t)n0;
+	for (uint32_t q = 0; q < fs->streams; q++)
+		snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s0x%x", q ? ", " : "",
+			 VIDEO_SSRC + q);
+	n += (size_t)snprintf(y + n, len - n,
+			      "pipeline:\n"
+			      "  device: %s\n"
+			      "  workers: 1\n"
+			      "  filter: {udp_dst_ports: [%u]}\n"
+			      "  reorder: {max_streams: %u}\n"
+			      "  format: {profile: rtp-video, width: %u, height: %u, stream_ids: [%s]}\n"
+			      "  chunks: {payload_bytes: 1500, packets: %u, streams: %u, in_flight: 4, mem: %s}\n"
+			      "  gpu: {mode: persistent, items: 64, burst: 1024, timeout_ms: 20000}\n",
+			      gpu ? "gpu" : "cpu", VIDEO_PORT, fs->streams, fs->width, fs->height, ids,
+			      chunk_packets, fs->streams, gpu ? "gpu" : "host");
 	return n < len ? 0 : -1;
 }
 
-int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width, uint32_t height,
-		      uint32_t frames)
+uint32_t fvideo_ports_for(uint32_t streams)
+{
+	uint32_t per = (streams + FVIDEO_MAX_PORTS - 1) / FVIDEO_MAX_PORTS;
+
+	return per ? (streams + per - 1) / per : 1;
+}
+
+static void port_path(char *path, size_t len, const struct fvideo_files *fs, uint32_t p)
+{
+	snprintf(path, len, "%s/port%u.pcap", fs->dir, p);
+}
+
+int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t ports, uint32_t width,
+		      uint32_t height, uint32_t frames)
 {
 #if VFGX_HAVE_PCAP
 	struct vfgx_format f;
@@ -229,11 +286,19 @@ int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width,
 
 	memset(fs, 0, sizeof(*fs));
 	fs->streams = streams;
+	fs->ports = ports;
 	fs->width = width;
 	fs->height = height;
 	fs->frames = frames;
 	snprintf(fs->dir, sizeof(fs->dir), "%s/vfgx-formats-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (streams == 0 || streams > FVIDEO_MAX_STREAMS || !mkdtemp(fs->dir)) {
+	if (streams == 0 || streams > FVIDEO_MAX_STREAMS || ports == 0 || ports > streams ||
+	    ports > FVIDEO_MAX_PORTS) {
+		fprintf(stderr, "vfgx bench formats: %u streams on %u ports: 1..%d streams, 1..%d ports, no more ports than streams\n",
+			streams, ports, FVIDEO_MAX_STREAMS, FVIDEO_MAX_PORTS);
+		fs->dir[0] = '\0';
+		return -1;
+	}
+	if (!mkdtemp(fs->dir)) {
 		fprintf(stderr, "vfgx bench formats: cannot make %s: %s\n", fs->dir, strerror(errno));
 		fs->dir[0] = '\0';
 		return -1;
@@ -243,11 +308,11 @@ int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width,
 	f.stride = width / f.pgroup_pixels * f.pgroup_bytes;
 	f.chunk_bytes = (uint64_t)f.stride * height;
 	fs->frame_bytes = f.chunk_bytes;
-	for (uint32_t s = 0; s < streams; s++) {
+	for (uint32_t p = 0; p < ports; p++) {
 		char path[600];
 
-		snprintf(path, sizeof(path), "%s/stream%u.pcap", fs->dir, s);
-		if (write_stream(&f, s, frames, path, &fs->packets_per_frame)) {
+		port_path(path, sizeof(path), fs, p);
+		if (write_port(&f, fs, p, path, &fs->packets_per_frame)) {
 			fvideo_files_remove(fs);
 			return -1;
 		}
@@ -255,7 +320,7 @@ int fvideo_files_make(struct fvideo_files *fs, uint32_t streams, uint32_t width,
 	return 0;
 #else
 	memset(fs, 0, sizeof(*fs));
-	(void)streams, (void)width, (void)height, (void)frames;
+	(void)streams, (void)ports, (void)width, (void)height, (void)frames;
 	return -ENOTSUP;
 #endif
 }
@@ -264,42 +329,40 @@ void fvideo_files_remove(struct fvideo_files *fs)
 {
 	if (!fs->dir[0])
 		return;
-	for (uint32_t s = 0; s < fs->streams; s++) {
+	for (uint32_t p = 0; p < fs->ports; p++) {
 		char path[600];
 
-		snprintf(path, sizeof(path), "%s/stream%u.pcap", fs->dir, s);
+		port_path(path, sizeof(path), fs, p);
 		unlink(path);
 	}
 	rmdir(fs->dir);
 	fs->dir[0] = '\0';
 }
 
-int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, uint32_t streams,
-	       struct fvideo_res *r)
+int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, struct fvideo_res *r)
 {
-	vfgx_port *ports[FVIDEO_MAX_STREAMS] = { 0 };
+	vfgx_port *ports[FVIDEO_MAX_PORTS] = { 0 };
 	struct vfgx_pipeline_stats st;
 	struct vfgx_config *cfg = NULL;
 	struct vrun v = { 0 };
 	uint32_t chunk_packets, nports = 0;
 	bool consumer = false;
 	pthread_t ct;
-	char y[FVIDEO_MAX_STREAMS * 256 + 1024];
+	char y[FVIDEO_MAX_PORTS * 512 + FVIDEO_MAX_STREAMS * 16 + 1024];
 	uint64_t t0, p0, m0;
 	double pipe_ns;
 	int ret = -1;
 
 	memset(r, 0, sizeof(*r));
-	r->streams = streams;
+	r->streams = fs->streams;
+	r->ports = fs->ports;
 	r->packets_per_frame = fs->packets_per_frame;
-	if (streams == 0 || streams > fs->streams)
-		return -1;
 	/* the present bitmap: at least a frame's packets */
 	chunk_packets = (fs->packets_per_frame + 1023) / 1024 * 1024;
-	if (video_yaml(y, sizeof(y), fs, gpu, streams, chunk_packets))
+	if (video_yaml(y, sizeof(y), fs, gpu, chunk_packets))
 		return -1;
 	ret = vfgx_config_load_string(ctx, y, strlen(y), "formats-video.yaml", &cfg);
-	for (uint32_t q = 0; !ret && q < streams; q++)
+	for (uint32_t q = 0; !ret && q < fs->ports; q++)
 		if (!(ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[q], &ports[q])))
 			nports++;
 	if (ret || vfgx_pipeline_create(ctx, &cfg->pipeline, ports, (uint16_t)nports, &v.pl)) {
@@ -344,9 +407,10 @@ int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, uint32_t 
 		goto out;
 	}
 	r->ok = true;
-	r->frames_sent = (uint64_t)fs->frames * streams;
+	r->frames_sent = (uint64_t)fs->frames * fs->streams;
 	r->complete = atomic_load(&v.complete);
-	r->errored = atomic_load(&v.errored);
+	r->incomplete = atomic_load(&v.errored);
+	r->errored = r->incomplete;
 	/* a frame sent but never handed out is an errored frame too */
 	if (r->complete + r->errored < r->frames_sent)
 		r->errored = r->frames_sent - r->complete;
@@ -355,9 +419,9 @@ int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, uint32_t 
 	r->seconds = (double)(atomic_load(&v.last_ns) - t0) / 1e9;
 	r->pipeline_cpu_s = pipe_ns / 1e9;
 	if (pipe_ns > 0)
-		r->fps_cpu = (double)r->complete / streams / r->pipeline_cpu_s;
+		r->fps_cpu = (double)r->complete / fs->streams / r->pipeline_cpu_s;
 	if (r->seconds > 0) {
-		r->fps = (double)r->complete / streams / r->seconds;
+		r->fps = (double)r->complete / fs->streams / r->seconds;
 		r->gbps = (double)r->complete * (double)fs->frame_bytes * 8 / r->seconds / 1e9;
 	}
 	ret = 0;
@@ -371,4 +435,222 @@ out:
 		vfgx_port_close(ports[q]);
 	vfgx_config_destroy(cfg);
 	return ret;
+}
+
+/* ---- the source alone ------------------------------------------------------
+ * One thread a port, as the gpu engine's rx lanes (one a queue while two
+ * CPUs stay free; the files are at most FVIDEO_MAX_PORTS): rx_burst of the
+ * queue's batch, every packet given back at once. */
+struct src_thread {
+	vfgx_port *port;
+	pthread_t t;
+	uint64_t packets, end_ns;
+	int err;
+};
+
+static void *source_main(void *arg)
+{
+	struct src_thread *st = arg;
+	uint16_t batch = vfgx_port_rx_batch(st->port, 0);
+	struct vfgx_pkt pkts[256];
+	int n;
+
+	if (batch == 0 || batch > 256)
+		batch = 256;
+	for (;;) {
+		n = vfgx_port_rx_burst(st->port, 0, pkts, batch);
+		if (n < 0) {
+			st->err = n;
+			break;
+		}
+		if (n > 0) {
+			st->packets += (uint64_t)n;
+			vfgx_port_release(st->port, 0, pkts, (uint16_t)n);
+		} else if (vfgx_port_rx_done(st->port, 0)) {
+			break;
+		}
+	}
+	st->end_ns = vfgx_now_ns();
+	return NULL;
+}
+
+int fvideo_source(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, struct fvideo_src *r)
+{
+	struct src_thread th[FVIDEO_MAX_PORTS];
+	struct vfgx_config *cfg = NULL;
+	char y[FVIDEO_MAX_PORTS * 512 + 256];
+	uint32_t nports = 0, started = 0;
+	uint64_t t0, end = 0;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	memset(th, 0, sizeof(th));
+	if (ports_yaml(y, sizeof(y), fs, gpu) < 0)
+		return -1;
+	ret = vfgx_config_load_string(ctx, y, strlen(y), "formats-source.yaml", &cfg);
+	for (uint32_t q = 0; !ret && q < fs->ports; q++)
+		if (!(ret = vfgx_port_open_config(ctx, cfg, &cfg->ifaces[q], &th[q].port)))
+			nports++;
+	if (ret) {
+		snprintf(r->why, sizeof(r->why), "%s", vfgx_last_error(ctx));
+		ret = 0;
+		goto out;
+	}
+	t0 = vfgx_now_ns();
+	for (; started < nports; started++)
+		if (pthread_create(&th[started].t, NULL, source_main, &th[started]))
+			break;
+	for (uint32_t q = 0; q < started; q++) {
+		pthread_join(th[q].t, NULL);
+		r->packets += th[q].packets;
+		if (th[q].end_ns > end)
+			end = th[q].end_ns;
+		if (th[q].err && !r->why[0])
+			snprintf(r->why, sizeof(r->why), "%s: rx failed: %s",
+				 vfgx_port_name(th[q].port), vfgx_strerror(th[q].err));
+	}
+	if (started < nports) {
+		ret = -1;
+		goto out;
+	}
+	r->ok = !r->why[0];
+	r->seconds = (double)(end - t0) / 1e9;
+	if (r->seconds > 0 && fs->packets_per_frame) {
+		double frames = (double)r->packets / fs->packets_per_frame;
+
+		r->fps = frames / fs->streams / r->seconds;
+		r->gbps = frames * (double)fs->frame_bytes * 8 / r->seconds / 1e9;
+	}
+	ret = 0;
+out:
+	for (uint32_t q = 0; q < nports; q++)
+		vfgx_port_close(th[q].port);
+	vfgx_config_destroy(cfg);
+	return ret;
+}
+
+/* ---- the rounds of `vfgx bench formats` ------------------------------------ */
+
+bool fvideo_clean(const struct fvideo_res *r)
+{
+	return r->ok && r->frames_sent && r->errored == 0 && r->drops == 0 &&
+	       r->complete == r->frames_sent;
+}
+
+int fvideo_cpu_rounds(vfgx_ctx *ctx, int rounds, uint32_t frames, struct fvideo_rounds *vr)
+{
+	if (!frames)
+		frames = 60;
+	struct fvideo_files fs;
+	int ret = fvideo_files_make(&fs, 1, 1, 1920, 1080, frames);
+
+	if (ret) {
+		snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
+			 "this build has no libpcap (the capture files the video runs replay)" :
+			 "the capture files could not be written (stderr)");
+		return ret == -ENOTSUP ? 0 : -1;
+	}
+	vr->n = rounds;
+	for (int i = 0; i < rounds; i++) {
+		struct fvideo_res *r = &vr->last[i];
+
+		if (fvideo_run(ctx, &fs, false, r)) {
+			fvideo_files_remove(&fs);
+			return -1;
+		}
+		if (!r->ok) {
+			snprintf(vr->why, sizeof(vr->why), "%s", r->why);
+			fprintf(stderr, "vfgx bench formats: 1080p60 on the cpu engine: %s\n", r->why);
+			vr->n = 0;
+			break;
+		}
+		/* a frame with an error makes the round's rate 0 */
+		vr->v[i] = fvideo_clean(r) ? r->fps_cpu : 0;
+		printf("cpu 1080p round %d: %llu of %llu frames complete, %llu errored, %llu drops, %.1f fps per pipeline CPU-second, %.1f fps by the wall clock (%.2f Gb/s)\n",
+		       i + 1, (unsigned long long)r->complete, (unsigned long long)r->frames_sent,
+		       (unsigned long long)r->errored, (unsigned long long)r->drops, r->fps_cpu,
+		       r->fps, r->gbps);
+	}
+	fvideo_files_remove(&fs);
+	return 0;
+}
+
+/* A run keeps up: every frame sent handed out complete, no pipeline drop,
+ * and at least 60 complete frames a second per stream by the wall clock. */
+bool fvideo_keeps_up(const struct fvideo_res *r)
+{
+	return fvideo_clean(r) && r->fps >= 60;
+}
+
+/* The source alone keeps up: every port read to its end without an error
+ * at 60 frames' worth of packets a second per stream or more. */
+bool fvideo_source_keeps_up(const struct fvideo_src *s, const struct fvideo_files *fs)
+{
+	return s->ok && s->packets == (uint64_t)fs->packets_per_frame * fs->frames * fs->streams &&
+	       s->fps >= 60;
+}
+
+/* The sweep, one stream count at a time (its files made, its rounds run,
+ * its files removed: the counts' files never share the disk): in each
+ * round the pipeline and the source alone, in an order flipped every
+ * round.  A round's value: the largest count whose run kept up
+ * (video_keeps_up), 0 when none; its reference the largest count whose
+ * source alone kept up. */
+int fvideo_sweep(vfgx_ctx *ctx, bool gpu, uint32_t width, uint32_t height, int rounds,
+		 uint32_t frames, const uint32_t *sweep, int nsweep, struct fvideo_rounds *vr)
+{
+	if (!frames)
+		frames = 20;
+
+	vr->n = rounds;
+	for (int k = 0; k < nsweep; k++) {
+		uint32_t n = sweep[k];
+		struct fvideo_files fs;
+		int ret = fvideo_files_make(&fs, n, fvideo_ports_for(n), width, height, frames);
+
+		if (ret) {
+			snprintf(vr->why, sizeof(vr->why), "%s", ret == -ENOTSUP ?
+				 "this build has no libpcap (the capture files the video runs replay)" :
+				 "the capture files could not be written (stderr)");
+			vr->n = 0;
+			return ret == -ENOTSUP ? 0 : -1;
+		}
+		for (int i = 0; i < rounds; i++) {
+			struct fvideo_res *r = &vr->runs[vr->nruns];
+			struct fvideo_src *sr = &vr->srcs[vr->nruns];
+
+			for (int side = 0; side < 2; side++) {
+				bool pipe_turn = (side == 0) == (i % 2 == 0);
+
+				ret = pipe_turn ? fvideo_run(ctx, &fs, gpu, r) :
+						  fvideo_source(ctx, &fs, gpu, sr);
+				if (ret) {
+					fvideo_files_remove(&fs);
+					return -1;
+				}
+			}
+			vr->run_round[vr->nruns++] = i;
+			if (!r->ok || !sr->ok) {
+				snprintf(vr->why, sizeof(vr->why), "%u streams: %s", n,
+					 r->ok ? sr->why : r->why);
+				fprintf(stderr, "vfgx bench formats: %ux%u on the %s engine: %s\n", width,
+					height, gpu ? "gpu" : "cpu", vr->why);
+				fvideo_files_remove(&fs);
+				vr->n = 0;
+				return 0;
+			}
+			printf("%s %ux%u round %d, %u streams on %u ports: %llu of %llu frames complete, %llu incomplete, %llu errored, %llu drops, %.1f fps a stream (%.1f Gb/s); the source alone %.1f fps a stream (%.1f Gb/s)\n",
+			       gpu ? "gpu" : "cpu", width, height, i + 1, n, fs.ports,
+			       (unsigned long long)r->complete,
+			       (unsigned long long)r->frames_sent, (unsigned long long)r->incomplete,
+			       (unsigned long long)r->errored, (unsigned long long)r->drops, r->fps,
+			       r->gbps, sr->fps, sr->gbps);
+			if (fvideo_keeps_up(r))
+				vr->v[i] = n; /* the sweep ascends: the largest so far */
+			if (fvideo_source_keeps_up(sr, &fs))
+				vr->src[i] = n;
+		}
+		fvideo_files_remove(&fs);
+	}
+	return 0;
 }

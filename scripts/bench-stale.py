@@ -78,6 +78,7 @@ SOURCES = {
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
     # producers' formats (#38): the profiles against vfgx on both engines, RFC 4175 video
     "formats.md": ["bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
+                   "bench/formats_chunks.c",
                    "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
                    "include/vfgx/format.h", "include/vfgx/stages.h", "src/pipeline/proc.c",
                    "src/pipeline/chunk.c", "src/pipeline/chunk_consumer.c",
@@ -86,7 +87,7 @@ SOURCES = {
                    "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
                    "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
                    "src/pipeline/gpu_chunks.cuh", "src/pipeline/gpu_runner.c",
-                   "src/port/loopback.c"],
+                   "src/port/loopback.c", "src/port/pcap.c"],
 }
 
 TARGET = re.compile(r"^target: (\S+) (.*)$")

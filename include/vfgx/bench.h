@@ -26,6 +26,12 @@ struct gpuk_chunk_desc; /* a chunk's descriptor in device memory */
 
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out);
+/* The same for a producer's header fmt (NULL or the vfgx profile:
+ * vfgx_chunkset_create): a format placing by offset or lines makes chunks
+ * of its chunk_bytes. */
+struct vfgx_format;
+int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
+			     const struct vfgx_format *fmt, struct vfgx_chunkset **out);
 void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 /* Place one record of stream with sequence seq: VFGX_STAGE_PASS when
  * written, else the drop reason; *slot_data: the bytes written. */
@@ -95,6 +101,11 @@ void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feed
 int vfgx_gpu_pipeline_item_stamps(const vfgx_gpu_pipeline *gpl, char *buf, size_t len);
 
 /* --- the GPU processor's hand-off (src/pipeline/gpu_proc_host.c) ------- */
+/* vfgx_gpu_proc_create whose kernels place records into chunks (NULL:
+ * none); refuses chunks in host memory. */
+int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
+				const struct vfgx_gpu_opts *opts,
+				struct vfgx_chunkset *chunks, vfgx_gpu_proc **out);
 /* Hand over n records that live in pinned host memory (pkts_dev: their
  * device address) as one item, with no copy; ts_min: the oldest receive
  * stamp among them.  Item number or -errno. */

@@ -21,11 +21,8 @@ int64_t vfgx_gpu_proc_log(vfgx_gpu_proc *gp, struct vfgx_gpu_delivery *recs,
 
 struct vfgx_chunkset;
 
-/* vfgx_gpu_proc_create whose kernels place records into chunks (NULL:
- * none; gpu_chunks.cuh); refuses chunks in host memory. */
-int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
-				const struct vfgx_gpu_opts *opts,
-				struct vfgx_chunkset *chunks, vfgx_gpu_proc **out);
+/* vfgx_gpu_proc_create_chunks (kernels placing into chunks,
+ * gpu_chunks.cuh): in vfgx/bench.h */
 /* Chunks: an item that releases those past timeout_ms (GPU clock). */
 int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp);
 
