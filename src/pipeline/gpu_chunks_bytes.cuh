@@ -18,7 +18,7 @@
 /*
  * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
  * carries its whole UDP payload (kparams.fmt_raw) and its extended
- * sequence; the format's rules decode it again (vfgx_fmt_decode, the
+ * sequence; the format's rules decode it again (vfgx_fmt_decode_plan, the
  * same answer as phase A's; place: user, the user's function over it)
  * and give each piece's offset (vfgx_fmt_place, which checks every piece
  * ends inside the chunk).  The
@@ -46,7 +46,7 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
 	st = &k.kcs[s];
-	v = vfgx_fmt_decode(k.fmt, r.body, r.len, &o);
+	v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, r.body, r.len, &o);
 	/* phase A passed it (a learned SSRC is past the streams) */
 	if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
 		return vfgx_fmt_drop_reason(v);

@@ -150,6 +150,8 @@ struct kparams {
 	struct kfres *fres;
 	uint64_t *learned;
 	uint32_t learn, fmt_raw;
+	/* fmt's decode plan (vfgx_fmt_plan_make), made once at create */
+	struct vfgx_fmt_plan fplan;
 };
 
 /* The streams group g runs through (flush, tick, reset): every

@@ -271,13 +271,14 @@ __device__ __noinline__ int kfmt_user_place(const struct vfgx_format *fmt, const
  * here with its raw value in *fr.  raw: the body is the whole UDP
  * payload (chunks by bytes: phase B places its pieces).  Out of line: its
  * packet record stays off the vfgx header's path. */
-__device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt, uint32_t max_streams,
+__device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt,
+				     const struct vfgx_fmt_plan plan, uint32_t max_streams,
 				     uint32_t learn, uint32_t raw, const uint8_t *pay,
 				     uint32_t len, struct vfgx_app_hdr *h, uint32_t *boff,
 				     uint32_t *blen, struct kfres *fr)
 {
 	struct vfgx_fmt_pkt o;
-	int v = vfgx_fmt_decode(fmt, pay, len, &o);
+	int v = vfgx_fmt_decode_plan(fmt, &plan, pay, len, &o);
 
 #if VFGX_USER_PLACE_LINK
 	if (v == VFGX_FD_OK) /* user_place: the kernel linked with it */
@@ -310,7 +311,7 @@ __device__ __forceinline__ int k_hdr(const kparams &k, const uint8_t *pay, uint3
 				     struct kfres *fr)
 {
 	if (k.fmt)
-		return kfmt_hdr(k.fmt, k.max_streams, k.learn, k.fmt_raw, pay, len, h, boff,
+		return kfmt_hdr(k.fmt, k.fplan, k.max_streams, k.learn, k.fmt_raw, pay, len, h, boff,
 				blen, fr);
 	*boff = VFGX_APP_HLEN;
 	*blen = len - VFGX_APP_HLEN;

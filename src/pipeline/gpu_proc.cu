@@ -756,6 +756,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 			goto fail;
 		}
 		k.fmt = fd;
+		vfgx_fmt_plan_make(&c->fmt, &k.fplan);
 	}
 	/* -Dgpu_local_b (gpu_proc.cu's local_b_owner) */
 	if ((ret = dalloc(g, (void **)&k.aready, sizeof(uint64_t) * k.nb_items, err, errlen)) ||
