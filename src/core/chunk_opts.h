@@ -7,6 +7,8 @@
 #include <vfgx/chunk.h>
 #include <vfgx/config.h>
 
+#include "core/cfgnode.h"
+
 /* Defaults, then the keys of map (file:line:col errors). */
 int vfgx_chunk_config_from_yaml(const struct vfgx_cfg_node *map,
 				struct vfgx_chunk_config *c);

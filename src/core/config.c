@@ -24,7 +24,10 @@
 #include "chunk_opts.h"
 #include "pipeline/gpu_opts.h"
 #include "pipeline/rx_memory.h"
+#include "format/format_opts.h"
 #include "format/place_priv.h"
+#include "port/pcap_opts.h"
+#include "record/record_opts.h"
 #include "port/port_opts.h"
 
 extern const char vfgx_default_config_yaml[];

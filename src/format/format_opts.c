@@ -11,6 +11,7 @@
 
 #include "core/cfgdoc.h"
 #include "core/numparse.h"
+#include "format/format_opts.h"
 #include "format/format_priv.h"
 
 static const char *const fmt_keys[] = {
