@@ -11,9 +11,9 @@
 static const char *const gpu_modes[] = { "persistent", "per_burst", "graph", NULL };
 static const char *const gpu_user_stages[] = { "none", "flow_sum", NULL };
 #define GPU_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_gpu_opts, F, __VA_ARGS__)
-/* a key that is not its field's name (user_stage: the field user) */
-#define GPU_OPT_KEY(T, K, F, ...) \
-	{ #K, VFGX_OPT_##T, offsetof(struct vfgx_gpu_opts, F), __VA_ARGS__ }
+/* the key user_stage is the field user (vfgx/gpu.h) */
+#define STAGE_OPT(T, K, ...) \
+	{ #K, VFGX_OPT_##T, offsetof(struct vfgx_gpu_opts, user), __VA_ARGS__ }
 static const struct vfgx_opt gpu_opts[] = {
 	GPU_OPT(ENUM, mode, 0, 0, 0, gpu_modes),
 	GPU_OPT(BOOL, stage_copy, 0),
@@ -22,7 +22,7 @@ static const struct vfgx_opt gpu_opts[] = {
 	GPU_OPT(U32, graph_items, 8, 1, 256),
 	GPU_OPT(U32, blocks, 0, 0, 4096),
 	GPU_OPT(U32, timeout_ms, 5000, 10, 3600000),
-	GPU_OPT_KEY(ENUM, user_stage, user, 0, 0, 0, gpu_user_stages),
+	STAGE_OPT(ENUM, user_stage, 0, 0, 0, gpu_user_stages),
 	GPU_OPT(U32, log_records, 0, 0, 1u << 28),
 	GPU_OPT(U32, gpu_id, 0, 0, 63),
 	GPU_OPT(U32, rx_threads, 0, 0, 64),
