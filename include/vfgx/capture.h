@@ -74,10 +74,6 @@ struct vfgx_capture_stats {
 typedef struct vfgx_capture vfgx_capture;
 
 void vfgx_capture_conf_default(struct vfgx_capture_conf *c);
-/* The YAML adapter (pipeline.capture); strings point into the document of
- * map. */
-int vfgx_capture_conf_from_yaml(const struct vfgx_cfg_node *map,
-				struct vfgx_capture_conf *c);
 /* Open the first file (its header written) and start the writer.  One
  * line on ctx and -errno when the path cannot be written; -ENOTSUP for
  * pcapng in a build without libwiretap. */

@@ -38,10 +38,6 @@ struct vfgx_place_conf; /* vfgx/place.h */
 struct vfgx_capture_conf; /* vfgx/chunk.h */
 struct vfgx_record_conf; /* vfgx/record.h */
 
-/* A position in a loaded document: the library's own (its YAML adapters);
- * a program reads its sections through tables (vfgx_config_section). */
-struct vfgx_cfg_node;
-
 /*
  * A program's own config sections (vfgx run's expect:, metrics: and
  * ranks:) are described, like the library's, by a table of struct

@@ -63,7 +63,8 @@ struct vfgx_fmt_field {
 /*
  * A header description.  Plain data without pointers, so an engine copies
  * it to GPU memory as it is.  vfgx_format_profile() fills one from a
- * built-in profile, vfgx_format_from_yaml() from pipeline.format.
+ * built-in profile, vfgx_format_load_file() from a YAML file, and a
+ * loaded config from its pipeline.format.
  */
 struct vfgx_format {
 	uint32_t argsz;            /* sizeof(struct vfgx_format) */
@@ -783,9 +784,6 @@ const char *vfgx_format_profile_name(unsigned i);
  * "ecpri", "spead", "vdif", "gr-udp", "gr-udp-size").  -ENOENT for an
  * unknown name. */
 int vfgx_format_profile(const char *name, struct vfgx_format *f);
-/* pipeline.format: a profile and/or described fields over it (file:line:col
- * errors).  NULL or absent map: the vfgx profile. */
-int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f);
 /* A YAML file on its own (what `vfgx format check` reads): either a map
  * with the format keys at the top, or a config with pipeline.format.  One
  * error line on ctx when bad. */

@@ -30,7 +30,7 @@ enum vfgx_gpu_user {
 	VFGX_GPU_USER_FLOW_SUM = 1, /* the compiled-in example: payload sum per flow */
 };
 
-/* pipeline.gpu: every field has the default noted (docs/backends.md).
+/* pipeline.gpu: every field has the default noted (docs/config.md).
  * Start from vfgx_gpu_opts_default (it sets argsz); may grow at the end. */
 struct vfgx_gpu_opts {
 	uint32_t argsz;           /* sizeof(struct vfgx_gpu_opts) */
@@ -44,12 +44,14 @@ struct vfgx_gpu_opts {
 	enum vfgx_gpu_user user;  /* user_stage: none | flow_sum */
 	uint32_t log_records;     /* log_records: 0 (delivery log for tests) */
 	uint32_t gpu_id;          /* gpu_id: 0 */
-	uint32_t queues;          /* stream spaces (one per rx queue): set by the runner */
+	uint32_t queues;          /* stream spaces (one per rx queue): set by the runner; 0 = 1 */
 	uint32_t rx_threads;      /* rx_threads: 0 = a thread per rx queue while 2 CPUs stay free */
 };
 
-/* The defaults; a loaded config has pipeline.gpu parsed into these at
- * load (vfgx_pipeline_config.gpu). */
+/* The defaults (the table's that also reads pipeline.gpu); a loaded
+ * config has pipeline.gpu parsed into these at load
+ * (vfgx_pipeline_config.gpu).  vfgx_gpu_proc_create checks a program's
+ * struct against the same table's ranges. */
 void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o);
 const char *vfgx_gpu_mode_name(enum vfgx_gpu_mode m);
 

@@ -81,10 +81,6 @@ struct vfgx_record_stats {
 typedef struct vfgx_record vfgx_record;
 
 void vfgx_record_conf_default(struct vfgx_record_conf *c);
-/* The YAML adapter (record:); strings point into the document of map.
- * format hdf5 in a build without libhdf5 is one error naming the fix. */
-int vfgx_record_conf_from_yaml(const struct vfgx_cfg_node *map,
-			       struct vfgx_record_conf *c);
 /* A recorder for the chunks of pl (which must have chunks: -ENOTSUP),
  * with its first file open.  An existing path that is not a regular file
  * (a FIFO, a symlink, a directory) is refused (-EEXIST, or -ELOOP for a

@@ -11,6 +11,7 @@
 
 #include "core/cfgdoc.h"
 #include "core/numparse.h"
+#include "format/format_opts.h"
 #include "format/format_priv.h"
 
 static const char *const fmt_keys[] = {
@@ -334,56 +335,29 @@ static int format_of_doc(vfgx_ctx *ctx, struct vfgx_cfg_doc *doc, const char *na
 	return vfgx_format_from_yaml(&root, f);
 }
 
-/* in: a file, or NULL and the text yaml of len bytes */
-static int format_load(vfgx_ctx *ctx, const char *name, FILE *in, const char *yaml,
-		       size_t len, struct vfgx_format *f)
+int vfgx_format_load_string(vfgx_ctx *ctx, const char *name, const char *yaml,
+			    size_t len, struct vfgx_format *f)
 {
-	struct vfgx_cfg_doc *doc = calloc(1, sizeof(*doc));
-	yaml_parser_t parser;
+	struct vfgx_cfg_doc *doc;
 	int ret;
 
-	if (!doc)
-		return -ENOMEM;
-	snprintf(doc->name, sizeof(doc->name), "%s", name);
-	doc->ctx = ctx;
-	if (!yaml_parser_initialize(&parser)) {
-		free(doc);
-		return -ENOMEM;
-	}
-	if (in)
-		yaml_parser_set_input_file(&parser, in);
-	else
-		yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
-	if (!yaml_parser_load(&parser, &doc->doc)) {
-		ret = vfgx_set_error(ctx, -EINVAL, "%s:%zu:%zu: %s", name,
-				     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-				     parser.problem ? parser.problem : "YAML syntax error");
-		yaml_parser_delete(&parser);
-		free(doc);
+	/* the config's document, within the same limits */
+	if ((ret = vfgx_cfg_doc_load(ctx, yaml, len, name, &doc)))
 		return ret;
-	}
-	yaml_parser_delete(&parser);
 	ret = format_of_doc(ctx, doc, name, f);
-	vfgx_cfg_doc_free_allocs(doc);
-	yaml_document_delete(&doc->doc);
-	free(doc);
+	vfgx_cfg_doc_destroy(doc);
 	return ret;
 }
 
 int vfgx_format_load_file(vfgx_ctx *ctx, const char *path, struct vfgx_format *f)
 {
-	FILE *in = fopen(path, "rb");
+	char *buf;
+	size_t len;
 	int ret;
 
-	if (!in)
-		return vfgx_set_error(ctx, -errno, "%s: cannot open: %s", path, strerror(errno));
-	ret = format_load(ctx, path, in, NULL, 0, f);
-	fclose(in);
+	if ((ret = vfgx_cfg_read_file(ctx, path, &buf, &len)))
+		return ret;
+	ret = vfgx_format_load_string(ctx, path, buf ? buf : "", len, f);
+	free(buf);
 	return ret;
-}
-
-int vfgx_format_load_string(vfgx_ctx *ctx, const char *name, const char *yaml,
-			    size_t len, struct vfgx_format *f)
-{
-	return format_load(ctx, name, NULL, yaml, len, f);
 }

@@ -1,6 +1,7 @@
 /* gpu_iface.h - the plain C interface between the C side of the GPU data
- * plane (gpu_runner.c) and the CUDA side (gpu_proc.cu).  No vfgx headers
- * here: nvcc compiles it as C++ and the core headers use C11 atomics. */
+ * plane (gpu_runner.c) and the CUDA side (gpu_proc.cu).  Public vfgx
+ * headers only (they compile as C++, tests/abi/cxx_headers.cc): nvcc
+ * compiles it as C++ and the internal headers use C11 atomics. */
 #ifndef VFGX_GPU_IFACE_H
 #define VFGX_GPU_IFACE_H
 
@@ -10,6 +11,7 @@
 #include "commlist.h"
 
 #include <vfgx/format.h>
+#include <vfgx/gpu.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,8 +85,9 @@ struct gpuk_chunks {
 };
 
 struct gpuk_conf {
-	uint32_t mode, stage_copy, items, burst, graph_items, blocks, timeout_ms;
-	uint32_t user, log_records, gpu_id, queues;
+	/* pipeline.gpu as parsed at load (or a program's, checked), with
+	 * queues set by the runner (at least 1) */
+	struct vfgx_gpu_opts o;
 	uint32_t reorder, window, slot, max_streams, verify, nb_ranges;
 	uint16_t lo[GPUK_MAX_RANGES], hi[GPUK_MAX_RANGES];
 	/* test seam (VFGX_GPU_TEST_WEDGE=N, persistent mode): the block that

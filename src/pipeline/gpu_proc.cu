@@ -590,7 +590,7 @@ static int place_load(struct gpuk *g, const struct gpuk_conf *c, const cudaDevic
 	cudaError_t e;
 	int ret;
 
-	if (c->mode != 0) {
+	if (c->o.mode != 0) {
 		snprintf(err, errlen, "pipeline.format.user_place runs in the persistent kernel; set pipeline.gpu.mode: persistent");
 		return -EINVAL;
 	}
@@ -632,14 +632,14 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	}
 	kparams &k = g->k;
 	g->c = *c;
-	if ((e = cudaSetDevice((int)c->gpu_id)) != cudaSuccess ||
-	    (e = cudaGetDeviceProperties(&prop, (int)c->gpu_id)) != cudaSuccess) {
+	if ((e = cudaSetDevice((int)c->o.gpu_id)) != cudaSuccess ||
+	    (e = cudaGetDeviceProperties(&prop, (int)c->o.gpu_id)) != cudaSuccess) {
 		free(g);
 		return cuerr(err, errlen, "cudaSetDevice", e);
 	}
 	cudaDeviceGetAttribute(&can_host_ptr,
 			       cudaDevAttrCanUseHostPointerForRegisteredMem,
-			       (int)c->gpu_id);
+			       (int)c->o.gpu_id);
 	if (!can_host_ptr) {
 		free(g);
 		snprintf(err, errlen, "%s cannot use host pointers of pinned memory directly (no unified addressing); this GPU data plane needs it",
@@ -647,11 +647,11 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		return -ENOTSUP;
 	}
 	snprintf(g->name, sizeof(g->name), "%s", prop.name);
-	g->list.nb_items = c->mode == 2 ? 2 * c->graph_items : c->items;
-	g->list.burst = c->burst;
+	g->list.nb_items = c->o.mode == 2 ? 2 * c->o.graph_items : c->o.items;
+	g->list.burst = c->o.burst;
 	k.nb_items = g->list.nb_items;
-	k.burst = c->burst;
-	k.nb_streams = c->queues * c->max_streams;
+	k.burst = c->o.burst;
+	k.nb_streams = c->o.queues * c->max_streams;
 	k.max_streams = c->max_streams;
 	k.window = c->reorder ? c->window : 1;
 	k.slot = c->slot;
@@ -673,12 +673,12 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		goto fail;
 	g->list.items = (struct vfgx_comm_item *)h;
 	g->list.items_dev = k.items = (struct vfgx_comm_item *)d;
-	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_pkt) * k.nb_items * c->burst, err, errlen)))
+	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_pkt) * k.nb_items * c->o.burst, err, errlen)))
 		goto fail;
 	g->list.pkts = (struct vfgx_comm_pkt *)h;
 	g->list.pkts_dev = (struct vfgx_comm_pkt *)d;
 	for (uint32_t i = 0; i < k.nb_items; i++)
-		g->list.items[i].pkts = g->list.pkts_dev + (size_t)i * c->burst;
+		g->list.items[i].pkts = g->list.pkts_dev + (size_t)i * c->o.burst;
 	if ((ret = halloc(g, &h, &d, sizeof(struct vfgx_comm_status_word) * k.nb_items, err, errlen)))
 		goto fail;
 	g->list.status = (struct vfgx_comm_status_word *)h;
@@ -703,17 +703,17 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		goto fail;
 	g->list.done_cnt = (volatile uint64_t *)h;
 	k.done_cnt = (uint64_t *)d;
-	if (c->mode == 0)
+	if (c->o.mode == 0)
 		g->list.features = (VFGX_ITEM_STAMPS ? VFGX_COMM_F_STAMPS : 0) |
 				   (VFGX_DONE_COUNTERS ? VFGX_COMM_F_DONE_COUNTERS : 0) |
 				   (VFGX_ITEM_INLINE ? VFGX_COMM_F_INLINE : 0);
 	/* the owner blocks (VFGX_LOCAL_B, local_b_on) are known once the
 	 * grid is: below */
 	/* GPU memory: results, tickets, counters, reorder windows, log */
-	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->burst, err, errlen)) ||
+	if ((ret = dalloc(g, (void **)&k.res, sizeof(struct res) * k.nb_items * c->o.burst, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.tickets, sizeof(uint64_t) * GPUK_GROUPS * TICKET_STRIDE, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.seen, 2 * sizeof(uint64_t), err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->burst + 32, err, errlen)) ||
+	    (ret = dalloc(g, (void **)&k.grp, (size_t)k.nb_items * c->o.burst + 32, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.cnt, sizeof(ull) * GPUK_NCNT, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.base, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.next, sizeof(uint64_t) * k.nb_streams, err, errlen)) ||
@@ -724,15 +724,15 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 	    (ret = dalloc(g, (void **)&k.slot_data, c->reorder ? nw * c->slot : 64, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.user.flow_sum, sizeof(ull) * k.nb_streams, err, errlen)) ||
 	    (ret = dalloc(g, (void **)&k.log_n, sizeof(ull), err, errlen)) ||
-	    (ret = dalloc(g, (void **)&k.log, sizeof(struct gpuk_delivery) * c->log_records, err, errlen)))
+	    (ret = dalloc(g, (void **)&k.log, sizeof(struct gpuk_delivery) * c->o.log_records, err, errlen)))
 		goto fail;
 	if (c->ch.on &&
 	    ((ret = dalloc(g, (void **)&k.kcs, sizeof(struct kc_stream) * c->ch.streams, err, errlen)) ||
 	     (ret = dalloc(g, (void **)&k.kcsl, sizeof(struct kc_slot) * c->ch.streams *
 						 (size_t)c->ch.in_flight, err, errlen))))
 		goto fail;
-	if (c->stage_copy &&
-	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->burst * GPUK_STAGE_MAX, err, errlen)))
+	if (c->o.stage_copy &&
+	    (ret = dalloc(g, (void **)&k.stage, (size_t)k.nb_items * c->o.burst * GPUK_STAGE_MAX, err, errlen)))
 		goto fail;
 	if (c->fmt_on) {
 		/* the description in GPU memory (the kernels read it as the
@@ -746,7 +746,7 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		k.fmt_raw = c->ch.on && c->ch.by_bytes;
 		if ((ret = dalloc(g, (void **)&fd, sizeof(*fd), err, errlen)) ||
 		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)) ||
-		    (ret = dalloc(g, (void **)&k.fres, sizeof(struct kfres) * k.nb_items * c->burst,
+		    (ret = dalloc(g, (void **)&k.fres, sizeof(struct kfres) * k.nb_items * c->o.burst,
 				  err, errlen)) ||
 		    (k.learn && (ret = dalloc(g, (void **)&k.learned,
 					      sizeof(uint64_t) * k.max_streams, err, errlen))))
@@ -765,26 +765,26 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		goto fail;
 	k.dquit = k.seen + 1;
 	k.user.nb_flows = k.nb_streams;
-	k.user.enabled = c->user == 1;
-	k.log_cap = c->log_records;
+	k.user.enabled = c->o.user == 1;
+	k.log_cap = c->o.log_records;
 	k.test_wedge = c->test_wedge;
-	g->grid_a = (c->burst + WARPS - 1) / WARPS;
+	g->grid_a = (c->o.burst + WARPS - 1) / WARPS;
 	g->grid_b = GPUK_GROUPS / WARPS;
-	g->blocks = c->blocks ? c->blocks : (uint32_t)prop.multiProcessorCount;
+	g->blocks = c->o.blocks ? c->o.blocks : (uint32_t)prop.multiProcessorCount;
 	/* A persistent block takes a whole SM (512 threads x 128 registers):
 	 * with chunks, whose consumers run their own kernels on them (a
 	 * CUDA stream waiting for a chunk, user.gpu_module, cuFFT), an eighth
 	 * of the SMs (at least 2) is left free unless blocks says otherwise,
 	 * or those kernels would wait for the persistent one, which waits
 	 * for them to give the chunks back. */
-	if (c->mode == 0 && !c->blocks && c->ch.on) {
+	if (c->o.mode == 0 && !c->o.blocks && c->ch.on) {
 		uint32_t spare = g->blocks / 8 > 2 ? g->blocks / 8 : 2;
 
 		g->blocks = g->blocks > spare ? g->blocks - spare : 1;
 	}
 	if (c->place_module && (ret = place_load(g, c, prop, err, errlen)))
 		goto fail;
-	if (c->mode == 0) {
+	if (c->o.mode == 0) {
 		/* every block of the persistent kernel must be resident at
 		 * once: a block not yet scheduled would hold up the items
 		 * after it forever */
@@ -807,10 +807,10 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 			goto fail;
 		}
 	}
-	if (c->mode == 0 && VFGX_LOCAL_B && g->blocks > LOCAL_B_BLOCKS && !c->ch.on)
+	if (c->o.mode == 0 && VFGX_LOCAL_B && g->blocks > LOCAL_B_BLOCKS && !c->ch.on)
 		g->list.features |= VFGX_COMM_F_LOCAL_B;
 	/* persistent chunks: the warps' deferred lists (gpu_chunks.cuh) */
-	if (c->mode == 0 && c->ch.on &&
+	if (c->o.mode == 0 && c->ch.on &&
 	    ((ret = dalloc(g, (void **)&k.kcp, sizeof(struct kc_cp) * g->blocks * WARPS *
 						  (size_t)KC_CP_CAP, err, errlen)) ||
 	     (ret = dalloc(g, (void **)&k.kpb, sizeof(struct kc_pb) * g->blocks * WARPS *
@@ -837,7 +837,7 @@ extern "C" int gpuk_start(struct gpuk *g, char *err, size_t errlen)
 {
 	cudaError_t e;
 
-	if (g->c.mode == 0) {
+	if (g->c.o.mode == 0) {
 		/* counted before the launch: from here CUDA frees are queued */
 		vfgx_gpu_resident_add(1);
 		g->resident = true;
@@ -855,15 +855,15 @@ extern "C" int gpuk_start(struct gpuk *g, char *err, size_t errlen)
 		e = cudaGetLastError();
 		return e == cudaSuccess ? 0 : cuerr(err, errlen, "persistent kernel launch", e);
 	}
-	if (g->c.mode == 2) {
+	if (g->c.o.mode == 2) {
 		for (int h = 0; h < 2; h++) {
 			cudaGraph_t graph;
 
 			e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal);
 			if (e != cudaSuccess)
 				return cuerr(err, errlen, "cudaStreamBeginCapture", e);
-			for (uint32_t i = 0; i < g->c.graph_items; i++)
-				launch_item(g, h * g->c.graph_items + i);
+			for (uint32_t i = 0; i < g->c.o.graph_items; i++)
+				launch_item(g, h * g->c.o.graph_items + i);
 			e = cudaStreamEndCapture(g->stream, &graph);
 			if (e != cudaSuccess)
 				return cuerr(err, errlen, "cudaStreamEndCapture", e);
@@ -881,10 +881,10 @@ extern "C" int gpuk_launch(struct gpuk *g, uint32_t slot, char *err, size_t errl
 {
 	cudaError_t e;
 
-	if (g->c.mode == 1)
+	if (g->c.o.mode == 1)
 		launch_item(g, slot);
-	else if (g->c.mode == 2)
-		cudaGraphLaunch(g->graph[slot / g->c.graph_items], g->stream);
+	else if (g->c.o.mode == 2)
+		cudaGraphLaunch(g->graph[slot / g->c.o.graph_items], g->stream);
 	g->launched = true;
 	e = cudaGetLastError();
 	return e == cudaSuccess ? 0 : cuerr(err, errlen, "kernel launch", e);
@@ -900,7 +900,7 @@ extern "C" int gpuk_health(struct gpuk *g, char *err, size_t errlen)
 		g->failed = true;
 		return cuerr(err, errlen, "GPU kernel failed", e);
 	}
-	if (g->c.mode == 0 && g->launched) {
+	if (g->c.o.mode == 0 && g->launched) {
 		snprintf(err, errlen, "the persistent kernel ended unexpectedly");
 		return -ESRCH;
 	}

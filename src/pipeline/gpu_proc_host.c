@@ -1,4 +1,4 @@
-/* gpu_proc_host.c - the GPU processor's C side: pipeline.gpu options, the
+/* gpu_proc_host.c - the GPU processor's C side: the
  * producer loop over the communication list (submit, reap, timeouts), and
  * counters converted to vfgx_pipeline_stats.  Kernels: gpu_proc.cu. */
 #include <errno.h>
@@ -15,8 +15,6 @@
 
 #include "chunkset.h"
 #include "commlist_host.h"
-#include "core/argsz.h"
-#include "core/cfgnode.h"
 #include "gpu_bench.h"
 #include "gpu_iface.h"
 #include "gpu_opts.h"
@@ -53,53 +51,6 @@ struct item_stamp {
 /* fine latency histogram: 64 buckets per power of two */
 #define LAT_SUB 64
 #define LAT_FINE (LAT_SUB * 36)
-
-static const char *const mode_names[] = { "persistent", "per_burst", "graph", NULL };
-static const char *const user_names[] = { "none", "flow_sum", NULL };
-
-const char *vfgx_gpu_mode_name(enum vfgx_gpu_mode m)
-{
-	return (unsigned)m < 3 ? mode_names[m] : "?";
-}
-
-void vfgx_gpu_opts_default(struct vfgx_gpu_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->argsz = sizeof(*o);
-	o->mode = VFGX_GPU_PERSISTENT;
-	o->items = 64;
-	o->burst = 1024;
-	o->graph_items = 8;
-	o->timeout_ms = 5000;
-	o->queues = 1;
-}
-
-int vfgx_gpu_opts_from_yaml(const struct vfgx_cfg_node *n, struct vfgx_gpu_opts *o)
-{
-	static const char *const keys[] = { "mode", "stage_copy", "items", "burst",
-					    "graph_items", "blocks", "timeout_ms",
-					    "user_stage", "log_records", "gpu_id",
-					    "rx_threads", NULL };
-	int ret, mode, user;
-
-	vfgx_gpu_opts_default(o);
-	if ((ret = vfgx_cfg_check_keys(n, keys)) ||
-	    (ret = vfgx_cfg_enum(n, "mode", mode_names, 0, &mode)) ||
-	    (ret = vfgx_cfg_bool(n, "stage_copy", false, &o->stage_copy)) ||
-	    (ret = vfgx_cfg_u32(n, "items", 64, 2, 4096, &o->items)) ||
-	    (ret = vfgx_cfg_u32(n, "burst", 1024, 1, 8192, &o->burst)) ||
-	    (ret = vfgx_cfg_u32(n, "graph_items", 8, 1, 256, &o->graph_items)) ||
-	    (ret = vfgx_cfg_u32(n, "blocks", 0, 0, 4096, &o->blocks)) ||
-	    (ret = vfgx_cfg_u32(n, "timeout_ms", 5000, 10, 3600000, &o->timeout_ms)) ||
-	    (ret = vfgx_cfg_enum(n, "user_stage", user_names, 0, &user)) ||
-	    (ret = vfgx_cfg_u32(n, "log_records", 0, 0, 1u << 28, &o->log_records)) ||
-	    (ret = vfgx_cfg_u32(n, "gpu_id", 0, 0, 63, &o->gpu_id)) ||
-	    (ret = vfgx_cfg_u32(n, "rx_threads", 0, 0, 64, &o->rx_threads)))
-		return ret;
-	o->mode = (enum vfgx_gpu_mode)mode;
-	o->user = (enum vfgx_gpu_user)user;
-	return 0;
-}
 
 int vfgx_gpu_probe(vfgx_ctx *ctx, uint32_t gpu_id, char *desc, size_t len)
 {
@@ -163,10 +114,8 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	int ret;
 
 	*out = NULL;
-	if (vfgx_argsz_copy(&o, sizeof(o), user_opts, sizeof(o)))
-		return vfgx_set_error(ctx, -EINVAL,
-				      "gpu: struct vfgx_gpu_opts argsz %u not understood by libvfgx %s (use vfgx_gpu_opts_default)",
-				      user_opts->argsz, VFGX_VERSION_STRING);
+	if ((ret = vfgx_gpu_opts_check(ctx, user_opts, &o)))
+		return ret;
 	if (conf->reorder && (conf->reorder_window < 2 ||
 			      (conf->reorder_window & (conf->reorder_window - 1))))
 		return vfgx_set_error(ctx, -EINVAL,
@@ -179,17 +128,7 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 	gp->chunks = chunks;
 	if (!gp->o.queues)
 		gp->o.queues = 1;
-	c.mode = opts->mode;
-	c.stage_copy = opts->stage_copy;
-	c.items = opts->items;
-	c.burst = opts->burst;
-	c.graph_items = opts->graph_items;
-	c.blocks = opts->blocks;
-	c.timeout_ms = opts->timeout_ms;
-	c.user = opts->user;
-	c.log_records = opts->log_records;
-	c.gpu_id = opts->gpu_id;
-	c.queues = gp->o.queues;
+	c.o = gp->o;
 	c.reorder = conf->reorder;
 	c.window = conf->reorder_window;
 	c.slot = conf->reorder_slot;

@@ -330,7 +330,8 @@ int vfgx_gpu_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *c
 	gpl->conf = *conf;
 	gpl->chunks = chunks;
 	pthread_mutex_init(&gpl->lock, NULL);
-	/* pipeline.gpu, typed once by vfgx_pipeline_create */
+	/* pipeline.gpu, typed once at config load (or a program's struct,
+	 * argsz-checked by vfgx_pipeline_create) */
 	if (conf->gpu)
 		gpl->opts = *conf->gpu;
 	else

@@ -8,6 +8,8 @@
 
 #include <vfgx/port.h>
 
+#include "core/cfgnode.h"
+
 struct vfgx_port {
 	vfgx_ctx *ctx;
 	const struct vfgx_port_ops *ops;

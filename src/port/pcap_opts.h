@@ -21,6 +21,10 @@ uint32_t vfgx_pcap_frame_max(const struct vfgx_backend_opts *o, const char *addr
 			     uint32_t buf_size, const char **key);
 int vfgx_pcap_opts_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_pcap_opts *o);
 
+/* pipeline.capture (the config loader's, at load); strings point into
+ * the document of map. */
+int vfgx_capture_conf_from_yaml(const struct vfgx_cfg_node *map,
+				struct vfgx_capture_conf *c);
 /* A program's capture conf: argsz-checked copy into out, ranges checked. */
 int vfgx_capture_conf_check(vfgx_ctx *ctx, const struct vfgx_capture_conf *user,
 			    struct vfgx_capture_conf *out);

@@ -16,6 +16,7 @@
 #include "core/argsz.h"
 #include "core/cfgdoc.h"
 #include "core/opts.h"
+#include "record_opts.h"
 #include "record_priv.h"
 #include "vfgx_build.h"
 

@@ -25,6 +25,7 @@
 
 #include "core/argsz.h"
 #include "core/opts.h"
+#include "format/format_opts.h"
 #include "port/port_opts.h"
 #include "port/loopback_replay.h"
 #include "port/tx_fill.h"

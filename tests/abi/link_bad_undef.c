@@ -6,6 +6,7 @@
 #include <vfgx/vfgx.h>
 
 /* internal (src/core/cfgnode.h), hidden in libvfgx.so.2 */
+struct vfgx_cfg_node;
 int vfgx_cfg_u32(const struct vfgx_cfg_node *map, const char *key,
 		 uint32_t def, uint32_t min, uint32_t max, uint32_t *out);
 

@@ -71,6 +71,17 @@ one_line "loopback.packets 2^63"
 printf 'interfaces:\n  - backend: loopback\n    loopbak: {}\n' >"$tmp/typo.yaml"
 expect_rc "unknown key" 2 "typo.yaml:3:5: interfaces\\[0\\].loopbak: unknown key" "$vfgx" run "$tmp/typo.yaml"
 expect_rc "missing file" 2 'nope.yaml: cannot open config' "$vfgx" run "$tmp/nope.yaml"
+# #39: pipeline.gpu is read by its option table at load, also on a host
+# without a GPU: an unknown key or a bad value is one line, exit 2
+printf 'pipeline:\n  gpu:\n    itmes: 64\n' >"$tmp/gpukey.yaml"
+expect_rc "pipeline.gpu unknown key" 2 "^vfgx: $tmp/gpukey.yaml:3:5: pipeline.gpu.itmes: unknown key \\(allowed: mode, stage_copy, items, burst, graph_items, blocks, timeout_ms, user_stage, log_records, gpu_id, rx_threads\\)$" "$vfgx" run "$tmp/gpukey.yaml"
+one_line "pipeline.gpu unknown key"
+printf 'pipeline:\n  gpu: {mode: graph, items: 1}\n' >"$tmp/gpuval.yaml"
+expect_rc "pipeline.gpu value out of range" 2 "^vfgx: $tmp/gpuval.yaml:2:29: pipeline.gpu.items: 1 is out of range \\(must be 2..4096\\)$" "$vfgx" run "$tmp/gpuval.yaml"
+one_line "pipeline.gpu value out of range"
+printf 'pipeline:\n  gpu: {user_stage: flow_max}\n' >"$tmp/gpuenum.yaml"
+expect_rc "pipeline.gpu bad name" 2 "^vfgx: $tmp/gpuenum.yaml:2:21: pipeline.gpu.user_stage: 'flow_max' is not allowed \\(use one of: none, flow_sum\\)$" "$vfgx" run "$tmp/gpuenum.yaml"
+one_line "pipeline.gpu bad name"
 # a key the backend judges when the port opens: still one line, no info
 # line about the pipeline device before it
 printf 'interfaces:\n  - backend: socket\n    address: udp://127.0.0.1:5000\n    socket: {role: sideways}\n' >"$tmp/role.yaml"

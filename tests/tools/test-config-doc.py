@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""test-config-doc.py - docs/config.md names every key the core config and
-the loopback backend accept, and each literal default next to its key."""
+"""test-config-doc.py - docs/config.md names every key the config loader,
+the loopback backend and the sections' option tables accept, and each
+literal default next to its key."""
 import os
 import re
 import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-FILES = ["src/core/config.c", "src/port/loopback.c", "src/core/chunk_opts.c",
+FILES = ["src/session/config_load.c", "src/port/loopback.c", "src/pipeline/chunk_opts.c",
+         "src/pipeline/gpu_opts.c",
          "src/port/pcap_opts.c", "src/session/sender.c", "src/cli/run_config.c",
          "src/record/record.c"]
 

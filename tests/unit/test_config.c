@@ -382,6 +382,78 @@ static void test_program_section(void **state)
 	section_error("\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}", "5 items; at most 4 ranks");
 }
 
+/* #39: pipeline.gpu is one option table: every key read at load into
+ * struct vfgx_gpu_opts (the values docs/config.md gives), absent keys at
+ * the defaults vfgx_gpu_opts_default gives a program, and a program's
+ * struct judged by the same ranges when it makes a GPU processor. */
+static void test_gpu_opts(void **state)
+{
+	struct vfgx_pipeline_config pc;
+	struct vfgx_gpu_opts def, o;
+	struct vfgx_config *cfg;
+	vfgx_gpu_proc *gp = NULL;
+
+	(void)state;
+	assert_int_equal(load("pipeline:\n  gpu: {mode: graph, stage_copy: true, items: 128, burst: 512,"
+			      " graph_items: 16, blocks: 8, timeout_ms: 250, user_stage: flow_sum,"
+			      " log_records: 4096, gpu_id: 3, rx_threads: 2}\n", &cfg), 0);
+	assert_int_equal(cfg->pipeline.gpu->argsz, sizeof(struct vfgx_gpu_opts));
+	assert_int_equal(cfg->pipeline.gpu->mode, VFGX_GPU_GRAPH);
+	assert_true(cfg->pipeline.gpu->stage_copy);
+	assert_int_equal(cfg->pipeline.gpu->items, 128);
+	assert_int_equal(cfg->pipeline.gpu->burst, 512);
+	assert_int_equal(cfg->pipeline.gpu->graph_items, 16);
+	assert_int_equal(cfg->pipeline.gpu->blocks, 8);
+	assert_int_equal(cfg->pipeline.gpu->timeout_ms, 250);
+	assert_int_equal(cfg->pipeline.gpu->user, VFGX_GPU_USER_FLOW_SUM);
+	assert_int_equal(cfg->pipeline.gpu->log_records, 4096);
+	assert_int_equal(cfg->pipeline.gpu->gpu_id, 3);
+	assert_int_equal(cfg->pipeline.gpu->rx_threads, 2);
+	vfgx_config_destroy(cfg);
+
+	/* the defaults, from docs/config.md's rows */
+	vfgx_gpu_opts_default(&def);
+	assert_int_equal(def.argsz, sizeof(def));
+	assert_int_equal(def.mode, VFGX_GPU_PERSISTENT);
+	assert_false(def.stage_copy);
+	assert_int_equal(def.items, 64);
+	assert_int_equal(def.burst, 1024);
+	assert_int_equal(def.graph_items, 8);
+	assert_int_equal(def.blocks, 0);
+	assert_int_equal(def.timeout_ms, 5000);
+	assert_int_equal(def.user, VFGX_GPU_USER_NONE);
+	assert_int_equal(def.log_records, 0);
+	assert_int_equal(def.gpu_id, 0);
+	assert_int_equal(def.rx_threads, 0);
+	/* a section with one key: the rest are the program's defaults */
+	assert_int_equal(load("pipeline:\n  gpu: {burst: 256}\n", &cfg), 0);
+	o = def;
+	o.burst = 256;
+	assert_memory_equal(cfg->pipeline.gpu, &o, sizeof(o));
+	vfgx_config_destroy(cfg);
+
+	expect_error("pipeline:\n  gpu: {itmes: 64}\n", "t.yaml:2:9: pipeline.gpu.itmes: unknown key (allowed: mode, stage_copy, items,");
+	expect_error("pipeline:\n  gpu: {items: 1}\n", "t.yaml:2:16: pipeline.gpu.items: 1 is out of range (must be 2..4096)");
+	expect_error("pipeline:\n  gpu: {burst: 8193}\n", "pipeline.gpu.burst: 8193 is out of range (must be 1..8192)");
+	expect_error("pipeline:\n  gpu: {mode: fast}\n", "pipeline.gpu.mode: 'fast' is not allowed (use one of: persistent, per_burst, graph)");
+	expect_error("pipeline:\n  gpu: {stage_copy: 2}\n", "pipeline.gpu.stage_copy: '2' is not a boolean");
+	expect_error("pipeline:\n  gpu: [persistent]\n", "pipeline.gpu: must be a mapping");
+
+	/* a program's struct: the same ranges, one line naming the key */
+	vfgx_pipeline_config_default(&pc);
+	o = def;
+	o.items = 1;
+	assert_int_equal(vfgx_gpu_proc_create(ctx, &pc, &o, &gp), -EINVAL);
+	assert_null(gp);
+	assert_string_equal(vfgx_last_error(ctx),
+			    "pipeline: gpu options: items: 1 is out of range (must be 2..4096)");
+	o = def;
+	o.mode = (enum vfgx_gpu_mode)3;
+	assert_int_equal(vfgx_gpu_proc_create(ctx, &pc, &o, &gp), -EINVAL);
+	assert_string_equal(vfgx_last_error(ctx),
+			    "pipeline: gpu options: mode: 3 is not one of the 3 values");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_configs_load),
 		cmocka_unit_test(test_program_section),
+		cmocka_unit_test(test_gpu_opts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
