@@ -313,6 +313,10 @@ int vfgx_format_from_yaml(const struct vfgx_cfg_node *map, struct vfgx_format *f
 	if (!vfgx_cfg_child(map, "user_place", &it) &&
 	    f->place != VFGX_FMT_PLACE_SLOT && f->place != VFGX_FMT_PLACE_USER)
 		return vfgx_cfg_error(&it, "a user placement function places by slot or by itself; set place: slot or place: user");
+	/* without stream_ids the engines learn RTP's SSRCs, the gpu engine
+	 * only in phase B, after the function: it could not give the stream */
+	if (!vfgx_cfg_child(map, "user_place", &it) && vfgx_fmt_learns(f))
+		return vfgx_cfg_error(&it, "a user placement function gives the stream, which RTP without stream_ids learns from its SSRCs; list the SSRCs in stream_ids");
 	return format_rules_check(map, f);
 }
 

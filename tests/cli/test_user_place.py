@@ -15,6 +15,7 @@ place: offset, and `vfgx format decode` of a config that places by the
 function (it reads descriptions alone)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,6 +154,17 @@ def main():
         check("none.so" in e, "the line names the library")
         e = refused(tmp, pcap, "place: user without user_place", user_place="")
         e = refused(tmp, pcap, "user_place on place: offset", place="offset")
+        # RTP learning its SSRCs (no stream_ids) cannot take the function's stream
+        text = open(config(tmp, pcap, name="rtp.yaml")).read()
+        text = text.replace("    layout: fixed\n", "    profile: rtp\n")
+        for k in ("header_len", "stream", "seq", "end", "seq_bits"):
+            text = re.sub(r"\n    %s: [^\n]*" % k, "", text)
+        with open(os.path.join(tmp, "rtp.yaml"), "w") as f:
+            f.write(text)
+        r = run("run", os.path.join(tmp, "rtp.yaml"))
+        check(r.returncode == 2 and "stream_ids" in r.stderr and len(r.stderr.splitlines()) == 1,
+              "user_place with rtp without stream_ids: exit 2 with one line (%d: %s)" %
+              (r.returncode, r.stderr.strip()))
         # vfgx format decode reads descriptions alone: it says so
         r = run("format", "decode", pcap, "--config", config(tmp, pcap, name="dec.yaml"))
         check(r.returncode == 2 and "place user" in r.stderr and len(r.stderr.splitlines()) == 1,
