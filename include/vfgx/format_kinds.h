@@ -122,6 +122,36 @@ VFGX_HD void vfgx_fmt_pkt_clear(struct vfgx_fmt_pkt *o)
 	o->pad = 0;
 }
 
+/* A drop before a fixed-layout decoder wrote o: o as vfgx_fmt_pkt_clear
+ * leaves it (the generic reading's state at its first checks). */
+VFGX_HD int vfgx_fmt_pkt_drop(struct vfgx_fmt_pkt *o, int r)
+{
+	vfgx_fmt_pkt_clear(o);
+	return r;
+}
+
+/* A fixed-layout packet's fields, each written once: what
+ * vfgx_fmt_pkt_clear and the generic reading's fields write, in one go
+ * (no store of 0 before the value). */
+VFGX_HD void vfgx_fmt_pkt_fixed(struct vfgx_fmt_pkt *o, uint64_t stream_raw, uint64_t seq,
+				uint64_t timestamp, uint32_t end, uint32_t payload_off,
+				uint32_t payload_len)
+{
+	o->stream_raw = stream_raw;
+	o->stream = 0;
+	o->end = end;
+	o->seq = seq;
+	o->ext_seq = 0;
+	o->timestamp = timestamp;
+	o->ts_frac = 0;
+	o->chunk = 0;
+	o->chunk_bytes = 0;
+	o->payload_off = payload_off;
+	o->payload_len = payload_len;
+	o->nseg = 0;
+	o->pad = 0;
+}
+
 /* A length field's rule (length x length_unit + length_add == the UDP
  * payload's bytes), as vfgx_fmt_decode_generic computes it. */
 VFGX_HD int vfgx_fmt_length_ok(const struct vfgx_format *f, uint64_t v, uint32_t len)
@@ -138,22 +168,14 @@ VFGX_HD int vfgx_fmt_decode_rtp(const struct vfgx_format *f, const uint8_t *p, u
 	uint32_t hl;
 	int r;
 
-	vfgx_fmt_pkt_clear(o);
 	if (len < f->header_len)
-		return VFGX_FD_FIELD_OUTSIDE;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_FIELD_OUTSIDE);
 	if ((r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
+		return vfgx_fmt_pkt_drop(o, r);
+	vfgx_fmt_pkt_fixed(o, vfgx_rd32(p + 8), vfgx_rd16(p + 2), vfgx_rd32(p + 4), p[1] >> 7,
+			   hl, len - hl - ((p[0] & 0x20) ? p[len - 1] : 0u));
+	if (f->layout == VFGX_FMT_RFC4175 && (r = vfgx_fmt_rfc4175(f, p, len, hl, o)))
 		return r;
-	o->seq = vfgx_rd16(p + 2);
-	o->timestamp = vfgx_rd32(p + 4);
-	o->stream_raw = vfgx_rd32(p + 8);
-	o->end = p[1] >> 7;
-	if (f->layout == VFGX_FMT_RFC4175) {
-		if ((r = vfgx_fmt_rfc4175(f, p, len, hl, o)))
-			return r;
-	} else {
-		o->payload_off = hl;
-		o->payload_len = len - hl - ((p[0] & 0x20) ? p[len - 1] : 0u);
-	}
 	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
 }
 
@@ -162,17 +184,13 @@ VFGX_HD int vfgx_fmt_decode_rtp(const struct vfgx_format *f, const uint8_t *p, u
 VFGX_HD int vfgx_fmt_decode_ecpri(const struct vfgx_format *f, const uint8_t *p,
 				  uint32_t len, struct vfgx_fmt_pkt *o)
 {
-	vfgx_fmt_pkt_clear(o);
 	if (len < 8)
-		return VFGX_FD_FIELD_OUTSIDE;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_FIELD_OUTSIDE);
 	if (p[0] != f->match_value[0] || p[1] != f->match_value[1])
-		return VFGX_FD_MISMATCH;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_MISMATCH);
 	if (!vfgx_fmt_length_ok(f, vfgx_rd16(p + 2), len))
-		return VFGX_FD_BAD_LENGTH;
-	o->stream_raw = vfgx_rd16(p + 4);
-	o->seq = p[6];
-	o->payload_off = 8;
-	o->payload_len = len - 8;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_BAD_LENGTH);
+	vfgx_fmt_pkt_fixed(o, vfgx_rd16(p + 4), p[6], 0, 0, 8, len - 8);
 	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
 }
 
@@ -183,20 +201,19 @@ VFGX_HD int vfgx_fmt_decode_vdif(const struct vfgx_format *f, const uint8_t *p,
 				 uint32_t len, struct vfgx_fmt_pkt *o)
 {
 	uint32_t w0;
+	uint64_t secs;
 
-	vfgx_fmt_pkt_clear(o);
 	if (len < 32)
-		return VFGX_FD_FIELD_OUTSIDE;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_FIELD_OUTSIDE);
 	w0 = vfgx_fmt_rd32le(p);
 	if ((w0 >> 30 & 1) != f->match_value[0])
-		return VFGX_FD_MISMATCH;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_MISMATCH);
 	if (!vfgx_fmt_length_ok(f, vfgx_fmt_rd32le(p + 8) & 0xffffff, len))
-		return VFGX_FD_BAD_LENGTH;
-	o->stream_raw = vfgx_fmt_rd32le(p + 12) >> 16 & 0x3ff;
-	o->timestamp = w0 & 0x3fffffff;
-	o->seq = (vfgx_fmt_rd32le(p + 4) & 0xffffff) + o->timestamp * f->seq_major_mult;
-	o->payload_off = 32;
-	o->payload_len = len - 32;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_BAD_LENGTH);
+	secs = w0 & 0x3fffffff;
+	vfgx_fmt_pkt_fixed(o, vfgx_fmt_rd32le(p + 12) >> 16 & 0x3ff,
+			   (vfgx_fmt_rd32le(p + 4) & 0xffffff) + secs * f->seq_major_mult, secs,
+			   0, 32, len - 32);
 	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
 }
 
@@ -207,14 +224,11 @@ VFGX_HD int vfgx_fmt_decode_gr_udp(const struct vfgx_format *f, const uint8_t *p
 {
 	uint32_t hl = f->header_len;
 
-	vfgx_fmt_pkt_clear(o);
 	if (len < hl)
-		return VFGX_FD_FIELD_OUTSIDE;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_FIELD_OUTSIDE);
 	if (hl == 16 && !vfgx_fmt_length_ok(f, (uint32_t)(p[8] | (p[9] << 8)), len))
-		return VFGX_FD_BAD_LENGTH;
-	o->seq = vfgx_fmt_rd64le(p);
-	o->payload_off = hl;
-	o->payload_len = len - hl;
+		return vfgx_fmt_pkt_drop(o, VFGX_FD_BAD_LENGTH);
+	vfgx_fmt_pkt_fixed(o, 0, vfgx_fmt_rd64le(p), 0, 0, hl, len - hl);
 	return vfgx_fmt_stream_index(f, 0, &o->stream);
 }
 
