@@ -260,9 +260,10 @@ VFGX_HD int vfgx_fmt_field_at(const struct vfgx_fmt_field *fl, uint32_t off,
 VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *s,
 			    uint64_t v, uint64_t *ext)
 {
-	uint32_t bits = r->seq_bits ? r->seq_bits : 64;
-	uint64_t mask = vfgx_fmt_mask(bits);
-	uint64_t one_turn = bits >= 64 ? 0 : (uint64_t)1 << bits;
+	/* seq_bits 1..63: 2^bits - 1 and one turn 2^bits; 0 or 64 (and
+	 * beyond): every bit, and one turn 0 (mask + 1 wraps) */
+	uint64_t mask = r->seq_bits - 1u < 63u ? ((uint64_t)1 << r->seq_bits) - 1 : ~(uint64_t)0;
+	uint64_t one_turn = mask + 1;
 	uint64_t d, back, e;
 
 	v &= mask;
@@ -294,7 +295,7 @@ VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *
 	if (s->have_bad && v == (s->bad_next & mask)) {
 		/* restarted: keep the upper bits, so extended sequences of
 		 * short counters still grow; a 64-bit sequence is v */
-		e = bits >= 64 ? v : ((s->max_ext & ~mask) + one_turn) | v;
+		e = ((s->max_ext & ~mask) + one_turn) | v;
 		s->max_ext = e;
 		s->have_bad = 0;
 		*ext = e;
@@ -310,12 +311,13 @@ VFGX_HD int vfgx_fmt_stream_index(const struct vfgx_format *f, uint64_t raw,
 				  uint32_t *idx)
 {
 	uint64_t i = raw;
+	uint32_t n = f->n_stream_ids;
 
-	if (f->n_stream_ids) {
-		for (i = 0; i < f->n_stream_ids && i < VFGX_FMT_MAX_STREAM_IDS; i++)
-			if (f->stream_ids[i] == raw)
-				break;
-		if (i >= f->n_stream_ids || i >= VFGX_FMT_MAX_STREAM_IDS)
+	if (n) {
+		n = n < VFGX_FMT_MAX_STREAM_IDS ? n : VFGX_FMT_MAX_STREAM_IDS;
+		for (i = 0; i < n && f->stream_ids[i] != raw; i++)
+			;
+		if (i == n)
 			return VFGX_FD_BAD_STREAM;
 	}
 	if (i >= f->max_streams)

@@ -170,7 +170,11 @@ VFGX_HD int vfgx_fmt_decode_rtp(const struct vfgx_format *f, const uint8_t *p, u
 
 	if (len < f->header_len)
 		return vfgx_fmt_pkt_drop(o, VFGX_FD_FIELD_OUTSIDE);
-	if ((r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
+	/* version 2 without padding, extension or CSRCs: 12 bytes (len >=
+	 * header_len >= 12); else RFC 3550's whole rule */
+	if (p[0] == 0x80)
+		hl = 12;
+	else if ((r = vfgx_fmt_rtp_hdr_len(p, len, &hl)))
 		return vfgx_fmt_pkt_drop(o, r);
 	vfgx_fmt_pkt_fixed(o, vfgx_rd32(p + 8), vfgx_rd16(p + 2), vfgx_rd32(p + 4), p[1] >> 7,
 			   hl, len - hl - ((p[0] & 0x20) ? p[len - 1] : 0u));
