@@ -163,11 +163,14 @@ struct vfgx_seq_state {
  * packet (vfgx_fmt_plan_make), made once where an engine keeps it
  * (vfgx_fmt_decode_plan): a packet of at least need bytes holds the least
  * header and every field read at a fixed offset, so that no field needs
- * its own bounds check.  Plain data, as struct vfgx_format.
+ * its own bounds check; kind says which decoder reads it (enum
+ * vfgx_fmt_kind, vfgx/format_kinds.h: a built-in profile's straight-line
+ * one, or the description field by field).  Plain data, as struct
+ * vfgx_format.
  */
 struct vfgx_fmt_plan {
 	uint32_t need;
-	uint32_t pad;
+	uint32_t kind;
 };
 
 /* ---- the rules (VFGX_HD) ---------------------------------------------- */
@@ -258,9 +261,10 @@ VFGX_HD int vfgx_fmt_field_at(const struct vfgx_fmt_field *fl, uint32_t off,
 VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *s,
 			    uint64_t v, uint64_t *ext)
 {
-	uint32_t bits = r->seq_bits ? r->seq_bits : 64;
-	uint64_t mask = vfgx_fmt_mask(bits);
-	uint64_t one_turn = bits >= 64 ? 0 : (uint64_t)1 << bits;
+	/* seq_bits 1..63: 2^bits - 1 and one turn 2^bits; 0 or 64 (and
+	 * beyond): every bit, and one turn 0 (mask + 1 wraps) */
+	uint64_t mask = r->seq_bits - 1u < 63u ? ((uint64_t)1 << r->seq_bits) - 1 : ~(uint64_t)0;
+	uint64_t one_turn = mask + 1;
 	uint64_t d, back, e;
 
 	v &= mask;
@@ -292,7 +296,7 @@ VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *
 	if (s->have_bad && v == (s->bad_next & mask)) {
 		/* restarted: keep the upper bits, so extended sequences of
 		 * short counters still grow; a 64-bit sequence is v */
-		e = bits >= 64 ? v : ((s->max_ext & ~mask) + one_turn) | v;
+		e = ((s->max_ext & ~mask) + one_turn) | v;
 		s->max_ext = e;
 		s->have_bad = 0;
 		*ext = e;
@@ -308,12 +312,13 @@ VFGX_HD int vfgx_fmt_stream_index(const struct vfgx_format *f, uint64_t raw,
 				  uint32_t *idx)
 {
 	uint64_t i = raw;
+	uint32_t n = f->n_stream_ids;
 
-	if (f->n_stream_ids) {
-		for (i = 0; i < f->n_stream_ids && i < VFGX_FMT_MAX_STREAM_IDS; i++)
-			if (f->stream_ids[i] == raw)
-				break;
-		if (i >= f->n_stream_ids || i >= VFGX_FMT_MAX_STREAM_IDS)
+	if (n) {
+		n = n < VFGX_FMT_MAX_STREAM_IDS ? n : VFGX_FMT_MAX_STREAM_IDS;
+		for (i = 0; i < n && f->stream_ids[i] != raw; i++)
+			;
+		if (i == n)
 			return VFGX_FD_BAD_STREAM;
 	}
 	if (i >= f->max_streams)
@@ -487,7 +492,7 @@ VFGX_HD int vfgx_fmt_vita49(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt 
 #define VFGX_SPEAD_PAYLOAD_LEN 0x4
 VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
 {
-	uint32_t n, h;
+	uint32_t n, h, first = 0;
 	uint64_t cnt = 0, off = 0, plen = 0, size = 0;
 	uint32_t have = 0;
 
@@ -499,7 +504,20 @@ VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *
 	h = 8 + 8 * n;
 	if (h > len)
 		return VFGX_FD_FIELD_OUTSIDE;
-	for (uint32_t i = 0; i < n; i++) {
+	/* the order spead2 and vfgx send write them in first: heap counter,
+	 * heap size, heap offset, payload length, each immediate (0x8000 |
+	 * id in the item's top 16 bits); what the loop would read from them,
+	 * without its branch per item; later items still override */
+	if (n >= 4 && vfgx_rd64(p + 8) >> 48 == 0x8001 && vfgx_rd64(p + 16) >> 48 == 0x8002 &&
+	    vfgx_rd64(p + 24) >> 48 == 0x8003 && vfgx_rd64(p + 32) >> 48 == 0x8004) {
+		cnt = vfgx_rd64(p + 8) & 0xffffffffffffull;
+		size = vfgx_rd64(p + 16) & 0xffffffffffffull;
+		off = vfgx_rd64(p + 24) & 0xffffffffffffull;
+		plen = vfgx_rd64(p + 32) & 0xffffffffffffull;
+		have = 0xf;
+		first = 4;
+	}
+	for (uint32_t i = first; i < n; i++) {
 		uint64_t it = vfgx_rd64(p + 8 + 8 * i);
 		uint32_t id = (uint32_t)(it >> 48) & 0x7fff;
 		uint64_t val = it & 0xffffffffffffull;
@@ -546,10 +564,10 @@ VFGX_HD uint32_t vfgx_fmt_max32(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
-/* The plan of f for vfgx_fmt_decode_plan.  The fields that VITA-49 and
- * SPEAD read from their own headers are not in need, as decode does not
- * read them. */
-VFGX_HD void vfgx_fmt_plan_make(const struct vfgx_format *f, struct vfgx_fmt_plan *c)
+/* The least packet length of f's generic reading (struct vfgx_fmt_plan's
+ * need).  The fields that VITA-49 and SPEAD read from their own headers
+ * are not in it, as decode does not read them. */
+VFGX_HD uint32_t vfgx_fmt_plan_need(const struct vfgx_format *f)
 {
 	uint32_t n = f->header_len;
 
@@ -564,8 +582,7 @@ VFGX_HD void vfgx_fmt_plan_make(const struct vfgx_format *f, struct vfgx_fmt_pla
 		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->ts_frac));
 		n = vfgx_fmt_max32(n, vfgx_fmt_field_end(&f->end));
 	}
-	c->need = n;
-	c->pad = 0;
+	return n;
 }
 
 /* Read field fl of a UDP payload p of len bytes, as vfgx_fmt_field_get;
@@ -585,33 +602,29 @@ VFGX_HD int vfgx_fmt_pget(const struct vfgx_fmt_field *fl, const uint8_t *p, uin
 	return VFGX_FD_OK;
 }
 
+#include "format_kinds.h"
+
+/* The plan of f for vfgx_fmt_decode_plan, made once per description. */
+VFGX_HD void vfgx_fmt_plan_make(const struct vfgx_format *f, struct vfgx_fmt_plan *c)
+{
+	c->need = vfgx_fmt_plan_need(f);
+	c->kind = vfgx_fmt_plan_kind(f);
+}
+
 /*
- * Decode one UDP payload p of len bytes by f, with c its plan
- * (vfgx_fmt_plan_make(f, c)): stream (index and raw), sequence as sent,
- * timestamp, payload, end mark, and the layout's own placement (SPEAD,
- * RFC 4175).  No state: vfgx_seq_extend and vfgx_fmt_place come after.
- * Returns VFGX_FD_OK or a drop reason, the first of the checks in this
- * order: least header, match fields, length field, the layout's header,
- * the fields, the stream.
+ * Decode one UDP payload p of len bytes by f, reading each field as f
+ * describes it, with need = vfgx_fmt_plan_need(f): what
+ * vfgx_fmt_decode_plan does for every description, and what its
+ * built-in kinds do with constants in place of f's fields.
  */
-VFGX_HD int vfgx_fmt_decode_plan(const struct vfgx_format *f, const struct vfgx_fmt_plan *c,
-				 const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+VFGX_HD int vfgx_fmt_decode_generic(const struct vfgx_format *f, uint32_t need,
+				    const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
 {
 	uint64_t v, major;
 	uint32_t hl = f->header_len;
-	int checked = len < c->need, r;
+	int checked = len < need, r;
 
-	o->stream_raw = 0;
-	o->stream = 0;
-	o->end = 0;
-	o->seq = 0;
-	o->ext_seq = 0;
-	o->timestamp = 0;
-	o->ts_frac = 0;
-	o->chunk = 0;
-	o->chunk_bytes = 0;
-	o->nseg = 0;
-	o->pad = 0;
+	vfgx_fmt_pkt_clear(o);
 	if (len < f->header_len)
 		return VFGX_FD_FIELD_OUTSIDE;
 	for (uint32_t i = 0; i < VFGX_FMT_MAX_MATCH; i++) {
@@ -669,15 +682,51 @@ VFGX_HD int vfgx_fmt_decode_plan(const struct vfgx_format *f, const struct vfgx_
 	return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
 }
 
-/* vfgx_fmt_decode_plan with the plan made for this packet alone (where
- * an engine keeps no plan). */
+/*
+ * Decode one UDP payload p of len bytes by f, with c its plan
+ * (vfgx_fmt_plan_make(f, c)): stream (index and raw), sequence as sent,
+ * timestamp, payload, end mark, and the layout's own placement (SPEAD,
+ * RFC 4175).  No state: vfgx_seq_extend and vfgx_fmt_place come after.
+ * Returns VFGX_FD_OK or a drop reason, the first of the checks in this
+ * order: least header, match fields, length field, the layout's header,
+ * the fields, the stream.  Every kind gives what
+ * vfgx_fmt_decode_generic gives, return and o alike.
+ */
+VFGX_HD int vfgx_fmt_decode_plan(const struct vfgx_format *f, const struct vfgx_fmt_plan *c,
+				 const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	int r;
+
+	switch (c->kind) {
+	case VFGX_FMT_KIND_RTP:
+		return vfgx_fmt_decode_rtp(f, p, len, o);
+	case VFGX_FMT_KIND_ECPRI:
+		return vfgx_fmt_decode_ecpri(f, p, len, o);
+	case VFGX_FMT_KIND_VDIF:
+		return vfgx_fmt_decode_vdif(f, p, len, o);
+	case VFGX_FMT_KIND_GR_UDP:
+		return vfgx_fmt_decode_gr_udp(f, p, len, o);
+	case VFGX_FMT_KIND_VITA49:
+		vfgx_fmt_pkt_clear(o);
+		if ((r = vfgx_fmt_vita49(p, len, o)))
+			return r;
+		return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
+	case VFGX_FMT_KIND_SPEAD:
+		vfgx_fmt_pkt_clear(o);
+		if ((r = vfgx_fmt_spead(p, len, o)))
+			return r;
+		return vfgx_fmt_stream_index(f, o->stream_raw, &o->stream);
+	default:
+		return vfgx_fmt_decode_generic(f, c->need, p, len, o);
+	}
+}
+
+/* The generic reading with its need worked out for this packet alone
+ * (where an engine keeps no plan): no per-packet choice of a kind. */
 VFGX_HD int vfgx_fmt_decode(const struct vfgx_format *f, const uint8_t *p,
 			    uint32_t len, struct vfgx_fmt_pkt *o)
 {
-	struct vfgx_fmt_plan c;
-
-	vfgx_fmt_plan_make(f, &c);
-	return vfgx_fmt_decode_plan(f, &c, p, len, o);
+	return vfgx_fmt_decode_generic(f, vfgx_fmt_plan_need(f), p, len, o);
 }
 
 /*

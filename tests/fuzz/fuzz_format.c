@@ -4,7 +4,9 @@
  * decode, sequence extension and placement must never read outside the
  * packet nor place a piece outside its chunk: every piece is copied into
  * a chunk buffer of exactly the chunk's size (ASan checks the copy), and
- * every drop reason is a known one. */
+ * every drop reason is a known one.  decode is the engines' (the plan
+ * made once: a built-in profile's own decoder), and it must answer as
+ * the generic reading of the same description does, packet and all. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,35 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct vfgx_seq_state states[4];
+
+/* The plan's decoder against the generic reading: the same answer, and
+ * the same packet where it is whole (OK, or a stream past the streams). */
+static int decode_both(const struct vfgx_format *f, const uint8_t *pkt, uint32_t len,
+		       struct vfgx_fmt_pkt *o)
+{
+	struct vfgx_fmt_plan c;
+	struct vfgx_fmt_pkt g;
+	int r, rg;
+
+	vfgx_fmt_plan_make(f, &c);
+	r = vfgx_fmt_decode_plan(f, &c, pkt, len, o);
+	rg = vfgx_fmt_decode(f, pkt, len, &g);
+	if (r != rg)
+		abort();
+	if (r != VFGX_FD_OK && r != VFGX_FD_BAD_STREAM)
+		return r;
+	if (o->stream_raw != g.stream_raw || o->stream != g.stream || o->end != g.end ||
+	    o->seq != g.seq || o->ext_seq != g.ext_seq || o->timestamp != g.timestamp ||
+	    o->ts_frac != g.ts_frac || o->chunk != g.chunk || o->chunk_bytes != g.chunk_bytes ||
+	    o->nseg != g.nseg || o->payload_off != g.payload_off ||
+	    o->payload_len != g.payload_len || o->nseg > VFGX_FMT_MAX_SEGS)
+		abort();
+	for (uint32_t i = 0; i < o->nseg; i++)
+		if (o->seg[i].src_off != g.seg[i].src_off || o->seg[i].len != g.seg[i].len ||
+		    o->seg[i].dst_off != g.seg[i].dst_off)
+			abort();
+	return r;
+}
 
 static int described(struct vfgx_format *f, const uint8_t **data, size_t *size)
 {
@@ -82,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pkt)
 		return 0;
 	memcpy(pkt, data, size);
-	r = vfgx_fmt_decode(&f, pkt, (uint32_t)size, &o);
+	r = decode_both(&f, pkt, (uint32_t)size, &o);
 	if (r == VFGX_FD_OK)
 		r = vfgx_seq_extend(&f, &states[o.stream % 4], o.seq, &o.ext_seq);
 	if (r == VFGX_FD_OK)

@@ -26,11 +26,56 @@ static void profile(const char *name, struct vfgx_format *f)
 	assert_int_equal(vfgx_format_profile(name, f), 0);
 }
 
+/* Decode p both ways: as the cpu engine does (the plan made once, its
+ * kind's decoder: a built-in profile's straight-line one) and field by
+ * field (vfgx_fmt_decode, the generic reading); the two must give the
+ * same answer, and the same packet where it is whole (OK, or a stream
+ * past the streams).  Every expected value below is from the
+ * specifications, so both readings are held to them. */
+static int decode(const struct vfgx_format *f, const uint8_t *p, uint32_t len,
+		  struct vfgx_fmt_pkt *o)
+{
+	struct vfgx_fmt_plan c;
+	struct vfgx_fmt_pkt g;
+	int r, rg;
+
+	memset(o, 0xa5, sizeof(*o));
+	memset(&g, 0x5a, sizeof(g));
+	vfgx_fmt_plan_make(f, &c);
+	r = vfgx_fmt_decode_plan(f, &c, p, len, o);
+	rg = vfgx_fmt_decode(f, p, len, &g);
+	assert_int_equal(r, rg);
+	if (r != VFGX_FD_OK && r != VFGX_FD_BAD_STREAM)
+		return r;
+	assert_int_equal(o->stream_raw, g.stream_raw);
+	assert_int_equal(o->stream, g.stream);
+	assert_int_equal(o->end, g.end);
+	assert_int_equal(o->seq, g.seq);
+	assert_int_equal(o->ext_seq, g.ext_seq);
+	assert_int_equal(o->timestamp, g.timestamp);
+	assert_int_equal(o->ts_frac, g.ts_frac);
+	assert_int_equal(o->chunk, g.chunk);
+	assert_int_equal(o->chunk_bytes, g.chunk_bytes);
+	assert_int_equal(o->nseg, g.nseg);
+	assert_int_equal(o->payload_off, g.payload_off);
+	assert_int_equal(o->payload_len, g.payload_len);
+	for (uint32_t i = 0; i < o->nseg && i < VFGX_FMT_MAX_SEGS; i++) {
+		assert_int_equal(o->seg[i].src_off, g.seg[i].src_off);
+		assert_int_equal(o->seg[i].len, g.seg[i].len);
+		assert_int_equal(o->seg[i].dst_off, g.seg[i].dst_off);
+		if (f->layout == VFGX_FMT_RFC4175) {
+			assert_int_equal(o->seg[i].line, g.seg[i].line);
+			assert_int_equal(o->seg[i].pixel, g.seg[i].pixel);
+		}
+	}
+	return r;
+}
+
 /* decode, extend against *st, place: the engines' order */
 static int run_rules(const struct vfgx_format *f, struct vfgx_seq_state *st,
 		     const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
 {
-	int r = vfgx_fmt_decode(f, p, len, o);
+	int r = decode(f, p, len, o);
 
 	if (r == VFGX_FD_OK)
 		r = vfgx_seq_extend(f, st, o->seq, &o->ext_seq);
@@ -98,25 +143,57 @@ static void test_spead(void **state)
 	assert_int_equal(o.end, 1);
 	/* heap offset past the heap: 4092 + 8 > 4096 */
 	n = spead_pkt(p, 43, 4096, 4092, 8, 8);
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_OFFSET_PAST_CHUNK);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OFFSET_PAST_CHUNK);
 	/* a heap larger than the configured chunk */
 	n = spead_pkt(p, 44, 8192, 8000, 8, 8);
 	assert_int_equal(run_rules(&f, &st, p, n, &o), VFGX_FD_OFFSET_PAST_CHUNK);
 	/* payload length that lies: 16 claimed, 8 sent */
 	n = spead_pkt(p, 45, 4096, 0, 16, 8);
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_BAD_LENGTH);
 	/* item count that runs past the packet */
 	n = spead_pkt(p, 46, 4096, 0, 8, 8);
 	p[7] = 40;
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* heap offset item absent: turned into an address item (bit 63 0) */
 	n = spead_pkt(p, 47, 4096, 0, 8, 8);
 	p[24] &= 0x7f;
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* SPEAD-64-40 (HeapAddrWidth 5): not this flavour */
 	n = spead_pkt(p, 48, 4096, 0, 8, 8);
 	p[3] = 5;
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	/* items in any order (the protocol fixes none): heap size and
+	 * payload length swapped with the counter and the offset */
+	n = spead_pkt(p, 49, 4096, 512, 8, 8);
+	for (int b = 0; b < 8; b++) {
+		uint8_t t = p[8 + b];
+
+		p[8 + b] = p[16 + b];
+		p[16 + b] = t;
+		t = p[24 + b];
+		p[24 + b] = p[32 + b];
+		p[32 + b] = t;
+	}
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.chunk, 49);
+	assert_int_equal(o.chunk_bytes, 4096);
+	assert_int_equal(o.seg[0].dst_off, 512);
+	assert_int_equal(o.seg[0].len, 8);
+	/* a fifth item after the usual four: an address item (bit 63 0,
+	 * say a descriptor's data in the heap) is skipped; a second heap
+	 * offset item is the one read (the last of an id wins) */
+	n = spead_pkt(p, 50, 4096, 512, 8, 8);
+	memmove(p + 48, p + 40, 8);
+	p[7] = 5;
+	for (int b = 0; b < 8; b++)
+		p[40 + b] = (uint8_t)((0x0005ull << 48 | 1000) >> (56 - 8 * b));
+	assert_int_equal(decode(&f, p, 56, &o), VFGX_FD_OK);
+	assert_int_equal(o.seg[0].dst_off, 512);
+	assert_int_equal(o.seg[0].src_off, 48);
+	for (int b = 0; b < 8; b++)
+		p[40 + b] = (uint8_t)((1ull << 63 | 0x3ull << 48 | 2048) >> (56 - 8 * b));
+	assert_int_equal(decode(&f, p, 56, &o), VFGX_FD_OK);
+	assert_int_equal(o.seg[0].dst_off, 2048);
 }
 
 /* ---- VDIF ---------------------------------------------------------------- */
@@ -181,17 +258,17 @@ static void test_vdif(void **state)
 	assert_int_equal(o.seg[0].dst_off, 0);
 	/* frame length that lies: 13 x 8 = 104, 96 sent */
 	vdif_hdr(p, 1001, 1, 13, 3, 0);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, 96, &o), VFGX_FD_BAD_LENGTH);
 	/* a legacy (16-byte header) frame: not this description */
 	vdif_hdr(p, 1001, 1, 12, 3, 1);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_MISMATCH);
+	assert_int_equal(decode(&f, p, 96, &o), VFGX_FD_MISMATCH);
 	/* a header cut short */
 	vdif_hdr(p, 1001, 1, 2, 3, 0);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* a thread beyond the configured streams */
 	f.max_streams = 2;
 	vdif_hdr(p, 1001, 2, 12, 3, 0);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 96, &o), VFGX_FD_BAD_STREAM);
+	assert_int_equal(decode(&f, p, 96, &o), VFGX_FD_BAD_STREAM);
 }
 
 /* ---- RTP and RFC 4175 ---------------------------------------------------- */
@@ -240,25 +317,25 @@ static void test_rtp(void **state)
 	assert_int_equal(o.end, 0);
 	/* extension length past the packet */
 	vfgx_wr16(p + 14, 100);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* padding count that lies (P set, last byte 200 > payload) */
 	rtp_hdr(p, 0, 1, 0, 1, 0);
 	p[0] |= 0x20;
 	p[39] = 200;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_BAD_LENGTH);
 	/* version 1: not RTP */
 	rtp_hdr(p, 0, 1, 0, 1, 0);
 	p[0] = 0x40;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_MISMATCH);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_MISMATCH);
 	/* an SSRC not among the configured streams */
 	rtp_hdr(p, 0, 1, 0, 7, 0);
 	f.n_stream_ids = 2;
 	f.stream_ids[0] = 0xdeadbeef;
 	f.stream_ids[1] = 5;
 	f.max_streams = 2;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
 	rtp_hdr(p, 0, 1, 0, 5, 0);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_OK);
 	assert_int_equal(o.stream, 1);
 }
 
@@ -317,17 +394,17 @@ static void test_rfc4175(void **state)
 	assert_int_equal(o.payload_len, 648);
 	/* a line past the frame's 240 */
 	n = rfc4175_pkt(p, 3, 1, past_frame);
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
 	/* a segment past its line's end (632 + 16 > 640) */
 	n = rfc4175_pkt(p, 3, 1, past_line);
-	assert_int_equal(vfgx_fmt_decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_SEGMENT_PAST_FRAME);
 	/* segment lengths that lie: 640 claimed, the packet cut 100 short */
 	n = rfc4175_pkt(p, 3, 2, two);
-	assert_int_equal(vfgx_fmt_decode(&f, p, n - 100, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, n - 100, &o), VFGX_FD_BAD_LENGTH);
 	/* a continuation bit on the last header: headers run off the end */
 	n = rfc4175_pkt(p, 3, 1, past_frame);
 	p[12 + 2 + 4] |= 0x80;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 12 + 2 + 6, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, 12 + 2 + 6, &o), VFGX_FD_FIELD_OUTSIDE);
 }
 
 /* ---- sequence extension ------------------------------------------------- */
@@ -401,14 +478,14 @@ static void test_vfgx_vita_ecpri(void **state)
 	vfgx_wr32(p, 3);          /* stream */
 	vfgx_wr32(p + 4, 1);      /* flags: last */
 	vfgx_wr64(p + 8, 77);     /* sequence */
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_OK);
 	assert_int_equal(o.stream, 3);
 	assert_int_equal(o.seq, 77);
 	assert_int_equal(o.end, 1);
 	assert_int_equal(o.payload_off, 16);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 15, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, 15, &o), VFGX_FD_FIELD_OUTSIDE);
 	f.max_streams = 3;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_BAD_STREAM);
 
 	/* VITA-49.0: type 1 (IF data with stream id), TSI 1, TSF 2, count
 	 * 9, 7 words: header, stream id, integer ts, 2 fractional, 2 data */
@@ -417,7 +494,7 @@ static void test_vfgx_vita_ecpri(void **state)
 	vfgx_wr32(p + 4, 0xabc);
 	vfgx_wr32(p + 8, 1700000000);
 	vfgx_wr64(p + 12, 123456789);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 28, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 28, &o), VFGX_FD_OK);
 	assert_int_equal(o.stream_raw, 0xabc);
 	assert_int_equal(o.seq, 9);
 	assert_int_equal(o.timestamp, 1700000000);
@@ -425,15 +502,15 @@ static void test_vfgx_vita_ecpri(void **state)
 	assert_int_equal(o.payload_off, 20);
 	assert_int_equal(o.payload_len, 8);
 	/* packet size that lies */
-	assert_int_equal(vfgx_fmt_decode(&f, p, 32, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, 32, &o), VFGX_FD_BAD_LENGTH);
 	/* a trailer (T) and a class id (C): payload between */
 	vfgx_wr32(p, (1u << 28) | (1u << 27) | (1u << 26) | (9u << 16) | 6);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 24, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 24, &o), VFGX_FD_OK);
 	assert_int_equal(o.payload_off, 16);
 	assert_int_equal(o.payload_len, 4);
 	/* a context packet (type 4): not data */
 	vfgx_wr32(p, (4u << 28) | 7);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 28, &o), VFGX_FD_MISMATCH);
+	assert_int_equal(decode(&f, p, 28, &o), VFGX_FD_MISMATCH);
 
 	/* eCPRI IQ data: revision 1, C 0 | type 0 | payload size 12 |
 	 * PC_ID 0x0102 | SEQ_ID 0x33, E 1 sub 0 | 8 sample bytes */
@@ -445,14 +522,90 @@ static void test_vfgx_vita_ecpri(void **state)
 	vfgx_wr16(p + 4, 0x0102);
 	p[6] = 0x33;
 	p[7] = 0x80;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_OK);
 	assert_int_equal(o.stream_raw, 0x0102);
 	assert_int_equal(o.seq, 0x33);
 	assert_int_equal(o.payload_off, 8);
 	assert_int_equal(o.payload_len, 8);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 20, &o), VFGX_FD_BAD_LENGTH);
+	assert_int_equal(decode(&f, p, 20, &o), VFGX_FD_BAD_LENGTH);
 	p[0] = 0x11; /* concatenated: another message follows */
-	assert_int_equal(vfgx_fmt_decode(&f, p, 16, &o), VFGX_FD_MISMATCH);
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_MISMATCH);
+}
+
+/* ---- the built-in profiles' decoders ------------------------------------- */
+
+static int load(const char *yaml, struct vfgx_format *f);
+
+static uint32_t kind_of(const struct vfgx_format *f)
+{
+	struct vfgx_fmt_plan c;
+
+	vfgx_fmt_plan_make(f, &c);
+	return c.kind;
+}
+
+/* Each built-in profile gets its straight-line decoder; a description
+ * that moves a field over a profile gets the generic reading, and reads
+ * the field where it says. */
+static void test_kinds(void **state)
+{
+	static const struct {
+		const char *name;
+		uint32_t kind;
+	} k[] = {
+		{ "vfgx", VFGX_FMT_KIND_GENERIC },  { "rtp", VFGX_FMT_KIND_RTP },
+		{ "rtp-video", VFGX_FMT_KIND_RTP }, { "vita49", VFGX_FMT_KIND_VITA49 },
+		{ "ecpri", VFGX_FMT_KIND_ECPRI },   { "spead", VFGX_FMT_KIND_SPEAD },
+		{ "vdif", VFGX_FMT_KIND_VDIF },     { "gr-udp", VFGX_FMT_KIND_GR_UDP },
+		{ "gr-udp-size", VFGX_FMT_KIND_GR_UDP },
+	};
+	struct vfgx_format f;
+	struct vfgx_fmt_pkt o = { 0 };
+	uint8_t p[64] = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		profile(k[i].name, &f);
+		assert_int_equal(kind_of(&f), k[i].kind);
+	}
+	/* eCPRI's PC_ID read as one byte at 5 (a description over the
+	 * profile): 0x0102's low byte */
+	assert_int_equal(load("format:\n  profile: ecpri\n  stream: {offset: 5, size: 1}\n", &f), 0);
+	assert_int_equal(kind_of(&f), VFGX_FMT_KIND_GENERIC);
+	p[0] = 0x10;
+	vfgx_wr16(p + 2, 12);
+	vfgx_wr16(p + 4, 0x0102);
+	p[6] = 0x33;
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream_raw, 0x02);
+	assert_int_equal(o.seq, 0x33);
+	/* the values compared with stay the description's: another
+	 * revision matched, the profile's decoder kept */
+	profile("ecpri", &f);
+	f.match_value[0] = 0x20;
+	assert_int_equal(kind_of(&f), VFGX_FMT_KIND_ECPRI);
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_MISMATCH);
+	p[0] = 0x20;
+	assert_int_equal(decode(&f, p, 16, &o), VFGX_FD_OK);
+	assert_int_equal(o.stream_raw, 0x0102);
+	/* RTP with its sequence moved (a 32-bit one at 12, the first CSRC
+	 * word's place, a made-up header): generic, read at 12 */
+	profile("rtp", &f);
+	f.seq = (struct vfgx_fmt_field){ .offset = 12, .size = 4 };
+	f.header_len = 16;
+	assert_int_equal(kind_of(&f), VFGX_FMT_KIND_GENERIC);
+	memset(p, 0, sizeof(p));
+	p[0] = 0x81; /* V 2, CC 1 */
+	vfgx_wr16(p + 2, 9);
+	vfgx_wr32(p + 8, 4);
+	vfgx_wr32(p + 12, 0x01020304);
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_OK);
+	assert_int_equal(o.seq, 0x01020304);
+	assert_int_equal(o.payload_off, 16);
+	/* gr-udp-size with a length field of another width: generic */
+	profile("gr-udp-size", &f);
+	f.length.size = 4;
+	assert_int_equal(kind_of(&f), VFGX_FMT_KIND_GENERIC);
 }
 
 /* ---- YAML and the check -------------------------------------------------- */
@@ -487,9 +640,9 @@ static void test_yaml(void **state)
 	p[0] = 0x58;
 	p[1] = 0x02; /* stream 0x0258 = 600: beyond 600 streams */
 	p[2] = (5 << 5) | 1;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 10, &o), VFGX_FD_BAD_STREAM);
+	assert_int_equal(decode(&f, p, 10, &o), VFGX_FD_BAD_STREAM);
 	p[0] = 0x57;
-	assert_int_equal(vfgx_fmt_decode(&f, p, 10, &o), VFGX_FD_OK);
+	assert_int_equal(decode(&f, p, 10, &o), VFGX_FD_OK);
 	assert_int_equal(o.stream, 599);
 	assert_int_equal(o.seq, 5);
 	assert_int_equal(o.end, 1);
@@ -497,7 +650,7 @@ static void test_yaml(void **state)
 	assert_int_equal(f.seq_max_dropout, 4);
 	/* a field outside the packet: the sequence at 100 of a 50-byte one */
 	assert_int_equal(load("format:\n  profile: gr-udp\n  seq: {offset: 100, size: 8}\n", &f), 0);
-	assert_int_equal(vfgx_fmt_decode(&f, p, 50, &o), VFGX_FD_FIELD_OUTSIDE);
+	assert_int_equal(decode(&f, p, 50, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* ... and against the smallest packet the port receives: one line */
 	assert_int_equal(vfgx_format_check(ctx, &f, 64, 1472), -EINVAL);
 	assert_non_null(strstr(vfgx_last_error(ctx), "seq ends at byte 108, past the smallest UDP payload"));
@@ -549,6 +702,7 @@ int main(void)
 		cmocka_unit_test(test_rfc4175),
 		cmocka_unit_test(test_seq_extend),
 		cmocka_unit_test(test_vfgx_vita_ecpri),
+		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_yaml),
 	};
 	int ret;
