@@ -958,6 +958,19 @@ int vfgx_bench_formats(int argc, char **argv)
 		pair_target(f, "gpu", &gpu[k]);
 	if (run_gpu)
 		streams_target(f, "rtp_video_streams_gpu", &gvid, 12, o.sweep[o.nsweep - 1]);
+	/* the CPU part alone still lists the GPU targets, unmeasured (a
+	 * --gpu-only run on a GPU host later replaces them: the merge keeps
+	 * only the CPU part's target lines) */
+	for (int k = 0; !run_gpu && k < np; k++) {
+		snprintf(gpu[k].why, sizeof(gpu[k].why), "%s", o.cpu_only ?
+			 "the CPU part alone (--cpu-only); vfgx bench formats --gpu-only on a GPU host adds it" :
+			 "no GPU here; vfgx bench formats --gpu-only on a GPU host adds it");
+		pair_target(f, "gpu", &gpu[k]);
+	}
+	if (!run_gpu) {
+		snprintf(gvid.why, sizeof(gvid.why), "%s", gpu[0].why);
+		streams_target(f, "rtp_video_streams_gpu", &gvid, 12, o.sweep[o.nsweep - 1]);
+	}
 	fclose(f);
 	printf("wrote %s\n", path);
 	ret = 0;
