@@ -38,9 +38,24 @@ for t in "${want[@]}"; do
 	[[ "$line" =~ ^target:\ $t\ measured=$num\ reference=$num\ ratio=$num\ goal=$num\ met=(yes|no)\ rounds=7\ min=$num\ max=$num\ interval=\[$num,$num\]\ level=$num\ on=(ratio|measured) ]] ||
 		fail "target $t: numbers do not parse: $line"
 done
-# no other target line (the GPU part is not in a --cpu-only file)
+# the GPU targets, from the same list, each once and unmeasured with its
+# reason (the GPU part is not in a --cpu-only file)
+gwant=(format_gpu_vs_vfgx_rtp_64B format_gpu_vs_vfgx_rtp_1500B
+	format_gpu_vs_vfgx_vita49_74B format_gpu_vs_vfgx_vita49_1500B
+	format_gpu_vs_vfgx_ecpri_64B format_gpu_vs_vfgx_ecpri_1500B
+	format_gpu_vs_vfgx_spead_90B format_gpu_vs_vfgx_spead_1500B
+	format_gpu_vs_vfgx_vdif_82B format_gpu_vs_vfgx_vdif_1500B
+	format_gpu_vs_vfgx_gr-udp_64B format_gpu_vs_vfgx_gr-udp_1500B
+	rtp_video_streams_gpu)
+for t in "${gwant[@]}"; do
+	n=$(grep -c "^target: $t " "$md")
+	[ "$n" = 1 ] || { fail "target $t: $n lines, wanted 1"; continue; }
+	grep -qE "^target: $t measured=none reference=none ratio=none goal=$num met=no \(not measured: the CPU part alone \(--cpu-only\)" "$md" ||
+		fail "target $t: not an unmeasured line with the reason: $(grep "^target: $t " "$md")"
+done
+# no other target line
 pats=()
-for t in "${want[@]}"; do pats+=(-e "^target: $t "); done
+for t in "${want[@]}" "${gwant[@]}"; do pats+=(-e "^target: $t "); done
 extra=$(grep '^target: ' "$md" | grep -v "${pats[@]}")
 [ -z "$extra" ] || fail "target lines not in the list: $extra"
 # the rounds behind them: 7 rows per profile and size, 7 video rounds
