@@ -41,6 +41,88 @@ __device__ void kr_slot_advance(const kparams &k, ull *cnt, uint32_t s,
 	__syncwarp();
 }
 
+/* A record's bytes into its window slot, by the warp: 8 loads per lane
+ * in flight before the stores, so a 512-byte record is copied in two
+ * round trips instead of sixteen. */
+__device__ __forceinline__ void kr_copy(uint8_t *dst, const uint8_t *src, uint32_t len,
+					uint32_t lane)
+{
+	for (uint32_t b0 = 0; b0 < len; b0 += 32 * 8) {
+		uint8_t v[8];
+
+#pragma unroll
+		for (uint32_t u = 0; u < 8; u++) {
+			uint32_t b = b0 + 32 * u + lane;
+
+			v[u] = b < len ? src[b] : 0;
+		}
+#pragma unroll
+		for (uint32_t u = 0; u < 8; u++) {
+			uint32_t b = b0 + 32 * u + lane;
+
+			if (b < len)
+				dst[b] = v[u];
+		}
+	}
+}
+
+/* Nothing to do per delivered record but count it (no user stage, no
+ * delivery log): the window's runs are then delivered and stored a batch
+ * at a time. */
+__device__ __forceinline__ bool kr_bulk(const kparams &k)
+{
+	return !k.user.enabled && !k.log_cap;
+}
+
+/* The held run from base delivered up to 32 slots at a time, with the
+ * counters that kr_slot_advance one slot after another adds (rules.h's
+ * vfgx_ro_run: the filled slots from base; only the first delivery can
+ * count as reordered).  Only when kr_bulk(k). */
+__device__ void kr_drain_bulk(const kparams &k, ull *cnt, uint32_t s, uint32_t lane)
+{
+	uint64_t base = __ldcg(&k.base[s]), next = __ldcg(&k.next[s]);
+	uint32_t held = __ldcg(&k.held[s]);
+	uint32_t span = k.window < 32 ? k.window : 32;
+	size_t row = (size_t)s * k.window;
+
+	while (held) {
+		size_t i = row + vfgx_ro_slot(base + lane, k.window);
+		uint32_t l = lane < span && lane < held ? __ldcg(&k.slot_len[i]) : 0;
+		uint32_t run = vfgx_ro_run(__ballot_sync(FULL, l != 0));
+		bool mine = lane < run;
+		uint32_t fl = mine ? __ldcg(&k.slot_flags[i]) : 0;
+		ull bytes = warp_sum(mine ? l - 1 : 0);
+		uint32_t last = __popc(__ballot_sync(FULL, mine && (fl & VFGX_APP_FLAG_LAST)));
+		uint32_t vbad = __popc(__ballot_sync(FULL, mine && (fl & RF_BAD)));
+
+		if (!run)
+			break;
+		if (mine)
+			k.slot_len[i] = 0;
+		if (lane == 0) {
+			count(cnt, GPUK_C_DELIVERED, run);
+			count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
+			if (last)
+				count(cnt, GPUK_C_LAST_SEEN, last);
+			if (k.verify && vbad)
+				count(cnt, GPUK_C_VERIFY, vbad);
+			if (base < next)
+				count(cnt, GPUK_C_ORDER, 1);
+		}
+		next = base + run;
+		base += run;
+		held -= run;
+		if (run < span)
+			break;
+	}
+	if (lane == 0) {
+		k.base[s] = base;
+		k.next[s] = next;
+		k.held[s] = held;
+	}
+	__syncwarp();
+}
+
 __device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
 			  uint32_t lane)
 {
@@ -83,30 +165,7 @@ __device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
 			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, 1);
 		return;
 	}
-	{
-		/* 8 loads per lane in flight before the stores: a 512-byte
-		 * record is copied in two round trips instead of sixteen */
-		const uint8_t *src = r->body;
-		uint8_t *dst = k.slot_data + i * k.slot;
-
-		for (uint32_t b0 = 0; b0 < r->len; b0 += 32 * 8) {
-			uint8_t v[8];
-
-#pragma unroll
-			for (uint32_t u = 0; u < 8; u++) {
-				uint32_t b = b0 + 32 * u + lane;
-
-				v[u] = b < r->len ? src[b] : 0;
-			}
-#pragma unroll
-			for (uint32_t u = 0; u < 8; u++) {
-				uint32_t b = b0 + 32 * u + lane;
-
-				if (b < r->len)
-					dst[b] = v[u];
-			}
-		}
-	}
+	kr_copy(k.slot_data + i * k.slot, r->body, r->len, lane);
 	__syncwarp();
 	if (lane == 0) {
 		k.slot_len[i] = r->len + 1;
@@ -114,6 +173,10 @@ __device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
 		k.held[s] = __ldcg(&k.held[s]) + 1;
 	}
 	__syncwarp();
+	if (kr_bulk(k)) {
+		kr_drain_bulk(k, cnt, s, lane);
+		return;
+	}
 	for (;;) {
 		uint64_t b2 = __ldcg(&k.base[s]);
 
@@ -121,6 +184,54 @@ __device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
 			break;
 		kr_slot_advance(k, cnt, s, lane);
 	}
+}
+
+/* A batch of one stream's records (lane j: the j-th of batch) stored at
+ * once when every one is quiet against the stream's state (rules.h's
+ * vfgx_ro_quiet) and no two have the same sequence: the late ones and the
+ * duplicates counted, the others copied into their slots, base unchanged.
+ * cbase/cheld: the stream's state (the cache's; base is not written).
+ * Returns false, having done nothing, for any other batch. */
+__device__ bool kr_store_quiet(const kparams &k, ull *cnt, const struct res &mine,
+			       uint32_t batch, uint32_t s, uint64_t cbase, uint32_t &cheld,
+			       uint32_t lane)
+{
+	struct vfgx_ro_state st = { cbase, cheld };
+	struct vfgx_ro_insert d = vfgx_ro_insert(st, k.window, mine.seq);
+	bool in = lane < batch;
+	uint32_t same = __match_any_sync(FULL, in ? mine.seq : ~0ull - lane);
+	size_t i = (size_t)s * k.window + d.slot;
+	uint32_t put, late, dup;
+
+	if (!__all_sync(FULL, !in || (__popc(same) == 1 && vfgx_ro_quiet(st, d, mine.seq))))
+		return false;
+	late = __ballot_sync(FULL, in && d.act == VFGX_RO_LATE);
+	dup = __ballot_sync(FULL, in && d.act == VFGX_RO_STORE &&
+				  vfgx_ro_store(__ldcg(&k.slot_len[i]) != 0) != VFGX_STAGE_PASS);
+	put = __ballot_sync(FULL, in) & ~late & ~dup;
+	for (uint32_t m = put; m; m &= m - 1) {
+		uint32_t j = __ffs(m) - 1;
+		const uint8_t *src = (const uint8_t *)__shfl_sync(FULL, (ull)(uintptr_t)mine.body, j);
+		uint32_t len = __shfl_sync(FULL, mine.len, j);
+		size_t at = __shfl_sync(FULL, (ull)i, j);
+
+		kr_copy(k.slot_data + at * k.slot, src, len, lane);
+	}
+	__syncwarp();
+	if (put >> lane & 1) {
+		k.slot_len[i] = mine.len + 1;
+		k.slot_flags[i] = (uint8_t)mine.flags;
+	}
+	cheld += __popc(put);
+	if (lane == 0) {
+		if (late)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_LATE, __popc(late));
+		if (dup)
+			count(cnt, GPUK_C_DROP0 + VFGX_R_DUPLICATE, __popc(dup));
+		k.held[s] = cheld;
+	}
+	__syncwarp();
+	return true;
 }
 
 __device__ void kr_flush(const kparams &k, ull *cnt, uint32_t s, uint32_t lane)
@@ -731,12 +842,20 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				 * done in phase A): delivered at once, with the
 				 * counters the records one by one would add (only the
 				 * first can count as reordered). */
-				if (!k.user.enabled && !k.log_cap) {
+				if (kr_bulk(k)) {
 					uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
 					uint64_t s0 = __shfl_sync(FULL, mine.seq, 0);
 					bool run = lane >= batch ||
 						   (mine.stream == st0 && mine.seq == s0 + lane);
 
+					/* a stream with a hole at base: its next
+					 * records stored at once */
+					if (__all_sync(FULL, lane >= batch || mine.stream == st0)) {
+						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
+						if (cheld && kr_store_quiet(k, cnt, mine, batch, st0,
+									    cbase, cheld, lane))
+							return;
+					}
 					if (__all_sync(FULL, run)) {
 						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
 						struct vfgx_ro_state rs = { cbase, cheld };

@@ -156,6 +156,32 @@ VFGX_HD struct vfgx_ro_insert vfgx_ro_insert(struct vfgx_ro_state s,
 	return d;
 }
 
+/* Whether an insert decision d for seq touches nothing but its own slot:
+ * late (a drop), or a store inside the window that is not at base (no
+ * slide before it, no delivery after it).  A batch of one stream's
+ * records, each quiet against the same state and no two with the same
+ * sequence, does to the window what inserting them one by one does, in
+ * any order: each is late or lands in its own slot (a taken slot makes it
+ * a duplicate) and base does not move.  The gpu engine stores such a
+ * batch at once. */
+VFGX_HD int vfgx_ro_quiet(struct vfgx_ro_state s, struct vfgx_ro_insert d, uint64_t seq)
+{
+	return d.act == VFGX_RO_LATE ||
+	       (d.act == VFGX_RO_STORE && !d.ahead && seq != s.base);
+}
+
+/* A drain of the held run from base: how many slots from base are filled
+ * (have: bit i set when the slot of base + i is; at most 32 looked at),
+ * each delivered as a slot advance delivers it.  32 means look again. */
+VFGX_HD uint32_t vfgx_ro_run(uint32_t have)
+{
+	uint32_t n = 0;
+
+	while (n < 32 && (have >> n & 1u))
+		n++;
+	return n;
+}
+
 /* The slot of sequence base (the one a slot advance delivers or skips). */
 VFGX_HD uint32_t vfgx_ro_slot(uint64_t base, uint32_t window)
 {

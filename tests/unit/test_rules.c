@@ -187,6 +187,130 @@ static void test_ro_store_advance(void **state)
 	assert_int_equal(vfgx_ro_slot(0x100000000ull, 2), 0);
 }
 
+/* A plain reorder window, written from docs/pipeline.md's rule (not
+ * from rules.h): the model the quiet batch is held against. */
+struct ro_model {
+	uint64_t base;
+	uint32_t held, late, dup, gaps, delivered;
+	uint8_t occ[16];
+};
+
+static void model_insert(struct ro_model *m, uint32_t w, uint64_t seq)
+{
+	if (seq < m->base) {
+		m->late++;
+		return;
+	}
+	if (seq == m->base && !m->held) {
+		m->delivered++;
+		m->base++;
+		return;
+	}
+	while (seq >= m->base + w) {	/* slide: seq becomes the last place */
+		if (m->occ[m->base % w]) {
+			m->occ[m->base % w] = 0;
+			m->held--;
+			m->delivered++;
+		} else {
+			m->gaps++;
+		}
+		m->base++;
+	}
+	if (m->occ[seq % w]) {
+		m->dup++;
+		return;
+	}
+	m->occ[seq % w] = 1;
+	m->held++;
+	while (m->occ[m->base % w]) {	/* drain */
+		m->occ[m->base % w] = 0;
+		m->held--;
+		m->delivered++;
+		m->base++;
+	}
+}
+
+/* Random batches of one stream's sequences: a batch whose every record is
+ * quiet (vfgx_ro_quiet) against the state before it, with distinct
+ * sequences, stored all at once as the gpu engine does (late counted,
+ * taken slots duplicates, the rest stored, base unchanged) leaves the
+ * window and the counters the model's one-by-one inserts leave.  Also
+ * vfgx_ro_run against the filled slots from base. */
+static void test_ro_quiet_batch(void **state)
+{
+	const uint32_t w = 16;
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	uint32_t quiet_batches = 0;
+
+	(void)state;
+	for (int trial = 0; trial < 20000; trial++) {
+		struct ro_model m = { 0 }, b;
+		uint64_t seqs[32];
+		uint32_t n, bad = 0;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		m.base = 100 + (rng >> 60);
+		for (uint32_t i = 1; i < w; i++)	/* the base slot is a hole */
+			if (rng >> (10 + i) & 1) {
+				m.occ[(m.base + i) % w] = 1;
+				m.held++;
+			}
+		n = 1 + (uint32_t)(rng >> 33) % 12;
+		for (uint32_t i = 0; i < n; i++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			seqs[i] = m.base - 4 + (rng >> 40) % (w + 8);
+		}
+		b = m;
+		for (uint32_t i = 0; i < n; i++) {
+			struct vfgx_ro_state s = { .base = m.base, .held = m.held };
+			struct vfgx_ro_insert d = vfgx_ro_insert(s, w, seqs[i]);
+
+			bad |= !vfgx_ro_quiet(s, d, seqs[i]);
+			for (uint32_t j = 0; j < i; j++)
+				bad |= seqs[j] == seqs[i];
+		}
+		if (bad)
+			continue;
+		quiet_batches++;
+		for (uint32_t i = 0; i < n; i++)	/* one by one */
+			model_insert(&m, w, seqs[i]);
+		for (uint32_t i = n; i-- > 0;) {	/* at once, any order */
+			if (seqs[i] < b.base)
+				b.late++;
+			else if (b.occ[seqs[i] % w])
+				b.dup++;
+			else
+				b.occ[seqs[i] % w] = 1, b.held++;
+		}
+		assert_memory_equal(&m, &b, sizeof(m));
+		{
+			uint32_t have = 0, run = 0;
+
+			for (uint32_t i = 0; i < 32 && i < w; i++)
+				have |= (uint32_t)b.occ[(b.base + i) % w] << i;
+			while (run < w && b.occ[(b.base + run) % w])
+				run++;
+			assert_int_equal(vfgx_ro_run(have), run);
+		}
+	}
+	/* the sweep must have exercised the rule, not skipped every batch */
+	assert_true(quiet_batches > 1000);
+	assert_int_equal(vfgx_ro_run(0xffffffffu), 32);
+	assert_int_equal(vfgx_ro_run(0x7fffffffu), 31);
+	assert_int_equal(vfgx_ro_run(0xfffffffeu), 0);
+	/* at base with something held, or past the window: not quiet */
+	{
+		struct vfgx_ro_state s = { .base = 10, .held = 2 };
+
+		assert_false(vfgx_ro_quiet(s, vfgx_ro_insert(s, w, 10), 10));
+		assert_false(vfgx_ro_quiet(s, vfgx_ro_insert(s, w, 10 + w), 10 + w));
+		assert_true(vfgx_ro_quiet(s, vfgx_ro_insert(s, w, 9 + w), 9 + w));
+		assert_true(vfgx_ro_quiet(s, vfgx_ro_insert(s, w, 3), 3));
+		s.held = 0;
+		assert_false(vfgx_ro_quiet(s, vfgx_ro_insert(s, w, 10), 10));
+	}
+}
+
 /* Every occupancy of an 8-slot window flushed step by step as both
  * engines do, against the model: the held slots delivered in order, the
  * empty ones between held ones counted as gaps, base left just after the
@@ -578,6 +702,7 @@ int main(void)
 		cmocka_unit_test(test_ro_sweep),
 		cmocka_unit_test(test_ro_store_advance),
 		cmocka_unit_test(test_ro_flush_all),
+		cmocka_unit_test(test_ro_quiet_batch),
 		cmocka_unit_test(test_ck_index),
 		cmocka_unit_test(test_ck_place),
 		cmocka_unit_test(test_ck_dup_holds),
