@@ -58,11 +58,11 @@ static int seq_of(const struct vfgx_cfg_node *map, const char *key, int max,
 	return n;
 }
 
-/* A key of a section read by its own code (a nested section or a list):
- * in the table for the key check only. */
-#define SKIP_KEY(K) { K, VFGX_OPT_SKIP, 0, 0, 0, 0, NULL, 0, NULL, 0, 0, 0 }
-#define STRN_OPT(K, S, F, MAX, DEF) \
-	{ K, VFGX_OPT_STRN, offsetof(S, F), 0, 0, MAX, DEF, 0, NULL, 0, 0, 0 }
+/* An entry for key K read into field F of struct S (VFGX_OPT: K is F). */
+#define KEY_OPT(T, K, S, F, ...) { #K, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
+/* A key read by its own reader (a nested section or a list): in the
+ * table for the key check only. */
+#define SUB_OPT(T, K, READER) { #K, VFGX_OPT_##T, 0, 0, 0, 0, NULL, 0, NULL, 0, 0, 0 }
 
 static const char *const region_kinds[] = { "host", "hugepage", "pinned",
 					    "gpu", NULL };
@@ -71,7 +71,7 @@ static const char *const region_fallbacks[] = { "host", "fail", NULL };
 #define RG_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_region_config, F, __VA_ARGS__)
 /* memory_regions[i] */
 static const struct vfgx_opt region_opts[] = {
-	STRN_OPT("name", struct vfgx_region_config, name, VFGX_NAME_MAX, NULL),
+	RG_OPT(STRN, name, 0, 0, VFGX_NAME_MAX),
 	RG_OPT(ENUM, kind, 0, 0, 0, region_kinds),
 	RG_OPT(U32, buf_size, 2048, 64, 1u << 20),
 	RG_OPT(U32, num_bufs, 8192, 1, 1u << 24),
@@ -82,17 +82,19 @@ static const struct vfgx_opt region_opts[] = {
 /* A queue's id when the item does not give one: its position. */
 #define QUEUE_ID_POSITION 0xffff
 
+#define QU_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_queue_config, F, DEF, LO, HI)
 /* interfaces[i].rx|tx.queues[j] */
 static const struct vfgx_opt queue_opts[] = {
-	VFGX_OPT(U16, struct vfgx_queue_config, id, QUEUE_ID_POSITION, 0,
-		 VFGX_MAX_QUEUES - 1),
-	STRN_OPT("memory_region", struct vfgx_queue_config, region,
-		 VFGX_NAME_MAX, NULL),
-	VFGX_OPT(U16, struct vfgx_queue_config, batch_size, 64, 1, VFGX_BATCH_MAX),
+	QU_OPT(U16, id, QUEUE_ID_POSITION, 0, VFGX_MAX_QUEUES - 1, id),
+	QU_OPT(STRN, memory_region, 0, 0, VFGX_NAME_MAX, region),
+	QU_OPT(U16, batch_size, 64, 1, VFGX_BATCH_MAX, batch_size),
 };
 
 /* interfaces[i].rx|tx */
-static const struct vfgx_opt queue_dir_opts[] = { SKIP_KEY("queues") };
+static const struct vfgx_opt queue_dir_opts[] = {
+	SUB_OPT(SKIP, queues, parse_queues),
+};
 
 static const char *const iface_backends[] = { "loopback", "socket", "afxdp",
 					      "dpdk", "rdma", "pcap", NULL };
@@ -103,14 +105,20 @@ struct iface_yaml {
 	uint32_t backend;
 };
 
+#define IF_OPT(T, F, ...) VFGX_OPT(T, struct iface_yaml, F, __VA_ARGS__)
 static const struct vfgx_opt iface_opts[] = {
-	STRN_OPT("name", struct iface_yaml, name, VFGX_NAME_MAX, NULL),
-	VFGX_OPT(ENUM, struct iface_yaml, backend, 0, 0, 0, iface_backends),
-	STRN_OPT("address", struct iface_yaml, address, VFGX_ADDR_MAX, NULL),
-	SKIP_KEY("rx"), SKIP_KEY("tx"),
-	/* the backend's section, read by its parse entry (port/port_opts.h) */
-	SKIP_KEY("loopback"), SKIP_KEY("socket"), SKIP_KEY("afxdp"),
-	SKIP_KEY("dpdk"), SKIP_KEY("rdma"), SKIP_KEY("pcap"),
+	IF_OPT(STRN, name, 0, 0, VFGX_NAME_MAX), /* absent: BACKEND<i> */
+	IF_OPT(ENUM, backend, 0, 0, 0, iface_backends),
+	IF_OPT(STRN, address, 0, 0, VFGX_ADDR_MAX),
+	SUB_OPT(SKIP, rx, parse_queues),
+	SUB_OPT(SKIP, tx, parse_queues),
+	/* the backend's section, by its parse entry (port/port_opts.h) */
+	SUB_OPT(SKIP, loopback, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, socket, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, afxdp, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, dpdk, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, rdma, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, pcap, vfgx_port_opts_from_yaml),
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -360,47 +368,49 @@ static const char *const pipeline_devices[] = { "auto", "cpu", "gpu", NULL };
 static const struct vfgx_opt pipeline_opts[] = {
 	PL_OPT(ENUM, device, 0, 0, 0, pipeline_devices),
 	PL_OPT(U16, workers, 1, 1, 64),
-	SKIP_KEY("filter"),
-	SKIP_KEY("reorder"),
+	SUB_OPT(SKIP, filter, parse_pipeline),
+	SUB_OPT(SKIP, reorder, parse_pipeline),
 	PL_OPT(BOOL, verify_payload, 0),
 	PL_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
-	SKIP_KEY("gpu"),
-	SKIP_KEY("chunks"),
-	SKIP_KEY("user"),
-	SKIP_KEY("capture"),
+	SUB_OPT(SKIP, gpu, parse_gpu),
+	SUB_OPT(SKIP, chunks, parse_chunks),
+	SUB_OPT(SKIP, user, parse_pipeline),
+	SUB_OPT(SKIP, capture, vfgx_capture_conf_from_yaml),
 	PL_OPT(U64, max_in_flight_bytes, 0, 0, 1ull << 40),
-	SKIP_KEY("format"),
+	SUB_OPT(SKIP, format, parse_format),
 };
 
-/* pipeline.filter (udp_dst_ports: parse_port_ranges) */
-static const struct vfgx_opt filter_opts[] = { SKIP_KEY("udp_dst_ports") };
+/* pipeline.filter */
+static const struct vfgx_opt filter_opts[] = {
+	SUB_OPT(SKIP, udp_dst_ports, parse_port_ranges),
+};
 
-#define RO_OPT(K, T, F, ...) \
-	{ K, VFGX_OPT_##T, offsetof(struct vfgx_pipeline_config, F), __VA_ARGS__ }
+#define RO_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_pipeline_config, F, DEF, LO, HI)
 /* pipeline.reorder */
 static const struct vfgx_opt reorder_opts[] = {
-	RO_OPT("enabled", BOOL, reorder, 1),
-	RO_OPT("window", U32, reorder_window, 1024, 2, 1u << 20),
-	RO_OPT("slot_size", U32, reorder_slot, 2048, 16, 1u << 16),
-	RO_OPT("max_streams", U32, max_streams, 64, 1, 65536),
-	RO_OPT("max_memory", U64, reorder_max_memory, 1073741824, 1u << 20,
-	       1ull << 40),
+	RO_OPT(BOOL, enabled, 1, 0, 0, reorder),
+	RO_OPT(U32, window, 1024, 2, 1u << 20, reorder_window),
+	RO_OPT(U32, slot_size, 2048, 16, 1u << 16, reorder_slot),
+	RO_OPT(U32, max_streams, 64, 1, 65536, max_streams),
+	RO_OPT(U64, max_memory, 1073741824, 1u << 20, 1ull << 40, reorder_max_memory),
 };
 
 static const char *const user_gpu_kernel_def[] = { "vfgx_chunk_kernel", NULL };
 
-#define US_STR(K, F, MAX, DEF) STRN_OPT(K, struct vfgx_config, F, MAX, DEF)
-#define US_OPT(K, T, F, ...) \
-	{ K, VFGX_OPT_##T, offsetof(struct vfgx_config, F), __VA_ARGS__ }
+#define US_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_config, F, DEF, LO, HI)
 /* pipeline.user */
 static const struct vfgx_opt user_opts[] = {
-	US_STR("library", user_library, VFGX_PATH_MAX, NULL),
-	US_STR("arg", user_arg, VFGX_PATH_MAX, NULL),
-	US_STR("gpu_module", user_gpu_module, VFGX_PATH_MAX, NULL),
-	US_STR("gpu_kernel", user_gpu_kernel, VFGX_NAME_MAX, user_gpu_kernel_def),
-	US_OPT("gpu_threads", U32, user_gpu_threads, 256, 32, 1024),
-	US_OPT("gpu_state_bytes", U64, user_gpu_state_bytes, 0, 0, 1ull << 32),
-	US_STR("gpu_state_out", user_gpu_state_out, VFGX_PATH_MAX, NULL),
+	US_OPT(STRN, library, 0, 0, VFGX_PATH_MAX, user_library),
+	US_OPT(STRN, arg, 0, 0, VFGX_PATH_MAX, user_arg),
+	US_OPT(STRN, gpu_module, 0, 0, VFGX_PATH_MAX, user_gpu_module),
+	/* default: user_gpu_kernel_def */
+	KEY_OPT(STRN, gpu_kernel, struct vfgx_config, user_gpu_kernel, 0, 0,
+		VFGX_NAME_MAX, user_gpu_kernel_def),
+	US_OPT(U32, gpu_threads, 256, 32, 1024, user_gpu_threads),
+	US_OPT(U64, gpu_state_bytes, 0, 0, 1ull << 32, user_gpu_state_bytes),
+	US_OPT(STRN, gpu_state_out, 0, 0, VFGX_PATH_MAX, user_gpu_state_out),
 };
 
 static int parse_pipeline(struct vfgx_config *cfg,
