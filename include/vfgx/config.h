@@ -70,6 +70,10 @@ enum vfgx_opt_type {
 	 * defaults and the YAML adapter; a struct a program filled must carry
 	 * that name */
 	VFGX_OPT_BACKEND,
+	/* const char *, never NULL: a string of at most max-1 characters
+	 * (longer: an error), in memory of the loaded config; absent: names[0]
+	 * when names is set, else "" */
+	VFGX_OPT_STRN,
 };
 
 struct vfgx_opt {

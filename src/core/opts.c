@@ -9,6 +9,12 @@
 #include "core/argsz.h"
 #include "core/opts.h"
 
+/* A STRN option's default: names[0], or "". */
+static const char *str_default(const struct vfgx_opt *o)
+{
+	return o->names && o->names[0] ? o->names[0] : "";
+}
+
 void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 		       size_t size)
 {
@@ -48,6 +54,9 @@ void vfgx_opts_default(const struct vfgx_opt *tab, size_t n, void *s,
 			break;
 		case VFGX_OPT_WHERE:
 			*(const char **)f = NULL;
+			break;
+		case VFGX_OPT_STRN:
+			*(const char **)f = str_default(&tab[i]);
 			break;
 		case VFGX_OPT_BACKEND:
 			*(const char **)f = tab[i].key;
@@ -115,6 +124,18 @@ static int read_one(const struct vfgx_cfg_node *map, const struct vfgx_opt *o,
 			return ret;
 		}
 		return 0;
+	case VFGX_OPT_STRN: {
+		/* a copy that lives as long as the document, checked by
+		 * vfgx_cfg_str (its "value is too long" error) */
+		char *buf = vfgx_cfg_alloc(map, (size_t)o->max);
+
+		*(const char **)f = "";
+		if (!buf)
+			return vfgx_cfg_error(map, "%s: out of memory", o->key);
+		ret = vfgx_cfg_str(map, o->key, str_default(o), buf, (size_t)o->max);
+		*(const char **)f = buf;
+		return ret;
+	}
 	case VFGX_OPT_STR:
 		if (vfgx_cfg_child(map, o->key, &c) == 0) {
 			*(const char **)f = vfgx_cfg_scalar(&c);
@@ -295,6 +316,16 @@ int vfgx_opts_check(vfgx_ctx *ctx, const char *name, const char *backend,
 		case VFGX_OPT_TRI:
 			v = *(const int8_t *)f;
 			break;
+		case VFGX_OPT_STRN: {
+			const char *str = *(const char *const *)f;
+
+			if (!str || strlen(str) >= (size_t)tab[i].max)
+				return vfgx_set_error(ctx, -EINVAL, "%s: %s options: %s: %s (at most %zu characters)",
+						      name, backend, tab[i].key,
+						      str ? "is too long" : "is NULL",
+						      (size_t)tab[i].max - 1);
+			continue;
+		}
 		case VFGX_OPT_ENUM: {
 			uint32_t k = 0;
 

@@ -119,11 +119,9 @@ static inline size_t vfgx_chunkset_slot(const struct vfgx_chunkset *cs, uint32_t
 /* The options, checked (one line on ctx); memory made for every ring. */
 int vfgx_chunkset_create(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
 			 struct vfgx_chunkset **out);
-/* The same for the producer's header fmt (NULL or the vfgx profile:
- * vfgx_chunkset_create): a format that places by offset or lines makes
- * chunks of its chunk_bytes, placed by vfgx_chunkset_place_pkt. */
-int vfgx_chunkset_create_fmt(vfgx_ctx *ctx, const struct vfgx_chunk_config *conf,
-			     const struct vfgx_format *fmt, struct vfgx_chunkset **out);
+/* vfgx_chunkset_create_fmt, the same for a producer's header format, is
+ * declared once, in vfgx/bench.h (included above); its chunks are placed
+ * by vfgx_chunkset_place_pkt. */
 void vfgx_chunkset_destroy(struct vfgx_chunkset *cs);
 
 /* Place one record (payload after the app header) of stream `stream`

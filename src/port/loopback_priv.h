@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include <vfgx/loopback.h>
-#include <vfgx/pipeline.h>
+#include <vfgx/frame.h> /* vfgx_pkt_build: the generator's frames */
+#include <vfgx/port.h>
 #include <vfgx/stages.h>
 
 #include "backend.h"

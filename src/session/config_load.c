@@ -6,6 +6,7 @@
  * by their tables) and record are read here, and what the engine cannot
  * read is refused here, before any region or port is made. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,69 +44,109 @@ static const char *const top_keys[] = { "log_level", "memory_regions",
 					"metrics", "name", "send", "ranks",
 					"record", NULL };
 
-/* vfgx_cfg_str into memory of the document: the config's strings live as
- * long as it does (at most max-1 bytes, as before). */
-static int cfg_str_ref(const struct vfgx_cfg_node *map, const char *key,
-		       const char *def, size_t max, const char **out)
+/* A list section under key in map: its node in seq and its length, at
+ * most max items ("at most MAX WHAT"). */
+static int seq_of(const struct vfgx_cfg_node *map, const char *key, int max,
+		  const char *what, struct vfgx_cfg_node *seq)
 {
-	char *buf = vfgx_cfg_alloc(map, max);
-	int ret;
+	int n;
 
-	*out = "";
-	if (!buf)
-		return -ENOMEM;
-	ret = vfgx_cfg_str(map, key, def, buf, max);
-	*out = buf;
-	return ret;
+	vfgx_cfg_child(map, key, seq);
+	n = vfgx_cfg_seq_len(seq);
+	if (n >= 0 && n > max)
+		return vfgx_cfg_error(seq, "at most %d %s", max, what);
+	return n;
 }
+
+/* An entry for key K read into field F of struct S (VFGX_OPT: K is F). */
+#define KEY_OPT(T, K, S, F, ...) { #K, VFGX_OPT_##T, offsetof(S, F), __VA_ARGS__ }
+/* A key read by its own reader (a nested section or a list): in the
+ * table for the key check only. */
+#define SUB_OPT(T, K, READER) { #K, VFGX_OPT_##T, 0, 0, 0, 0, NULL, 0, NULL, 0, 0, 0 }
+
+static const char *const region_kinds[] = { "host", "hugepage", "pinned",
+					    "gpu", NULL };
+static const char *const region_fallbacks[] = { "host", "fail", NULL };
+
+#define RG_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_region_config, F, __VA_ARGS__)
+/* memory_regions[i] */
+static const struct vfgx_opt region_opts[] = {
+	RG_OPT(STRN, name, 0, 0, VFGX_NAME_MAX),
+	RG_OPT(ENUM, kind, 0, 0, 0, region_kinds),
+	RG_OPT(U32, buf_size, 2048, 64, 1u << 20),
+	RG_OPT(U32, num_bufs, 8192, 1, 1u << 24),
+	RG_OPT(U32, gpu_id, 0, 0, 63), /* an int, 0..63 */
+	RG_OPT(ENUM, fallback, 0, 0, 0, region_fallbacks),
+};
+
+/* A queue's id when the item does not give one: its position. */
+#define QUEUE_ID_POSITION 0xffff
+
+#define QU_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_queue_config, F, DEF, LO, HI)
+/* interfaces[i].rx|tx.queues[j] */
+static const struct vfgx_opt queue_opts[] = {
+	QU_OPT(U16, id, QUEUE_ID_POSITION, 0, VFGX_MAX_QUEUES - 1, id),
+	QU_OPT(STRN, memory_region, 0, 0, VFGX_NAME_MAX, region),
+	QU_OPT(U16, batch_size, 64, 1, VFGX_BATCH_MAX, batch_size),
+};
+
+/* interfaces[i].rx|tx */
+static const struct vfgx_opt queue_dir_opts[] = {
+	SUB_OPT(SKIP, queues, parse_queues),
+};
+
+static const char *const iface_backends[] = { "loopback", "socket", "afxdp",
+					      "dpdk", "rdma", "pcap", NULL };
+
+/* interfaces[i], read into this, then its struct vfgx_iface_config */
+struct iface_yaml {
+	const char *name, *address;
+	uint32_t backend;
+};
+
+#define IF_OPT(T, F, ...) VFGX_OPT(T, struct iface_yaml, F, __VA_ARGS__)
+static const struct vfgx_opt iface_opts[] = {
+	IF_OPT(STRN, name, 0, 0, VFGX_NAME_MAX), /* absent: BACKEND<i> */
+	IF_OPT(ENUM, backend, 0, 0, 0, iface_backends),
+	IF_OPT(STRN, address, 0, 0, VFGX_ADDR_MAX),
+	SUB_OPT(SKIP, rx, parse_queues),
+	SUB_OPT(SKIP, tx, parse_queues),
+	/* the backend's section, by its parse entry (port/port_opts.h) */
+	SUB_OPT(SKIP, loopback, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, socket, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, afxdp, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, dpdk, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, rdma, vfgx_port_opts_from_yaml),
+	SUB_OPT(SKIP, pcap, vfgx_port_opts_from_yaml),
+};
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static int parse_regions(struct vfgx_config *cfg,
 			 const struct vfgx_cfg_node *root)
 {
-	static const char *const keys[] = { "name", "kind", "buf_size",
-					    "num_bufs", "gpu_id", "fallback",
-					    NULL };
-	static const char *const kinds[] = { "host", "hugepage", "pinned",
-					     "gpu", NULL };
-	static const char *const fallbacks[] = { "host", "fail", NULL };
 	struct vfgx_cfg_node seq, it;
 	uint64_t bytes;
-	int n, ret, v;
+	int n, ret;
 
-	vfgx_cfg_child(root, "memory_regions", &seq);
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if ((n = seq_of(root, "memory_regions", VFGX_MAX_REGIONS, "regions", &seq)) < 0)
 		return n;
-	if (n > VFGX_MAX_REGIONS)
-		return vfgx_cfg_error(&seq, "at most %d regions", VFGX_MAX_REGIONS);
 	cfg->regions = calloc((size_t)n + 1, sizeof(*cfg->regions));
 	if (!cfg->regions)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_region_config *r = &cfg->regions[i];
-		uint32_t gpu;
 
 		vfgx_cfg_seq_item(&seq, i, &it);
-		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
-		    (ret = cfg_str_ref(&it, "name", "", VFGX_NAME_MAX, &r->name)))
+		if ((ret = vfgx_opts_from_yaml(&it, region_opts,
+					       ARRAY_LEN(region_opts), r, 0)))
 			return ret;
 		if (!r->name[0])
 			return vfgx_cfg_error(&it, "name: required (a name the queues refer to)");
 		for (int j = 0; j < i; j++)
 			if (strcmp(cfg->regions[j].name, r->name) == 0)
 				return vfgx_cfg_error(&it, "name: '%s' is used twice", r->name);
-		if ((ret = vfgx_cfg_enum(&it, "kind", kinds, 0, &v)))
-			return ret;
-		r->kind = (enum vfgx_mem_kind)v;
-		if ((ret = vfgx_cfg_u32(&it, "buf_size", 2048, 64, 1u << 20,
-					&r->buf_size)) ||
-		    (ret = vfgx_cfg_u32(&it, "num_bufs", 8192, 1, 1u << 24,
-					&r->num_bufs)) ||
-		    (ret = vfgx_cfg_u32(&it, "gpu_id", 0, 0, 63, &gpu)) ||
-		    (ret = vfgx_cfg_enum(&it, "fallback", fallbacks, 0, &v)))
-			return ret;
-		r->gpu_id = (int)gpu;
-		r->fallback = (enum vfgx_mem_fallback)v;
 		bytes = vfgx_pool_bytes(r->buf_size, r->num_bufs);
 		if (r->kind != VFGX_MEM_GPU && bytes > vfgx_host_ram_bytes())
 			return vfgx_cfg_error(&it, "num_bufs %u x buf_size %u is %llu bytes, more than this machine's memory (%llu bytes)",
@@ -120,48 +161,36 @@ static int parse_regions(struct vfgx_config *cfg,
 static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir,
 			struct vfgx_queue_config *qs, uint16_t *nq, uint16_t def_n)
 {
-	static const char *const dkeys[] = { "queues", NULL };
-	static const char *const qkeys[] = { "id", "memory_region", "batch_size",
-					     NULL };
 	struct vfgx_cfg_node seq, it;
+	char none; /* the table has keys only */
 	int n, ret;
 
-	if ((ret = vfgx_cfg_check_keys(dir, dkeys)))
+	if ((ret = vfgx_opts_from_yaml(dir, queue_dir_opts,
+				       ARRAY_LEN(queue_dir_opts), &none, 0)))
 		return ret;
-	vfgx_cfg_child(dir, "queues", &seq);
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if ((n = seq_of(dir, "queues", VFGX_MAX_QUEUES, "queues", &seq)) < 0)
 		return n;
-	if (n > VFGX_MAX_QUEUES)
-		return vfgx_cfg_error(&seq, "at most %d queues", VFGX_MAX_QUEUES);
 	if (n == 0) {
 		for (uint16_t i = 0; i < def_n; i++) {
+			vfgx_opts_default(queue_opts, ARRAY_LEN(queue_opts), &qs[i], 0);
 			qs[i].id = i;
-			qs[i].batch_size = 64;
-			qs[i].region = "";
 		}
 		*nq = def_n;
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		uint32_t id, bs;
-
 		vfgx_cfg_seq_item(&seq, i, &it);
-		if ((ret = vfgx_cfg_check_keys(&it, qkeys)) ||
-		    (ret = vfgx_cfg_u32(&it, "id", (uint32_t)i, 0,
-					VFGX_MAX_QUEUES - 1, &id)) ||
-		    (ret = vfgx_cfg_u32(&it, "batch_size", 64, 1, VFGX_BATCH_MAX, &bs)) ||
-		    (ret = cfg_str_ref(&it, "memory_region", "", VFGX_NAME_MAX,
-				       &qs[i].region)))
+		if ((ret = vfgx_opts_from_yaml(&it, queue_opts,
+					       ARRAY_LEN(queue_opts), &qs[i], 0)))
 			return ret;
-		if (id != (uint32_t)i)
+		if (qs[i].id == QUEUE_ID_POSITION)
+			qs[i].id = (uint16_t)i;
+		if (qs[i].id != i)
 			return vfgx_cfg_error(&it, "id: queues must be listed in order 0..%d (got %u at position %d)",
-					      n - 1, id, i);
+					      n - 1, qs[i].id, i);
 		if (qs[i].region[0] && !vfgx_config_find_region(cfg, qs[i].region))
 			return vfgx_cfg_error(&it, "memory_region: '%s' is not defined under memory_regions",
 					      qs[i].region);
-		qs[i].id = (uint16_t)id;
-		qs[i].batch_size = (uint16_t)bs;
 	}
 	*nq = (uint16_t)n;
 	return 0;
@@ -170,25 +199,18 @@ static int parse_queues(struct vfgx_config *cfg, const struct vfgx_cfg_node *dir
 static int parse_ifaces(struct vfgx_config *cfg,
 			const struct vfgx_cfg_node *root)
 {
-	static const char *const keys[] = { "name", "backend", "address", "rx",
-					    "tx", "loopback", "socket", "afxdp",
-					    "dpdk", "rdma", "pcap", NULL };
-	static const char *const backends[] = { "loopback", "socket", "afxdp",
-						"dpdk", "rdma", "pcap", NULL };
 	struct vfgx_cfg_node seq, it, sub;
-	int n, ret, b;
+	int n, ret;
 
-	vfgx_cfg_child(root, "interfaces", &seq);
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if ((n = seq_of(root, "interfaces", VFGX_MAX_IFACES, "interfaces", &seq)) < 0)
 		return n;
-	if (n > VFGX_MAX_IFACES)
-		return vfgx_cfg_error(&seq, "at most %d interfaces", VFGX_MAX_IFACES);
 	cfg->ifaces = calloc((size_t)n + 1, sizeof(*cfg->ifaces));
 	if (!cfg->ifaces)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		struct vfgx_iface_config *f = &cfg->ifaces[i];
+		struct iface_yaml y;
+		uint32_t b;
 
 		f->rx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->rx_queues));
 		f->tx_queues = calloc(VFGX_MAX_QUEUES, sizeof(*f->tx_queues));
@@ -199,18 +221,21 @@ static int parse_ifaces(struct vfgx_config *cfg,
 			f->rx_queues[q].region = f->tx_queues[q].region = "";
 
 		vfgx_cfg_seq_item(&seq, i, &it);
-		if ((ret = vfgx_cfg_check_keys(&it, keys)) ||
-		    (ret = vfgx_cfg_enum(&it, "backend", backends, 0, &b)) ||
-		    (ret = cfg_str_ref(&it, "address", "", VFGX_ADDR_MAX, &f->address)))
+		if ((ret = vfgx_opts_from_yaml(&it, iface_opts, ARRAY_LEN(iface_opts),
+					       &y, 0)))
 			return ret;
-		f->backend = backends[b];
-		{
-			char defname[VFGX_NAME_MAX];
+		b = y.backend;
+		f->backend = iface_backends[b];
+		f->address = y.address;
+		f->name = y.name;
+		if (vfgx_cfg_child(&it, "name", &sub)) {
+			/* absent: BACKEND<i> */
+			char *defname = vfgx_cfg_alloc(&it, VFGX_NAME_MAX);
 
-			snprintf(defname, sizeof(defname), "%s%d", backends[b], i);
-			if ((ret = cfg_str_ref(&it, "name", defname, VFGX_NAME_MAX,
-					       &f->name)))
-				return ret;
+			if (!defname)
+				return -ENOMEM;
+			snprintf(defname, VFGX_NAME_MAX, "%s%d", iface_backends[b], i);
+			f->name = defname;
 		}
 		vfgx_cfg_child(&it, "rx", &sub);
 		if ((ret = parse_queues(cfg, &sub, f->rx_queues, &f->nb_rx_queues, 1)))
@@ -218,14 +243,14 @@ static int parse_ifaces(struct vfgx_config *cfg,
 		vfgx_cfg_child(&it, "tx", &sub);
 		if ((ret = parse_queues(cfg, &sub, f->tx_queues, &f->nb_tx_queues, 1)))
 			return ret;
-		for (int k = 0; backends[k]; k++) {
+		for (uint32_t k = 0; iface_backends[k]; k++) {
 			if (k == b)
 				continue;
-			if (vfgx_cfg_child(&it, backends[k], &sub) == 0)
+			if (vfgx_cfg_child(&it, iface_backends[k], &sub) == 0)
 				return vfgx_cfg_error(&sub, "section for backend '%s' but this interface uses backend '%s' (remove it or change backend)",
-						      backends[k], backends[b]);
+						      iface_backends[k], iface_backends[b]);
 		}
-		vfgx_cfg_child(&it, backends[b], &sub);
+		vfgx_cfg_child(&it, iface_backends[b], &sub);
 		if ((ret = vfgx_port_opts_from_yaml(&sub, f, &f->backend_opts)))
 			return ret;
 	}
@@ -241,12 +266,9 @@ static int parse_port_ranges(struct vfgx_pipeline_config *p,
 	struct vfgx_cfg_node seq, it;
 	int n;
 
-	vfgx_cfg_child(filter, "udp_dst_ports", &seq);
-	n = vfgx_cfg_seq_len(&seq);
-	if (n < 0)
+	if ((n = seq_of(filter, "udp_dst_ports", VFGX_MAX_PORT_RANGES, "entries",
+			&seq)) < 0)
 		return n;
-	if (n > VFGX_MAX_PORT_RANGES)
-		return vfgx_cfg_error(&seq, "at most %d entries", VFGX_MAX_PORT_RANGES);
 	store = calloc((size_t)n + 1, sizeof(*store));
 	if (!store)
 		return -ENOMEM;
@@ -338,55 +360,79 @@ static int parse_gpu(struct vfgx_pipeline_config *p, const struct vfgx_cfg_node 
 	return vfgx_gpu_opts_from_yaml(&sub, g);
 }
 
+static const char *const pipeline_devices[] = { "auto", "cpu", "gpu", NULL };
+
+#define PL_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_pipeline_config, F, __VA_ARGS__)
+/* pipeline: its own keys; the nested sections are read by their tables
+ * (reorder, user below; gpu, chunks, capture, format theirs). */
+static const struct vfgx_opt pipeline_opts[] = {
+	PL_OPT(ENUM, device, 0, 0, 0, pipeline_devices),
+	PL_OPT(U16, workers, 1, 1, 64),
+	SUB_OPT(SKIP, filter, parse_pipeline),
+	SUB_OPT(SKIP, reorder, parse_pipeline),
+	PL_OPT(BOOL, verify_payload, 0),
+	PL_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
+	SUB_OPT(SKIP, gpu, parse_gpu),
+	SUB_OPT(SKIP, chunks, parse_chunks),
+	SUB_OPT(SKIP, user, parse_pipeline),
+	SUB_OPT(SKIP, capture, vfgx_capture_conf_from_yaml),
+	PL_OPT(U64, max_in_flight_bytes, 0, 0, 1ull << 40),
+	SUB_OPT(SKIP, format, parse_format),
+};
+
+/* pipeline.filter */
+static const struct vfgx_opt filter_opts[] = {
+	SUB_OPT(SKIP, udp_dst_ports, parse_port_ranges),
+};
+
+#define RO_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_pipeline_config, F, DEF, LO, HI)
+/* pipeline.reorder */
+static const struct vfgx_opt reorder_opts[] = {
+	RO_OPT(BOOL, enabled, 1, 0, 0, reorder),
+	RO_OPT(U32, window, 1024, 2, 1u << 20, reorder_window),
+	RO_OPT(U32, slot_size, 2048, 16, 1u << 16, reorder_slot),
+	RO_OPT(U32, max_streams, 64, 1, 65536, max_streams),
+	RO_OPT(U64, max_memory, 1073741824, 1u << 20, 1ull << 40, reorder_max_memory),
+};
+
+static const char *const user_gpu_kernel_def[] = { "vfgx_chunk_kernel", NULL };
+
+#define US_OPT(T, K, DEF, LO, HI, F) \
+	KEY_OPT(T, K, struct vfgx_config, F, DEF, LO, HI)
+/* pipeline.user */
+static const struct vfgx_opt user_opts[] = {
+	US_OPT(STRN, library, 0, 0, VFGX_PATH_MAX, user_library),
+	US_OPT(STRN, arg, 0, 0, VFGX_PATH_MAX, user_arg),
+	US_OPT(STRN, gpu_module, 0, 0, VFGX_PATH_MAX, user_gpu_module),
+	/* default: user_gpu_kernel_def */
+	KEY_OPT(STRN, gpu_kernel, struct vfgx_config, user_gpu_kernel, 0, 0,
+		VFGX_NAME_MAX, user_gpu_kernel_def),
+	US_OPT(U32, gpu_threads, 256, 32, 1024, user_gpu_threads),
+	US_OPT(U64, gpu_state_bytes, 0, 0, 1ull << 32, user_gpu_state_bytes),
+	US_OPT(STRN, gpu_state_out, 0, 0, VFGX_PATH_MAX, user_gpu_state_out),
+};
+
 static int parse_pipeline(struct vfgx_config *cfg,
 			  const struct vfgx_cfg_node *root)
 {
-	static const char *const keys[] = { "device", "workers", "filter",
-					    "reorder", "verify_payload",
-					    "duration_s", "gpu", "chunks", "user",
-					    "capture", "max_in_flight_bytes", "format", NULL };
-	static const char *const fkeys[] = { "udp_dst_ports", NULL };
-	static const char *const ukeys[] = { "library", "arg", "gpu_module",
-					     "gpu_kernel", "gpu_threads",
-					     "gpu_state_bytes", "gpu_state_out",
-					     NULL };
-	static const char *const rkeys[] = { "enabled", "window", "slot_size",
-					     "max_streams", "max_memory", NULL };
-	static const char *const devices[] = { "auto", "cpu", "gpu", NULL };
 	struct vfgx_pipeline_config *p = &cfg->pipeline;
 	struct vfgx_cfg_node pl, sub;
-	uint32_t workers;
-	int ret, dev;
+	char none; /* filter's table has keys only */
+	int ret;
 
 	vfgx_cfg_child(root, "pipeline", &pl);
-	if ((ret = vfgx_cfg_check_keys(&pl, keys)) ||
-	    (ret = vfgx_cfg_enum(&pl, "device", devices, 0, &dev)) ||
-	    (ret = vfgx_cfg_u32(&pl, "workers", 1, 1, 64, &workers)) ||
-	    (ret = vfgx_cfg_bool(&pl, "verify_payload", false,
-				 &p->verify_payload)) ||
-	    (ret = vfgx_cfg_double(&pl, "duration_s", 0, 0, 86400 * 365,
-				   &p->duration_s)) ||
-	    (ret = vfgx_cfg_u64(&pl, "max_in_flight_bytes", 0, 0, 1ull << 40,
-				&p->max_in_flight_bytes)))
+	if ((ret = vfgx_opts_from_yaml(&pl, pipeline_opts, ARRAY_LEN(pipeline_opts),
+				       p, sizeof(*p))))
 		return ret;
-	p->argsz = sizeof(*p);
-	p->device = (enum vfgx_device_choice)dev;
-	p->workers = (uint16_t)workers;
 	vfgx_cfg_child(&pl, "filter", &sub);
-	if ((ret = vfgx_cfg_check_keys(&sub, fkeys)) ||
+	if ((ret = vfgx_opts_from_yaml(&sub, filter_opts, ARRAY_LEN(filter_opts),
+				       &none, 0)) ||
 	    (ret = parse_port_ranges(p, &cfg->port_ranges, &sub)))
 		return ret;
 	vfgx_cfg_child(&pl, "reorder", &sub);
-	if ((ret = vfgx_cfg_check_keys(&sub, rkeys)) ||
-	    (ret = vfgx_cfg_bool(&sub, "enabled", true, &p->reorder)) ||
-	    (ret = vfgx_cfg_u32(&sub, "window", 1024, 2, 1u << 20,
-				&p->reorder_window)) ||
-	    (ret = vfgx_cfg_u32(&sub, "slot_size", 2048, 16, 1u << 16,
-				&p->reorder_slot)) ||
-	    (ret = vfgx_cfg_u32(&sub, "max_streams", 64, 1, 65536,
-				&p->max_streams)) ||
-	    (ret = vfgx_cfg_u64(&sub, "max_memory", 1073741824, 1u << 20,
-				1ull << 40, &p->reorder_max_memory)))
+	if ((ret = vfgx_opts_from_yaml(&sub, reorder_opts, ARRAY_LEN(reorder_opts),
+				       p, 0)))
 		return ret;
 	if (p->reorder_window & (p->reorder_window - 1)) {
 		struct vfgx_cfg_node w;
@@ -398,17 +444,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	if ((ret = parse_gpu(p, &pl)))
 		return ret;
 	vfgx_cfg_child(&pl, "user", &sub);
-	if ((ret = vfgx_cfg_check_keys(&sub, ukeys)) ||
-	    (ret = cfg_str_ref(&sub, "library", "", VFGX_PATH_MAX, &cfg->user_library)) ||
-	    (ret = cfg_str_ref(&sub, "arg", "", VFGX_PATH_MAX, &cfg->user_arg)) ||
-	    (ret = cfg_str_ref(&sub, "gpu_module", "", VFGX_PATH_MAX, &cfg->user_gpu_module)) ||
-	    (ret = cfg_str_ref(&sub, "gpu_kernel", "vfgx_chunk_kernel", VFGX_NAME_MAX,
-			       &cfg->user_gpu_kernel)) ||
-	    (ret = vfgx_cfg_u32(&sub, "gpu_threads", 256, 32, 1024, &cfg->user_gpu_threads)) ||
-	    (ret = vfgx_cfg_u64(&sub, "gpu_state_bytes", 0, 0, 1ull << 32,
-				&cfg->user_gpu_state_bytes)) ||
-	    (ret = cfg_str_ref(&sub, "gpu_state_out", "", VFGX_PATH_MAX,
-			       &cfg->user_gpu_state_out)))
+	if ((ret = vfgx_opts_from_yaml(&sub, user_opts, ARRAY_LEN(user_opts), cfg, 0)))
 		return ret;
 	vfgx_cfg_child(&pl, "capture", &sub);
 	if (vfgx_cfg_present(&sub)) {

@@ -37,8 +37,8 @@ for rel in FILES:
               re.findall(r'const char \*const (\w+)\[\]\s*=\s*\{([^}]*)\}', text)}
     for kind, key, default, rest in re.findall(r'\b[A-Z]+_OPT\((\w+),\s*(\w+),\s*([^,)]+)([^)]*)\)', text):
         keys.add(key)
-        if kind in ("STR", "SKIP"):
-            # strings default to NULL: the doc row says what that means;
+        if kind in ("STR", "STRN", "SKIP"):
+            # strings default to NULL or "": the doc row says what that means;
             # SKIP: a sub-mapping another parser reads (no default here)
             continue
         if kind == "BOOL":

@@ -15,6 +15,7 @@
 
 #include "core/cfgnode.h"
 #include "core/numparse.h"
+#include "core/opts.h"
 
 static vfgx_ctx *ctx;
 
@@ -382,6 +383,175 @@ static void test_program_section(void **state)
 	section_error("\n  - {}\n  - {}\n  - {}\n  - {}\n  - {}", "5 items; at most 4 ranks");
 }
 
+/* VFGX_OPT_STRN: a bounded string with a default, for a program's
+ * section as for the library's; a program's struct is judged by the same
+ * bound. */
+struct t_strn { const char *a, *b; };
+static const char *const t_strn_def[] = { "dflt", NULL };
+static const struct vfgx_opt t_strn_tab[] = {
+	{ "a", VFGX_OPT_STRN, offsetof(struct t_strn, a), 0, 0, 4 },
+	{ "b", VFGX_OPT_STRN, offsetof(struct t_strn, b), 0, 0, 8, t_strn_def },
+};
+
+static void test_strn_kind(void **state)
+{
+	struct vfgx_config *cfg;
+	struct t_strn t;
+
+	(void)state;
+	vfgx_opts_default(t_strn_tab, 2, &t, 0);
+	assert_string_equal(t.a, "");
+	assert_string_equal(t.b, "dflt");
+	assert_int_equal(vfgx_opts_check(ctx, "x", "t", t_strn_tab, 2, &t), 0);
+	t.a = "abcd";
+	assert_int_equal(vfgx_opts_check(ctx, "x", "t", t_strn_tab, 2, &t), -EINVAL);
+	assert_string_equal(vfgx_last_error(ctx), "x: t options: a: is too long (at most 3 characters)");
+	t.a = NULL;
+	assert_int_equal(vfgx_opts_check(ctx, "x", "t", t_strn_tab, 2, &t), -EINVAL);
+
+	assert_int_equal(load("interfaces:\n  - {backend: loopback}\nmetrics: {a: abc}\n", &cfg), 0);
+	assert_int_equal(vfgx_config_section(cfg, "metrics", t_strn_tab, 2, &t, sizeof(t)), 0);
+	assert_string_equal(t.a, "abc");
+	assert_string_equal(t.b, "dflt");
+	vfgx_config_destroy(cfg);
+	assert_int_equal(load("interfaces:\n  - {backend: loopback}\nmetrics: {b: 12345678}\n", &cfg), 0);
+	assert_int_equal(vfgx_config_section(cfg, "metrics", t_strn_tab, 2, &t, sizeof(t)), -EINVAL);
+	assert_string_equal(vfgx_last_error(ctx), "t.yaml:3:14: metrics.b: value is too long (at most 7 characters)");
+	vfgx_config_destroy(cfg);
+}
+
+/* #39: memory_regions, interfaces (their rx/tx queues) and pipeline's own
+ * keys (reorder, user) are option tables: per section a default, a bound
+ * error, a wrong type and an unknown key, with the cross-checks a table
+ * cannot make (a name used twice, queue order, an undefined region, a
+ * window that is no power of two) still made. */
+static void test_section_tables(void **state)
+{
+	struct vfgx_pipeline_config def;
+	struct vfgx_config *cfg;
+	char y[512], longname[VFGX_NAME_MAX + 1];
+
+	(void)state;
+	/* defaults */
+	assert_int_equal(load("memory_regions:\n  - {name: r}\n"
+			      "interfaces:\n  - backend: socket\n"
+			      "    rx: {queues: [{memory_region: r}, {}]}\n", &cfg), 0);
+	assert_int_equal(cfg->nb_regions, 1);
+	assert_string_equal(cfg->regions[0].name, "r");
+	assert_int_equal(cfg->regions[0].kind, VFGX_MEM_HOST);
+	assert_int_equal(cfg->regions[0].buf_size, 2048);
+	assert_int_equal(cfg->regions[0].num_bufs, 8192);
+	assert_int_equal(cfg->regions[0].gpu_id, 0);
+	assert_int_equal(cfg->regions[0].fallback, VFGX_FALLBACK_HOST);
+	assert_string_equal(cfg->ifaces[0].name, "socket0"); /* BACKEND<i> */
+	assert_string_equal(cfg->ifaces[0].address, "");
+	assert_int_equal(cfg->ifaces[0].nb_rx_queues, 2);
+	assert_int_equal(cfg->ifaces[0].rx_queues[1].id, 1); /* its position */
+	assert_int_equal(cfg->ifaces[0].rx_queues[1].batch_size, 64);
+	assert_string_equal(cfg->ifaces[0].rx_queues[0].region, "r");
+	assert_string_equal(cfg->ifaces[0].rx_queues[1].region, "");
+	assert_int_equal(cfg->ifaces[0].nb_tx_queues, 1); /* absent: one */
+	assert_int_equal(cfg->ifaces[0].tx_queues[0].batch_size, 64);
+	/* the pipeline's: those vfgx_pipeline_config_default gives a program */
+	vfgx_pipeline_config_default(&def);
+	assert_int_equal(cfg->pipeline.argsz, sizeof(def));
+	assert_int_equal(cfg->pipeline.device, def.device);
+	assert_int_equal(cfg->pipeline.workers, def.workers);
+	assert_true(cfg->pipeline.reorder == def.reorder);
+	assert_int_equal(cfg->pipeline.reorder_window, def.reorder_window);
+	assert_int_equal(cfg->pipeline.reorder_slot, def.reorder_slot);
+	assert_int_equal(cfg->pipeline.max_streams, def.max_streams);
+	assert_false(cfg->pipeline.verify_payload);
+	assert_true(cfg->pipeline.duration_s == 0);
+	assert_int_equal(cfg->pipeline.max_in_flight_bytes, 0);
+	assert_int_equal(cfg->pipeline.reorder_max_memory, 1073741824);
+	assert_string_equal(cfg->user_library, "");
+	assert_string_equal(cfg->user_arg, "");
+	assert_string_equal(cfg->user_gpu_module, "");
+	assert_string_equal(cfg->user_gpu_kernel, "vfgx_chunk_kernel");
+	assert_int_equal(cfg->user_gpu_threads, 256);
+	assert_int_equal(cfg->user_gpu_state_bytes, 0);
+	assert_string_equal(cfg->user_gpu_state_out, "");
+	vfgx_config_destroy(cfg);
+	/* values given, and the name given as empty stays empty */
+	assert_int_equal(load("interfaces:\n  - {backend: loopback, name: \"\", address: x}\n"
+			      "pipeline:\n  reorder: {enabled: false, max_memory: 1048576}\n"
+			      "  user: {gpu_kernel: k, gpu_threads: 32, gpu_state_bytes: 4294967296}\n",
+			      &cfg), 0);
+	assert_string_equal(cfg->ifaces[0].name, "");
+	assert_string_equal(cfg->ifaces[0].address, "x");
+	assert_false(cfg->pipeline.reorder);
+	assert_int_equal(cfg->pipeline.reorder_max_memory, 1048576);
+	assert_string_equal(cfg->user_gpu_kernel, "k");
+	assert_int_equal(cfg->user_gpu_threads, 32);
+	assert_int_equal(cfg->user_gpu_state_bytes, 4294967296ull);
+	vfgx_config_destroy(cfg);
+
+	/* bounds */
+	expect_error("memory_regions:\n  - {name: r, buf_size: 32}\n",
+		     "t.yaml:2:25: memory_regions[0].buf_size: 32 is out of range");
+	expect_error("memory_regions:\n  - {name: r, gpu_id: 64}\n",
+		     "memory_regions[0].gpu_id: 64 is out of range");
+	expect_error("interfaces:\n  - backend: loopback\n    tx: {queues: [{batch_size: 0}]}\n",
+		     "interfaces[0].tx.queues[0].batch_size: 0 is out of range");
+	expect_error("interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 64}]}\n",
+		     "interfaces[0].rx.queues[0].id: 64 is out of range");
+	expect_error("pipeline:\n  workers: 65\n", "pipeline.workers: 65 is out of range");
+	expect_error("pipeline:\n  max_in_flight_bytes: 1099511627777\n",
+		     "pipeline.max_in_flight_bytes: 1099511627777 is out of range");
+	expect_error("pipeline:\n  reorder: {slot_size: 15}\n",
+		     "pipeline.reorder.slot_size: 15 is out of range");
+	expect_error("pipeline:\n  reorder: {max_memory: 1048575}\n",
+		     "pipeline.reorder.max_memory: 1048575 is out of range");
+	expect_error("pipeline:\n  user: {gpu_threads: 31}\n",
+		     "pipeline.user.gpu_threads: 31 is out of range");
+	expect_error("pipeline:\n  user: {gpu_state_bytes: 4294967297}\n",
+		     "pipeline.user.gpu_state_bytes: 4294967297 is out of range");
+	memset(longname, 'n', VFGX_NAME_MAX);
+	longname[VFGX_NAME_MAX] = '\0';
+	snprintf(y, sizeof(y), "memory_regions:\n  - {name: %s}\n", longname);
+	expect_error(y, "memory_regions[0].name: value is too long (at most 63 characters)");
+	snprintf(y, sizeof(y), "pipeline:\n  user: {gpu_kernel: %s}\n", longname);
+	expect_error(y, "pipeline.user.gpu_kernel: value is too long (at most 63 characters)");
+	/* wrong types */
+	expect_error("memory_regions:\n  - {name: r, kind: vram}\n",
+		     "memory_regions[0].kind: 'vram' is not allowed (use one of: host, hugepage, pinned, gpu)");
+	expect_error("memory_regions:\n  - {name: [r]}\n", "memory_regions[0].name: must be a single value");
+	expect_error("interfaces:\n  - {backend: loopback, address: {a: 1}}\n",
+		     "interfaces[0].address: must be a single value");
+	expect_error("interfaces:\n  - backend: loopback\n    rx: {queues: [{batch_size: big}]}\n",
+		     "interfaces[0].rx.queues[0].batch_size: 'big' is not a whole number");
+	expect_error("pipeline:\n  verify_payload: sometimes\n", "pipeline.verify_payload: 'sometimes' is not a boolean");
+	expect_error("pipeline:\n  duration_s: soon\n", "pipeline.duration_s: 'soon'");
+	expect_error("pipeline:\n  reorder: [1]\n", "pipeline.reorder: must be a mapping");
+	expect_error("pipeline:\n  user: {gpu_threads: -1}\n", "pipeline.user.gpu_threads: '-1'");
+	/* unknown keys, with what is allowed in the order docs/config.md gives */
+	expect_error("memory_regions:\n  - {name: r, size: 1}\n",
+		     "memory_regions[0].size: unknown key (allowed: name, kind, buf_size, num_bufs, gpu_id, fallback)");
+	expect_error("interfaces:\n  - {backend: loopback, mtu: 9000}\n",
+		     "interfaces[0].mtu: unknown key (allowed: name, backend, address, rx, tx, loopback, socket, afxdp, dpdk, rdma, pcap)");
+	expect_error("interfaces:\n  - backend: loopback\n    rx: {queues: [{ring: 1}]}\n",
+		     "interfaces[0].rx.queues[0].ring: unknown key (allowed: id, memory_region, batch_size)");
+	expect_error("interfaces:\n  - backend: loopback\n    rx: {queue: []}\n",
+		     "interfaces[0].rx.queue: unknown key (allowed: queues)");
+	expect_error("pipeline:\n  threads: 2\n", "pipeline.threads: unknown key (allowed: device, workers, filter, reorder,");
+	expect_error("pipeline:\n  filter: {ports: [1]}\n", "pipeline.filter.ports: unknown key (allowed: udp_dst_ports)");
+	expect_error("pipeline:\n  reorder: {size: 4}\n",
+		     "pipeline.reorder.size: unknown key (allowed: enabled, window, slot_size, max_streams, max_memory)");
+	expect_error("pipeline:\n  user: {lib: x.so}\n",
+		     "pipeline.user.lib: unknown key (allowed: library, arg, gpu_module, gpu_kernel, gpu_threads, gpu_state_bytes, gpu_state_out)");
+	/* what a table cannot say */
+	expect_error("memory_regions:\n  - {kind: host}\n", "memory_regions[0]: name: required");
+	expect_error("interfaces:\n  - backend: loopback\n    rx: {queues: [{id: 1}]}\n",
+		     "id: queues must be listed in order 0..0 (got 1 at position 0)");
+	expect_error("memory_regions:\n  - {name: r, num_bufs: 16777216, buf_size: 1048576}\n",
+		     "more than this machine's memory");
+	expect_error("interfaces:\n  - {backend: loopback}\n  - {backend: loopback}\n  - {backend: loopback}\n"
+		     "  - {backend: loopback}\n  - {backend: loopback}\n  - {backend: loopback}\n"
+		     "  - {backend: loopback}\n  - {backend: loopback}\n  - {backend: loopback}\n",
+		     "interfaces: at most 8 interfaces");
+}
+
 /* #39: pipeline.gpu is one option table: every key read at load into
  * struct vfgx_gpu_opts (the values docs/config.md gives), absent keys at
  * the defaults vfgx_gpu_opts_default gives a program, and a program's
@@ -468,6 +638,8 @@ int main(void)
 		cmocka_unit_test(test_shipped_configs_load),
 		cmocka_unit_test(test_program_section),
 		cmocka_unit_test(test_gpu_opts),
+		cmocka_unit_test(test_section_tables),
+		cmocka_unit_test(test_strn_kind),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
