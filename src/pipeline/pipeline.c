@@ -276,15 +276,6 @@ static int place_resolve(vfgx_ctx *ctx, struct vfgx_pipeline_config *c, bool cpu
 	return 0;
 }
 
-void vfgx_pipeline_config_default(struct vfgx_pipeline_config *conf)
-{
-	*conf = (struct vfgx_pipeline_config){
-		.argsz = sizeof(*conf), .device = VFGX_DEVICE_AUTO, .workers = 1,
-		.reorder = true, .reorder_window = 1024, .reorder_slot = 2048,
-		.max_streams = 64,
-	};
-}
-
 int vfgx_pipeline_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *user_conf,
 			 vfgx_port *const *ports, uint16_t nb_ports,
 			 vfgx_pipeline **out)

@@ -28,6 +28,7 @@
 #include "mem/pool_bytes.h"
 #include "pipeline/chunk_opts.h"
 #include "pipeline/gpu_opts.h"
+#include "pipeline/pipeline_opts.h"
 #include "pipeline/rx_memory.h"
 #include "port/pcap_opts.h"
 #include "port/port_opts.h"
@@ -360,40 +361,9 @@ static int parse_gpu(struct vfgx_pipeline_config *p, const struct vfgx_cfg_node 
 	return vfgx_gpu_opts_from_yaml(&sub, g);
 }
 
-static const char *const pipeline_devices[] = { "auto", "cpu", "gpu", NULL };
-
-#define PL_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_pipeline_config, F, __VA_ARGS__)
-/* pipeline: its own keys; the nested sections are read by their tables
- * (reorder, user below; gpu, chunks, capture, format theirs). */
-static const struct vfgx_opt pipeline_opts[] = {
-	PL_OPT(ENUM, device, 0, 0, 0, pipeline_devices),
-	PL_OPT(U16, workers, 1, 1, 64),
-	SUB_OPT(SKIP, filter, parse_pipeline),
-	SUB_OPT(SKIP, reorder, parse_pipeline),
-	PL_OPT(BOOL, verify_payload, 0),
-	PL_OPT(DOUBLE, duration_s, 0, 0, 86400 * 365),
-	SUB_OPT(SKIP, gpu, parse_gpu),
-	SUB_OPT(SKIP, chunks, parse_chunks),
-	SUB_OPT(SKIP, user, parse_pipeline),
-	SUB_OPT(SKIP, capture, vfgx_capture_conf_from_yaml),
-	PL_OPT(U64, max_in_flight_bytes, 0, 0, 1ull << 40),
-	SUB_OPT(SKIP, format, parse_format),
-};
-
 /* pipeline.filter */
 static const struct vfgx_opt filter_opts[] = {
 	SUB_OPT(SKIP, udp_dst_ports, parse_port_ranges),
-};
-
-#define RO_OPT(T, K, DEF, LO, HI, F) \
-	KEY_OPT(T, K, struct vfgx_pipeline_config, F, DEF, LO, HI)
-/* pipeline.reorder */
-static const struct vfgx_opt reorder_opts[] = {
-	RO_OPT(BOOL, enabled, 1, 0, 0, reorder),
-	RO_OPT(U32, window, 1024, 2, 1u << 20, reorder_window),
-	RO_OPT(U32, slot_size, 2048, 16, 1u << 16, reorder_slot),
-	RO_OPT(U32, max_streams, 64, 1, 65536, max_streams),
-	RO_OPT(U64, max_memory, 1073741824, 1u << 20, 1ull << 40, reorder_max_memory),
 };
 
 static const char *const user_gpu_kernel_def[] = { "vfgx_chunk_kernel", NULL };
@@ -422,7 +392,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	int ret;
 
 	vfgx_cfg_child(root, "pipeline", &pl);
-	if ((ret = vfgx_opts_from_yaml(&pl, pipeline_opts, ARRAY_LEN(pipeline_opts),
+	if ((ret = vfgx_opts_from_yaml(&pl, vfgx_pipeline_opts, vfgx_pipeline_nopts,
 				       p, sizeof(*p))))
 		return ret;
 	vfgx_cfg_child(&pl, "filter", &sub);
@@ -431,7 +401,7 @@ static int parse_pipeline(struct vfgx_config *cfg,
 	    (ret = parse_port_ranges(p, &cfg->port_ranges, &sub)))
 		return ret;
 	vfgx_cfg_child(&pl, "reorder", &sub);
-	if ((ret = vfgx_opts_from_yaml(&sub, reorder_opts, ARRAY_LEN(reorder_opts),
+	if ((ret = vfgx_opts_from_yaml(&sub, vfgx_reorder_opts, vfgx_reorder_nopts,
 				       p, 0)))
 		return ret;
 	if (p->reorder_window & (p->reorder_window - 1)) {

@@ -8,7 +8,7 @@ import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 FILES = ["src/session/config_load.c", "src/port/loopback.c", "src/pipeline/chunk_opts.c",
-         "src/pipeline/gpu_opts.c",
+         "src/pipeline/gpu_opts.c", "src/pipeline/pipeline_opts.c",
          "src/port/pcap_opts.c", "src/session/sender.c", "src/cli/run_config.c",
          "src/record/record.c"]
 
