@@ -35,6 +35,7 @@
 #include "pipeline/chunkset.h"
 #include "pipeline/gpu_bench.h"
 #include "pipeline/gpu_iface.h"
+#include "chunk_compare.h" /* struct ck, ck_compare: the cpu/gpu parity check */
 
 #define FLOWS 4        /* flows of a profile with a stream field */
 #define CK_STREAMS 3   /* chunk rings: stream 3 has none (bad_stream) */
@@ -273,13 +274,6 @@ static void traffic_free(struct traffic *t)
 	free(t->bursts);
 }
 
-/* A chunk as handed out: its descriptor's fields and a hash of its present
- * words, lengths and every byte of its chunk memory. */
-struct ck {
-	uint32_t stream, flags, present_count, missing, hdr_flags;
-	uint64_t index, bytes, missing_bytes, first_seq, hdr_ts, hash;
-};
-
 struct run {
 	struct vfgx_chunkset *cs;
 	const struct vfgx_format *f;  /* NULL: vfgx's header */
@@ -294,15 +288,6 @@ struct run {
 	struct vfgx_pipeline_stats st;
 	uint64_t cnt[CK_STREAMS][GPUK_K_NCNT];
 };
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* Complete frames and heaps (runs without corruption) hold the
  * generator's bytes: frame (hdr_ts - 7) / 1500 of its flow (the learned
@@ -339,8 +324,6 @@ static void *consume(void *arg)
 	int ret;
 
 	while ((ret = vfgx_chunkset_get(r->cs, 50, &c)) != -ENODATA) {
-		struct ck *k;
-
 		if (ret)
 			continue;
 		if (c->mem == VFGX_MEM_GPU) {
@@ -354,22 +337,9 @@ static void *consume(void *arg)
 			memcpy(r->lens, c->lens, (size_t)P * 4);
 		}
 		oracle(r, c);
-		if (r->n < MAX_CHUNKS) {
-			k = &r->c[r->n++];
-			k->stream = c->stream;
-			k->flags = c->flags;
-			k->present_count = c->present_count;
-			k->missing = c->missing;
-			k->hdr_flags = c->hdr_flags;
-			k->index = c->index;
-			k->bytes = c->bytes;
-			k->missing_bytes = c->missing_bytes;
-			k->first_seq = c->first_seq;
-			k->hdr_ts = c->hdr_ts;
-			k->hash = fnv(fnv(fnv(0xcbf29ce484222325ull, r->present, W * 8), r->lens,
-					  (size_t)P * 4),
-				      r->data, r->chunk_bytes);
-		}
+		if (r->n < MAX_CHUNKS)
+			ck_record(&r->c[r->n++], c, r->present, W * 8, r->lens, (size_t)P * 4,
+				  r->data, r->chunk_bytes);
 		vfgx_chunkset_put(r->cs, c->stream, c->index);
 	}
 	return NULL;
@@ -452,29 +422,6 @@ static int run_prepare(struct run *r, vfgx_ctx *ctx, const struct setup *s,
 	return r->c && r->data && r->present && r->lens ? 0 : -1;
 }
 
-static void run_counters(struct run *r)
-{
-	for (uint32_t s = 0; s < CK_STREAMS; s++) {
-		struct chunk_stream *c = &r->cs->streams[s];
-
-		if (r->cs->gpu) {
-			vfgx_chunkset_gpu_counters(r->cs, s, r->cnt[s]);
-			continue;
-		}
-		r->cnt[s][GPUK_K_COMPLETE] = c->complete;
-		r->cnt[s][GPUK_K_CLOSED] = c->closed;
-		r->cnt[s][GPUK_K_SKIPPED] = c->skipped;
-		r->cnt[s][GPUK_K_PLACED] = c->placed;
-		r->cnt[s][GPUK_K_MISSING] = c->missing;
-		r->cnt[s][GPUK_K_LATE] = c->late;
-		r->cnt[s][GPUK_K_DUPLICATES] = c->duplicates;
-		r->cnt[s][GPUK_K_OUT_OF_RANGE] = c->out_of_range;
-		r->cnt[s][GPUK_K_BACKPRESSURE] = c->backpressure;
-		r->cnt[s][GPUK_K_BP_DROPS] = c->backpressure_drops;
-		r->cnt[s][GPUK_K_GAPS] = c->gaps;
-	}
-}
-
 static void run_free(struct run *r)
 {
 	vfgx_chunkset_destroy(r->cs);
@@ -504,7 +451,7 @@ static int cpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 	vfgx_chunkset_finish(r->cs);
 	pthread_join(th, NULL);
 	vfgx_proc_stats(p, &r->st);
-	run_counters(r);
+	ck_counters(r->cs, CK_STREAMS, &r->cnt[0][0]);
 	vfgx_proc_destroy(p);
 	return 0;
 }
@@ -570,7 +517,7 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 		ret = -1;
 		goto out;
 	}
-	run_counters(r);
+	ck_counters(r->cs, CK_STREAMS, &r->cnt[0][0]);
 	ret = 0;
 out:
 	vfgx_gpu_proc_destroy(gp);
@@ -579,64 +526,12 @@ out:
 	return ret;
 }
 
-static const char *const k_names[GPUK_K_NCNT] = {
-	"complete", "closed", "skipped", "placed", "missing", "late", "duplicates",
-	"out_of_range", "backpressure", "backpressure_drops", "gaps",
-};
-
-#define DIFF(f) if (a->f != b->f) { \
-	printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): " #f " cpu %" PRIu64 " gpu %" PRIu64 "\n", \
-	       what, s, j, a->index, (uint64_t)a->f, (uint64_t)b->f); return -1; }
-
 /* The gpu run b against the cpu run a; 0 when the same. */
 static int compare(const char *what, const struct run *a_run, const struct run *b_run)
 {
-	for (uint32_t s = 0; s < CK_STREAMS; s++) {
-		uint32_t ia = 0, ib = 0, j = 0;
-
-		for (;; j++) {
-			const struct ck *a, *b;
-
-			while (ia < a_run->n && a_run->c[ia].stream != s)
-				ia++;
-			while (ib < b_run->n && b_run->c[ib].stream != s)
-				ib++;
-			if (ia == a_run->n || ib == b_run->n) {
-				if (ia != a_run->n || ib != b_run->n) {
-					printf("FAIL %s: stream %u: the cpu engine handed out %s chunks (%u the same)\n",
-					       what, s, ia == a_run->n ? "fewer" : "more", j);
-					return -1;
-				}
-				break;
-			}
-			a = &a_run->c[ia++];
-			b = &b_run->c[ib++];
-			DIFF(index);
-			DIFF(flags);
-			DIFF(present_count);
-			DIFF(missing);
-			DIFF(bytes);
-			DIFF(missing_bytes);
-			DIFF(first_seq);
-			DIFF(hdr_ts);
-			DIFF(hdr_flags);
-			if (a->hash != b->hash) {
-				printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): present map, lengths or bytes differ\n",
-				       what, s, j, a->index);
-				return -1;
-			}
-		}
-		for (int i = 0; i < GPUK_K_NCNT; i++) {
-			/* how often a placer waited for the consumer is timing */
-			if (i == GPUK_K_BACKPRESSURE)
-				continue;
-			if (a_run->cnt[s][i] != b_run->cnt[s][i]) {
-				printf("FAIL %s: stream %u chunk counter %s cpu %" PRIu64 " gpu %" PRIu64 "\n",
-				       what, s, k_names[i], a_run->cnt[s][i], b_run->cnt[s][i]);
-				return -1;
-			}
-		}
-	}
+	if (ck_compare(what, CK_STREAMS, a_run->c, a_run->n, &a_run->cnt[0][0], b_run->c,
+		       b_run->n, &b_run->cnt[0][0]))
+		return -1;
 #define SAME(f) if (a_run->st.f != b_run->st.f) { \
 	printf("FAIL %s: " #f " cpu %" PRIu64 " gpu %" PRIu64 "\n", what, \
 	       (uint64_t)a_run->st.f, (uint64_t)b_run->st.f); return -1; }
@@ -644,14 +539,8 @@ static int compare(const char *what, const struct run *a_run, const struct run *
 	SAME(passed);
 	SAME(delivered);
 	SAME(delivered_bytes);
-	for (int i = 0; i < VFGX_DROP_MAX; i++) {
-		if (a_run->st.drops[i] != b_run->st.drops[i]) {
-			printf("FAIL %s: drop %s cpu %" PRIu64 " gpu %" PRIu64 "\n", what,
-			       vfgx_drop_reason_name((enum vfgx_drop_reason)i), a_run->st.drops[i],
-			       b_run->st.drops[i]);
-			return -1;
-		}
-	}
+	if (ck_compare_drops(what, &a_run->st, &b_run->st))
+		return -1;
 	if (b_run->oracle_bad) {
 		printf("FAIL %s: %" PRIu64 " bytes of complete chunks differ from the generator's\n",
 		       what, b_run->oracle_bad);

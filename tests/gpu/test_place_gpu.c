@@ -41,6 +41,7 @@
 #include "pipeline/gpu_iface.h" /* GPUK_K_*: the chunk counters */
 #include "../../examples/user_place/tile_place.h"
 #include "bad_place.h"
+#include "chunk_compare.h" /* struct ck, ck_compare: the cpu/gpu parity check */
 
 #define SLOT 256
 #define STREAMS 2
@@ -313,13 +314,6 @@ out:
 
 #define MAX_CHUNKS 4096
 
-/* A chunk as handed out: its descriptor's fields and a hash of its present
- * word, lengths and every byte. */
-struct ck {
-	uint32_t stream, flags, present_count, hdr_flags;
-	uint64_t index, bytes, missing_bytes, first_seq, hdr_ts, hash;
-};
-
 struct brun {
 	struct vfgx_chunkset *cs;
 	struct ck *c;
@@ -331,15 +325,6 @@ struct brun {
 	struct vfgx_pipeline_stats st;
 	uint64_t cnt[STREAMS][GPUK_K_NCNT];
 };
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* A complete frame holds tile k of the sender (the generator's bytes) at
  * ((5k + 5) mod 16) x 64, the README's rule, whatever the function did;
@@ -368,8 +353,6 @@ static void *consume(void *arg)
 	int ret;
 
 	while ((ret = vfgx_chunkset_get(r->cs, 50, &c)) != -ENODATA) {
-		struct ck *k;
-
 		if (ret)
 			continue;
 		if (c->mem == VFGX_MEM_GPU) {
@@ -383,19 +366,9 @@ static void *consume(void *arg)
 			memcpy(r->lens, c->lens, sizeof(r->lens));
 		}
 		oracle(r, c);
-		if (r->n < MAX_CHUNKS) {
-			k = &r->c[r->n++];
-			*k = (struct ck){
-				.stream = c->stream, .flags = c->flags,
-				.present_count = c->present_count, .hdr_flags = c->hdr_flags,
-				.index = c->index, .bytes = c->bytes,
-				.missing_bytes = c->missing_bytes, .first_seq = c->first_seq,
-				.hdr_ts = c->hdr_ts,
-			};
-			k->hash = fnv(fnv(fnv(0xcbf29ce484222325ull, &r->present, 8), r->lens,
-					  sizeof(r->lens)),
-				      r->data, sizeof(r->data));
-		}
+		if (r->n < MAX_CHUNKS)
+			ck_record(&r->c[r->n++], c, &r->present, 8, r->lens, sizeof(r->lens),
+				  r->data, sizeof(r->data));
 		vfgx_chunkset_put(r->cs, c->stream, c->index);
 	}
 	return NULL;
@@ -445,29 +418,6 @@ static int brun_prepare(vfgx_ctx *ctx, struct brun *r, const struct vfgx_pipelin
 	return 0;
 }
 
-static void brun_counters(struct brun *r)
-{
-	for (uint32_t s = 0; s < STREAMS; s++) {
-		struct chunk_stream *c = &r->cs->streams[s];
-
-		if (r->cs->gpu) {
-			vfgx_chunkset_gpu_counters(r->cs, s, r->cnt[s]);
-			continue;
-		}
-		r->cnt[s][GPUK_K_COMPLETE] = c->complete;
-		r->cnt[s][GPUK_K_CLOSED] = c->closed;
-		r->cnt[s][GPUK_K_SKIPPED] = c->skipped;
-		r->cnt[s][GPUK_K_PLACED] = c->placed;
-		r->cnt[s][GPUK_K_MISSING] = c->missing;
-		r->cnt[s][GPUK_K_LATE] = c->late;
-		r->cnt[s][GPUK_K_DUPLICATES] = c->duplicates;
-		r->cnt[s][GPUK_K_OUT_OF_RANGE] = c->out_of_range;
-		r->cnt[s][GPUK_K_BACKPRESSURE] = c->backpressure;
-		r->cnt[s][GPUK_K_BP_DROPS] = c->backpressure_drops;
-		r->cnt[s][GPUK_K_GAPS] = c->gaps;
-	}
-}
-
 static void brun_free(struct brun *r)
 {
 	vfgx_chunkset_destroy(r->cs);
@@ -493,7 +443,7 @@ static int bytes_cpu(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 	vfgx_chunkset_finish(r->cs);
 	pthread_join(th, NULL);
 	vfgx_proc_stats(p, &r->st);
-	brun_counters(r);
+	ck_counters(r->cs, STREAMS, &r->cnt[0][0]);
 	vfgx_proc_destroy(p);
 	return 0;
 }
@@ -553,7 +503,7 @@ static int bytes_gpu(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 		ret = -1;
 		goto out;
 	}
-	brun_counters(r);
+	ck_counters(r->cs, STREAMS, &r->cnt[0][0]);
 	ret = 0;
 out:
 	vfgx_gpu_proc_destroy(gp);
@@ -562,61 +512,11 @@ out:
 	return ret;
 }
 
-static const char *const k_names[GPUK_K_NCNT] = {
-	"complete", "closed", "skipped", "placed", "missing", "late", "duplicates",
-	"out_of_range", "backpressure", "backpressure_drops", "gaps",
-};
-
-#define DIFF(f) if (a->f != b->f) { \
-	printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): " #f " cpu %" PRIu64 " gpu %" PRIu64 "\n", \
-	       what, s, j, a->index, (uint64_t)a->f, (uint64_t)b->f); return -1; }
-
 /* The gpu run g against the cpu run c; 0 when the same. */
 static int compare(const char *what, const struct brun *c, const struct brun *g)
 {
-	for (uint32_t s = 0; s < STREAMS; s++) {
-		uint32_t ia = 0, ib = 0, j = 0;
-
-		for (;; j++) {
-			const struct ck *a, *b;
-
-			while (ia < c->n && c->c[ia].stream != s)
-				ia++;
-			while (ib < g->n && g->c[ib].stream != s)
-				ib++;
-			if (ia == c->n || ib == g->n) {
-				if (ia != c->n || ib != g->n) {
-					printf("FAIL %s: stream %u: the gpu engine handed out %s chunks (%u the same)\n",
-					       what, s, ia == c->n ? "more" : "fewer", j);
-					return -1;
-				}
-				break;
-			}
-			a = &c->c[ia++];
-			b = &g->c[ib++];
-			DIFF(index);
-			DIFF(flags);
-			DIFF(present_count);
-			DIFF(bytes);
-			DIFF(missing_bytes);
-			DIFF(first_seq);
-			DIFF(hdr_ts);
-			DIFF(hdr_flags);
-			if (a->hash != b->hash) {
-				printf("FAIL %s: stream %u chunk %u (index %" PRIu64 "): present map, lengths or bytes differ\n",
-				       what, s, j, a->index);
-				return -1;
-			}
-		}
-		for (int i = 0; i < GPUK_K_NCNT; i++) {
-			/* how often a placer waited for the consumer is timing */
-			if (i != GPUK_K_BACKPRESSURE && c->cnt[s][i] != g->cnt[s][i]) {
-				printf("FAIL %s: stream %u chunk counter %s cpu %" PRIu64 " gpu %" PRIu64 "\n",
-				       what, s, k_names[i], c->cnt[s][i], g->cnt[s][i]);
-				return -1;
-			}
-		}
-	}
+	if (ck_compare(what, STREAMS, c->c, c->n, &c->cnt[0][0], g->c, g->n, &g->cnt[0][0]))
+		return -1;
 	if (c->st.packets != g->st.packets || c->st.delivered != g->st.delivered ||
 	    c->st.delivered_bytes != g->st.delivered_bytes) {
 		printf("FAIL %s: packets %" PRIu64 "/%" PRIu64 ", delivered %" PRIu64 "/%" PRIu64
@@ -625,13 +525,8 @@ static int compare(const char *what, const struct brun *c, const struct brun *g)
 		       c->st.delivered_bytes, g->st.delivered_bytes);
 		return -1;
 	}
-	for (int i = 0; i < VFGX_DROP_MAX; i++)
-		if (c->st.drops[i] != g->st.drops[i]) {
-			printf("FAIL %s: drop %s cpu %" PRIu64 " gpu %" PRIu64 "\n", what,
-			       vfgx_drop_reason_name((enum vfgx_drop_reason)i), c->st.drops[i],
-			       g->st.drops[i]);
-			return -1;
-		}
+	if (ck_compare_drops(what, &c->st, &g->st))
+		return -1;
 	if (g->oracle_bad) {
 		printf("FAIL %s: %" PRIu64 " bytes of complete frames not where the rule puts them\n",
 		       what, g->oracle_bad);

@@ -9,19 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "formats.h"
-
-static int fails;
-
-#define CHECK(c, ...)                                             \
-	do {                                                      \
-		if (!(c)) {                                       \
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                      \
-			printf("\n");                             \
-			fails++;                                  \
-		}                                                 \
-	} while (0)
 
 static void put(const char *path, const char *text)
 {

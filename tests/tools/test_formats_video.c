@@ -14,24 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "formats.h"
 
 #define SSRC0 0x4b000000u /* formats_video.c's VIDEO_SSRC */
 #define STREAMS 5
 #define PORTS 2
 #define FRAMES 3
-
-static int fails;
-
-#define CHECK(c, ...)                                             \
-	do {                                                      \
-		if (!(c)) {                                       \
-			printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                      \
-			printf("\n");                             \
-			fails++;                                  \
-		}                                                 \
-	} while (0)
 
 /* tshark's reading of one port file: every record's SSRC, sequence and
  * marker bit checked against the layout; its record count. */
