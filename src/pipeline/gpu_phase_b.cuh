@@ -78,7 +78,7 @@ __device__ __forceinline__ bool kr_bulk(const kparams &k)
  * counters that kr_slot_advance one slot after another adds (rules.h's
  * vfgx_ro_run: the filled slots from base; only the first delivery can
  * count as reordered).  Only when kr_bulk(k). */
-__device__ void kr_drain_bulk(const kparams &k, ull *cnt, uint32_t s, uint32_t lane)
+__device__ __noinline__ void kr_drain_bulk(const kparams &k, ull *cnt, uint32_t s, uint32_t lane)
 {
 	uint64_t base = __ldcg(&k.base[s]), next = __ldcg(&k.next[s]);
 	uint32_t held = __ldcg(&k.held[s]);
@@ -192,7 +192,7 @@ __device__ void kr_insert(const kparams &k, ull *cnt, const struct res *r,
  * duplicates counted, the others copied into their slots, base unchanged.
  * cbase/cheld: the stream's state (the cache's; base is not written).
  * Returns false, having done nothing, for any other batch. */
-__device__ bool kr_store_quiet(const kparams &k, ull *cnt, const struct res &mine,
+__device__ __noinline__ bool kr_store_quiet(const kparams &k, ull *cnt, const struct res &mine,
 			       uint32_t batch, uint32_t s, uint64_t cbase, uint32_t &cheld,
 			       uint32_t lane)
 {
@@ -848,14 +848,6 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					bool run = lane >= batch ||
 						   (mine.stream == st0 && mine.seq == s0 + lane);
 
-					/* a stream with a hole at base: its next
-					 * records stored at once */
-					if (__all_sync(FULL, lane >= batch || mine.stream == st0)) {
-						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
-						if (cheld && kr_store_quiet(k, cnt, mine, batch, st0,
-									    cbase, cheld, lane))
-							return;
-					}
 					if (__all_sync(FULL, run)) {
 						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
 						struct vfgx_ro_state rs = { cbase, cheld };
@@ -881,6 +873,15 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 							cbase = cnext = s0 + batch;
 							return;
 						}
+					}
+					/* a stream with a hole at base: its next
+					 * records stored at once (after the in-order
+					 * run above, which this leaves as it was) */
+					if (__all_sync(FULL, lane >= batch || mine.stream == st0)) {
+						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
+						if (cheld && kr_store_quiet(k, cnt, mine, batch, st0,
+									    cbase, cheld, lane))
+							return;
 					}
 				}
 
