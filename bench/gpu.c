@@ -695,6 +695,22 @@ int vfgx_bench_gpu(int argc, char **argv)
 	fprintf(f, "Target rounds: hand-off median %s us, round trip median %s us.\n\n",
 		bench_fmt_spread(b1, sizeof(b1), "%.2f", rr.ho, ROUNDS),
 		bench_fmt_spread(b2, sizeof(b2), "%.2f", rr.rtt, ROUNDS));
+	{
+		/* Not a target (issue #40): a direct hand-off under 2 us cannot
+		 * be shown on a host whose CPU does not map GPU memory, since
+		 * the clocks are related only to within the calibration's
+		 * width.  Reported as the median's interval over the rounds,
+		 * widened by that uncertainty. */
+		struct bench_stat hs;
+
+		if (ho.direct && !bench_stat(rr.ho, ROUNDS, &hs)) {
+			double u = (ho.width0 > ho.width1 ? ho.width0 : ho.width1) / 2 / 1000;
+
+			fprintf(f, "Hand-off, reported (not a target): median %.2f us; its interval over the rounds [%.2f, %.2f] us (coverage %.3f), widened by the calibration's +-%.2f us (the table's run): [%.2f, %.2f] us.  The wire-to-processed latency targets (e2e.md) replace it.\n\n",
+				hs.median, hs.lo, hs.hi, hs.level, u,
+				hs.lo - u > 0 ? hs.lo - u : 0, hs.hi + u);
+		}
+	}
 	fprintf(f, "Ping-pong variants (same run): the CPU stores i to a pinned word, one GPU thread polls it and stores i to a second pinned word, the CPU polls that; %d round trips each.\n\n| variant | round trip median | p99 |\n|---|---|---|\n",
 		PP_ITERS);
 	for (int v = 0; v < NB_PP; v++)
@@ -737,9 +753,6 @@ int vfgx_bench_gpu(int argc, char **argv)
 		bench_fmt_spread(b4, sizeof(b4), "%.1f", rr.c1500, ROUNDS));
 	fprintf(f, "The CPU goal: the old goal was 20x one core; against all %d cores the same bar is 20/%d = %.2fx.\n\n",
 		cores, cores, 20.0 / cores);
-	bench_target_rounds(f, &(struct bench_target_rounds){
-		.name = "gpu_handoff_median_us", .measured = rr.ho, .reference = rr.rtt,
-		.n = ROUNDS, .goal = 2.0, .higher_better = false });
 	bench_target_rounds(f, &(struct bench_target_rounds){
 		.name = "gpu_64B_mpps_from_gpu_memory", .measured = rr.g64, .n = ROUNDS,
 		.goal = 100, .higher_better = true });
