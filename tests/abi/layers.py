@@ -13,6 +13,12 @@ file in a higher layer is printed as one line,
 `file:line: <layer> includes <header> (<its layer>)`, and fails the test.
 Generated and system headers (not in the tree) have no layer.
 
+bench/ (vfgx-bench, a command of the CLI) is a client: its files include
+the public headers (include/vfgx, vfgx/bench.h among them), its own, and of
+src/ only the CLI's command plumbing (BENCH_SRC_OK); any other include of
+src/ is printed as `file:line: bench includes <header> (src: library
+internals)` and fails the test.
+
 usage: layers.py [SOURCE_ROOT]   (default: this file's ../..)
        layers.py --selftest        (the check fails where it must: a tree
                                     made in a temporary directory)
@@ -55,6 +61,10 @@ PUBLIC = {
     # the umbrella: every public header, the highest of them session's
     "vfgx.h": "session",
 }
+
+# what bench/ may include from src/: the CLI's option parser and command
+# table (vfgx-bench is built as a CLI command)
+BENCH_SRC_OK = {"cli/cliopt.h", "cli/commands.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -118,6 +128,31 @@ def check(root):
                     elif them is not None and rank(them) > rank(me):
                         out.append("%s:%d: %s includes %s (%s)"
                                    % (rel, lineno, me, target, them))
+    bench = os.path.join(root, "bench")
+    for dirpath, dirs, names in os.walk(bench) if os.path.isdir(bench) else ():
+        dirs[:] = sorted(d for d in dirs if d != "results")
+        for name in sorted(names):
+            if not name.endswith((".c", ".h", ".cu", ".cuh")):
+                continue
+            path = os.path.join(dirpath, name)
+            files += 1
+            rel = os.path.relpath(path, root)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    kind, target = m.groups()
+                    if kind != '"' or os.path.isfile(os.path.join(dirpath, target)):
+                        continue  # public, system or bench's own
+                    for d in [src] + [os.path.join(src, s) for s in sorted(SRC_DIRS)]:
+                        hit = os.path.join(d, target)
+                        if os.path.isfile(hit):
+                            r = os.path.relpath(hit, src).replace(os.sep, "/")
+                            if r not in BENCH_SRC_OK:
+                                out.append("%s:%d: bench includes %s (src: library internals)"
+                                           % (rel, lineno, target))
+                            break
     return out, files
 
 
@@ -141,14 +176,20 @@ def selftest():
         put("src/core/up.c", "/* x */\n#include <vfgx/pipeline.h>\n")
         put("src/core/up2.h", "#include \"../pipeline/down.c\"\n")
         put("src/zzz/z.c", "")
+        put("src/cli/cliopt.h", "")
+        put("src/pipeline/priv.h", "")
+        put("bench/ok.c", "#include <vfgx/pipeline.h>\n#include \"cliopt.h\"\n#include \"own.h\"\n")
+        put("bench/own.h", "")
+        put("bench/bad.c", "#include \"pipeline/priv.h\"\n")
         got, _ = check(t)
         want = ["src/zzz: not in layers.py's table: place it",
                 "src/core/up.c:2: core includes vfgx/pipeline.h (pipeline)",
-                "src/core/up2.h:1: core includes ../pipeline/down.c (pipeline)"]
+                "src/core/up2.h:1: core includes ../pipeline/down.c (pipeline)",
+                "bench/bad.c:1: bench includes pipeline/priv.h (src: library internals)"]
         if got != want:
             print("selftest: got %r, want %r" % (got, want))
             return 1
-    print("layers.py selftest: an upward include and an unplaced directory fail, a clean tree passes")
+    print("layers.py selftest: an upward include, an unplaced directory and bench/ reaching library internals fail, a clean tree passes")
     return 0
 
 
