@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "core.h"
-#include "mem.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -115,6 +114,14 @@ struct vfgx_config;
 int vfgx_config_section(const struct vfgx_config *cfg, const char *name,
 			const struct vfgx_opt *tab, size_t n, void *out,
 			size_t size);
+
+/* Where a memory region lives (vfgx/mem.h makes them). */
+enum vfgx_mem_kind {
+	VFGX_MEM_HOST = 0,     /* malloc'd, page aligned */
+	VFGX_MEM_HUGEPAGE = 1, /* MAP_HUGETLB; falls back to host with a warning */
+	VFGX_MEM_PINNED = 2,   /* host memory registered with CUDA, GPU-readable */
+	VFGX_MEM_GPU = 3,      /* cudaMalloc, 64 KiB aligned; CPU cannot touch */
+};
 
 enum vfgx_mem_fallback {
 	VFGX_FALLBACK_HOST = 0, /* use host memory, with a warning */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "core.h"
 
 #ifdef __cplusplus
@@ -15,12 +16,8 @@ extern "C" {
 #endif
 #pragma GCC visibility push(default) /* the library builds hidden */
 
-enum vfgx_mem_kind {
-	VFGX_MEM_HOST = 0,     /* malloc'd, page aligned */
-	VFGX_MEM_HUGEPAGE = 1, /* MAP_HUGETLB; falls back to host with a warning */
-	VFGX_MEM_PINNED = 2,   /* host memory registered with CUDA, GPU-readable */
-	VFGX_MEM_GPU = 3,      /* cudaMalloc, 64 KiB aligned; CPU cannot touch */
-};
+/* enum vfgx_mem_kind: vfgx/config.h (a region's kind is part of the
+ * config document) */
 
 const char *vfgx_mem_kind_name(enum vfgx_mem_kind kind);
 int vfgx_mem_kind_parse(const char *name, enum vfgx_mem_kind *out);

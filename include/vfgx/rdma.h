@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "port.h"
 #include "core.h"
 #include "mem.h"
 

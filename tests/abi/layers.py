@@ -7,7 +7,8 @@ docs/architecture.md ("The layers"):
 
 Each src/<dir> and each include/vfgx/*.h has its layer in the tables
 below; a directory or public header not in them is an error, so a new one
-must be placed.  Every #include of src/**/*.{c,h,cu,cuh} is resolved (the
+must be placed.  Every #include of src/**/*.{c,h,cu,cuh} and of the
+public headers themselves is resolved (the
 including file's directory, then src/, then include/) and an include of a
 file in a higher layer is printed as one line,
 `file:line: <layer> includes <header> (<its layer>)`, and fails the test.
@@ -96,7 +97,8 @@ def check(root):
         return None
 
     files = 0
-    for dirpath, dirs, names in os.walk(src):
+    for dirpath, dirs, names in [w for top in (src, os.path.join(inc, "vfgx"))
+                                 for w in os.walk(top)]:
         dirs.sort()
         for name in sorted(names):
             if not name.endswith((".c", ".h", ".cu", ".cuh")):
@@ -170,12 +172,13 @@ def selftest():
         put("src/pipeline/down.c", "#include <vfgx/core.h>\n#include \"core/ok.h\"\n")
         put("src/core/ok.h", "")
         clean, files = check(t)
-        if clean or files != 3:
+        if clean or files != 5:
             print("selftest: a clean tree gave %r (%d files)" % (clean, files))
             return 1
         put("src/core/up.c", "/* x */\n#include <vfgx/pipeline.h>\n")
         put("src/core/up2.h", "#include \"../pipeline/down.c\"\n")
         put("src/zzz/z.c", "")
+        put("include/vfgx/core.h", "#include \"pipeline.h\"\n")
         put("src/cli/cliopt.h", "")
         put("src/pipeline/priv.h", "")
         put("bench/ok.c", "#include <vfgx/pipeline.h>\n#include \"cliopt.h\"\n#include \"own.h\"\n")
@@ -185,6 +188,7 @@ def selftest():
         want = ["src/zzz: not in layers.py's table: place it",
                 "src/core/up.c:2: core includes vfgx/pipeline.h (pipeline)",
                 "src/core/up2.h:1: core includes ../pipeline/down.c (pipeline)",
+                "include/vfgx/core.h:1: core includes pipeline.h (pipeline)",
                 "bench/bad.c:1: bench includes pipeline/priv.h (src: library internals)"]
         if got != want:
             print("selftest: got %r, want %r" % (got, want))
