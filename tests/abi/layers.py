@@ -70,6 +70,15 @@ BENCH_SRC_OK = {"cli/cliopt.h", "cli/commands.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
+def includes(path):
+    """(line number, '<' or '"', target) for each #include of the file."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if m:
+                yield (lineno,) + m.groups()
+
+
 def rank(layer):
     return ORDER.index(SAME.get(layer, layer))
 
@@ -109,27 +118,22 @@ def check(root):
                 continue
             files += 1
             rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for lineno, line in enumerate(f, 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    kind, target = m.groups()
-                    cands = [os.path.join(inc, target)]
-                    if kind == '"':
-                        cands = [os.path.join(dirpath, target),
-                                 os.path.join(src, target)] + cands
-                    hit = next((os.path.normpath(c) for c in cands
-                                if os.path.isfile(c)), None)
-                    if hit is None:
-                        continue  # system or generated: no layer
-                    them = layer_of(hit)
-                    if them == "?":
-                        out.append("%s:%d: includes %s, which has no layer in layers.py's table"
-                                   % (rel, lineno, target))
-                    elif them is not None and rank(them) > rank(me):
-                        out.append("%s:%d: %s includes %s (%s)"
-                                   % (rel, lineno, me, target, them))
+            for lineno, kind, target in includes(path):
+                cands = [os.path.join(inc, target)]
+                if kind == '"':
+                    cands = [os.path.join(dirpath, target),
+                             os.path.join(src, target)] + cands
+                hit = next((os.path.normpath(c) for c in cands
+                            if os.path.isfile(c)), None)
+                if hit is None:
+                    continue  # system or generated: no layer
+                them = layer_of(hit)
+                if them == "?":
+                    out.append("%s:%d: includes %s, which has no layer in layers.py's table"
+                               % (rel, lineno, target))
+                elif them is not None and rank(them) > rank(me):
+                    out.append("%s:%d: %s includes %s (%s)"
+                               % (rel, lineno, me, target, them))
     bench = os.path.join(root, "bench")
     for dirpath, dirs, names in os.walk(bench) if os.path.isdir(bench) else ():
         dirs[:] = sorted(d for d in dirs if d != "results")
@@ -139,22 +143,17 @@ def check(root):
             path = os.path.join(dirpath, name)
             files += 1
             rel = os.path.relpath(path, root)
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for lineno, line in enumerate(f, 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    kind, target = m.groups()
-                    if kind != '"' or os.path.isfile(os.path.join(dirpath, target)):
-                        continue  # public, system or bench's own
-                    for d in [src] + [os.path.join(src, s) for s in sorted(SRC_DIRS)]:
-                        hit = os.path.join(d, target)
-                        if os.path.isfile(hit):
-                            r = os.path.relpath(hit, src).replace(os.sep, "/")
-                            if r not in BENCH_SRC_OK:
-                                out.append("%s:%d: bench includes %s (src: library internals)"
-                                           % (rel, lineno, target))
-                            break
+            for lineno, kind, target in includes(path):
+                if kind != '"' or os.path.isfile(os.path.join(dirpath, target)):
+                    continue  # public, system or bench's own
+                for d in [src] + [os.path.join(src, s) for s in sorted(SRC_DIRS)]:
+                    hit = os.path.join(d, target)
+                    if os.path.isfile(hit):
+                        r = os.path.relpath(hit, src).replace(os.sep, "/")
+                        if r not in BENCH_SRC_OK:
+                            out.append("%s:%d: bench includes %s (src: library internals)"
+                                       % (rel, lineno, target))
+                        break
     return out, files
 
 
