@@ -287,6 +287,7 @@ struct run {
 	uint32_t *lens;
 	struct vfgx_pipeline_stats st;
 	uint64_t cnt[CK_STREAMS][GPUK_K_NCNT];
+	uint32_t items, graph_items; /* the gpu run's options (0: a cpu run) */
 };
 
 /* Complete frames and heaps (runs without corruption) hold the
@@ -493,6 +494,8 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 	o.mode = mode;
 	o.items = 8 + rnd(8);
 	o.graph_items = 2 + rnd(4);
+	r->items = o.items;
+	r->graph_items = o.graph_items;
 	o.burst = MAX_BURST;
 	o.timeout_ms = 20000;
 	if (vfgx_gpu_proc_create_chunks(ctx, &s->pc, &o, r->cs, &gp)) {
@@ -533,8 +536,9 @@ static int compare(const char *what, const struct run *a_run, const struct run *
 		       b_run->n, &b_run->cnt[0][0]))
 		return -1;
 #define SAME(f) if (a_run->st.f != b_run->st.f) { \
-	printf("FAIL %s: " #f " cpu %" PRIu64 " gpu %" PRIu64 "\n", what, \
-	       (uint64_t)a_run->st.f, (uint64_t)b_run->st.f); return -1; }
+	printf("FAIL %s: " #f " cpu %" PRIu64 " gpu %" PRIu64 " (gpu items %u, graph_items %u)\n", \
+	       what, (uint64_t)a_run->st.f, (uint64_t)b_run->st.f, b_run->items, \
+	       b_run->graph_items); return -1; }
 	SAME(packets);
 	SAME(passed);
 	SAME(delivered);
