@@ -171,9 +171,14 @@ def test_keyboard_interrupt_stops_cleanly():
         p = vfgx.Pipeline(y)
         try:
             with p:
-                print("ready", flush=True)
+                # "ready" only once a chunk has arrived: the interrupt then
+                # always lands in a pipeline that has delivered something
+                ready = False
                 for c in p.chunks(timeout=None):
                     c.release()
+                    if not ready:
+                        print("ready", flush=True)
+                        ready = True
         except KeyboardInterrupt:
             print("interrupted; delivered", p.stats()["delivered"] > 0, flush=True)
     """) % loopback(packets=0, flows=1, extra=", rate_pps: 200000")
