@@ -37,6 +37,9 @@ except ImportError:
         sys.exit(77)
     h5py = None
 import vfgx.record  # noqa: E402  the package's raw reader
+# the rows readers shared with tests/python/test_record.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import record_rows  # noqa: E402
 
 failures = []
 HDRS = 14 + 20 + 8 + 16  # Ethernet, IPv4, UDP, the app header
@@ -124,25 +127,17 @@ def check_chunks(name, stream, rows, plen, chunk, gen_per_stream, lossless):
     return len(rows), npres, nmiss, bad
 
 
+# the per-chunk metadata read back and checked
+META = ("index", "first", "flags", "missing", "present_count", "first_seq", "hdr_ts", "bytes",
+        "missing_bytes", "hdr_flags")
+
+
 def h5_rows(f, s):
-    g = f["stream%d" % s]
-    n = int(g.attrs["chunks"])
-    keys = ("index", "first", "flags", "missing", "present_count", "first_seq", "hdr_ts",
-            "bytes", "missing_bytes", "hdr_flags")
-    cols = {k: g[k][:n] for k in keys}
-    pres, lens, data = g["present"][:n], g["lens"][:n], g["data"][:n]
-    return [dict({k: int(cols[k][j]) for k in keys}, present=pres[j], lens=lens[j], data=data[j])
-            for j in range(n)]
+    return record_rows.h5_rows(f, s, META)
 
 
 def raw_rows(path, s):
-    st = vfgx.record.open_raw(path).stream(s)
-    return [dict(index=int(st.index[j]), first=int(st.first[j]), flags=int(st.flags[j]),
-                 missing=int(st.missing[j]), present_count=int(st.present_count[j]),
-                 first_seq=int(st.first_seq[j]), hdr_ts=int(st.hdr_ts[j]), bytes=int(st.bytes[j]),
-                 missing_bytes=int(st.missing_bytes[j]), hdr_flags=int(st.hdr_flags[j]),
-                 present=st.present_words[j], lens=st.lens[j], data=st.data[j])
-            for j in range(len(st))]
+    return record_rows.raw_rows(path, s, META)
 
 
 def raw_plain(path):

@@ -26,6 +26,7 @@ import pytest
 
 import vfgx
 import vfgx.record
+import record_rows
 from conftest import BUILD, ROOT
 
 # gpu or pinned (a GPU host): the one-call and loss cases record chunks in
@@ -81,23 +82,16 @@ def check_rows(stream, rows):
     return seqs
 
 
+# the per-chunk metadata read back and checked
+META = ("index", "first", "flags", "missing", "present_count", "ready_ns", "late")
+
+
 def h5_rows(f, s):
-    g = f["stream%d" % s]
-    n = int(g.attrs["chunks"])
-    keys = ("index", "first", "flags", "missing", "present_count", "ready_ns", "late")
-    cols = {k: g[k][:n] for k in keys}
-    pres, lens, data = g["present"][:n], g["lens"][:n], g["data"][:n]
-    return [dict({k: int(cols[k][j]) for k in keys}, present=pres[j], lens=lens[j], data=data[j])
-            for j in range(n)]
+    return record_rows.h5_rows(f, s, META)
 
 
 def raw_rows(path, s):
-    st = vfgx.record.open_raw(path).stream(s)
-    return [dict(index=int(st.index[j]), first=int(st.first[j]), flags=int(st.flags[j]),
-                 missing=int(st.missing[j]), present_count=int(st.present_count[j]),
-                 ready_ns=int(st.ready_ns[j]), late=int(st.late[j]),
-                 present=st.present_words[j], lens=st.lens[j], data=st.data[j])
-            for j in range(len(st))]
+    return record_rows.raw_rows(path, s, META)
 
 
 def raw_plain(path):
