@@ -17,20 +17,9 @@ built() { grep -q "define VFGX_HAVE_$1 1" "$build_h"; }
 [ -f "$build_h" ] || { echo "FAIL no $build_h"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/cli/refused.sh
+. "$(dirname "$0")/refused.sh"
 
-refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN
-	local out rc
-	out=$(timeout -s KILL 30 "$vfgx" run -q "$3" 2>&1)
-	rc=$?
-	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -qE -- "$2" <<<"$out"; then
-		ok "$1: $out"
-	else
-		bad "$1: exit $rc, want 2 and one line /$2/"; sed 's/^/     /' <<<"$out" | tail -15
-	fi
-}
 refused_built() { # FEATURE NAME PATTERN CONFIG: refused when FEATURE is in this build
 	if built "$1"; then
 		refused "${@:2}"

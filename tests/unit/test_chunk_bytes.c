@@ -26,7 +26,7 @@
 #include "chunk_rig.h"
 #include "pipeline/proc_steer.h"
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* A tiny video: 8 x 4 pixels UYVY (4 bytes per 2 pixels): 16-byte lines,
  * 64-byte frames; each packet carries two half lines (two segments). */
@@ -637,11 +637,6 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_session),
 	};
-	int ret;
 
-	assert_int_equal(vfgx_ctx_create(&ctx), 0);
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

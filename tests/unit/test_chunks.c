@@ -24,7 +24,7 @@
 #include "pipeline/chunkset.h"
 #include "chunk_rig.h"
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* --- the rules, on a chunk set --------------------------------------------- */
 
@@ -652,11 +652,6 @@ int main(void)
 		cmocka_unit_test(test_pipeline_without_chunks),
 		cmocka_unit_test(test_config_errors),
 	};
-	int ret;
 
-	assert_int_equal(vfgx_ctx_create(&ctx), 0);
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

@@ -17,20 +17,7 @@
 
 #include "vfgx_build.h" /* which optional backends this build links */
 
-static vfgx_ctx *ctx;
-
-static int setup(void **state)
-{
-	(void)state;
-	return vfgx_ctx_create(&ctx);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
-}
+#include "unit_ctx.h"
 
 /* Load a config whose interfaces[0] (backend, 2 rx queues) has SECTION
  * (indented 6) as its backend section: the return of the load. */
@@ -273,5 +260,5 @@ int main(void)
 		cmocka_unit_test(defaults_at_load),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }

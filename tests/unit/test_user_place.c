@@ -31,7 +31,7 @@
 #define TB TILE_PLACE_BYTES
 #define FRAME TILE_PLACE_FRAME
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* the header's rule, from its description (README): the tile sent k-th
  * goes to (5k + 5) mod 16 */
@@ -330,19 +330,6 @@ static void test_reorder_by_slot(void **state)
 	vfgx_proc_destroy(r.p);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return vfgx_ctx_create(&ctx);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,5 +339,5 @@ int main(void)
 		cmocka_unit_test(test_reorder_by_slot),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }
