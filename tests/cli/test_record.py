@@ -140,29 +140,6 @@ def raw_rows(path, s):
     return record_rows.raw_rows(path, s, META)
 
 
-def raw_plain(path):
-    """The index and data parsed here, from docs/record.md's layout."""
-    with open(path + ".index.jsonl") as f:
-        lines = f.read().split("\n")[:-1]
-    h = json.loads(lines[0])
-    out = {}
-    with open(path, "rb") as f:
-        for line in lines[1:]:
-            d = json.loads(line)
-            if "stopped" in d:
-                continue
-            f.seek(d["offset"])
-            b = f.read(h["record_bytes"])
-            if len(b) != h["record_bytes"]:
-                raise ValueError("chunk past the data file's end")
-            p, n, w = h["packets"], h["payload_bytes"], h["present_words"]
-            d["data"] = np.frombuffer(b, np.uint8, p * n, h["data_offset"]).reshape(p, n)
-            d["present"] = np.frombuffer(b, np.uint64, w, h["present_offset"])
-            d["lens"] = np.frombuffer(b, np.uint32, p, h["lens_offset"])
-            out.setdefault(d["stream"], []).append(d)
-    return h, out
-
-
 def verify_all(name, rows_of, flows, plen, chunk, per_stream, lossless, report):
     tot = [0, 0, 0, 0]
     for s in range(flows):
@@ -208,7 +185,7 @@ def test_hdf5_and_raw(d):
     r, rep = json_run(cfg, "--record", raw)
     check(r.returncode == 0 and rep, "raw run passes (rc %d: %s)" % (r.returncode, r.stderr[-300:]))
     verify_all("raw (vfgx.record)", lambda s: raw_rows(raw, s), 2, plen, 128, per, True, rep)
-    h, plain = raw_plain(raw)
+    h, plain = record_rows.raw_plain(raw)
     check(h["profile"] == "vfgx" and h["config"] == text, "raw index header: profile, config text")
     verify_all("raw (plain parse)", lambda s: plain.get(s, []), 2, plen, 128, per, True, rep)
     check(rep["record"]["direct"] == h["direct"], "raw: O_DIRECT %s reported" % h["direct"])
@@ -475,7 +452,7 @@ def test_raw_from_device(d):
     if r.returncode != 0:
         return
     verify_all("raw from %s" % (MEM or "host"), lambda s: raw_rows(raw, s), 2, plen, 128, per, True, rep)
-    h, plain = raw_plain(raw)
+    h, plain = record_rows.raw_plain(raw)
     verify_all("raw from %s (plain parse)" % (MEM or "host"), lambda s: plain.get(s, []), 2, plen, 128,
                per, True, rep)
     if h5py:

@@ -95,25 +95,9 @@ def raw_rows(path, s):
 
 
 def raw_plain(path):
-    """The index and data file parsed here from docs/record.md's layout:
-    {stream: rows}."""
-    lines = open(path + ".index.jsonl").read().splitlines()
-    h = json.loads(lines[0])
-    out = {}
-    with open(path, "rb") as f:
-        for line in lines[1:]:
-            d = json.loads(line)
-            if "stopped" in d:
-                continue
-            f.seek(d["offset"])
-            b = f.read(h["record_bytes"])
-            assert len(b) == h["record_bytes"]
-            data = np.frombuffer(b, np.uint8, h["packets"] * h["payload_bytes"]).reshape(
-                h["packets"], h["payload_bytes"])
-            pres = np.frombuffer(b, "<u8", h["present_words"], h["present_offset"])
-            lens = np.frombuffer(b, "<u4", h["packets"], h["lens_offset"])
-            out.setdefault(d["stream"], []).append(dict(d, present=pres, lens=lens, data=data))
-    # lines come in the order the writes completed, not by index
+    """The raw files parsed from docs/record.md's layout: {stream: rows},
+    by index (the index lists them as the writes completed)."""
+    _, out = record_rows.raw_plain(path)
     return {s: sorted(v, key=lambda r: r["index"]) for s, v in out.items()}
 
 
