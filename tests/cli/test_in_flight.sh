@@ -10,9 +10,8 @@ set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/cli/refused.sh
+. "$(dirname "$0")/refused.sh"
 
 conf() { # BUDGET WORKERS
 	cat <<YAML
@@ -27,17 +26,6 @@ pipeline:
   max_in_flight_bytes: $1
 expect: { in_order: true, all_received: true, min_packets: 50000 }
 YAML
-}
-
-refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN
-	local out rc
-	out=$(timeout -s KILL 30 "$vfgx" run -q "$3" 2>&1)
-	rc=$?
-	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -qE -- "$2" <<<"$out"; then
-		ok "$1: $out"
-	else
-		bad "$1: exit $rc, want 2 and one line /$2/"; sed 's/^/     /' <<<"$out" | tail -15
-	fi
 }
 
 # a budget of 8 buffers over 2 workers: every packet, in order

@@ -44,15 +44,20 @@ def config(extra):
     return path
 
 
+def metrics_port(p):
+    """The port of the "metrics at http://127.0.0.1:PORT/metrics" line that
+    p writes on stderr (read up to that line), or None if p writes none."""
+    for line in p.stderr:
+        m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 # 1. metrics.listen from the config, port 0
 p = subprocess.Popen([VFGX, "run", config("metrics: { listen: \"127.0.0.1:0\" }\n"), "--quiet",
                       "--metrics-hold", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-port = None
-for line in p.stderr:
-    m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
-    if m:
-        port = int(m.group(1))
-        break
+port = metrics_port(p)
 check(port and port > 0, "no 'metrics at' line with the bound port")
 out = ""
 for line in p.stdout:
@@ -119,12 +124,7 @@ send: { rate_pps: 4000, burst: 8, generator: { packets: 12000, packet_size: 128,
 """ % sink.getsockname()[1])
 p = subprocess.Popen([VFGX, "send", "--json", "--metrics", "127.0.0.1:0", scfg],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-sport = None
-for line in p.stderr:
-    m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
-    if m:
-        sport = int(m.group(1))
-        break
+sport = metrics_port(p)
 check(sport, "vfgx send: no 'metrics at' line")
 live = ""
 if sport:
@@ -226,12 +226,7 @@ def scrape(port, src):
 
 p = subprocess.Popen([VFGX, "run", config(""), "--quiet", "--metrics", "127.0.0.1:0",
                       "--metrics-hold", "100"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-mport = None
-for line in p.stderr:
-    m = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", line)
-    if m:
-        mport = int(m.group(1))
-        break
+mport = metrics_port(p)
 check(mport, "slowloris: no 'metrics at' line")
 if mport:
     # a: many slow connections from another address (127.0.0.2), reopened as

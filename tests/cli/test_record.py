@@ -37,6 +37,9 @@ except ImportError:
         sys.exit(77)
     h5py = None
 import vfgx.record  # noqa: E402  the package's raw reader
+# the rows readers shared with tests/python/test_record.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import record_rows  # noqa: E402
 
 failures = []
 HDRS = 14 + 20 + 8 + 16  # Ethernet, IPv4, UDP, the app header
@@ -124,48 +127,17 @@ def check_chunks(name, stream, rows, plen, chunk, gen_per_stream, lossless):
     return len(rows), npres, nmiss, bad
 
 
+# the per-chunk metadata read back and checked
+META = ("index", "first", "flags", "missing", "present_count", "first_seq", "hdr_ts", "bytes",
+        "missing_bytes", "hdr_flags")
+
+
 def h5_rows(f, s):
-    g = f["stream%d" % s]
-    n = int(g.attrs["chunks"])
-    keys = ("index", "first", "flags", "missing", "present_count", "first_seq", "hdr_ts",
-            "bytes", "missing_bytes", "hdr_flags")
-    cols = {k: g[k][:n] for k in keys}
-    pres, lens, data = g["present"][:n], g["lens"][:n], g["data"][:n]
-    return [dict({k: int(cols[k][j]) for k in keys}, present=pres[j], lens=lens[j], data=data[j])
-            for j in range(n)]
+    return record_rows.h5_rows(f, s, META)
 
 
 def raw_rows(path, s):
-    st = vfgx.record.open_raw(path).stream(s)
-    return [dict(index=int(st.index[j]), first=int(st.first[j]), flags=int(st.flags[j]),
-                 missing=int(st.missing[j]), present_count=int(st.present_count[j]),
-                 first_seq=int(st.first_seq[j]), hdr_ts=int(st.hdr_ts[j]), bytes=int(st.bytes[j]),
-                 missing_bytes=int(st.missing_bytes[j]), hdr_flags=int(st.hdr_flags[j]),
-                 present=st.present_words[j], lens=st.lens[j], data=st.data[j])
-            for j in range(len(st))]
-
-
-def raw_plain(path):
-    """The index and data parsed here, from docs/record.md's layout."""
-    with open(path + ".index.jsonl") as f:
-        lines = f.read().split("\n")[:-1]
-    h = json.loads(lines[0])
-    out = {}
-    with open(path, "rb") as f:
-        for line in lines[1:]:
-            d = json.loads(line)
-            if "stopped" in d:
-                continue
-            f.seek(d["offset"])
-            b = f.read(h["record_bytes"])
-            if len(b) != h["record_bytes"]:
-                raise ValueError("chunk past the data file's end")
-            p, n, w = h["packets"], h["payload_bytes"], h["present_words"]
-            d["data"] = np.frombuffer(b, np.uint8, p * n, h["data_offset"]).reshape(p, n)
-            d["present"] = np.frombuffer(b, np.uint64, w, h["present_offset"])
-            d["lens"] = np.frombuffer(b, np.uint32, p, h["lens_offset"])
-            out.setdefault(d["stream"], []).append(d)
-    return h, out
+    return record_rows.raw_rows(path, s, META)
 
 
 def verify_all(name, rows_of, flows, plen, chunk, per_stream, lossless, report):
@@ -213,7 +185,7 @@ def test_hdf5_and_raw(d):
     r, rep = json_run(cfg, "--record", raw)
     check(r.returncode == 0 and rep, "raw run passes (rc %d: %s)" % (r.returncode, r.stderr[-300:]))
     verify_all("raw (vfgx.record)", lambda s: raw_rows(raw, s), 2, plen, 128, per, True, rep)
-    h, plain = raw_plain(raw)
+    h, plain = record_rows.raw_plain(raw)
     check(h["profile"] == "vfgx" and h["config"] == text, "raw index header: profile, config text")
     verify_all("raw (plain parse)", lambda s: plain.get(s, []), 2, plen, 128, per, True, rep)
     check(rep["record"]["direct"] == h["direct"], "raw: O_DIRECT %s reported" % h["direct"])
@@ -480,7 +452,7 @@ def test_raw_from_device(d):
     if r.returncode != 0:
         return
     verify_all("raw from %s" % (MEM or "host"), lambda s: raw_rows(raw, s), 2, plen, 128, per, True, rep)
-    h, plain = raw_plain(raw)
+    h, plain = record_rows.raw_plain(raw)
     verify_all("raw from %s (plain parse)" % (MEM or "host"), lambda s: plain.get(s, []), 2, plen, 128,
                per, True, rep)
     if h5py:

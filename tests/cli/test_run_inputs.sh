@@ -10,20 +10,8 @@ set -uo pipefail
 vfgx=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-
-refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN, quickly
-	local out rc
-	out=$(timeout -s KILL 30 "$vfgx" run -q "$3" 2>&1)
-	rc=$?
-	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -qE -- "$2" <<<"$out"; then
-		ok "$1: $out"
-	else
-		bad "$1: exit $rc, want 2 and one line /$2/"; sed 's/^/     /' <<<"$out" | tail -15
-	fi
-}
+# shellcheck source=tests/cli/refused.sh
+. "$(dirname "$0")/refused.sh"
 
 # configs/gpu-loopback-replay.yaml with only the device changed
 sed 's/^  device: gpu$/  device: cpu/' configs/gpu-loopback-replay.yaml >"$tmp/replay-cpu.yaml"

@@ -17,18 +17,14 @@ built() { grep -q "define VFGX_HAVE_$1 1" "$build_h"; }
 [ -f "$build_h" ] || { echo "FAIL no $build_h"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/cli/refused.sh
+. "$(dirname "$0")/refused.sh"
 
-refused() { # NAME PATTERN CONFIG: exit 2, one line matching PATTERN
-	local out rc
-	out=$(timeout -s KILL 30 "$vfgx" run -q "$3" 2>&1)
-	rc=$?
-	if ((rc == 2)) && [ "$(grep -c . <<<"$out")" = 1 ] && grep -qE -- "$2" <<<"$out"; then
-		ok "$1: $out"
+refused_built() { # FEATURE NAME PATTERN CONFIG: refused when FEATURE is in this build
+	if built "$1"; then
+		refused "${@:2}"
 	else
-		bad "$1: exit $rc, want 2 and one line /$2/"; sed 's/^/     /' <<<"$out" | tail -15
+		ok "${1,,}: not in this build (skipped)"
 	fi
 }
 
@@ -64,26 +60,14 @@ f=$(gpu_cfg pc0 pcap '    address: /nonexistent.pcap')
 refused "pcap own buffers (buf_size 16384 by default)" \
 	"^vfgx: $f: interface pc0 rx queue 0: the pcap backend's own buffers: host memory with frames of up to 16384 bytes, $slots \\(.*pcap\\.buf_size: 2048 or less\\)$" "$f"
 f=$(gpu_cfg ax0 afxdp $'    address: lo\n    afxdp: { frame_size: 4096 }')
-if ! built AFXDP; then
-	ok "afxdp: not in this build (skipped)"
-else
-	refused "AF_XDP UMEM frames of 4096 bytes" \
-		"^vfgx: $f: interface ax0 rx queue 0: the afxdp backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(.*afxdp\\.frame_size: 2048 or less\\)$" "$f"
-fi
+refused_built AFXDP "AF_XDP UMEM frames of 4096 bytes" \
+	"^vfgx: $f: interface ax0 rx queue 0: the afxdp backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(.*afxdp\\.frame_size: 2048 or less\\)$" "$f"
 f=$(gpu_cfg dk0 dpdk $'    address: net_null0\n    dpdk: { memory: { mbuf_size: 4224 } }')
-if ! built DPDK; then
-	ok "dpdk: not in this build (skipped)"
-else
-	refused "DPDK mbufs of 4096 data bytes" \
-		"^vfgx: $f: interface dk0 rx queue 0: the dpdk backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(.*dpdk\\.memory\\.mbuf_size: 2048 or less\\)$" "$f"
-fi
+refused_built DPDK "DPDK mbufs of 4096 data bytes" \
+	"^vfgx: $f: interface dk0 rx queue 0: the dpdk backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(.*dpdk\\.memory\\.mbuf_size: 2048 or less\\)$" "$f"
 f=$(gpu_cfg rd0 rdma $'    rdma: { peer: "127.0.0.1:7471" }')
-if ! built RDMA; then
-	ok "rdma: not in this build (skipped)"
-else
-	refused "RDMA own receive buffers (4096 bytes)" \
-		"^vfgx: $f: interface rd0 rx queue 0: the rdma backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(use memory_regions\\[\\]\\.kind: pinned, or a region of buf_size 2048 or less\\)$" "$f"
-fi
+refused_built RDMA "RDMA own receive buffers (4096 bytes)" \
+	"^vfgx: $f: interface rd0 rx queue 0: the rdma backend's own buffers: host memory with frames of up to 4096 bytes, $slots \\(use memory_regions\\[\\]\\.kind: pinned, or a region of buf_size 2048 or less\\)$" "$f"
 
 # host and hugepage regions: the region's buffers bound the frames
 f=$(gpu_cfg udp1 socket $'    address: udp://127.0.0.1:7\n    rx: { queues: [ { id: 0, memory_region: huge4k } ] }')

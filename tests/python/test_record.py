@@ -26,6 +26,7 @@ import pytest
 
 import vfgx
 import vfgx.record
+import record_rows
 from conftest import BUILD, ROOT
 
 # gpu or pinned (a GPU host): the one-call and loss cases record chunks in
@@ -81,45 +82,22 @@ def check_rows(stream, rows):
     return seqs
 
 
+# the per-chunk metadata read back and checked
+META = ("index", "first", "flags", "missing", "present_count", "ready_ns", "late")
+
+
 def h5_rows(f, s):
-    g = f["stream%d" % s]
-    n = int(g.attrs["chunks"])
-    keys = ("index", "first", "flags", "missing", "present_count", "ready_ns", "late")
-    cols = {k: g[k][:n] for k in keys}
-    pres, lens, data = g["present"][:n], g["lens"][:n], g["data"][:n]
-    return [dict({k: int(cols[k][j]) for k in keys}, present=pres[j], lens=lens[j], data=data[j])
-            for j in range(n)]
+    return record_rows.h5_rows(f, s, META)
 
 
 def raw_rows(path, s):
-    st = vfgx.record.open_raw(path).stream(s)
-    return [dict(index=int(st.index[j]), first=int(st.first[j]), flags=int(st.flags[j]),
-                 missing=int(st.missing[j]), present_count=int(st.present_count[j]),
-                 ready_ns=int(st.ready_ns[j]), late=int(st.late[j]),
-                 present=st.present_words[j], lens=st.lens[j], data=st.data[j])
-            for j in range(len(st))]
+    return record_rows.raw_rows(path, s, META)
 
 
 def raw_plain(path):
-    """The index and data file parsed here from docs/record.md's layout:
-    {stream: rows}."""
-    lines = open(path + ".index.jsonl").read().splitlines()
-    h = json.loads(lines[0])
-    out = {}
-    with open(path, "rb") as f:
-        for line in lines[1:]:
-            d = json.loads(line)
-            if "stopped" in d:
-                continue
-            f.seek(d["offset"])
-            b = f.read(h["record_bytes"])
-            assert len(b) == h["record_bytes"]
-            data = np.frombuffer(b, np.uint8, h["packets"] * h["payload_bytes"]).reshape(
-                h["packets"], h["payload_bytes"])
-            pres = np.frombuffer(b, "<u8", h["present_words"], h["present_offset"])
-            lens = np.frombuffer(b, "<u4", h["packets"], h["lens_offset"])
-            out.setdefault(d["stream"], []).append(dict(d, present=pres, lens=lens, data=data))
-    # lines come in the order the writes completed, not by index
+    """The raw files parsed from docs/record.md's layout: {stream: rows},
+    by index (the index lists them as the writes completed)."""
+    _, out = record_rows.raw_plain(path)
     return {s: sorted(v, key=lambda r: r["index"]) for s, v in out.items()}
 
 

@@ -176,12 +176,24 @@ static void capture_two_threads(void **state)
 	vfgx_port_close(rd.port);
 }
 
+/* Everything pl's port delivers, captured into the file cc names: open,
+ * attach, poll the port dry, close; the close's stats in *st. */
+static void capture_all(const struct vfgx_capture_conf *cc, struct poller *pl,
+			struct vfgx_capture_stats *st)
+{
+	vfgx_capture *c;
+
+	assert_int_equal(vfgx_capture_open(ctx, cc, &c), 0);
+	assert_int_equal(vfgx_capture_attach(c, pl->port), 0);
+	poll_main(pl);
+	assert_int_equal(vfgx_capture_close(c, st), 0);
+}
+
 static void capture_snaplen_and_sample(void **state)
 {
 	struct vfgx_capture_conf cc;
 	struct vfgx_capture_stats st;
 	struct poller pl = { 0 };
-	vfgx_capture *c;
 	char path[256];
 	uint64_t bytes;
 	uint32_t maxcl;
@@ -195,10 +207,7 @@ static void capture_snaplen_and_sample(void **state)
 	cc.snaplen = 64;
 	cc.mode = VFGX_CAPTURE_SAMPLE;
 	cc.sample_every = 10;
-	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
-	poll_main(&pl);
-	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	capture_all(&cc, &pl, &st);
 	assert_int_equal(st.seen, 1000);
 	assert_int_equal(st.written, 100);
 	assert_int_equal(read_back(path, &bytes, &maxcl, NULL, 0, &found), 100);
@@ -320,10 +329,7 @@ static void capture_pcapng(void **state)
 	cc.format = VFGX_CAPTURE_FORMAT_PCAPNG;
 #if VFGX_HAVE_PCAPNG
 	pl.port = loopback(1, 512, 1000);
-	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
-	poll_main(&pl);
-	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	capture_all(&cc, &pl, &st);
 	assert_int_equal(st.written, 1000);
 	assert_int_equal(magic_of(path), 0x0a0d0d0a);
 	/* libpcap reads pcapng too: every record, nanoseconds, snapped */
@@ -338,10 +344,7 @@ static void capture_pcapng(void **state)
 	path_of(path, sizeof(path), "v1.pcapng");
 	cc.format = 0;
 	cc.argsz = 48;
-	assert_int_equal(vfgx_capture_open(ctx, &cc, &c), 0);
-	assert_int_equal(vfgx_capture_attach(c, pl.port), 0);
-	poll_main(&pl);
-	assert_int_equal(vfgx_capture_close(c, &st), 0);
+	capture_all(&cc, &pl, &st);
 	assert_int_equal(st.written, 100);
 	assert_int_equal(magic_of(path), 0x0a0d0d0a);
 	vfgx_port_close(pl.port);

@@ -23,9 +23,10 @@
 #include <vfgx/format.h>
 
 #include "pipeline/chunkset.h"
+#include "chunk_rig.h"
 #include "pipeline/proc_steer.h"
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* A tiny video: 8 x 4 pixels UYVY (4 bytes per 2 pixels): 16-byte lines,
  * 64-byte frames; each packet carries two half lines (two segments). */
@@ -126,26 +127,6 @@ static void rig_video(struct rig *r)
 	rig_make(r, 64, 64);
 }
 
-static void rig_free(struct rig *r)
-{
-	vfgx_proc_destroy(r->p);
-	vfgx_chunkset_destroy(r->cs);
-}
-
-static void feed(struct rig *r, const uint8_t *p, uint32_t len)
-{
-	struct vfgx_pkt k = { .data = (uint8_t *)p, .len = len, .flags = VFGX_PKT_PAYLOAD };
-
-	vfgx_proc_burst(r->p, &k, 1);
-}
-
-static struct vfgx_chunk *next_ready(struct rig *r)
-{
-	struct vfgx_chunk *d;
-
-	return vfgx_chunkset_get(r->cs, 0, &d) ? NULL : d;
-}
-
 static void check_frame(const struct vfgx_chunk *d, uint32_t frame)
 {
 	const uint8_t *b = d->data;
@@ -175,9 +156,9 @@ static void test_video_frames(void **state)
 	rig_video(&r);
 	for (uint32_t f = 0; f < 3; f++)
 		for (uint32_t l = 0; l < H; l++)
-			feed(&r, p, frame_pkt(p, f, f == 1 ? order[l] : l));
+			proc_feed(r.p, p, frame_pkt(p, f, f == 1 ? order[l] : l));
 	for (uint32_t f = 0; f < 3; f++) {
-		d = next_ready(&r);
+		d = next_ready(r.cs);
 		assert_non_null(d);
 		assert_int_equal(d->index, f);
 		assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
@@ -192,8 +173,8 @@ static void test_video_frames(void **state)
 		check_frame(d, f);
 		vfgx_chunkset_put(r.cs, d->stream, d->index);
 	}
-	assert_null(next_ready(&r));
-	rig_free(&r);
+	assert_null(next_ready(r.cs));
+	proc_rig_free(r.p, r.cs);
 }
 
 /* Frame 0 loses line 2: once the stream is close_distance (2) frames on,
@@ -211,8 +192,8 @@ static void test_video_hole(void **state)
 	for (uint32_t f = 0; f < 3; f++)
 		for (uint32_t l = 0; l < H; l++)
 			if (f != 0 || l != 2)
-				feed(&r, p, frame_pkt(p, f, l));
-	d = next_ready(&r);
+				proc_feed(r.p, p, frame_pkt(p, f, l));
+	d = next_ready(r.cs);
 	assert_non_null(d);
 	assert_int_equal(d->index, 0);
 	assert_int_equal(d->flags, VFGX_CHUNK_BY_DISTANCE);
@@ -224,27 +205,27 @@ static void test_video_hole(void **state)
 			assert_int_equal(b[i], pixel(0, i));
 	vfgx_chunkset_put(r.cs, d->stream, d->index);
 	for (uint32_t f = 1; f < 3; f++) {
-		d = next_ready(&r);
+		d = next_ready(r.cs);
 		assert_non_null(d);
 		assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
 		check_frame(d, f);
 		vfgx_chunkset_put(r.cs, d->stream, d->index);
 	}
 	/* line 2 of frame 0 after its frame went out: late, not written */
-	feed(&r, p, frame_pkt(p, 0, 2));
+	proc_feed(r.p, p, frame_pkt(p, 0, 2));
 	assert_int_equal(drops(&r, VFGX_DROP_LATE), 1);
 	/* a repeated packet of the open frame 3: duplicate */
-	feed(&r, p, frame_pkt(p, 3, 0));
-	feed(&r, p, frame_pkt(p, 3, 0));
+	proc_feed(r.p, p, frame_pkt(p, 3, 0));
+	proc_feed(r.p, p, frame_pkt(p, 3, 0));
 	assert_int_equal(drops(&r, VFGX_DROP_DUPLICATE), 1);
 	/* the end of input closes frame 3 with what it has */
 	vfgx_proc_flush(r.p);
-	d = next_ready(&r);
+	d = next_ready(r.cs);
 	assert_non_null(d);
 	assert_int_equal(d->flags, VFGX_CHUNK_BY_END);
 	assert_int_equal(d->missing_bytes, FRAME - STRIDE);
 	assert_int_equal(d->hdr_flags, VFGX_CHUNK_HDR_TS);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* A frame smaller than chunk_bytes: the marker's packet says where it
@@ -258,7 +239,7 @@ static void test_video_end_mark(void **state)
 	(void)state;
 	rig_video(&r);
 	/* the cs was made from r.f: make a new one with a larger chunk */
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 	assert_int_equal(vfgx_format_profile("rtp-video", &r.f), 0);
 	r.f.stride = STRIDE;
 	r.f.chunk_bytes = FRAME * 2; /* 8 lines configured, 4 sent */
@@ -267,14 +248,14 @@ static void test_video_end_mark(void **state)
 	r.f.max_streams = 1;
 	rig_make(&r, 64, 64);
 	for (uint32_t l = 0; l < H; l++)
-		feed(&r, p, frame_pkt(p, 0, l));
-	d = next_ready(&r);
+		proc_feed(r.p, p, frame_pkt(p, 0, l));
+	d = next_ready(r.cs);
 	assert_non_null(d);
 	assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
 	assert_int_equal(d->bytes, FRAME);
 	assert_true(d->hdr_flags & VFGX_CHUNK_ENDED);
 	check_frame(d, 0);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* SPEAD-64-48, as test_format.c writes it: header, four immediate items
@@ -313,11 +294,11 @@ static void test_spead_heaps(void **state)
 	assert_int_equal(vfgx_format_profile("spead", &r.f), 0);
 	r.f.chunk_bytes = 128;
 	rig_make(&r, 4, 32);
-	feed(&r, p, spead_pkt(p, 7, 96, 64, 32));
-	feed(&r, p, spead_pkt(p, 7, 96, 0, 32));
-	assert_null(next_ready(&r));
-	feed(&r, p, spead_pkt(p, 7, 96, 32, 32));
-	d = next_ready(&r);
+	proc_feed(r.p, p, spead_pkt(p, 7, 96, 64, 32));
+	proc_feed(r.p, p, spead_pkt(p, 7, 96, 0, 32));
+	assert_null(next_ready(r.cs));
+	proc_feed(r.p, p, spead_pkt(p, 7, 96, 32, 32));
+	d = next_ready(r.cs);
 	assert_non_null(d);
 	assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
 	assert_int_equal(d->bytes, 96);
@@ -329,22 +310,22 @@ static void test_spead_heaps(void **state)
 		assert_int_equal(b[i], (uint8_t)(7 * 13 + i));
 	vfgx_chunkset_put(r.cs, d->stream, d->index);
 	/* heap size 256 > chunk_bytes 128 */
-	feed(&r, p, spead_pkt(p, 8, 256, 0, 32));
+	proc_feed(r.p, p, spead_pkt(p, 8, 256, 0, 32));
 	assert_int_equal(drops(&r, VFGX_DROP_OFFSET_PAST_CHUNK), 1);
 	/* offset 16: not on the 32-byte piece grid of the present map */
-	feed(&r, p, spead_pkt(p, 8, 96, 16, 32));
+	proc_feed(r.p, p, spead_pkt(p, 8, 96, 16, 32));
 	assert_int_equal(drops(&r, VFGX_DROP_OFFSET_PAST_CHUNK), 2);
 	/* heap offset past its heap */
-	feed(&r, p, spead_pkt(p, 8, 96, 96, 32));
+	proc_feed(r.p, p, spead_pkt(p, 8, 96, 96, 32));
 	assert_int_equal(drops(&r, VFGX_DROP_OFFSET_PAST_CHUNK), 3);
 	/* a length item that lies */
 	{
 		uint32_t n = spead_pkt(p, 8, 96, 0, 32);
 
-		feed(&r, p, n - 1);
+		proc_feed(r.p, p, n - 1);
 		assert_int_equal(drops(&r, VFGX_DROP_BAD_LENGTH), 1);
 	}
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* RTP without stream_ids: SSRCs get stream indices in order of arrival
@@ -366,10 +347,10 @@ static void test_learned_ssrc(void **state)
 		for (uint32_t s = 0; s < 3; s++)
 			for (uint32_t l = 0; l < H; l++) {
 				ssrc = ssrcs[s];
-				feed(&r, p, frame_pkt(p, f, l));
+				proc_feed(r.p, p, frame_pkt(p, f, l));
 			}
 	ssrc = SSRC;
-	while ((d = next_ready(&r))) {
+	while ((d = next_ready(r.cs))) {
 		assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
 		check_frame(d, (uint32_t)d->index);
 		got[d->stream]++;
@@ -378,7 +359,7 @@ static void test_learned_ssrc(void **state)
 	assert_int_equal(got[0], 2);
 	assert_int_equal(got[1], 2);
 	assert_int_equal(drops(&r, VFGX_DROP_BAD_STREAM), 2 * H);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* Every format drop reason, each under its own name. */
@@ -401,31 +382,31 @@ static void test_drop_reasons(void **state)
 	rig_video(&r);
 	/* a field outside: 10 bytes, shorter than RTP's 12 */
 	n = frame_pkt(p, 0, 0);
-	feed(&r, p, 10);
+	proc_feed(r.p, p, 10);
 	assert_int_equal(drops(&r, VFGX_DROP_FIELD_OUTSIDE), 1);
 	/* RTP version 1: mismatch */
 	p[0] = 0x40;
-	feed(&r, p, n);
+	proc_feed(r.p, p, n);
 	assert_int_equal(drops(&r, VFGX_DROP_MISMATCH), 1);
 	/* a segment length past the packet: a length field that lies */
 	n = frame_pkt(p, 0, 0);
 	p[14] = 0x7f;
-	feed(&r, p, n);
+	proc_feed(r.p, p, n);
 	assert_int_equal(drops(&r, VFGX_DROP_BAD_LENGTH), 1);
 	/* a segment on line H (past the 4-line frame) */
 	n = video_pkt(p, 1, 1000, 0, 0, H, 1, STRIDE / 2, 0);
-	feed(&r, p, n);
+	proc_feed(r.p, p, n);
 	assert_int_equal(drops(&r, VFGX_DROP_SEGMENT_PAST_FRAME), 1);
 	/* another SSRC: a stream beyond the configured ones */
 	n = frame_pkt(p, 0, 0);
 	p[11] ^= 1;
-	feed(&r, p, n);
+	proc_feed(r.p, p, n);
 	assert_int_equal(drops(&r, VFGX_DROP_BAD_STREAM), 1);
 	/* nothing of these was written: no chunk was even opened */
-	assert_null(next_ready(&r));
+	assert_null(next_ready(r.cs));
 	vfgx_proc_flush(r.p);
-	assert_null(next_ready(&r));
-	rig_free(&r);
+	assert_null(next_ready(r.cs));
+	proc_rig_free(r.p, r.cs);
 
 	/* gr-udp's 64-bit sequence jumping by 2^63 */
 	assert_int_equal(vfgx_format_profile("gr-udp", &r.f), 0);
@@ -433,11 +414,11 @@ static void test_drop_reasons(void **state)
 	rig_make(&r, 4, 16);
 	memset(p, 0, 24);
 	p[0] = 1; /* little-endian 1 */
-	feed(&r, p, 24);
+	proc_feed(r.p, p, 24);
 	p[7] = 0x80; /* 1 + 2^63 */
-	feed(&r, p, 24);
+	proc_feed(r.p, p, 24);
 	assert_int_equal(drops(&r, VFGX_DROP_SEQ_JUMP), 1);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* gr-udp places by slots: the 64-bit sequence (from 1) is the packet
@@ -457,9 +438,9 @@ static void test_slot_format(void **state)
 		p[0] = (uint8_t)s;
 		for (int i = 0; i < 16; i++)
 			p[8 + i] = (uint8_t)(s * 16 + (uint64_t)i);
-		feed(&r, p, 24);
+		proc_feed(r.p, p, 24);
 	}
-	d = next_ready(&r);
+	d = next_ready(r.cs);
 	assert_non_null(d);
 	assert_int_equal(d->flags, VFGX_CHUNK_COMPLETE);
 	assert_int_equal(d->index, 1);
@@ -468,7 +449,7 @@ static void test_slot_format(void **state)
 	assert_int_equal(d->bytes, 64);
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(((const uint8_t *)d->data)[i], (uint8_t)(64 + i));
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 /* pipeline.format in a config: a profile name or a map; an unknown
@@ -601,7 +582,7 @@ static void test_video_read_whole(void **state)
 	assert_int_equal(pthread_create(&t, NULL, read_whole, w), 0);
 	for (uint32_t f = 0; f < WHOLE_FRAMES; f++)
 		for (uint32_t l = 0; l < H; l++)
-			feed(&r, p, frame_pkt(p, f, l));
+			proc_feed(r.p, p, frame_pkt(p, f, l));
 	vfgx_chunkset_flush(r.cs, 0);
 	vfgx_chunkset_finish(r.cs);
 	assert_int_equal(pthread_join(t, NULL), 0);
@@ -609,7 +590,7 @@ static void test_video_read_whole(void **state)
 	assert_int_equal(w->out_of_order, 0);
 	assert_int_equal(w->bad_frame, 0);
 	assert_int_equal(w->bad_tail, 0);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 	free(w);
 }
 
@@ -656,11 +637,6 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_session),
 	};
-	int ret;
 
-	assert_int_equal(vfgx_ctx_create(&ctx), 0);
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

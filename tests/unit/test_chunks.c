@@ -22,8 +22,9 @@
 #include <vfgx/chunk.h>
 
 #include "pipeline/chunkset.h"
+#include "chunk_rig.h"
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* --- the rules, on a chunk set --------------------------------------------- */
 
@@ -54,14 +55,6 @@ static int put_rec(struct vfgx_chunkset *cs, uint32_t stream, uint64_t seq,
 	for (int i = 0; i < 16; i++)
 		body[i] = vfgx_pattern_byte(stream, seq, (uint32_t)i);
 	return vfgx_chunkset_place(cs, stream, seq, body, 16, now, &slot);
-}
-
-/* The next ready chunk, or NULL (vfgx_chunk_get's polling side). */
-static struct vfgx_chunk *next_ready(struct vfgx_chunkset *cs)
-{
-	struct vfgx_chunk *d;
-
-	return vfgx_chunkset_get(cs, 0, &d) ? NULL : d;
 }
 
 static void give_back(struct vfgx_chunkset *cs, struct vfgx_chunk *d)
@@ -659,11 +652,6 @@ int main(void)
 		cmocka_unit_test(test_pipeline_without_chunks),
 		cmocka_unit_test(test_config_errors),
 	};
-	int ret;
 
-	assert_int_equal(vfgx_ctx_create(&ctx), 0);
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

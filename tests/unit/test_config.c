@@ -17,20 +17,7 @@
 #include "core/numparse.h"
 #include "core/opts.h"
 
-static vfgx_ctx *ctx;
-
-static int setup(void **state)
-{
-	(void)state;
-	return vfgx_ctx_create(&ctx);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
-}
+#include "unit_ctx.h"
 
 static int load(const char *y, struct vfgx_config **cfg)
 {
@@ -641,5 +628,5 @@ int main(void)
 		cmocka_unit_test(test_section_tables),
 		cmocka_unit_test(test_strn_kind),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }

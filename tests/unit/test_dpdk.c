@@ -20,7 +20,8 @@
 #include <vfgx/stages.h>
 #include <vfgx/vfgx.h>
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
+
 static char warnings[8192];
 
 /* LeakSanitizer (sanitizer builds): the EAL starts once per process and
@@ -39,26 +40,6 @@ static void sink(void *user, enum vfgx_log_level level, const char *msg)
 		strcat(warnings, msg);
 		strcat(warnings, "\n");
 	}
-}
-
-static struct vfgx_config *cfg_of(const char *y)
-{
-	struct vfgx_config *cfg;
-
-	if (vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg))
-		fail_msg("%s", vfgx_last_error(ctx));
-	return cfg;
-}
-
-/* A config that must not load: the load's result (the message in ctx). */
-static int load_rc(const char *y)
-{
-	struct vfgx_config *cfg = NULL;
-	int ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg);
-
-	if (!ret)
-		vfgx_config_destroy(cfg);
-	return ret;
 }
 
 /* Open interfaces[0] of a YAML text; returns the vfgx_port_open_config

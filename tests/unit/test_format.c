@@ -19,7 +19,7 @@
 
 #include "format/format_priv.h"
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 static void profile(const char *name, struct vfgx_format *f)
 {
@@ -705,12 +705,6 @@ int main(void)
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_yaml),
 	};
-	int ret;
 
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

@@ -16,7 +16,7 @@
 
 #include <vfgx/vfgx.h>
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* one queue, one worker; reorder off, so the user stage runs while the
  * worker holds its burst (no copy into a window first) */
@@ -217,12 +217,6 @@ int main(void)
 		cmocka_unit_test(test_older_argsz),
 		cmocka_unit_test(test_key_range_at_load),
 	};
-	int ret;
 
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

@@ -18,27 +18,7 @@
 
 #include "port/loopback_replay.h"
 
-static vfgx_ctx *ctx;
-
-static struct vfgx_config *cfg_of(const char *y)
-{
-	struct vfgx_config *cfg;
-
-	if (vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg))
-		fail_msg("%s", vfgx_last_error(ctx));
-	return cfg;
-}
-
-/* A config that must not load: the load's result (the message in ctx). */
-static int load_rc(const char *y)
-{
-	struct vfgx_config *cfg = NULL;
-	int ret = vfgx_config_load_string(ctx, y, strlen(y), "t.yaml", &cfg);
-
-	if (!ret)
-		vfgx_config_destroy(cfg);
-	return ret;
-}
+#include "unit_ctx.h"
 
 /* Drain every queue of port into proc until the source says done. */
 static void drain(vfgx_port *port, vfgx_proc *proc)

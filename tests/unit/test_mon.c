@@ -14,7 +14,8 @@
 #include <vfgx/mon.h>
 #include <vfgx/vfgx.h>
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
+
 static int loud_logs; /* messages above DEBUG */
 
 static void sink(void *user, enum vfgx_log_level level, const char *msg)
@@ -215,11 +216,6 @@ int main(void)
 		cmocka_unit_test(test_collect_from_port),
 		cmocka_unit_test(test_format_event),
 	};
-	int ret;
 
-	vfgx_ctx_create(&ctx);
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

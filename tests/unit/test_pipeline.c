@@ -17,7 +17,7 @@
 
 #include "vfgx_build.h" /* which optional backends this build links */
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 static const char two_queues[] =
 	"memory_regions:\n"
@@ -579,22 +579,6 @@ static void test_typed_dpdk(void **state)
 #endif
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	if (vfgx_ctx_create(&ctx))
-		return -1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,5 +596,5 @@ int main(void)
 		cmocka_unit_test(test_typed_dpdk),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

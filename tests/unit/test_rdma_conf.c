@@ -11,7 +11,7 @@
 #include <vfgx/rdma.h>
 #include <vfgx/vfgx.h>
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* The first failure: the rdma section's keys and values when the config
  * loads, the rest when the port opens. */
@@ -73,12 +73,6 @@ int main(void)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_no_device),
 	};
-	int ret;
 
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

@@ -11,6 +11,8 @@
 
 #include <vfgx/vfgx.h>
 
+#include "unit_ctx.h"
+
 #define W 16
 
 struct rec {
@@ -31,7 +33,6 @@ static int record(void *user, uint32_t stream, uint64_t seq,
 	return 0;
 }
 
-static vfgx_ctx *ctx;
 static uint8_t frames[4096][128];
 
 static vfgx_proc *mkproc(struct rec *r, uint32_t window)
@@ -404,10 +405,6 @@ int main(void)
 		cmocka_unit_test(test_payload_packets),
 		cmocka_unit_test(test_in_order_not_copied),
 	};
-	int ret;
 
-	vfgx_ctx_create(&ctx);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }

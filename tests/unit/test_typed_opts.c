@@ -17,24 +17,11 @@
 
 #include "vfgx_build.h" /* which optional backends this build links */
 
-static vfgx_ctx *ctx;
-
-static int setup(void **state)
-{
-	(void)state;
-	return vfgx_ctx_create(&ctx);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
-}
+#include "unit_ctx.h"
 
 /* Load a config whose interfaces[0] (backend, 2 rx queues) has SECTION
  * (indented 6) as its backend section: the return of the load. */
-static int load_rc(const char *backend, const char *section, struct vfgx_config **cfg)
+static int load_section_rc(const char *backend, const char *section, struct vfgx_config **cfg)
 {
 	char y[1024];
 
@@ -55,7 +42,7 @@ static struct vfgx_config *load_iface(const char *backend, const char *section)
 {
 	struct vfgx_config *cfg = NULL;
 
-	assert_int_equal(load_rc(backend, section, &cfg), 0);
+	assert_int_equal(load_section_rc(backend, section, &cfg), 0);
 	assert_int_equal(cfg->nb_ifaces, 1);
 	assert_non_null(cfg->ifaces[0].backend_opts);
 	assert_string_equal(cfg->ifaces[0].backend_opts->backend, backend);
@@ -68,7 +55,7 @@ static void load_refused(const char *backend, const char *section, const char *w
 {
 	struct vfgx_config *cfg = NULL;
 
-	assert_int_equal(load_rc(backend, section, &cfg), -EINVAL);
+	assert_int_equal(load_section_rc(backend, section, &cfg), -EINVAL);
 	assert_null(cfg);
 	if (!strstr(vfgx_last_error(ctx), want1) || (want2 && !strstr(vfgx_last_error(ctx), want2)))
 		fail_msg("%s: '%s' lacks '%s' / '%s'", backend, vfgx_last_error(ctx), want1,
@@ -273,5 +260,5 @@ int main(void)
 		cmocka_unit_test(defaults_at_load),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }

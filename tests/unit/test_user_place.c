@@ -24,13 +24,14 @@
 #include <vfgx/place.h>
 
 #include "pipeline/chunkset.h"
+#include "chunk_rig.h"
 #include "../../examples/user_place/tile_place.h"
 
 #define TILES TILE_PLACE_TILES
 #define TB TILE_PLACE_BYTES
 #define FRAME TILE_PLACE_FRAME
 
-static vfgx_ctx *ctx;
+#include "unit_ctx.h"
 
 /* the header's rule, from its description (README): the tile sent k-th
  * goes to (5k + 5) mod 16 */
@@ -113,26 +114,6 @@ static void rig_make(struct rig *r, uint32_t place, vfgx_place_fn *fn)
 	assert_int_equal(vfgx_proc_set_chunks(r->p, r->cs), 0);
 }
 
-static void rig_free(struct rig *r)
-{
-	vfgx_proc_destroy(r->p);
-	vfgx_chunkset_destroy(r->cs);
-}
-
-static void feed(struct rig *r, const uint8_t *p, uint32_t len)
-{
-	struct vfgx_pkt k = { .data = (uint8_t *)p, .len = len, .flags = VFGX_PKT_PAYLOAD };
-
-	vfgx_proc_burst(r->p, &k, 1);
-}
-
-static struct vfgx_chunk *next_ready(struct rig *r)
-{
-	struct vfgx_chunk *d;
-
-	return vfgx_chunkset_get(r->cs, 0, &d) ? NULL : d;
-}
-
 static struct vfgx_pipeline_stats stats(struct rig *r)
 {
 	struct vfgx_pipeline_stats st;
@@ -169,19 +150,19 @@ static void run_frames(uint32_t place)
 			for (uint32_t i = 0; i < TILES; i++) {
 				uint32_t k = f == 1 ? TILES - 1 - i : i;
 
-				feed(&r, p, tile_pkt(p, s, f, k, f == 1 ? 2 : 0, 0));
+				proc_feed(r.p, p, tile_pkt(p, s, f, k, f == 1 ? 2 : 0, 0));
 				if (i == 3) /* a control packet: the function drops it */
-					feed(&r, p, tile_pkt(p, s, f, k, 0, 1));
+					proc_feed(r.p, p, tile_pkt(p, s, f, k, 0, 1));
 				if (i == 7) { /* a length that lies: dropped */
 					len = tile_pkt(p, s, f, k, 0, 0);
 					p[7] = TB + 1;
-					feed(&r, p, len);
+					proc_feed(r.p, p, len);
 				}
 			}
 	for (uint32_t s = 0; s < 2; s++)
 		vfgx_chunkset_flush(r.cs, s);
 	for (uint32_t n = 0; n < 6; n++) {
-		d = next_ready(&r);
+		d = next_ready(r.cs);
 		assert_non_null(d);
 		assert_true(d->stream < 2);
 		/* the frame: the first sequence that arrived (extended one turn
@@ -192,13 +173,13 @@ static void run_frames(uint32_t place)
 		check_frame(d, d->stream, (uint32_t)d->first_seq / TILES);
 		vfgx_chunkset_put(r.cs, d->stream, d->index);
 	}
-	assert_null(next_ready(&r));
+	assert_null(next_ready(r.cs));
 	st = stats(&r);
 	assert_int_equal(st.drops[VFGX_DROP_USER_PLACE], 2 * 3 * 2);
 	assert_int_equal(st.drops[VFGX_DROP_OFFSET_PAST_CHUNK], 0);
 	assert_int_equal(st.drops[VFGX_DROP_DUPLICATE], 0);
 	assert_string_equal(vfgx_drop_reason_name(VFGX_DROP_USER_PLACE), "user_place");
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 }
 
 static void test_frames_by_function(void **state)
@@ -273,7 +254,7 @@ static void test_bad_answers(void **state)
 		rig_make(&r, VFGX_FMT_PLACE_USER, evil_place);
 		evil_kind = cases[c].kind;
 		for (uint32_t k = 0; k < TILES; k++)
-			feed(&r, p, tile_pkt(p, 0, 0, k, 0, 0));
+			proc_feed(r.p, p, tile_pkt(p, 0, 0, k, 0, 0));
 		st = stats(&r);
 		before = st.drops[cases[c].why];
 		if (before != TILES)
@@ -281,18 +262,18 @@ static void test_bad_answers(void **state)
 				 (unsigned long long)before, vfgx_drop_reason_name(cases[c].why),
 				 TILES);
 		vfgx_chunkset_flush(r.cs, 0);
-		assert_null(next_ready(&r)); /* nothing was placed */
+		assert_null(next_ready(r.cs)); /* nothing was placed */
 		/* the same packets answered well: frame 1 whole */
 		evil_kind = 0;
 		for (uint32_t k = 0; k < TILES; k++)
-			feed(&r, p, tile_pkt(p, 0, 1, k, 0, 0));
+			proc_feed(r.p, p, tile_pkt(p, 0, 1, k, 0, 0));
 		vfgx_chunkset_flush(r.cs, 0);
-		d = next_ready(&r);
+		d = next_ready(r.cs);
 		assert_non_null(d);
 		assert_int_equal(d->present_count, TILES);
 		check_frame(d, 0, 1);
 		vfgx_chunkset_put(r.cs, d->stream, d->index);
-		rig_free(&r);
+		proc_rig_free(r.p, r.cs);
 	}
 }
 
@@ -329,7 +310,7 @@ static void test_reorder_by_slot(void **state)
 	(void)state;
 	/* the description of rig_make, its chunks left out */
 	rig_make(&r, VFGX_FMT_PLACE_SLOT, tile_place);
-	rig_free(&r);
+	proc_rig_free(r.p, r.cs);
 	vfgx_pipeline_config_default(&pc);
 	pc.format = &r.f;
 	pc.place = &pcf;
@@ -339,27 +320,14 @@ static void test_reorder_by_slot(void **state)
 	vfgx_proc_set_user_stage(r.p, collect, NULL);
 	seen_n = 0;
 	last_seq = 0;
-	feed(&r, p, tile_pkt(p, 1, 6, TILES - 1, 0, 0));
+	proc_feed(r.p, p, tile_pkt(p, 1, 6, TILES - 1, 0, 0));
 	for (uint32_t k = 0; k < TILES; k++)
-		feed(&r, p, tile_pkt(p, 1, 7, k, 1, 0));
+		proc_feed(r.p, p, tile_pkt(p, 1, 7, k, 1, 0));
 	vfgx_proc_flush(r.p);
 	assert_int_equal(seen_n, TILES);
 	for (uint32_t i = 0; i < FRAME; i++)
 		assert_int_equal(seen[i], pixel(1, 7, i));
 	vfgx_proc_destroy(r.p);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	return vfgx_ctx_create(&ctx);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vfgx_ctx_destroy(ctx);
-	return 0;
 }
 
 int main(void)
@@ -371,5 +339,5 @@ int main(void)
 		cmocka_unit_test(test_reorder_by_slot),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ctx_setup, ctx_teardown);
 }

@@ -14,7 +14,7 @@
 #include <vfgx/afxdp.h>
 #include <vfgx/vfgx.h>
 
-static vfgx_ctx *ctx;
+#include "../../unit/unit_ctx.h"
 
 #define HEAD "memory_regions:\n" \
 	     "  - { name: umem, kind: host, buf_size: %s, num_bufs: 256 }\n" \
@@ -122,12 +122,6 @@ int main(void)
 		cmocka_unit_test(bad_address_and_frames),
 		cmocka_unit_test(info_on_other_backend),
 	};
-	int ret;
 
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	vfgx_ctx_destroy(ctx);
-	return ret;
+	return cmocka_run_group_tests(tests, ctx_quiet_setup, ctx_teardown);
 }

@@ -121,6 +121,28 @@ static int rx_until(vfgx_port *sp, struct vfgx_pkt *pk, int have, int want)
 	return have;
 }
 
+/* n clients that send nothing, each accepted before the next connects (so
+ * slots follow connect order); the server must hand out no record.
+ * -1 when a client cannot connect. */
+static int connect_quiet(vfgx_port *sp, int *fd, int n, const char *what)
+{
+	struct vfgx_pkt pk[64];
+
+	for (int i = 0; i < n; i++) {
+		int r;
+
+		fd[i] = tcp_client(sk_port_of(sp));
+		if (fd[i] < 0)
+			return -1;
+		ms_sleep(3);
+		r = vfgx_port_rx_burst(sp, 0, pk, 64);
+		CHECK(r == 0, "%s: rx %d after client %d connected, before any was sent", what, r, i);
+		if (r > 0)
+			vfgx_port_release(sp, 0, pk, (uint16_t)r);
+	}
+	return 0;
+}
+
 /* Four clients each send a record; client 0 closes.  Replies with each
  * record's flow reach its own client; client 0's reply is -ENOTCONN, also
  * after a new client took the freed slot. */
@@ -137,15 +159,8 @@ static void test_reply_identity(void)
 	sp = tcp_server("idle_timeout_ms: 0", &cfg);
 	if (!sp)
 		return;
-	for (int i = 0; i < 4; i++) {
-		fd[i] = tcp_client(sk_port_of(sp));
-		if (fd[i] < 0)
-			goto out;
-		/* each client is accepted before the next connects, so slots
-		 * follow connect order */
-		ms_sleep(3);
-		CHECK(vfgx_port_rx_burst(sp, 0, pk, 16) == 0, "%s: data before any was sent", what);
-	}
+	if (connect_quiet(sp, fd, 4, what) < 0)
+		goto out;
 	vfgx_socket_info(sp, &si);
 	CHECK(si.conns == 4, "%s: %u connections accepted, want 4", what, si.conns);
 	for (int i = 0; i < 4; i++)
@@ -239,14 +254,8 @@ static void test_conn_limit(void)
 	sp = tcp_server("max_conns: 4, idle_timeout_ms: 0", &cfg);
 	if (!sp)
 		return;
-	for (int i = 0; i < 5; i++) {
-		fd[i] = tcp_client(sk_port_of(sp));
-		if (fd[i] < 0)
-			goto out;
-		ms_sleep(3);
-		r = vfgx_port_rx_burst(sp, 0, pk, 64);
-		CHECK(r == 0, "%s: rx %d", what, r);
-	}
+	if (connect_quiet(sp, fd, 5, what) < 0)
+		goto out;
 	vfgx_socket_info(sp, &si);
 	CHECK(si.conns == 4 && si.refused == 1, "%s: %u open, %llu refused; want 4 and 1",
 	      what, si.conns, (unsigned long long)si.refused);
@@ -261,11 +270,8 @@ static void test_conn_limit(void)
 	sp = tcp_server("max_conns: 4, idle_timeout_ms: 2000", &cfg);
 	if (!sp)
 		return;
-	for (int i = 0; i < 4; i++) {
-		fd[i] = tcp_client(sk_port_of(sp));
-		ms_sleep(3);
-		vfgx_port_rx_burst(sp, 0, pk, 64);
-	}
+	if (connect_quiet(sp, fd, 4, what) < 0)
+		goto out;
 	/* client 0 keeps talking; 1..3 stay silent until they are closed */
 	for (uint64_t end = vfgx_now_ns() + 20ull * 1000000000ull; vfgx_now_ns() < end;) {
 		send_record(fd[0], 'A', 8);
@@ -388,6 +394,21 @@ static int trickle(int fd, uint8_t b)
 	return 0;
 }
 
+/* One byte to each of n trickling peers still open; a peer the server
+ * closed is closed here and set to -1.  Returns how many were closed. */
+static int trickle_all(int *fd, int n, uint8_t b)
+{
+	int closed = 0;
+
+	for (int i = 0; i < n; i++)
+		if (fd[i] >= 0 && trickle(fd[i], b) < 0) {
+			close(fd[i]);
+			fd[i] = -1;
+			closed++;
+		}
+	return closed;
+}
+
 #define TR_IDLE 4
 
 /* Peers that send a byte every 200 ms and never a whole record (issue
@@ -437,12 +458,7 @@ static void test_trickle_idle(void)
 			vfgx_port_release(sp, 0, pk, (uint16_t)n);
 		if (vfgx_now_ns() >= next_byte) {
 			next_byte = vfgx_now_ns() + 200000000ull;
-			for (int i = 0; i < TR_IDLE; i++)
-				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
-					close(idle[i]);
-					idle[i] = -1;
-					idle_seen++;
-				}
+			idle_seen += trickle_all(idle, TR_IDLE, 'i');
 			send_record(good, 'G', 64);
 			sent++;
 		}
@@ -551,18 +567,8 @@ static void test_trickle(void)
 			vfgx_port_release(sp, 0, pk, (uint16_t)n);
 		if (vfgx_now_ns() >= next_byte) {
 			next_byte = vfgx_now_ns() + 200000000ull;
-			for (int i = 0; i < TR_IDLE; i++)
-				if (idle[i] >= 0 && trickle(idle[i], 'i') < 0) {
-					close(idle[i]);
-					idle[i] = -1;
-					idle_seen++;
-				}
-			for (int i = 0; i < TR_SLOW; i++)
-				if (slow[i] >= 0 && trickle(slow[i], 's') < 0) {
-					close(slow[i]);
-					slow[i] = -1;
-					slow_seen++;
-				}
+			idle_seen += trickle_all(idle, TR_IDLE, 'i');
+			slow_seen += trickle_all(slow, TR_SLOW, 's');
 			send_record(good, 'G', 64);
 			sent++;
 		}
