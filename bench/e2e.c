@@ -98,7 +98,7 @@ static int e2e_parse(int argc, char **argv, const char **out, double *seconds,
 
 #define NB_SIZES 4
 #define NB_MODES 3
-#define FLOWS 64         /* as the kernel-only reference's 64 streams */
+#define FLOWS 64         /* as the kernel-only reference's 64 streams, fed as these queues' items */
 /* rx queues, each polled by a thread of its own (pipeline.gpu.rx_threads
  * 0 on a machine with 10 or more CPUs): one core's rx is not enough for
  * the kernel's rate at 64 B */
@@ -462,9 +462,9 @@ static void e2e_round(vfgx_ctx *ctx, double seconds, int m64, int m8, bool gpu,
 	if (!gpu)
 		return;
 	/* the reference: the faster of the two kernel-only figures */
-	if (!bench_gpu_kernel_only(ctx, 64, true, VFGX_GPU_PERSISTENT, false, seconds, &k))
+	if (!bench_gpu_kernel_only(ctx, 64, true, VFGX_GPU_PERSISTENT, false, QUEUES, seconds, &k))
 		r->k64 = k.mpps;
-	if (!bench_gpu_kernel_only(ctx, 64, true, VFGX_GPU_PERSISTENT, true, seconds, &k) &&
+	if (!bench_gpu_kernel_only(ctx, 64, true, VFGX_GPU_PERSISTENT, true, QUEUES, seconds, &k) &&
 	    k.mpps > r->k64)
 		r->k64 = k.mpps;
 	memset(&a, 0, sizeof(a));
@@ -624,9 +624,9 @@ int vfgx_bench_e2e(int argc, char **argv)
 		}
 		for (int s = 0; s < NB_SIZES; s++) {
 			if (bench_gpu_kernel_only(ctx, sizes[s], true, VFGX_GPU_PERSISTENT, false,
-						  seconds, &kern[s]) ||
+						  QUEUES, seconds, &kern[s]) ||
 			    bench_gpu_kernel_only(ctx, sizes[s], true, VFGX_GPU_PERSISTENT, true,
-						  seconds, &kstaged[s])) {
+						  QUEUES, seconds, &kstaged[s])) {
 				fprintf(stderr, "vfgx bench e2e: kernel-only %u B: %s\n", sizes[s],
 					vfgx_last_error(ctx));
 				goto out;
@@ -709,9 +709,9 @@ int vfgx_bench_e2e(int argc, char **argv)
 		fprintf(f, "## References (same run)\n\n| reference | value |\n|---|---|\n");
 		fprintf(f, "| pinned host memory read by a kernel over PCIe, 1 GiB (best of 3) | %.1f GB/s |\n", pcie);
 		for (int s = 0; s < NB_SIZES; s++)
-			fprintf(f, "| kernel only (`vfgx bench gpu`: 1024-packet items, frames in GPU memory, each item's descriptors copied in by vfgx_gpu_proc_submit, persistent, same stages, verify off), %u B | %.2f Mpps (%.1f Gbps) |\n"
+			fprintf(f, "| kernel only (bench/gpu.c's harness: 1024-packet items, each holding one of the %d rx queues' flows round-robin as the runner's items do, frames in GPU memory, each item's descriptors copied in by vfgx_gpu_proc_submit, persistent, same stages, verify off), %u B | %.2f Mpps (%.1f Gbps) |\n"
 				"| the same with the items' records built once in pinned memory and handed over where they lie (as the runner's), %u B | %.2f Mpps (%.1f Gbps) |\n",
-				sizes[s], kern[s].mpps, kern[s].gbps, sizes[s], kstaged[s].mpps,
+				QUEUES, sizes[s], kern[s].mpps, kern[s].gbps, sizes[s], kstaged[s].mpps,
 				kstaged[s].gbps);
 		fprintf(f, "| replay source alone, one queue, 64 B, rx + release, with its rewriting thread, pinned memory (wall clock) | %.1f Mpps |\n", src_pinned);
 		fprintf(f, "| the same, GPU memory (sequences advanced by the rewriting thread's strided copies of 18 bytes a frame) | %.1f Mpps |\n",

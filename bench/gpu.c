@@ -77,19 +77,37 @@ static uint32_t stride_of(uint32_t size)
 	return (size + 63) & ~63u;
 }
 
-/* Frames i: stream i % STREAMS, sequence i / STREAMS (in order). */
-static uint8_t *build_frames(uint32_t size, uint32_t count)
+/* Frame i's stream, in order.  queues 0: stream i % STREAMS.  Else as
+ * `vfgx run`'s replay port of that many rx queues hands them to the GPU:
+ * the runner makes each item (ITEM frames) of one queue's rx, so item k is
+ * queue q = k % queues's, whose flows f = q, q + queues, .. (loopback.c:
+ * f % queues == q) come round-robin within it. */
+#define ITEM 1024 /* packets an item: mode_opts' burst */
+static uint32_t frame_stream(uint32_t i, uint32_t queues)
+{
+	uint32_t q, per;
+
+	if (queues < 2)
+		return i % STREAMS;
+	q = (i / ITEM) % queues;
+	per = STREAMS / queues;
+	return q + queues * ((i % ITEM) % per);
+}
+
+/* The frames, each stream's sequences 0, 1, .. in the order sent. */
+static uint8_t *build_frames(uint32_t size, uint32_t count, uint32_t queues)
 {
 	uint32_t stride = stride_of(size);
 	uint8_t *m = calloc(count, stride);
+	uint64_t next[STREAMS] = { 0 };
 	struct vfgx_pkt_spec s = {
 		.src_ip = 0xC6120001, .dst_ip = 0xC6120002, .src_port = 4000,
 		.dst_port = 5000, .frame_len = size, .udp_csum = true,
 	};
 
 	for (uint32_t i = 0; m && i < count; i++) {
-		s.stream = i % STREAMS;
-		s.seq = i / STREAMS;
+		s.stream = frame_stream(i, queues);
+		s.seq = next[s.stream]++;
 		vfgx_pkt_build(m + (size_t)i * stride, stride, &s);
 	}
 	return m;
@@ -142,7 +160,7 @@ static void *cpu_worker(void *arg)
 		uint32_t stride = stride_of(j->size);
 
 		n = share / stride;
-		m = build_frames(j->size, (uint32_t)n);
+		m = build_frames(j->size, (uint32_t)n, 0);
 		p = m ? calloc(n, sizeof(*p)) : NULL;
 		if (!p)
 			goto wait;
@@ -348,7 +366,7 @@ static void mode_opts(struct vfgx_gpu_opts *o, enum vfgx_gpu_mode mode)
 {
 	vfgx_gpu_opts_default(o);
 	o->mode = mode;
-	o->burst = 1024;
+	o->burst = ITEM;
 	o->items = mode == VFGX_GPU_PERSISTENT ? 256 : 64;
 	o->graph_items = 32;
 	o->timeout_ms = 20000;
@@ -459,7 +477,8 @@ out:
  * (impaired) bench/pipeline_work.c's traffic: 8 streams, 1% lost, 0.5%
  * duplicated, 1% swapped, fixed seed.  BUF_BYTES of frames either way. */
 static int run_cfg_as(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
-		      bool reorder, bool impaired, bool staged, double seconds, struct tput *res)
+		      bool reorder, bool impaired, bool staged, uint32_t queues, double seconds,
+		      struct tput *res)
 {
 	struct work w = { 0 };
 	uint32_t stride, count;
@@ -478,7 +497,7 @@ static int run_cfg_as(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_m
 		stride = stride_of(size);
 		count = BUF_BYTES / stride;
 		count = count > (1u << 20) ? (1u << 20) : count;
-		frames = build_frames(size, count);
+		frames = build_frames(size, count, queues);
 		if (!frames)
 			return -ENOMEM;
 	}
@@ -507,13 +526,15 @@ static int run_cfg_as(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_m
 static int run_cfg(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
 		   bool reorder, bool impaired, double seconds, struct tput *res)
 {
-	return run_cfg_as(ctx, size, on_gpu, mode, reorder, impaired, false, seconds, res);
+	return run_cfg_as(ctx, size, on_gpu, mode, reorder, impaired, false, 0, seconds, res);
 }
 
 int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
-			  bool staged, double seconds, struct tput *res)
+			  bool staged, uint32_t queues, double seconds, struct tput *res)
 {
-	return run_cfg_as(ctx, size, on_gpu, mode, true, false, staged, seconds, res);
+	if (queues > 1 && STREAMS % queues)
+		return -EINVAL;
+	return run_cfg_as(ctx, size, on_gpu, mode, true, false, staged, queues, seconds, res);
 }
 
 void bench_gpu_driver_version(char *buf, size_t len)

@@ -21,9 +21,12 @@ struct tput {
  * verify off; passes for `seconds`.  Each burst's descriptors copied into
  * the comm list (vfgx_gpu_proc_submit, `vfgx bench gpu`'s figure) or, with
  * staged, records built once in pinned memory handed over where they lie
- * (the runner's way).  0 or -errno. */
+ * (the runner's way).  queues 0: the flows round-robin over the whole
+ * pass (`vfgx bench gpu`'s rows); else each 1024-packet item holds one rx
+ * queue's flows (flow % queues), as `vfgx run` with a port of that many
+ * queues hands items over (a divisor of 64).  0 or -errno. */
 int bench_gpu_kernel_only(vfgx_ctx *ctx, uint32_t size, bool on_gpu, enum vfgx_gpu_mode mode,
-			  bool staged, double seconds, struct tput *res);
+			  bool staged, uint32_t queues, double seconds, struct tput *res);
 /* The first line of /proc/driver/nvidia/version. */
 void bench_gpu_driver_version(char *buf, size_t len);
 /* `vfgx bench NAME` in a build without CUDA: says so, returns 77. */
