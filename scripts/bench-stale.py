@@ -3,7 +3,10 @@
 
   bench-stale.py [--results DIR]          list the results files whose
       measured sources changed since the commit the file names ("- commit:"
-      line, written by bench/results.c), or that name none; always exit 0
+      line, written by bench/results.c; a "- code unchanged through: COMMIT
+      (evidence)" line added at review moves the comparison to that later
+      commit, when it descends from the measured one), or that name none;
+      always exit 0
       (exit 1 only for a results file the source map below lacks)
   bench-stale.py --check [--results DIR]  exit 1 when a `target:` line says
       met=yes without the numbers behind it: no measurement, no rounds, too
@@ -30,6 +33,13 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMMON = ["bench/results.c", "bench/results.h"]
+# Stands, in a list below, for every file compiled into the GPU kernels:
+# src/pipeline/gpu_proc.cu and the closure of what it includes (its .cuh
+# files, rules.h, the format and stage rules both engines compile), found
+# by reading the #include lines, so a new header is never left out.
+GPU_KERNEL = "<gpu kernel>"
+KERNEL_ROOTS = ["src/pipeline/gpu_proc.cu"]
+INCLUDE_DIRS = ["include", "src/pipeline", "src/format", "src"]
 SOURCES = {
     # the no-regression A/B (#39): vfgx run's whole path against an older build
     "regression-cpu.md": ["bench/regression.py", "bench/record.py", "src/core", "src/mem", "src/port",
@@ -38,7 +48,7 @@ SOURCES = {
                           "src/pipeline", "src/session", "src/cli", "include", "configs/gpu-loopback-replay.yaml"],
     "record.md": ["bench/record.py", "src/record", "src/session/user_cpu.c", "src/session/session_record.c",
                   "src/port/loopback.c"],
-    "record-gpu.md": ["bench/record.py", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",
+    "record-gpu.md": [GPU_KERNEL, "bench/record.py", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",
                       "src/session/session_record.c", "src/pipeline/chunk_cuda.c", "src/pipeline/chunk_gpu.c"],
     "pipeline-cpu.md": ["bench/pipeline_cpu.c", "bench/pipeline_work.c", "bench/pipeline_work.h",
                         "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/packet.c", "src/pipeline/pipeline_opts.c",
@@ -47,12 +57,12 @@ SOURCES = {
                   "bench/socket_ref.c",
                   "bench/lo_rps.h", "src/port/socket.c", "src/port/socket_udp.c",
                   "src/port/socket_tcp.c", "src/port/socket_priv.h", "src/port/port.c"],
-    "gpu.md": ["bench/gpu.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
+    "gpu.md": [GPU_KERNEL, "bench/gpu.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
                "bench/pipeline_work.c", "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
                "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
                "src/pipeline/gpu_kcommon.cuh", "src/pipeline/commlist.c", "src/pipeline/commlist.h",
                "src/pipeline/proc.c"],
-    "e2e.md": ["bench/e2e.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
+    "e2e.md": [GPU_KERNEL, "bench/e2e.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
                "src/pipeline/gpu_runner.c", "src/pipeline/engine_gpu.c", "src/pipeline/gpu_proc.cu",
                "src/pipeline/gpu_proc_host.c", "src/pipeline/gpu_phase_a.cuh",
                "src/pipeline/gpu_phase_b.cuh", "src/pipeline/commlist.c",
@@ -60,12 +70,12 @@ SOURCES = {
                "src/pipeline/pipeline_opts.c"],
     "afxdp.md": ["bench/afxdp.c", "bench/testpmd.c", "bench/testpmd.h", "scripts/netns-veth.sh",
                  "src/port/afxdp.c", "src/port/afxdp_opts.c", "src/port/port.c"],
-    "chunks.md": ["bench/chunks.c", "bench/chunk_stamp.cu", "bench/chunk_stamp.h",
+    "chunks.md": [GPU_KERNEL, "bench/chunks.c", "bench/chunk_stamp.cu", "bench/chunk_stamp.h",
                   "include/vfgx/chunk_device.h",
                   "bench/pipeline_work.c", "src/pipeline/chunk.c", "src/pipeline/chunk_cuda.c",
                   "src/pipeline/chunk_gpu.c", "src/pipeline/chunkset.h", "src/pipeline/proc.c",
                   "examples/spectrometer"],
-    "python.md": ["bench/python_bench.c", "bench/python_consumer.py", "python/vfgx",
+    "python.md": [GPU_KERNEL, "bench/python_bench.c", "bench/python_consumer.py", "python/vfgx",
                   "src/pipeline/chunk.c"],
     "send.md": ["bench/send.c", "bench/send_ref.c", "bench/send_ref.h", "bench/pace_rx.c",
                 "bench/pace_rx.h", "bench/testpmd.c", "bench/testpmd.h", "src/cli/send.c",
@@ -78,7 +88,7 @@ SOURCES = {
     "rdma.md": ["bench/rdma.c", "bench/guest_targets.h", "src/rdma"],
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
     # producers' formats (#38): the profiles against vfgx on both engines, RFC 4175 video
-    "formats.md": ["bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
+    "formats.md": [GPU_KERNEL, "bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
                    "bench/formats_chunks.c",
                    "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
                    "include/vfgx/format.h", "include/vfgx/stages.h", "src/pipeline/proc.c",
@@ -98,17 +108,56 @@ def git(*args):
     return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
 
 
+def kernel_sources():
+    """The GPU kernels' sources: KERNEL_ROOTS and every project file they
+    include ("x.h" from the including file's directory or INCLUDE_DIRS,
+    <vfgx/x.h> from include/), transitively."""
+    inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+    seen, todo = set(), list(KERNEL_ROOTS)
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            text = f.read()
+        for kind, name in inc.findall(text):
+            dirs = ([os.path.dirname(rel)] if kind == '"' else []) + INCLUDE_DIRS
+            for d in dirs:
+                cand = os.path.normpath(os.path.join(d, name))
+                if os.path.isfile(os.path.join(ROOT, cand)):
+                    todo.append(cand)
+                    break
+    return sorted(seen)
+
+
+def source_paths(f):
+    """SOURCES[f] with GPU_KERNEL expanded, and COMMON."""
+    out = []
+    for p in SOURCES[f]:
+        out.extend(kernel_sources() if p == GPU_KERNEL else [p])
+    return out + COMMON
+
+
 def results_files(d):
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.md")))
 
 
 def named_commit(path):
+    """(commit, dirty, through): the "- commit:" line's commit, whether it
+    says -dirty, and the commit of a "- code unchanged through:" line (a
+    later commit whose changes to the measured sources compiled to the same
+    code, the evidence written on that line), or None."""
+    commit, dirty, through = None, False, None
     with open(path, encoding="utf-8") as f:
         for line in f:
             m = re.match(r"^- commit: ([0-9a-f]{7,40})(-dirty)?\b", line)
-            if m:
-                return m.group(1), bool(m.group(2))
-    return None, False
+            if m and not commit:
+                commit, dirty = m.group(1), bool(m.group(2))
+            m = re.match(r"^- code unchanged through: ([0-9a-f]{7,40})\b", line)
+            if m and not through:
+                through = m.group(1)
+    return commit, dirty, through
 
 
 def stale(d):
@@ -120,14 +169,21 @@ def stale(d):
               % (", ".join(missing), os.path.relpath(__file__, ROOT)), file=sys.stderr)
         sys.exit(1)
     for f in results_files(d):
-        commit, dirty = named_commit(os.path.join(d, f))
+        commit, dirty, through = named_commit(os.path.join(d, f))
         if not commit:
             out.append((f, "names no commit (measured before results files named theirs)"))
             continue
         if git("cat-file", "-e", commit + "^{commit}").returncode:
             out.append((f, "names commit %s, not in this repository" % commit))
             continue
-        paths = SOURCES[f] + COMMON
+        if through:
+            # only a later commit on the same line of history can vouch
+            if git("merge-base", "--is-ancestor", commit, through).returncode:
+                out.append((f, "code unchanged through %s: not a descendant of %s"
+                            % (through, commit[:12])))
+                continue
+            commit = through
+        paths = source_paths(f)
         # the commit against the working tree: committed and uncommitted changes
         changed = git("diff", "--name-only", commit, "--", *paths).stdout.split()
         if changed:

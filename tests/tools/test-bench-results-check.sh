@@ -42,5 +42,34 @@ grep -q "rdma.md:\(5\|6\|10\|12\|13\):" <<<"$out" && { echo "FAIL: --check refus
 mkdir "$tmp/undeclared" && echo "# x" >"$tmp/undeclared/new-bench.md"
 python3 "$script" --results "$tmp/undeclared" >/dev/null 2>&1 &&
 	{ echo "FAIL: a results file without declared sources was accepted"; fails=$((fails + 1)); }
+# every file compiled into the GPU kernels counts as a source of the GPU
+# results (gpu_proc.cu's include closure, read from its #include lines)
+ks=$(cd "$root" && python3 -c 'import importlib.util as u; s = u.spec_from_file_location("bs", "scripts/bench-stale.py"); m = u.module_from_spec(s); s.loader.exec_module(m); print(" ".join(m.kernel_sources()))')
+for want in src/pipeline/gpu_proc.cu src/pipeline/gpu_phase_b.cuh src/pipeline/gpu_chunks_bytes.cuh \
+	src/pipeline/rules.h include/vfgx/format.h include/vfgx/stages.h; do
+	grep -qw -- "$want" <<<"$ks" || { echo "FAIL: the GPU kernels' sources lack $want"; fails=$((fails + 1)); }
+done
+# "- code unchanged through:" moves the comparison to a later commit only
+# when that commit descends from the measured one: chunks.md measured at
+# 4f60e32 is stale for 0851300's header change, and not once vouched
+# through 0851300; a claim through an older commit is refused
+if git -C "$root" cat-file -e 4f60e323a3d2^{commit} 2>/dev/null &&
+	git -C "$root" cat-file -e 08513001b392^{commit} 2>/dev/null; then
+	mk() { mkdir -p "$tmp/$1" && printf -- '- commit: 4f60e323a3d25555e8c01fd86e5523c0b07bb6c7\n%s\n' "$2" >"$tmp/$1/chunks.md"; }
+	mk plain ''
+	mk through '- code unchanged through: 08513001b39274c60133d92336daab5a9906d7be (evidence)'
+	mk older '- code unchanged through: 5d1c0f5 (evidence)'
+	out=$(python3 "$script" --results "$tmp/plain")
+	grep -q "chunks.md: .*include/vfgx/config.h" <<<"$out" ||
+		{ echo "FAIL: 0851300's change to config.h did not stale a file measured at 4f60e32: $out"; fails=$((fails + 1)); }
+	out=$(python3 "$script" --results "$tmp/through")
+	grep -q "include/vfgx/config.h" <<<"$out" &&
+		{ echo "FAIL: code unchanged through 0851300 still listed its change: $out"; fails=$((fails + 1)); }
+	out=$(python3 "$script" --results "$tmp/older")
+	grep -q "chunks.md: code unchanged through 5d1c0f5: not a descendant" <<<"$out" ||
+		{ echo "FAIL: an unchanged-through commit older than the measured one was accepted: $out"; fails=$((fails + 1)); }
+else
+	echo "SKIP: code unchanged through: this checkout lacks commits 4f60e32 and 0851300 (a shallow clone)"
+fi
 [ "$fails" = 0 ] && echo "bench-results-check: ok"
 exit $((fails > 0))
