@@ -53,8 +53,8 @@ done
 # when that commit descends from the measured one: chunks.md measured at
 # 4f60e32 is stale for 0851300's header change, and not once vouched
 # through 0851300; a claim through an older commit is refused
-if git -C "$root" cat-file -e 4f60e323a3d2^{commit} 2>/dev/null &&
-	git -C "$root" cat-file -e 08513001b392^{commit} 2>/dev/null; then
+if git -C "$root" cat-file -e "4f60e323a3d2^{commit}" 2>/dev/null &&
+	git -C "$root" cat-file -e "08513001b392^{commit}" 2>/dev/null; then
 	mk() { mkdir -p "$tmp/$1" && printf -- '- commit: 4f60e323a3d25555e8c01fd86e5523c0b07bb6c7\n%s\n' "$2" >"$tmp/$1/chunks.md"; }
 	mk plain ''
 	mk through '- code unchanged through: 08513001b39274c60133d92336daab5a9906d7be (evidence)'
