@@ -113,9 +113,9 @@ def kernel_sources():
     include ("x.h" from the including file's directory or INCLUDE_DIRS,
     <vfgx/x.h> from include/), transitively."""
     inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
-    seen, todo = set(), list(KERNEL_ROOTS)
-    while todo:
-        rel = todo.pop()
+    seen, pending = set(), list(KERNEL_ROOTS)
+    while pending:
+        rel = pending.pop()
         if rel in seen:
             continue
         seen.add(rel)
@@ -126,7 +126,7 @@ def kernel_sources():
             for d in dirs:
                 cand = os.path.normpath(os.path.join(d, name))
                 if os.path.isfile(os.path.join(ROOT, cand)):
-                    todo.append(cand)
+                    pending.append(cand)
                     break
     return sorted(seen)
 
