@@ -23,6 +23,7 @@ the library code on its measured path (a directory stands for every file
 under it).
 """
 import argparse
+import functools
 import glob
 import math
 import os
@@ -58,14 +59,11 @@ SOURCES = {
                   "bench/lo_rps.h", "src/port/socket.c", "src/port/socket_udp.c",
                   "src/port/socket_tcp.c", "src/port/socket_priv.h", "src/port/port.c"],
     "gpu.md": [GPU_KERNEL, "bench/gpu.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
-               "bench/pipeline_work.c", "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
-               "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
-               "src/pipeline/gpu_kcommon.cuh", "src/pipeline/commlist.c", "src/pipeline/commlist.h",
+               "bench/pipeline_work.c", "src/pipeline/gpu_proc_host.c", "src/pipeline/commlist.c",
                "src/pipeline/proc.c"],
     "e2e.md": [GPU_KERNEL, "bench/e2e.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "bench/gpu_kernel.h",
-               "src/pipeline/gpu_runner.c", "src/pipeline/engine_gpu.c", "src/pipeline/gpu_proc.cu",
-               "src/pipeline/gpu_proc_host.c", "src/pipeline/gpu_phase_a.cuh",
-               "src/pipeline/gpu_phase_b.cuh", "src/pipeline/commlist.c",
+               "src/pipeline/gpu_runner.c", "src/pipeline/engine_gpu.c",
+               "src/pipeline/gpu_proc_host.c", "src/pipeline/commlist.c",
                "src/port/loopback.c", "src/port/loopback_replay.c", "src/pipeline/pipeline.c",
                "src/pipeline/pipeline_opts.c"],
     "afxdp.md": ["bench/afxdp.c", "bench/testpmd.c", "bench/testpmd.h", "scripts/netns-veth.sh",
@@ -91,13 +89,11 @@ SOURCES = {
     "formats.md": [GPU_KERNEL, "bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
                    "bench/formats_chunks.c",
                    "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
-                   "include/vfgx/format.h", "include/vfgx/stages.h", "src/pipeline/proc.c",
+                   "src/pipeline/proc.c",
                    "src/pipeline/chunk.c", "src/pipeline/chunk_consumer.c",
                    "src/pipeline/chunk_gpu.c", "src/pipeline/engine_cpu.c",
                    "src/pipeline/engine_gpu.c", "src/pipeline/pipeline.c", "src/pipeline/pipeline_opts.c",
-                   "src/pipeline/gpu_proc.cu", "src/pipeline/gpu_proc_host.c",
-                   "src/pipeline/gpu_phase_a.cuh", "src/pipeline/gpu_phase_b.cuh",
-                   "src/pipeline/gpu_chunks.cuh", "src/pipeline/gpu_runner.c",
+                   "src/pipeline/gpu_proc_host.c", "src/pipeline/gpu_runner.c",
                    "src/port/loopback.c", "src/port/pcap.c"],
 }
 
@@ -108,6 +104,7 @@ def git(*args):
     return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
 
 
+@functools.lru_cache(maxsize=None)
 def kernel_sources():
     """The GPU kernels' sources: KERNEL_ROOTS and every project file they
     include ("x.h" from the including file's directory or INCLUDE_DIRS,
@@ -128,7 +125,7 @@ def kernel_sources():
                 if os.path.isfile(os.path.join(ROOT, cand)):
                     pending.append(cand)
                     break
-    return sorted(seen)
+    return tuple(sorted(seen))
 
 
 def source_paths(f):
