@@ -39,7 +39,7 @@
 #include "gpu_phase_b.cuh"
 
 /* ---- per_burst and graph: three kernels per item --------------------------- */
-__global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
+__global__ void __launch_bounds__(THREADS) kernel_a(const __grid_constant__ kparams k, uint32_t slot)
 {
 	__shared__ ull cnt[GPUK_NCNT];
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(THREADS) kernel_a(kparams k, uint32_t slot)
 	flush_counters(k, cnt);
 }
 
-__global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
+__global__ void __launch_bounds__(THREADS) kernel_b(const __grid_constant__ kparams k, uint32_t slot)
 {
 	__shared__ ull cnt[GPUK_NCNT];
 	uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(THREADS) kernel_b(kparams k, uint32_t slot)
 	flush_counters(k, cnt);
 }
 
-__global__ void kernel_done(kparams k, uint32_t slot)
+__global__ void kernel_done(const __grid_constant__ kparams k, uint32_t slot)
 {
 	if (threadIdx.x == 0)
 		mark_done(k, slot);
@@ -280,7 +280,7 @@ static_assert(GPUK_NCNT <= VFGX_COMM_DONE_CNT && GPUK_NCNT <= 32,
 #if VFGX_USER_PLACE_LINK
 extern "C" /* found by name in the image linked with user_place */
 #endif
-__global__ void __launch_bounds__(THREADS) kernel_persistent(kparams k)
+__global__ void __launch_bounds__(THREADS) kernel_persistent(const __grid_constant__ kparams k)
 {
 	__shared__ ull cnt[GPUK_NCNT];
 	/* quit: set by thread 0 while waiting for an item, read after the
@@ -535,8 +535,12 @@ static int dalloc(struct gpuk *g, void **p, size_t size, char *err, size_t len)
 	if (e != cudaSuccess)
 		return cuerr(err, len, "cudaMalloc", e);
 	g->allocs[g->nb_allocs++] = *p;
-	e = cudaMemset(*p, 0, size);
-	return e == cudaSuccess ? 0 : cuerr(err, len, "cudaMemset", e);
+	/* on the kernels' stream: a cudaMemset on the legacy default stream
+	 * is not ordered before a cudaStreamNonBlocking stream's kernels, and
+	 * could zero item 0's counters after kernel_a added them;
+	 * gpuk_create waits for the stream before it returns */
+	e = cudaMemsetAsync(*p, 0, size, g->stream);
+	return e == cudaSuccess ? 0 : cuerr(err, len, "cudaMemsetAsync", e);
 }
 
 static int halloc(struct gpuk *g, void **p, void **dev, size_t size, char *err,
@@ -751,8 +755,9 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		    (k.learn && (ret = dalloc(g, (void **)&k.learned,
 					      sizeof(uint64_t) * k.max_streams, err, errlen))))
 			goto fail;
-		if ((e = cudaMemcpy(fd, &c->fmt, sizeof(*fd), cudaMemcpyHostToDevice))) {
-			ret = cuerr(err, errlen, "cudaMemcpy", e);
+		if ((e = cudaMemcpyAsync(fd, &c->fmt, sizeof(*fd), cudaMemcpyHostToDevice,
+					 g->stream))) {
+			ret = cuerr(err, errlen, "cudaMemcpyAsync", e);
 			goto fail;
 		}
 		k.fmt = fd;
@@ -817,6 +822,11 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 						  (size_t)KC_PB_CAP, err, errlen)) ||
 	     (ret = dalloc(g, (void **)&k.pub_ticket, sizeof(uint64_t), err, errlen))))
 		goto fail;
+	/* the zeroing and the format copy land before any launch */
+	if ((e = cudaStreamSynchronize(g->stream))) {
+		ret = cuerr(err, errlen, "cudaStreamSynchronize", e);
+		goto fail;
+	}
 	*out = g;
 	*list = &g->list;
 	return 0;
