@@ -266,13 +266,19 @@ int vfgx_lb_rp_build(struct vfgx_port *port, struct lb_priv *lp, uint16_t q)
 			t->flags = VFGX_PKT_GPU;
 			t->ts_ns = 0;
 		}
+		/* copied on the port's own stream and waited for: a cudaMemcpy
+		 * from pageable memory may return before the copy lands, and a
+		 * kernel on a non-blocking stream would not wait for it */
 		if (e == cudaSuccess)
-			e = cudaMemcpy(rp->bufs[0], ordered, (size_t)used * cap, cudaMemcpyHostToDevice);
+			e = cudaStreamCreateWithFlags(&rp->stream, cudaStreamNonBlocking);
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(rp->bufs[0], ordered, (size_t)used * cap,
+					    cudaMemcpyHostToDevice, rp->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(rp->stream);
 		if (e == cudaSuccess)
 			e = cudaHostAlloc((void **)&rp->shadow, (size_t)used * RP_WSTRIDE,
 					  cudaHostAllocPortable);
-		if (e == cudaSuccess)
-			e = cudaStreamCreateWithFlags(&rp->stream, cudaStreamNonBlocking);
 		for (uint32_t i = 0; e == cudaSuccess && i < used; i++)
 			memcpy(rp->shadow + (size_t)i * RP_WSTRIDE,
 			       ordered + (size_t)i * cap + rp->win_off, RP_WIN);

@@ -68,7 +68,8 @@ int session_gpu_user_load(struct session_gpu_user *g, vfgx_ctx *ctx,
 	    (e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess ||
 	    (g->stream = s, false) ||
 	    (g->state_bytes && ((e = cudaMalloc(&g->state, g->state_bytes)) != cudaSuccess ||
-				(e = cudaMemset(g->state, 0, g->state_bytes)) != cudaSuccess))) {
+				(e = cudaMemsetAsync(g->state, 0, g->state_bytes, s)) != cudaSuccess ||
+				(e = cudaStreamSynchronize(s)) != cudaSuccess))) {
 		return vfgx_set_error(ctx, -EINVAL, "%s: pipeline.user.gpu_module: %s", cfg->source,
 			cudaGetErrorString(e));
 	}

@@ -32,6 +32,10 @@ step e2e "$build/tests/gpu/test_gpu_e2e"
 step "chunks in GPU and pinned memory" "$build/tests/gpu/test_chunks_gpu"
 # issue 38: every profile's chunks (bytes, header metadata, learned SSRCs)
 step "format chunks, gpu engine = cpu engine" "$build/tests/gpu/test_format_chunks_gpu"
+# the legacy default stream held past burst 0 (the test's comment): the
+# engine's create must not leave work there that its kernels race
+step "format chunks, legacy stream held at create" \
+	env VFGX_TEST_STREAM0_GATE=1 "$build/tests/gpu/test_format_chunks_gpu" vfgx
 step "user code on GPU chunks" tests/gpu/test-gpu-user.sh "$build"
 # issue 38: a user placement function linked into the persistent kernel
 # (nvJitLink), against the same source on the cpu engine, by slot and by

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -457,6 +458,72 @@ static int cpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 	return 0;
 }
 
+/* VFGX_TEST_STREAM0_GATE=1: the legacy default stream is held (a host
+ * function that waits) from just before the engine is created until 200
+ * ms after burst 0 went in, or 3 s at most.  Work the engine queued there
+ * at create (a cudaMemset of its counters, say) then runs after its
+ * kernels started on their non-blocking stream, and wipes what burst 0
+ * counted: the order a slow legacy stream could give by chance (the
+ * flake of #38), forced.  An engine whose create waits on its own stream
+ * is not affected. */
+struct gate {
+	int open;		/* the host function returns */
+	int burst0;		/* burst 0 submitted */
+	pthread_t th;
+};
+
+static void CUDART_CB gate_wait(void *arg)
+{
+	struct gate *g = arg;
+	struct timespec d = { 0, 1000000 };
+
+	while (!__atomic_load_n(&g->open, __ATOMIC_ACQUIRE))
+		nanosleep(&d, NULL);
+}
+
+static void *gate_timer(void *arg)
+{
+	struct gate *g = arg;
+	struct timespec d = { 0, 10000000 };
+
+	for (int i = 0; i < 300; i++) {
+		if (__atomic_load_n(&g->burst0, __ATOMIC_ACQUIRE)) {
+			struct timespec w = { 0, 200000000 };
+
+			nanosleep(&w, NULL);
+			break;
+		}
+		nanosleep(&d, NULL);
+	}
+	__atomic_store_n(&g->open, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool gate_hold(struct gate *g)
+{
+	const char *e = getenv("VFGX_TEST_STREAM0_GATE");
+
+	memset(g, 0, sizeof(*g));
+	if (!e || strcmp(e, "1"))
+		return false;
+	if (cudaLaunchHostFunc(0, gate_wait, g) != cudaSuccess) {
+		printf("FAIL: VFGX_TEST_STREAM0_GATE: cudaLaunchHostFunc refused\n");
+		failures++;
+		return false;
+	}
+	pthread_create(&g->th, NULL, gate_timer, g);
+	return true;
+}
+
+static void gate_release(struct gate *g, bool held)
+{
+	if (!held)
+		return;
+	__atomic_store_n(&g->burst0, 1, __ATOMIC_RELEASE);
+	pthread_join(g->th, NULL);
+	cudaStreamSynchronize(0);
+}
+
 static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t,
 		   enum vfgx_gpu_mode mode, bool pkts_gpu, enum vfgx_mem_kind mem,
 		   bool oracle_on, struct run *r)
@@ -468,6 +535,8 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 	vfgx_region *reg = NULL;
 	vfgx_gpu_proc *gp = NULL;
 	pthread_t th;
+	struct gate gate;
+	bool held = false;
 	uint32_t at = 0;
 	int ret = -1;
 
@@ -479,10 +548,20 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 		goto out;
 	}
 	ri = vfgx_region_info(reg);
-	if (pkts_gpu)
-		cudaMemcpy(ri->dev_addr, t->frames, size, cudaMemcpyHostToDevice);
-	else
+	if (pkts_gpu) {
+		/* waited for: a copy from pageable memory may return before it
+		 * lands, and the engine's stream does not wait for this one */
+		cudaError_t e = cudaMemcpy(ri->dev_addr, t->frames, size, cudaMemcpyHostToDevice);
+
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(0);
+		if (e != cudaSuccess) {
+			printf("FAIL %s: frame copy: %s\n", s->name, cudaGetErrorString(e));
+			goto out;
+		}
+	} else {
 		memcpy(ri->addr, t->frames, size);
+	}
 	for (uint32_t i = 0; i < t->n; i++) {
 		pk[i] = t->pkts[i];
 		pk[i].data = (uint8_t *)(pkts_gpu ? ri->dev_addr : ri->addr) +
@@ -498,13 +577,18 @@ static int gpu_run(vfgx_ctx *ctx, const struct setup *s, const struct traffic *t
 	r->graph_items = o.graph_items;
 	o.burst = MAX_BURST;
 	o.timeout_ms = 20000;
+	held = gate_hold(&gate);
 	if (vfgx_gpu_proc_create_chunks(ctx, &s->pc, &o, r->cs, &gp)) {
 		printf("FAIL %s: gpu: %s\n", s->name, vfgx_last_error(ctx));
+		gate_release(&gate, held);
 		goto out;
 	}
 	pthread_create(&th, NULL, consume, r);
 	for (uint32_t b = 0; b < t->nb_bursts; at += t->bursts[b++]) {
 		int64_t it = vfgx_gpu_proc_submit(gp, pk + at, t->bursts[b]);
+
+		if (b == 0)
+			gate_release(&gate, held);
 
 		if (it < 0) {
 			printf("FAIL %s: gpu: burst %u of %u refused (%s): %s\n", s->name, b,

@@ -298,9 +298,18 @@ static int gpu_run(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 		goto out;
 	}
 	ri = vfgx_region_info(reg);
-	if (pl == DEVICE)
-		cudaMemcpy(ri->dev_addr, t->frames, size, cudaMemcpyHostToDevice);
-	else
+	if (pl == DEVICE) {
+		/* waited for: a copy from pageable memory may return before it
+		 * lands, and the engine's stream does not wait for this one */
+		cudaError_t e = cudaMemcpy(ri->dev_addr, t->frames, size, cudaMemcpyHostToDevice);
+
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(0);
+		if (e != cudaSuccess) {
+			printf("FAIL %s: frame copy: %s\n", what, cudaGetErrorString(e));
+			goto out;
+		}
+	} else
 		memcpy(ri->addr, t->frames, size);
 	for (uint32_t i = 0; i < t->n; i++) {
 		size_t off = (size_t)(t->pkts[i].data - t->frames);
