@@ -41,6 +41,12 @@ COMMON = ["bench/results.c", "bench/results.h"]
 GPU_KERNEL = "<gpu kernel>"
 KERNEL_ROOTS = ["src/pipeline/gpu_proc.cu"]
 INCLUDE_DIRS = ["include", "src/pipeline", "src/format", "src"]
+# The cpu engine's processing path, with the rules it shares with the
+# kernels: the files that python.md and record-gpu.md measure (chunks in GPU
+# memory filled by the cpu engine, `device: cpu`; no kernel of gpu_proc.cu runs)
+CPU_ENGINE = ["src/pipeline/proc.c", "src/pipeline/engine_cpu.c",
+              "src/pipeline/rules.h", "include/vfgx/stages.h", "include/vfgx/format.h",
+              "src/pipeline/pipeline.c", "src/pipeline/pipeline_opts.c"]
 SOURCES = {
     # the no-regression A/B (#39): vfgx run's whole path against an older build
     "regression-cpu.md": ["bench/regression.py", "bench/record.py", "src/core", "src/mem", "src/port",
@@ -49,10 +55,10 @@ SOURCES = {
                           "src/pipeline", "src/session", "src/cli", "include", "configs/gpu-loopback-replay.yaml"],
     "record.md": ["bench/record.py", "src/record", "src/session/user_cpu.c", "src/session/session_record.c",
                   "src/port/loopback.c"],
-    "record-gpu.md": [GPU_KERNEL, "bench/record.py", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",
+    "record-gpu.md": CPU_ENGINE + ["bench/record.py", "src/port/loopback.c", "src/port/loopback_replay.c", "bench/record_d2h.cu", "src/record", "src/session/user_cpu.c",
                       "src/session/session_record.c", "src/pipeline/chunk_cuda.c", "src/pipeline/chunk_gpu.c"],
     "pipeline-cpu.md": ["bench/pipeline_cpu.c", "bench/pipeline_work.c", "bench/pipeline_work.h",
-                        "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/packet.c", "src/pipeline/pipeline_opts.c",
+                        "src/pipeline/proc.c", "src/pipeline/engine_cpu.c", "src/pipeline/pipeline_opts.c",
                         "src/pipeline/pipeline.c", "src/mem", "include/vfgx/stages.h"],
     "socket.md": ["bench/socket.c", "bench/socket_tcp.c", "bench/socket_priv.h", "bench/lo_rps.c",
                   "bench/socket_ref.c",
@@ -73,8 +79,10 @@ SOURCES = {
                   "bench/pipeline_work.c", "src/pipeline/chunk.c", "src/pipeline/chunk_cuda.c",
                   "src/pipeline/chunk_gpu.c", "src/pipeline/chunkset.h", "src/pipeline/proc.c",
                   "examples/spectrometer"],
-    "python.md": [GPU_KERNEL, "bench/python_bench.c", "bench/python_consumer.py", "python/vfgx",
-                  "src/pipeline/chunk.c"],
+    "python.md": CPU_ENGINE + ["bench/python_bench.c", "bench/python_consumer.py", "python/vfgx",
+                               "src/pipeline/chunk.c", "src/pipeline/chunk_cuda.c",
+                               "src/pipeline/chunk_gpu.c", "src/port/loopback.c",
+                               "src/port/loopback_replay.c"],
     "send.md": ["bench/send.c", "bench/send_ref.c", "bench/send_ref.h", "bench/pace_rx.c",
                 "bench/pace_rx.h", "bench/testpmd.c", "bench/testpmd.h", "src/cli/send.c",
                 "src/cli/send_pace.c", "src/cli/run_capture.c", "src/port/capture.c",
