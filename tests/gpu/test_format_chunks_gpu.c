@@ -416,10 +416,12 @@ static int run_prepare(struct run *r, vfgx_ctx *ctx, const struct setup *s,
 	r->present = calloc((cc.packets + 63) / 64, 8);
 	r->lens = calloc(cc.packets, 4);
 	/* chunk memory starts zero on both engines: a byte never written
-	 * hashes the same */
+	 * hashes the same; waited for, as the engine's kernels run on a
+	 * stream that does not wait for the legacy one */
 	if (mem == VFGX_MEM_GPU &&
-	    cudaMemset(r->cs->dev_base, 0,
-		       (size_t)cc.streams * cc.in_flight * r->cs->slot_stride) != cudaSuccess)
+	    (cudaMemset(r->cs->dev_base, 0,
+			(size_t)cc.streams * cc.in_flight * r->cs->slot_stride) != cudaSuccess ||
+	     cudaStreamSynchronize(0) != cudaSuccess))
 		return -1;
 	return r->c && r->data && r->present && r->lens ? 0 : -1;
 }

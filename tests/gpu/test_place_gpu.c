@@ -410,10 +410,12 @@ static int brun_prepare(vfgx_ctx *ctx, struct brun *r, const struct vfgx_pipelin
 		return -1;
 	}
 	/* chunk memory starts zero on both engines: a byte never written
-	 * hashes the same */
+	 * hashes the same; waited for, as the engine's kernels run on a
+	 * stream that does not wait for the legacy one */
 	if (mem == VFGX_MEM_GPU &&
-	    cudaMemset(r->cs->dev_base, 0,
-		       (size_t)cc.streams * cc.in_flight * r->cs->slot_stride) != cudaSuccess)
+	    (cudaMemset(r->cs->dev_base, 0,
+			(size_t)cc.streams * cc.in_flight * r->cs->slot_stride) != cudaSuccess ||
+	     cudaStreamSynchronize(0) != cudaSuccess))
 		return -1;
 	return 0;
 }
