@@ -331,26 +331,22 @@ static void slot_advance(vfgx_proc *p, uint32_t id, struct reorder_stream *s)
 	s->base++;
 }
 
-/* A record by rules.h's vfgx_ro_insert: delivered from the packet when in
- * order with nothing held (no copy), else slid to, stored and drained. */
-static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
-			  const uint8_t *body, uint32_t len)
+/* A record of stream id by rules.h's vfgx_ro_insert into its window s:
+ * delivered from the packet when in order with nothing held (no copy),
+ * else slid to, stored and drained. */
+static inline __attribute__((always_inline)) int
+reorder_store(vfgx_proc *p, struct reorder_stream *s, uint32_t id, uint64_t seq,
+	      uint32_t flags, const uint8_t *body, uint32_t len)
 {
-	struct reorder_stream *s;
 	struct vfgx_ro_insert d;
 	struct vfgx_ro_state rs;
 	uint32_t w = p->conf.reorder_window;
 
-	if (len > p->conf.reorder_slot)
-		return VFGX_DROP_TOO_BIG;
-	s = stream_get(p, h->stream);
-	if (s == &refused_stream)
-		return VFGX_DROP_BAD_STREAM;
 	rs.base = s->base;
 	rs.held = s->held;
-	d = vfgx_ro_insert(rs, w, h->seq);
+	d = vfgx_ro_insert(rs, w, seq);
 	if (d.act == VFGX_RO_DELIVER) {
-		deliver(p, h->stream, h->seq, body, len, h->flags);
+		deliver(p, id, seq, body, len, flags);
 		s->base++;
 		return VFGX_STAGE_PASS;
 	}
@@ -358,7 +354,7 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 		return VFGX_DROP_LATE;
 	if (d.ahead) {
 		for (uint64_t i = 0; i < d.slide.steps; i++)
-			slot_advance(p, h->stream, s);
+			slot_advance(p, id, s);
 		p->st.gaps += d.slide.skipped;
 		s->base = d.target;
 	}
@@ -366,11 +362,33 @@ static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
 		return VFGX_DROP_DUPLICATE;
 	memcpy(s->data + (size_t)d.slot * p->conf.reorder_slot, body, len);
 	s->len[d.slot] = len + 1;
-	s->flags[d.slot] = (uint8_t)h->flags;
+	s->flags[d.slot] = (uint8_t)flags;
 	s->held++;
 	while (s->len[vfgx_ro_slot(s->base, w)])
-		slot_advance(p, h->stream, s);
+		slot_advance(p, id, s);
 	return VFGX_STAGE_PASS;
+}
+
+/* reorder_store for the format path: one copy, out of its burst loops */
+static int fmt_reorder_store(vfgx_proc *p, struct reorder_stream *s, uint32_t id,
+			     uint64_t seq, const uint8_t *body, uint32_t len)
+{
+	return reorder_store(p, s, id, seq, 0, body, len);
+}
+
+/* A record of vfgx's header: too big for a slot, or its stream refused a
+ * window, is a drop; else reorder_store. */
+static int reorder_insert(vfgx_proc *p, const struct vfgx_app_hdr *h,
+			  const uint8_t *body, uint32_t len)
+{
+	struct reorder_stream *s;
+
+	if (len > p->conf.reorder_slot)
+		return VFGX_DROP_TOO_BIG;
+	s = stream_get(p, h->stream);
+	if (s == &refused_stream)
+		return VFGX_DROP_BAD_STREAM;
+	return reorder_store(p, s, h->stream, h->seq, h->flags, body, len);
 }
 
 /* This processor places into stream id's chunks (tick and flush them). */
@@ -472,14 +490,6 @@ static int32_t learn_stream(vfgx_proc *p, uint64_t raw)
 	return -1;
 }
 
-/*
- * A packet by the producer's header (pipeline.format): decode it, hand it
- * to the worker that owns its stream (may_hand), extend its sequence with
- * the stream's state, then as vfgx's header: delivered as it comes
- * (reorder off), reordered by the extended sequence, or placed into its
- * chunk (slots, or bytes at the offsets the format computes).  The rules
- * are vfgx/format.h's and rules.h's, the same the gpu engine runs.
- */
 /* The user's placement function (vfgx/place.h) over what the description
  * decoded, its answer checked as vfgx_place_apply says. */
 static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
@@ -491,30 +501,117 @@ static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
 	return vfgx_place_apply(p->fmt, len, p->place_fn(pay, len, o, &u), &u, o);
 }
 
+/* What the format path does after the sequence extension, fixed per
+ * processor: FMT_DELIVER (reorder off, no chunks), FMT_REORDER (reorder
+ * on, no chunks), or FMT_ANY, which reads it per packet (chunks, a user
+ * placement function, a hand-over).  A constant in each burst loop, so
+ * the other modes' branches and loads leave it. */
+enum { FMT_DELIVER, FMT_REORDER, FMT_ANY };
+
+/*
+ * One burst's settings of the format path, gathered once per burst
+ * rather than read from the processor per packet (a store to its
+ * counters or a call could change them, as far as the compiler knows).
+ * f: the description; in a burst loop a copy on that loop's stack, which
+ * no call can change, so what the rules read of it (the sequence mask,
+ * the dropout limits) stays out of the per-packet loop.
+ */
+struct fmt_burst {
+	const struct vfgx_format *f;
+	uint32_t need;
+	uint32_t nb_seq, max_streams, reorder_slot;
+	bool learn, hand, chunks, reorder;
+	struct vfgx_seq_state *seq;
+	struct reorder_stream **streams;
+	uint64_t now;
+};
+
 static inline __attribute__((always_inline)) void
-fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
-		       bool may_hand)
+fmt_burst_make(const vfgx_proc *p, const struct vfgx_format *f, uint64_t now,
+	       struct fmt_burst *b)
 {
+	b->f = f;
+	b->need = p->plan.need;
+	b->nb_seq = p->nb_seq;
+	b->max_streams = p->conf.max_streams;
+	b->reorder_slot = p->conf.reorder_slot;
+	b->learn = p->learn;
+	b->hand = p->steer.owner != NULL;
+	b->chunks = p->chunks != NULL;
+	b->reorder = p->conf.reorder;
+	b->seq = p->seq;
+	b->streams = p->streams;
+	b->now = now;
+}
+
+/* The processor's mode (FMT_DELIVER, FMT_REORDER or FMT_ANY). */
+static int fmt_mode(const vfgx_proc *p)
+{
+	if (p->chunks || p->place_fn)
+		return FMT_ANY;
+	return p->conf.reorder ? FMT_REORDER : FMT_DELIVER;
+}
+
+/* Reorder a decoded packet by its extended sequence (its payload fits a
+ * slot: fmt_packet checked); its stream's window starts at the stream's
+ * first (an extended sequence starts anywhere: one turn in), not at 0.
+ * A stream refused a window: bad_stream. */
+static inline __attribute__((always_inline)) void
+fmt_reorder(vfgx_proc *p, const struct fmt_burst *b, const struct vfgx_fmt_pkt *o,
+	    const uint8_t *pay)
+{
+	struct reorder_stream *s = b->streams[o->stream];
+	int r;
+
+	if (!s || !s->started) {
+		s = stream_get(p, o->stream);
+		if (s == &refused_stream) {
+			p->st.drops[VFGX_DROP_BAD_STREAM]++;
+			return;
+		}
+		s->started = true;
+		s->base = o->ext_seq;
+	}
+	r = fmt_reorder_store(p, s, o->stream, o->ext_seq, pay + o->payload_off, o->payload_len);
+	if (r != VFGX_STAGE_PASS)
+		p->st.drops[r]++;
+}
+
+/*
+ * A packet by the producer's header (pipeline.format): decode it, hand it
+ * to the worker that owns its stream (may_hand), extend its sequence with
+ * the stream's state, then as vfgx's header: delivered as it comes
+ * (reorder off), reordered by the extended sequence, or placed into its
+ * chunk (slots, or bytes at the offsets the format computes).  The rules
+ * are vfgx/format.h's and rules.h's, the same the gpu engine runs.  kind
+ * (the plan's) and mode are constants in the burst loops and read from
+ * the processor elsewhere.
+ */
+static inline __attribute__((always_inline)) void
+fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t len,
+	   bool may_hand, const uint32_t kind, const int mode)
+{
+	const struct vfgx_fmt_plan c = { .need = b->need, .kind = kind };
+	bool reorder = mode == FMT_ANY ? b->reorder && !b->chunks : mode == FMT_REORDER;
 	struct vfgx_fmt_pkt o;
-	struct vfgx_app_hdr h;
 	const uint8_t *data;
 	uint32_t dlen;
-	int r = vfgx_fmt_decode_plan(p->fmt, &p->plan, pay, len, &o);
+	int r = vfgx_fmt_decode_plan(b->f, &c, pay, len, &o);
 
 	/* decode's stream check is its last: o is whole when it fails */
-	if (p->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
+	if (b->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
 		int32_t i = learn_stream(p, o.stream_raw);
 
-		o.stream = vfgx_fmt_learned_stream(p->fmt, i);
+		o.stream = vfgx_fmt_learned_stream(b->f, i);
 		r = VFGX_FD_OK;
 	}
-	if (r == VFGX_FD_OK && p->place_fn)
+	if (mode == FMT_ANY && r == VFGX_FD_OK && p->place_fn)
 		r = user_place(p, pay, len, &o);
-	if (r != VFGX_FD_OK || o.stream >= p->nb_seq) {
+	if (r != VFGX_FD_OK || o.stream >= b->nb_seq) {
 		p->st.drops[r != VFGX_FD_OK ? vfgx_fmt_drop_reason(r) : VFGX_R_BAD_STREAM]++;
 		return;
 	}
-	if (may_hand && p->steer.owner && o.stream < p->conf.max_streams) {
+	if (may_hand && b->hand && o.stream < b->max_streams) {
 		uint16_t to = stream_owner(p, o.stream);
 
 		if (to != p->steer.self) {
@@ -532,18 +629,22 @@ fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
 			return;
 		}
 	}
-	if (p->conf.reorder && !p->chunks && o.payload_len > p->conf.reorder_slot) {
+	if (reorder && o.payload_len > b->reorder_slot) {
 		/* before the extension, as the gpu engine's phase A */
 		p->st.drops[VFGX_R_TOO_BIG]++;
 		return;
 	}
-	r = vfgx_seq_extend(p->fmt, &p->seq[o.stream], o.seq, &o.ext_seq);
+	r = vfgx_seq_extend(b->f, &b->seq[o.stream], o.seq, &o.ext_seq);
 	if (r != VFGX_FD_OK) {
 		p->st.drops[vfgx_fmt_drop_reason(r)]++;
 		return;
 	}
-	if (p->chunks) {
-		r = vfgx_chunkset_place_pkt(p->chunks, &o, pay, now, &data, &dlen);
+	if (reorder) {
+		fmt_reorder(p, b, &o, pay);
+		return;
+	}
+	if (mode == FMT_ANY && b->chunks) {
+		r = vfgx_chunkset_place_pkt(p->chunks, &o, pay, b->now, &data, &dlen);
 		if (r != VFGX_STAGE_PASS) {
 			p->st.drops[r]++;
 			return;
@@ -552,84 +653,125 @@ fmt_packet(vfgx_proc *p, const uint8_t *pay, uint32_t len, uint64_t now,
 		deliver(p, o.stream, o.ext_seq, data, dlen, 0);
 		return;
 	}
-	if (!p->conf.reorder) {
-		deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
-		return;
-	}
-	if (o.stream < p->conf.max_streams &&
-	    (!p->streams[o.stream] || !p->streams[o.stream]->started)) {
-		/* an extended sequence starts anywhere (one turn in): the
-		 * window starts at the stream's first, not at 0 */
-		struct reorder_stream *s = stream_get(p, o.stream);
+	deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
+}
 
-		if (s != &refused_stream && !s->started) {
-			s->started = true;
-			s->base = o.ext_seq;
+/* What every packet of a burst goes through first: the counters, the
+ * latency histogram, then parse and port filter unless the port gave the
+ * UDP payload alone.  false: dropped (counted). */
+static inline __attribute__((always_inline)) bool
+pkt_front(vfgx_proc *p, const struct vfgx_pkt *pk, uint64_t now, const uint8_t **pay,
+	  uint32_t *len)
+{
+	struct vfgx_parsed ps;
+	int r;
+
+	p->st.packets++;
+	p->st.bytes += pk->len;
+	if (pk->ts_ns && now >= pk->ts_ns)
+		p->st.lat_hist[lat_bucket(now - pk->ts_ns)]++;
+	if (pk->flags & VFGX_PKT_PAYLOAD) {
+		ps.payload_off = 0;
+		ps.payload_len = pk->len;
+	} else {
+		r = vfgx_parse(pk->data, pk->len, &ps);
+		if (r == VFGX_STAGE_PASS)
+			r = vfgx_filter_port(p->lo, p->hi, p->conf.nb_port_ranges, ps.dst_port);
+		if (r != VFGX_STAGE_PASS) {
+			p->st.drops[r]++;
+			return false;
 		}
 	}
-	h.stream = o.stream;
-	h.flags = 0;
-	h.seq = o.ext_seq;
-	r = reorder_insert(p, &h, pay + o.payload_off, o.payload_len);
-	if (r != VFGX_STAGE_PASS)
-		p->st.drops[r]++;
+	p->st.passed++;
+	*pay = pk->data + ps.payload_off;
+	*len = ps.payload_len;
+	return true;
+}
+
+/* A burst by the producer's header, kind and mode constants. */
+static inline __attribute__((always_inline)) void
+fmt_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n, uint64_t now,
+	  const uint32_t kind, const int mode)
+{
+	struct vfgx_format f = *p->fmt;
+	struct fmt_burst b;
+	const uint8_t *pay;
+	uint32_t len;
+
+	fmt_burst_make(p, &f, now, &b);
+	for (uint32_t k = 0; k < n; k++)
+		if (pkt_front(p, &pkts[k], now, &pay, &len))
+			fmt_packet(p, &b, pay, len, true, kind, mode);
+}
+
+/* One loop per built-in decoder and mode (FMT_ANY: one loop that reads
+ * them per packet). */
+#define FMT_KIND_LOOPS(k)                                                \
+	case k:                                                          \
+		if (mode == FMT_REORDER)                                 \
+			fmt_burst(p, pkts, n, now, k, FMT_REORDER);      \
+		else                                                     \
+			fmt_burst(p, pkts, n, now, k, FMT_DELIVER);      \
+		return
+
+static void fmt_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n,
+			   uint64_t now)
+{
+	int mode = fmt_mode(p);
+
+	if (mode == FMT_ANY) {
+		fmt_burst(p, pkts, n, now, p->plan.kind, FMT_ANY);
+		return;
+	}
+	switch (p->plan.kind) {
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_RTP);
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_VITA49);
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_ECPRI);
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_SPEAD);
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_VDIF);
+	FMT_KIND_LOOPS(VFGX_FMT_KIND_GR_UDP);
+	default:
+		fmt_burst(p, pkts, n, now, VFGX_FMT_KIND_GENERIC, mode);
+		return;
+	}
 }
 
 void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 {
 	uint64_t now = vfgx_now_ns();
 
+	if (p->fmt) {
+		fmt_proc_burst(p, pkts, n, now);
+		return;
+	}
 	for (uint32_t k = 0; k < n; k++) {
-		const struct vfgx_pkt *pk = &pkts[k];
-		struct vfgx_parsed ps;
 		struct vfgx_app_hdr h;
 		const uint8_t *pay;
+		uint32_t plen;
 		int r;
 
-		p->st.packets++;
-		p->st.bytes += pk->len;
-		if (pk->ts_ns && now >= pk->ts_ns)
-			p->st.lat_hist[lat_bucket(now - pk->ts_ns)]++;
-		if (pk->flags & VFGX_PKT_PAYLOAD) {
-			ps.payload_off = 0;
-			ps.payload_len = pk->len;
-		} else {
-			r = vfgx_parse(pk->data, pk->len, &ps);
-			if (r == VFGX_STAGE_PASS)
-				r = vfgx_filter_port(p->lo, p->hi,
-						     p->conf.nb_port_ranges,
-						     ps.dst_port);
-			if (r != VFGX_STAGE_PASS) {
-				p->st.drops[r]++;
-				continue;
-			}
-		}
-		p->st.passed++;
-		pay = pk->data + ps.payload_off;
-		if (p->fmt) {
-			fmt_packet(p, pay, ps.payload_len, now, true);
+		if (!pkt_front(p, &pkts[k], now, &pay, &plen))
 			continue;
-		}
-		r = vfgx_app_hdr_read(pay, ps.payload_len, p->conf.max_streams, &h);
+		r = vfgx_app_hdr_read(pay, plen, p->conf.max_streams, &h);
 		if (!p->conf.reorder && !p->chunks) {
 			if (r == VFGX_STAGE_PASS)
 				deliver(p, h.stream, h.seq, pay + VFGX_APP_HLEN,
-					ps.payload_len - VFGX_APP_HLEN, h.flags);
+					plen - VFGX_APP_HLEN, h.flags);
 			else if (p->conf.verify_payload)
 				p->st.drops[r]++;
 			else
-				deliver(p, 0, 0, pay, ps.payload_len, 0);
+				deliver(p, 0, 0, pay, plen, 0);
 			continue;
 		}
 		if (r == VFGX_STAGE_PASS && p->steer.owner &&
-		    ps.payload_len - VFGX_APP_HLEN <= p->slot_max) {
+		    plen - VFGX_APP_HLEN <= p->slot_max) {
 			uint16_t to = stream_owner(p, h.stream);
 
 			if (to != p->steer.self) {
 				struct vfgx_handoff ho = {
 					.stream = h.stream, .flags = h.flags,
 					.seq = h.seq, .body = pay + VFGX_APP_HLEN,
-					.len = ps.payload_len - VFGX_APP_HLEN,
+					.len = plen - VFGX_APP_HLEN,
 				};
 
 				p->steer.hand(p->steer.user, to, &ho);
@@ -639,9 +781,9 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		}
 		if (r == VFGX_STAGE_PASS)
 			r = p->chunks ? chunk_insert(p, &h, pay + VFGX_APP_HLEN,
-						     ps.payload_len - VFGX_APP_HLEN, now) :
+						     plen - VFGX_APP_HLEN, now) :
 					reorder_insert(p, &h, pay + VFGX_APP_HLEN,
-						       ps.payload_len - VFGX_APP_HLEN);
+						       plen - VFGX_APP_HLEN);
 		if (r != VFGX_STAGE_PASS)
 			p->st.drops[r]++;
 	}
@@ -661,7 +803,10 @@ void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *ho)
 	int r;
 
 	if (ho->flags & HANDOFF_RAW) {
-		fmt_packet(p, ho->body, ho->len, vfgx_now_ns(), false);
+		struct fmt_burst b;
+
+		fmt_burst_make(p, p->fmt, vfgx_now_ns(), &b);
+		fmt_packet(p, &b, ho->body, ho->len, false, p->plan.kind, FMT_ANY);
 		return;
 	}
 	r = p->chunks ? chunk_insert(p, &h, ho->body, ho->len, vfgx_now_ns()) :
