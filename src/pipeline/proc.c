@@ -508,14 +508,9 @@ static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
  * the other modes' branches and loads leave it. */
 enum { FMT_DELIVER, FMT_REORDER, FMT_ANY };
 
-/*
- * One burst's settings of the format path, gathered once per burst
+/* One burst's settings of the format path, gathered once per burst
  * rather than read from the processor per packet (a store to its
- * counters or a call could change them, as far as the compiler knows).
- * f: the description; in a burst loop a copy on that loop's stack, which
- * no call can change, so what the rules read of it (the sequence mask,
- * the dropout limits) stays out of the per-packet loop.
- */
+ * counters or a call could change them, as far as the compiler knows). */
 struct fmt_burst {
 	const struct vfgx_format *f;
 	uint32_t need;
@@ -527,10 +522,9 @@ struct fmt_burst {
 };
 
 static inline __attribute__((always_inline)) void
-fmt_burst_make(const vfgx_proc *p, const struct vfgx_format *f, uint64_t now,
-	       struct fmt_burst *b)
+fmt_burst_make(const vfgx_proc *p, uint64_t now, struct fmt_burst *b)
 {
-	b->f = f;
+	b->f = p->fmt;
 	b->need = p->plan.need;
 	b->nb_seq = p->nb_seq;
 	b->max_streams = p->conf.max_streams;
@@ -598,8 +592,11 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 	uint32_t dlen;
 	int r = vfgx_fmt_decode_plan(b->f, &c, pay, len, &o);
 
-	/* decode's stream check is its last: o is whole when it fails */
-	if (b->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
+	/* decode's stream check is its last: o is whole when it fails; only
+	 * RTP learns streams (vfgx_fmt_learns), read by the rtp decoder or
+	 * the generic one */
+	if ((mode == FMT_ANY || kind == VFGX_FMT_KIND_RTP || kind == VFGX_FMT_KIND_GENERIC) &&
+	    b->learn && (r == VFGX_FD_OK || r == VFGX_FD_BAD_STREAM)) {
 		int32_t i = learn_stream(p, o.stream_raw);
 
 		o.stream = vfgx_fmt_learned_stream(b->f, i);
@@ -693,12 +690,11 @@ static inline __attribute__((always_inline)) void
 fmt_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n, uint64_t now,
 	  const uint32_t kind, const int mode)
 {
-	struct vfgx_format f = *p->fmt;
 	struct fmt_burst b;
 	const uint8_t *pay;
 	uint32_t len;
 
-	fmt_burst_make(p, &f, now, &b);
+	fmt_burst_make(p, now, &b);
 	for (uint32_t k = 0; k < n; k++)
 		if (pkt_front(p, &pkts[k], now, &pay, &len))
 			fmt_packet(p, &b, pay, len, true, kind, mode);
@@ -805,7 +801,7 @@ void vfgx_proc_take(vfgx_proc *p, const struct vfgx_handoff *ho)
 	if (ho->flags & HANDOFF_RAW) {
 		struct fmt_burst b;
 
-		fmt_burst_make(p, p->fmt, vfgx_now_ns(), &b);
+		fmt_burst_make(p, vfgx_now_ns(), &b);
 		fmt_packet(p, &b, ho->body, ho->len, false, p->plan.kind, FMT_ANY);
 		return;
 	}
