@@ -196,6 +196,83 @@ static void test_spead(void **state)
 	assert_int_equal(o.seg[0].dst_off, 2048);
 }
 
+/* Bad SPEAD-64-48 packets, from the packet format of the SPEAD
+ * specification: a packet cut short, a bare header with no item
+ * pointers, an item whose id is not the one the reader needs, and a
+ * header of another version or flavour.  Heap counter, heap offset and
+ * payload length are needed to place a packet (FIELD_OUTSIDE without
+ * one); heap size is optional (the heap's size unknown, no end mark). */
+static void test_spead_bad(void **state)
+{
+	struct vfgx_format f;
+	struct vfgx_fmt_pkt o;
+	uint8_t p[256];
+	uint32_t n;
+
+	(void)state;
+	profile("spead", &f);
+	f.chunk_bytes = 4096;
+	/* cut inside the 8-byte header */
+	n = spead_pkt(p, 60, 4096, 0, 8, 8);
+	for (uint32_t cut = 0; cut < 8; cut++)
+		assert_int_equal(decode(&f, p, cut, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* cut inside the item pointers (4 items: 40 header bytes) */
+	for (uint32_t cut = 8; cut < 40; cut++)
+		assert_int_equal(decode(&f, p, cut, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* cut inside the payload: 8 bytes claimed, 5 there */
+	assert_int_equal(decode(&f, p, 45, &o), VFGX_FD_BAD_LENGTH);
+	/* header and items whole, no payload: 8 claimed, 0 there */
+	assert_int_equal(decode(&f, p, 40, &o), VFGX_FD_BAD_LENGTH);
+	/* a bare header: no item pointers, so no heap counter */
+	n = spead_pkt(p, 61, 4096, 0, 8, 8);
+	p[6] = 0;
+	p[7] = 0;
+	assert_int_equal(decode(&f, p, 8, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* the same with bytes after it */
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* wrong item id: the heap counter's id 0x0001 written 0x0006 (an
+	 * immediate item of another kind): no heap counter */
+	n = spead_pkt(p, 62, 4096, 0, 8, 8);
+	p[9] = 0x06;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* the payload length's id 0x0004 written 0x0104: none */
+	n = spead_pkt(p, 63, 4096, 0, 8, 8);
+	p[32] = 0x81;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* the heap offset's id 0x0003 written 0x0007: none */
+	n = spead_pkt(p, 64, 4096, 0, 8, 8);
+	p[25] = 0x07;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* the heap size's id 0x0002 written 0x0008: heap size absent, which
+	 * the protocol allows: placed, its size unknown, no end mark */
+	n = spead_pkt(p, 65, 4096, 4088, 8, 8);
+	p[17] = 0x08;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.chunk, 65);
+	assert_int_equal(o.chunk_bytes, 0);
+	assert_int_equal(o.end, 0);
+	assert_int_equal(o.seg[0].dst_off, 4088);
+	assert_int_equal(o.seg[0].len, 8);
+	/* wrong version: 3 (and 5) where SPEAD's is 4 */
+	n = spead_pkt(p, 66, 4096, 0, 8, 8);
+	p[1] = 3;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	p[1] = 5;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	/* wrong magic: 0x54 where 'S' (0x53) is */
+	n = spead_pkt(p, 67, 4096, 0, 8, 8);
+	p[0] = 0x54;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	/* item pointer width 3 bytes (SPEAD-64-40's is (64 - 40) / 8 = 3) */
+	n = spead_pkt(p, 68, 4096, 0, 8, 8);
+	p[2] = 3;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
+	/* the same packet whole reads */
+	n = spead_pkt(p, 69, 4096, 0, 8, 8);
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.chunk, 69);
+}
+
 /* ---- VDIF ---------------------------------------------------------------- */
 
 /* A VDIF 1.1.1 data frame header: four little-endian 32-bit words. */
@@ -697,6 +774,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spead),
+		cmocka_unit_test(test_spead_bad),
 		cmocka_unit_test(test_vdif),
 		cmocka_unit_test(test_rtp),
 		cmocka_unit_test(test_rfc4175),
