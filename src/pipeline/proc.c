@@ -369,7 +369,8 @@ reorder_store(vfgx_proc *p, struct reorder_stream *s, uint32_t id, uint64_t seq,
 	return VFGX_STAGE_PASS;
 }
 
-/* reorder_store for the format path: one copy, out of its burst loops */
+/* reorder_store for the format path: one copy, out of its per-packet
+ * functions */
 static int fmt_reorder_store(vfgx_proc *p, struct reorder_stream *s, uint32_t id,
 			     uint64_t seq, const uint8_t *body, uint32_t len)
 {
@@ -504,8 +505,9 @@ static int user_place(const vfgx_proc *p, const uint8_t *pay, uint32_t len,
 /* What the format path does after the sequence extension, fixed per
  * processor: FMT_DELIVER (reorder off, no chunks), FMT_REORDER (reorder
  * on, no chunks), or FMT_ANY, which reads it per packet (chunks, a user
- * placement function, a hand-over).  A constant in each burst loop, so
- * the other modes' branches and loads leave it. */
+ * placement function, a hand-over).  A constant in each of
+ * fmt_packet's per-packet functions, so the other modes' branches and
+ * loads leave it. */
 enum { FMT_DELIVER, FMT_REORDER, FMT_ANY };
 
 /* One burst's settings of the format path, gathered once per burst
@@ -579,8 +581,9 @@ fmt_reorder(vfgx_proc *p, const struct fmt_burst *b, const struct vfgx_fmt_pkt *
  * (reorder off), reordered by the extended sequence, or placed into its
  * chunk (slots, or bytes at the offsets the format computes).  The rules
  * are vfgx/format.h's and rules.h's, the same the gpu engine runs.  kind
- * (the plan's) and mode are constants in the burst loops and read from
- * the processor elsewhere.
+ * (the plan's) and mode are constants in the per-packet functions
+ * (FMT_PACKET_FN) and read from the burst's settings in fmt_any and a
+ * hand-over.
  */
 static inline __attribute__((always_inline)) void
 fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t len,
