@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/bench.h>
 #include <vfgx/gpu.h>
 #include <vfgx/vfgx.h>
 
@@ -57,6 +58,7 @@ static const struct cli_opt formats_opts[] = {
 	{ "working-set", 'w', "MB", "CPU frame memory per side (default twice the last-level cache, at least 64)" },
 	{ "video-frames", 'f', "N", "frames per stream of each video run (default 60 at 1080p, 20 at 4K)" },
 	{ "video-streams", 'v', "LIST", "4K60 stream counts of the GPU sweep, comma-separated, 1..64 each (default 12,16)" },
+	{ "only", 'p', "LIST", "measure these alone, comma-separated among rtp, vita49, ecpri, spead, vdif, gr-udp and video (the RFC 4175 runs); the rest are listed as not measured (default all)" },
 	{ "cpu-only", 'c', NULL, "the CPU part alone (no GPU part even where a GPU is)" },
 	{ "gpu-only", 'g', NULL, "the GPU part alone, merged after the CPU part of --merge-from" },
 	{ "merge-from", 'm', "FILE", "--gpu-only: the results file whose CPU part is kept (default DIR/formats.md)" },
@@ -76,6 +78,8 @@ struct fopts {
 	double seconds;
 	int rounds, ws_mb, video_frames;
 	bool cpu_only, gpu_only;
+	const char *only;       /* --only, as given (NULL: everything) */
+	uint32_t only_mask;     /* bit i: profiles[i]; bit NB_PROFILES: video */
 	uint32_t sweep[MAX_SWEEP]; /* --video-streams, ascending */
 	int nsweep;
 	const char *sweep_arg;
@@ -330,7 +334,10 @@ static int gpu_frames_make(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
 		goto out;
 	for (uint32_t i = 0; i < g->n; i++)
 		g->pkts[i] = (struct vfgx_pkt){ .data = (uint8_t *)ri->dev_addr + (size_t)i * t.stride,
-						.len = t.pkts[i].len, .flags = VFGX_PKT_GPU };
+						.len = t.pkts[i].len, .flags = VFGX_PKT_GPU,
+						/* the items' stamps (-Dgpu_item_stamps) take
+						 * an item's oldest; the frames were made now */
+						.ts_ns = vfgx_now_ns() };
 	ret = 0;
 out:
 	traffic_free(&t);
@@ -386,6 +393,14 @@ static double gpu_side(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
 	if (vfgx_gpu_proc_sync(gp) || vfgx_gpu_proc_stats(gp, &st, &order))
 		goto out;
 	ns = vfgx_now_ns() - t0;
+	{
+		/* -Dgpu_item_stamps: where the side's items spent their time */
+		char sb[640];
+
+		if (!vfgx_gpu_proc_item_stamps(gp, sb, sizeof(sb)))
+			printf("gpu %s %u B %s side: %s\n", p->profile, p->size,
+			       as_profile ? p->profile : "vfgx", sb);
+	}
 	st.packets -= st0.packets;
 	st.delivered -= st0.delivered;
 	st.gaps -= st0.gaps;
@@ -757,6 +772,47 @@ static int parse_sweep(const char *arg, struct fopts *o)
 	return 0;
 }
 
+/* --only: names among profiles[] and "video" into o->only_mask; 0, or 2
+ * after one line on stderr. */
+static int parse_only(const char *arg, struct fopts *o)
+{
+	const char *p = arg;
+
+	o->only = arg;
+	o->only_mask = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		int i;
+
+		for (i = 0; i <= NB_PROFILES; i++) {
+			const char *name = i < NB_PROFILES ? profiles[i] : "video";
+
+			if (strlen(name) == n && !strncmp(p, name, n))
+				break;
+		}
+		if (i > NB_PROFILES || !n) {
+			fprintf(stderr, "vfgx bench formats: --only %s: '%.*s' is none of rtp, vita49, ecpri, spead, vdif, gr-udp, video\n",
+				arg, (int)n, p);
+			return 2;
+		}
+		o->only_mask |= 1u << i;
+		p += n + (p[n] == ',');
+	}
+	if (!o->only_mask) {
+		fprintf(stderr, "vfgx bench formats: --only: name at least one of rtp, vita49, ecpri, spead, vdif, gr-udp, video\n");
+		return 2;
+	}
+	return 0;
+}
+
+static bool selected(const struct fopts *o, const char *name)
+{
+	for (int i = 0; i <= NB_PROFILES; i++)
+		if (!strcmp(name, i < NB_PROFILES ? profiles[i] : "video"))
+			return (o->only_mask >> i) & 1;
+	return false;
+}
+
 static int parse(int argc, char **argv, struct fopts *o)
 {
 	int c;
@@ -789,6 +845,10 @@ static int parse(int argc, char **argv, struct fopts *o)
 		case 'v':
 			o->sweep_arg = optarg;
 			if (parse_sweep(optarg, o))
+				return 2;
+			break;
+		case 'p':
+			if (parse_only(optarg, o))
 				return 2;
 			break;
 		case 'c':
@@ -835,10 +895,12 @@ int vfgx_bench_formats(int argc, char **argv)
 	static struct pair_rounds cpu[NB_PROFILES * NB_SIZES], gpu[NB_PROFILES * NB_SIZES];
 	static struct fvideo_rounds cvid, gvid;
 	struct fopts o = { .out = "bench/results", .seconds = 0.3, .rounds = 7,
-			   .sweep = { 12, 16 }, .nsweep = 2 };
+			   .sweep = { 12, 16 }, .nsweep = 2,
+			   .only_mask = (1u << (NB_PROFILES + 1)) - 1 };
 	struct cpu_part cp = { 0 };
 	const int np = NB_PROFILES * NB_SIZES;
 	char path[512], merge_path[600], gpu_desc[256] = "";
+	const char *nogpu;
 	size_t llc = work_llc_bytes(), ws;
 	double load0, load1;
 	bool run_cpu, run_gpu = false;
@@ -890,11 +952,22 @@ int vfgx_bench_formats(int argc, char **argv)
 			p->heap_pkts = GPU_SPEAD_HEAP_PKTS;
 			p->f.chunk_bytes = (uint64_t)p->heap_pkts * (p->size - ETH_IP_UDP - SPEAD_HLEN);
 		}
+	/* --only: the rest not measured, and said so */
+	for (int k = 0; k < np; k++)
+		if (!selected(&o, cpu[k].p.profile)) {
+			snprintf(cpu[k].why, sizeof(cpu[k].why), "not among --only %s", o.only);
+			snprintf(gpu[k].why, sizeof(gpu[k].why), "not among --only %s", o.only);
+		}
+	if (!selected(&o, "video")) {
+		snprintf(cvid.why, sizeof(cvid.why), "not among --only %s", o.only);
+		snprintf(gvid.why, sizeof(gvid.why), "not among --only %s", o.only);
+	}
 	load0 = bench_loadavg1();
 	for (int k = 0; run_cpu && k < np; k++)
-		if (cpu_pair(ctx, &o, ws, &cpu[k]))
+		if (selected(&o, cpu[k].p.profile) && cpu_pair(ctx, &o, ws, &cpu[k]))
 			goto out;
-	if (run_cpu && fvideo_cpu_rounds(ctx, o.rounds, (uint32_t)o.video_frames, &cvid))
+	if (run_cpu && selected(&o, "video") &&
+	    fvideo_cpu_rounds(ctx, o.rounds, (uint32_t)o.video_frames, &cvid))
 		goto out;
 #if VFGX_HAVE_CUDA
 	if (run_gpu) {
@@ -902,6 +975,8 @@ int vfgx_bench_formats(int argc, char **argv)
 		for (int k = 0; k < np; k++) {
 			struct traffic a, b;
 
+			if (!selected(&o, gpu[k].p.profile))
+				continue;
 			memset(&a, 0, sizeof(a));
 			memset(&b, 0, sizeof(b));
 			if (traffic_build(&a, &gpu[k].p, true, 4096) ||
@@ -917,7 +992,8 @@ int vfgx_bench_formats(int argc, char **argv)
 			if (gpu_pair(ctx, &o, &gpu[k]))
 				goto out;
 		}
-		if (fvideo_sweep(ctx, true, 3840, 2160, o.rounds, (uint32_t)o.video_frames, o.sweep,
+		if (selected(&o, "video") &&
+		    fvideo_sweep(ctx, true, 3840, 2160, o.rounds, (uint32_t)o.video_frames, o.sweep,
 				 o.nsweep, &gvid))
 			goto out;
 	}
@@ -936,6 +1012,8 @@ int vfgx_bench_formats(int argc, char **argv)
 		fprintf(f, " --video-frames %d", o.video_frames);
 	if (o.sweep_arg)
 		fprintf(f, " --video-streams %s", o.sweep_arg);
+	if (o.only)
+		fprintf(f, " --only %s", o.only);
 	fprintf(f, "\n- load average (1 min) before %.2f, after %.2f on %ld online cores: absolute rates move with whatever else runs on this machine; the paired same-round ratios are what count\n",
 		load0, load1, sysconf(_SC_NPROCESSORS_ONLN));
 	if (o.gpu_only)
@@ -961,14 +1039,16 @@ int vfgx_bench_formats(int argc, char **argv)
 	/* the CPU part alone still lists the GPU targets, unmeasured (a
 	 * --gpu-only run on a GPU host later replaces them: the merge keeps
 	 * only the CPU part's target lines) */
+	nogpu = o.cpu_only ? "the CPU part alone (--cpu-only); vfgx bench formats --gpu-only on a GPU host adds it" :
+			     "no GPU here; vfgx bench formats --gpu-only on a GPU host adds it";
 	for (int k = 0; !run_gpu && k < np; k++) {
-		snprintf(gpu[k].why, sizeof(gpu[k].why), "%s", o.cpu_only ?
-			 "the CPU part alone (--cpu-only); vfgx bench formats --gpu-only on a GPU host adds it" :
-			 "no GPU here; vfgx bench formats --gpu-only on a GPU host adds it");
+		if (!gpu[k].why[0]) /* --only's reason stands */
+			snprintf(gpu[k].why, sizeof(gpu[k].why), "%s", nogpu);
 		pair_target(f, "gpu", &gpu[k]);
 	}
 	if (!run_gpu) {
-		snprintf(gvid.why, sizeof(gvid.why), "%s", gpu[0].why);
+		if (!gvid.why[0])
+			snprintf(gvid.why, sizeof(gvid.why), "%s", nogpu);
 		streams_target(f, "rtp_video_streams_gpu", &gvid, 12, o.sweep[o.nsweep - 1]);
 	}
 	fclose(f);

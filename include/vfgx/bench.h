@@ -99,6 +99,9 @@ void vfgx_gpu_pipeline_feeder(const vfgx_gpu_pipeline *gpl, struct vfgx_gpu_feed
  * line of text in buf (docs/gpu.md); -ENOTSUP otherwise, -ENODATA before
  * an item with packets was reaped. */
 int vfgx_gpu_pipeline_item_stamps(const vfgx_gpu_pipeline *gpl, char *buf, size_t len);
+/* The same for a GPU processor of its own (vfgx bench formats): the items
+ * whose packets carry a ts_ns. */
+int vfgx_gpu_proc_item_stamps(const vfgx_gpu_proc *gp, char *buf, size_t len);
 
 /* --- the GPU processor's hand-off (src/pipeline/gpu_proc_host.c) ------- */
 /* vfgx_gpu_proc_create whose kernels place records into chunks (NULL:

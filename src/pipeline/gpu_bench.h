@@ -33,9 +33,6 @@ int vfgx_gpu_proc_tick(vfgx_gpu_proc *gp);
  * nothing was counted. */
 uint64_t vfgx_gpu_proc_lat_pct(const vfgx_gpu_proc *gp, double pct);
 
-/* -Dgpu_item_stamps (persistent): the items' stamps summarised in buf
- * (vfgx_gpu_pipeline_item_stamps, vfgx/bench.h). */
-int vfgx_gpu_proc_item_stamps(const vfgx_gpu_proc *gp, char *buf, size_t len);
 
 
 
