@@ -591,22 +591,137 @@ __device__ int32_t kfmt_learn(uint64_t *learned, uint32_t nb, uint64_t raw)
 	return -1;
 }
 
-/* pipeline.format: each of the group's records of the item gets its
- * sequence extended with its stream's state (vfgx_seq_extend, the cpu
- * engine's rule), in item order, before reorder or chunks see it: the
- * group's turn orders the items and a stream lives in one group.  With
- * learned (RTP's SSRCs), its stream index first (every record is group
- * 0's), then a record past too_big (reorder's slot; 0: none) is dropped,
- * as proc.c's order has it.  A bad stream, jump or a sequence below 0
- * drops the record (its group mark cleared).
+/* The stream whose sequence state a warp holds in registers while it
+ * extends a group's records (written back when the stream changes and at
+ * the end), so no record waits for the store of the one before. */
+struct kfmt_cur {
+	uint32_t cs; /* UINT32_MAX: none */
+	struct vfgx_seq_state st;
+};
+
+__device__ __forceinline__ void kfmt_cur_take(struct kfmt_cur &c, struct vfgx_seq_state *fseq,
+					      uint32_t s, uint32_t lane)
+{
+	if (s == c.cs)
+		return;
+	if (c.cs != UINT32_MAX && lane == 0)
+		fseq[c.cs] = c.st;
+	c.cs = s;
+	c.st = fseq[s];
+}
+
+__device__ __forceinline__ void kfmt_cur_put(const struct kfmt_cur &c, struct vfgx_seq_state *fseq,
+					     uint32_t lane)
+{
+	if (c.cs != UINT32_MAX && lane == 0)
+		fseq[c.cs] = c.st;
+	__syncwarp();
+}
+
+/* pipeline.format: one batch of a group's records (lane j the j-th, lanes
+ * below nb), its sequences as sent extended with their streams' state
+ * (vfgx_seq_extend, the cpu engine's rule), in arrival order.  With
+ * learned (RTP's SSRCs), a record's stream index first (every record is
+ * group 0's), then a record past too_big (reorder's slot; 0: none) is
+ * dropped, as proc.c's order has it.  A bad stream, jump or a sequence
+ * below 0 drops the record: its reason (VFGX_R_*) is returned, 0 for a
+ * record kept, whose stream and seq are now the extended ones.  *fresh:
+ * the record started its stream (the window starts at it, as proc.c's).
  *
- * The group's records 32 at a time, in arrival order (group_ballots, as
- * phase B's walk): a batch that is one stream's next sequences in a run
+ * A batch that is one stream's next sequences in a run
  * (vfgx_seq_extend_run) is extended at once, each lane its own record;
  * any other batch is walked record by record, every lane computing the
- * same decision on values shuffled from the record's lane.  The current
- * stream's state stays in registers (written back when the stream changes
- * and at the end), so no record waits for the store of the one before. */
+ * same decision on values shuffled from the record's lane. */
+__device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__ fmt,
+					  struct vfgx_seq_state *fseq, uint32_t nb_fseq,
+					  uint64_t *learned, uint32_t nb_learned,
+					  uint32_t too_big, uint32_t nb, uint32_t lane,
+					  uint32_t &my_stream, uint64_t &my_seq, uint32_t my_len,
+					  uint64_t my_raw, bool &fresh, struct kfmt_cur &c)
+{
+	bool in = lane < nb;
+	uint32_t s0 = __shfl_sync(FULL, my_stream, 0);
+	uint64_t q0 = __shfl_sync(FULL, my_seq, 0), raw0 = __shfl_sync(FULL, my_raw, 0);
+	int my_v = 0;
+
+	fresh = false;
+	if (__all_sync(FULL, !in || (my_stream == s0 && vfgx_seq_in_run(fmt, q0, my_seq, lane) &&
+				     (!learned || (my_raw == raw0 &&
+						   !(too_big && my_len > too_big)))))) {
+		uint32_t s = s0;
+		uint64_t e0;
+		bool ok = true;
+
+		if (learned) {
+			int32_t li = 0;
+			uint32_t x;
+
+			if (lane == 0)
+				li = kfmt_learn(learned, nb_learned, raw0);
+			x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
+			ok = x != UINT32_MAX && s + x < nb_fseq;
+			s += x;
+		}
+		if (ok && s < nb_fseq) {
+			kfmt_cur_take(c, fseq, s, lane);
+			if (vfgx_seq_extend_run(fmt, &c.st, q0, nb, &e0)) {
+				my_stream = s;
+				my_seq = e0 + lane;
+				return 0;
+			}
+		}
+	}
+	for (uint32_t m = __ballot_sync(FULL, in); m; m &= m - 1) {
+		uint32_t jl = (uint32_t)(__ffs(m) - 1);
+		uint32_t s = __shfl_sync(FULL, my_stream, jl);
+		uint64_t seq = __shfl_sync(FULL, my_seq, jl);
+		uint64_t ext = 0;
+		int v = VFGX_FD_OK, reason = 0;
+		bool fr = false;
+
+		if (learned) {
+			int32_t li = 0;
+			uint64_t raw = __shfl_sync(FULL, my_raw, jl);
+			uint32_t len = __shfl_sync(FULL, my_len, jl);
+			uint32_t x;
+
+			if (lane == 0)
+				li = kfmt_learn(learned, nb_learned, raw);
+			x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
+			if (x == UINT32_MAX || s + x >= nb_fseq) {
+				v = VFGX_FD_BAD_STREAM;
+			} else {
+				s += x;
+				if (too_big && len > too_big)
+					reason = VFGX_R_TOO_BIG;
+			}
+		}
+		if (!reason && v == VFGX_FD_OK && s >= nb_fseq)
+			v = VFGX_FD_BAD_STREAM;
+		if (!reason && v == VFGX_FD_OK) {
+			kfmt_cur_take(c, fseq, s, lane);
+			fr = !c.st.started;
+			v = vfgx_seq_extend(fmt, &c.st, seq, &ext);
+		}
+		if (!reason && v != VFGX_FD_OK)
+			reason = vfgx_fmt_drop_reason(v);
+		if (lane == jl) {
+			my_stream = s;
+			my_seq = ext;
+			my_v = reason;
+			fresh = fr && v == VFGX_FD_OK && !reason;
+		}
+	}
+	return my_v;
+}
+
+/* pipeline.format ahead of chunks (or of reorder while SSRCs are
+ * learned): each of the group's records of the item gets its sequence
+ * extended (kfmt_batch) in item order, before chunks or reorder see it:
+ * the group's turn orders the items and a stream lives in one group.  A
+ * dropped record has its group mark cleared.  Reorder without learning
+ * extends inside its own walk instead (phase_b_group), each record read
+ * once. */
 __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ fmt,
 					 struct vfgx_seq_state *fseq, uint32_t nb_fseq,
 					 uint64_t *base, struct res *rs, uint8_t *grp,
@@ -614,106 +729,25 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
 					 const struct kfres *frs, uint64_t *learned,
 					 uint32_t nb_learned, uint32_t too_big)
 {
-	uint32_t cs = UINT32_MAX; /* the stream whose state st holds */
-	struct vfgx_seq_state st = { 0, 0, 0, 0 };
+	struct kfmt_cur c = { UINT32_MAX, { 0, 0, 0, 0 } };
 	uint32_t bal[32], tot;
 
 	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
 		group_ballots(grp, b0, n, g, lane, bal, tot);
 		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
 			uint32_t nb = tot - r0 < 32 ? tot - r0 : 32;
-			bool in = lane < nb;
+			bool in = lane < nb, fresh;
 			uint32_t i = in ? batch_index(bal, b0, r0, lane) : 0;
 			uint32_t my_stream = in ? rs[i].stream : 0, my_len = in ? rs[i].len : 0;
 			uint64_t my_seq = in ? rs[i].seq : 0;
 			uint64_t my_raw = in && learned ? frs[i].raw : 0;
-			uint32_t s0 = __shfl_sync(FULL, my_stream, 0);
-			uint64_t q0 = __shfl_sync(FULL, my_seq, 0), raw0 = __shfl_sync(FULL, my_raw, 0);
-			int my_v = 0; /* a drop reason (VFGX_R_*), or 0 */
-			bool done = false;
+			int my_v = kfmt_batch(fmt, fseq, nb_fseq, learned, nb_learned, too_big, nb,
+					      lane, my_stream, my_seq, my_len, my_raw, fresh, c);
 
-			if (__all_sync(FULL, !in || (my_stream == s0 &&
-						     vfgx_seq_in_run(fmt, q0, my_seq, lane) &&
-						     (!learned || (my_raw == raw0 &&
-								   !(too_big && my_len > too_big)))))) {
-				uint32_t s = s0;
-				uint64_t e0;
-				bool ok = true;
-
-				if (learned) {
-					int32_t li = 0;
-					uint32_t x;
-
-					if (lane == 0)
-						li = kfmt_learn(learned, nb_learned, raw0);
-					x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
-					ok = x != UINT32_MAX && s + x < nb_fseq;
-					s += x;
-				}
-				if (ok && s < nb_fseq) {
-					if (s != cs) {
-						if (cs != UINT32_MAX && lane == 0)
-							fseq[cs] = st;
-						cs = s;
-						st = fseq[s];
-					}
-					if (vfgx_seq_extend_run(fmt, &st, q0, nb, &e0)) {
-						my_stream = s;
-						my_seq = e0 + lane;
-						done = true;
-					}
-				}
-			}
-			for (uint32_t m = done ? 0 : __ballot_sync(FULL, in); m; m &= m - 1) {
-				uint32_t jl = (uint32_t)(__ffs(m) - 1);
-				uint32_t s = __shfl_sync(FULL, my_stream, jl);
-				uint64_t seq = __shfl_sync(FULL, my_seq, jl);
-				uint64_t ext = 0;
-				int v = VFGX_FD_OK, reason = 0;
-
-				if (learned) {
-					int32_t li = 0;
-					uint64_t raw = __shfl_sync(FULL, my_raw, jl);
-					uint32_t len = __shfl_sync(FULL, my_len, jl);
-					uint32_t x;
-
-					if (lane == 0)
-						li = kfmt_learn(learned, nb_learned, raw);
-					x = vfgx_fmt_learned_stream(fmt, __shfl_sync(FULL, li, 0));
-					if (x == UINT32_MAX || s + x >= nb_fseq) {
-						v = VFGX_FD_BAD_STREAM;
-					} else {
-						s += x;
-						if (too_big && len > too_big)
-							reason = VFGX_R_TOO_BIG;
-					}
-				}
-				if (!reason && v == VFGX_FD_OK && s >= nb_fseq)
-					v = VFGX_FD_BAD_STREAM;
-				if (!reason && v == VFGX_FD_OK) {
-					bool fresh;
-
-					if (s != cs) {
-						if (cs != UINT32_MAX && lane == 0)
-							fseq[cs] = st;
-						cs = s;
-						st = fseq[s];
-					}
-					fresh = !st.started;
-					v = vfgx_seq_extend(fmt, &st, seq, &ext);
-					/* the window starts at the stream's first
-					 * extended sequence (proc.c does the same) */
-					if (v == VFGX_FD_OK && fresh && base && lane == 0)
-						base[s] = ext;
-				}
-				if (!reason && v != VFGX_FD_OK)
-					reason = vfgx_fmt_drop_reason(v);
-				if (lane == jl) {
-					my_stream = s;
-					my_seq = ext;
-					my_v = reason;
-				}
-			}
+			/* the window starts at the stream's first extended
+			 * sequence (proc.c does the same) */
+			if (fresh && base)
+				base[my_stream] = my_seq;
 			if (in) {
 				if (my_v) {
 					grp[i] = 0xff;
@@ -725,9 +759,53 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
 			}
 		}
 	}
-	if (cs != UINT32_MAX && lane == 0)
-		fseq[cs] = st;
-	__syncwarp();
+	kfmt_cur_put(c, fseq, lane);
+}
+
+/* Reorder's walk with a format (not learning SSRCs): the batch's
+ * sequences extended in place (kfmt_batch, the records read once), the
+ * dropped ones counted and the rest moved down to lanes 0 .. kept - 1;
+ * a stream started here gets its window's base at its first extended
+ * sequence, through the walk's cache.  Returns the batch's records kept. */
+__device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, struct res &mine,
+						    uint32_t batch, struct kfmt_cur &c,
+						    uint32_t &cs, uint64_t &cbase,
+						    uint64_t &cnext, uint32_t &cheld,
+						    uint32_t lane)
+{
+	bool fresh;
+	int v = kfmt_batch(k.fmt, k.fseq, k.nb_fseq, NULL, 0, 0, batch, lane, mine.stream,
+			   mine.seq, mine.len, 0, fresh, c);
+	uint32_t kept = __ballot_sync(FULL, lane < batch && !v);
+
+	for (uint32_t m = __ballot_sync(FULL, fresh); m; m &= m - 1) {
+		uint32_t jl = (uint32_t)(__ffs(m) - 1);
+
+		cache_get(k, __shfl_sync(FULL, mine.stream, jl), cs, cbase, cnext, cheld, lane);
+		cbase = __shfl_sync(FULL, mine.seq, jl);
+	}
+	if (kept == (batch < 32 ? (1u << batch) - 1 : FULL))
+		return batch;
+	if (lane < batch && v)
+		count(cnt, GPUK_C_DROP0 + v, 1);
+	/* lane j takes the j-th record kept */
+	uint32_t m = kept, src = lane;
+
+	if (lane < (uint32_t)__popc(kept)) {
+		for (uint32_t d = lane; d; d--)
+			m &= m - 1;
+		src = (uint32_t)(__ffs(m) - 1);
+	}
+	mine = shfl_res_from(mine, src);
+	return (uint32_t)__popc(kept);
+}
+
+/* Whether the reorder walk extends a format's sequences itself
+ * (kfmt_walk_batch) rather than kfmt_extend ahead of it: reorder without
+ * chunks, SSRCs not learned (learning takes its turn first). */
+__device__ __forceinline__ bool kfmt_in_walk(const kparams &k)
+{
+	return k.fmt && k.reorder && !k.ch.on && !k.learn;
 }
 
 /* Returns false when told to quit while waiting for the group's turn.
@@ -749,11 +827,12 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * items: read it before waiting for the group's turn, so the turn
 	 * itself only covers the window state. */
 	/* With a format (pipeline.format) the records carry the sequences as
-	 * sent: they are read once extended (kfmt_extend), after the turn.
-	 * One site reads them either way (a second costs every path
-	 * registers). */
+	 * sent: ahead of chunks (or while SSRCs are learned) they are read
+	 * once extended (kfmt_extend), after the turn; reorder extends them
+	 * in its walk (kfmt_in_walk), so it reads them before.  One site
+	 * reads them either way (a second costs every path registers). */
 	bool pre = k.to_b && cmd == VFGX_COMM_CMD_BURST && n;
-	bool after = pre && k.fmt;
+	bool after = pre && k.fmt && !kfmt_in_walk(k);
 
 #pragma unroll 1
 	for (uint32_t turn = 0; turn < 2; turn++) {
@@ -832,9 +911,17 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		 * record needing the window comes, and at the end. */
 		uint32_t cs = UINT32_MAX, cheld = 0;
 		uint64_t cbase = 0, cnext = 0;
+		struct kfmt_cur fc = { UINT32_MAX, { 0, 0, 0, 0 } };
 
 		group_walk(rs, grp, n, g, bal, tot, mine0, lane,
-			   [&](const struct res &mine, uint32_t batch) {
+			   [&](struct res mine, uint32_t batch) {
+				/* a format's sequences as sent: extended first */
+				if (kfmt_in_walk(k)) {
+					batch = kfmt_walk_batch(k, cnt, mine, batch, fc, cs, cbase,
+								cnext, cheld, lane);
+					if (!batch)
+						return;
+				}
 
 				/* A batch that is one stream's next records in
 				 * sequence, nothing held, and nothing to do per record
@@ -909,6 +996,7 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				}
 		});
 		cache_put(k, cs, cbase, cnext, lane);
+		kfmt_cur_put(fc, k.fseq, lane);
 	}
 	__syncwarp();
 	/* The release store orders this warp's window writes (published to
