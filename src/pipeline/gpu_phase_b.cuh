@@ -629,23 +629,25 @@ __device__ __forceinline__ void kfmt_cur_put(const struct kfmt_cur &c, struct vf
  * the record started its stream (the window starts at it, as proc.c's).
  *
  * A batch that is one stream's next sequences in a run
- * (vfgx_seq_extend_run) is extended at once, each lane its own record;
+ * (vfgx_seq_extend_run) is extended at once, each lane its own record
+ * (*run: every lane, past nb too, then holds the stream and its run's
+ * sequence e0 + lane); s0: lane 0's stream;
  * any other batch is walked record by record, every lane computing the
  * same decision on values shuffled from the record's lane. */
 __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__ fmt,
-					  struct vfgx_seq_state *fseq, uint32_t nb_fseq,
-					  uint64_t *learned, uint32_t nb_learned,
-					  uint32_t too_big, uint32_t nb, uint32_t lane,
+					  struct vfgx_seq_run sr, struct vfgx_seq_state *fseq,
+					  uint32_t nb_fseq, uint64_t *learned, uint32_t nb_learned,
+					  uint32_t too_big, uint32_t nb, uint32_t lane, uint32_t s0,
 					  uint32_t &my_stream, uint64_t &my_seq, uint32_t my_len,
-					  uint64_t my_raw, bool &fresh, struct kfmt_cur &c)
+					  uint64_t my_raw, bool &fresh, bool &run, struct kfmt_cur &c)
 {
 	bool in = lane < nb;
-	uint32_t s0 = __shfl_sync(FULL, my_stream, 0);
 	uint64_t q0 = __shfl_sync(FULL, my_seq, 0), raw0 = __shfl_sync(FULL, my_raw, 0);
 	int my_v = 0;
 
 	fresh = false;
-	if (__all_sync(FULL, !in || (my_stream == s0 && vfgx_seq_in_run(fmt, q0, my_seq, lane) &&
+	run = false;
+	if (__all_sync(FULL, !in || (my_stream == s0 && vfgx_seq_in_run(sr, q0, my_seq, lane) &&
 				     (!learned || (my_raw == raw0 &&
 						   !(too_big && my_len > too_big)))))) {
 		uint32_t s = s0;
@@ -664,9 +666,11 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 		}
 		if (ok && s < nb_fseq) {
 			kfmt_cur_take(c, fseq, s, lane);
-			if (vfgx_seq_extend_run(fmt, &c.st, q0, nb, &e0)) {
+			if (vfgx_seq_extend_run(sr, &c.st, q0, nb, &e0)) {
+				/* every lane (those past nb too): s and e0 + lane */
 				my_stream = s;
 				my_seq = e0 + lane;
+				run = true;
 				return 0;
 			}
 		}
@@ -730,19 +734,21 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
 					 uint32_t nb_learned, uint32_t too_big)
 {
 	struct kfmt_cur c = { UINT32_MAX, { 0, 0, 0, 0 } };
+	struct vfgx_seq_run sr = vfgx_seq_run_of(fmt);
 	uint32_t bal[32], tot;
 
 	for (uint32_t b0 = 0; b0 < n; b0 += 1024) {
 		group_ballots(grp, b0, n, g, lane, bal, tot);
 		for (uint32_t r0 = 0; r0 < tot; r0 += 32) {
 			uint32_t nb = tot - r0 < 32 ? tot - r0 : 32;
-			bool in = lane < nb, fresh;
+			bool in = lane < nb, fresh, run;
 			uint32_t i = in ? batch_index(bal, b0, r0, lane) : 0;
 			uint32_t my_stream = in ? rs[i].stream : 0, my_len = in ? rs[i].len : 0;
 			uint64_t my_seq = in ? rs[i].seq : 0;
 			uint64_t my_raw = in && learned ? frs[i].raw : 0;
-			int my_v = kfmt_batch(fmt, fseq, nb_fseq, learned, nb_learned, too_big, nb,
-					      lane, my_stream, my_seq, my_len, my_raw, fresh, c);
+			int my_v = kfmt_batch(fmt, sr, fseq, nb_fseq, learned, nb_learned, too_big,
+					      nb, lane, __shfl_sync(FULL, my_stream, 0), my_stream,
+					      my_seq, my_len, my_raw, fresh, run, c);
 
 			/* the window starts at the stream's first extended
 			 * sequence (proc.c does the same) */
@@ -766,16 +772,28 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
  * sequences extended in place (kfmt_batch, the records read once), the
  * dropped ones counted and the rest moved down to lanes 0 .. kept - 1;
  * a stream started here gets its window's base at its first extended
- * sequence, through the walk's cache.  Returns the batch's records kept. */
+ * sequence, through the walk's cache.  The extension state and the
+ * window state of lane 0's stream are loaded together (one round trip
+ * when the stream changes).  Returns the batch's records kept; *run as
+ * kfmt_batch's (the whole batch one stream's run, every lane holding it). */
 __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, struct res &mine,
-						    uint32_t batch, struct kfmt_cur &c,
-						    uint32_t &cs, uint64_t &cbase,
-						    uint64_t &cnext, uint32_t &cheld,
-						    uint32_t lane)
+						    uint32_t batch, struct vfgx_seq_run sr,
+						    struct kfmt_cur &c, uint32_t &cs,
+						    uint64_t &cbase, uint64_t &cnext,
+						    uint32_t &cheld, bool &run, uint32_t lane)
 {
+	uint32_t s0 = __shfl_sync(FULL, mine.stream, 0);
 	bool fresh;
-	int v = kfmt_batch(k.fmt, k.fseq, k.nb_fseq, NULL, 0, 0, batch, lane, mine.stream,
-			   mine.seq, mine.len, 0, fresh, c);
+
+	if (s0 < k.nb_fseq && s0 < k.nb_streams) {
+		kfmt_cur_take(c, k.fseq, s0, lane);
+		cache_get(k, s0, cs, cbase, cnext, cheld, lane);
+	}
+	int v = kfmt_batch(k.fmt, sr, k.fseq, k.nb_fseq, NULL, 0, 0, batch, lane, s0, mine.stream,
+			   mine.seq, mine.len, 0, fresh, run, c);
+
+	if (run)
+		return batch;
 	uint32_t kept = __ballot_sync(FULL, lane < batch && !v);
 
 	for (uint32_t m = __ballot_sync(FULL, fresh); m; m &= m - 1) {
@@ -912,13 +930,18 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		uint32_t cs = UINT32_MAX, cheld = 0;
 		uint64_t cbase = 0, cnext = 0;
 		struct kfmt_cur fc = { UINT32_MAX, { 0, 0, 0, 0 } };
+		struct vfgx_seq_run sr = { 0, 0 };
 
+		if (kfmt_in_walk(k))
+			sr = vfgx_seq_run_of(k.fmt);
 		group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 			   [&](struct res mine, uint32_t batch) {
+				bool xrun = false;
+
 				/* a format's sequences as sent: extended first */
 				if (kfmt_in_walk(k)) {
-					batch = kfmt_walk_batch(k, cnt, mine, batch, fc, cs, cbase,
-								cnext, cheld, lane);
+					batch = kfmt_walk_batch(k, cnt, mine, batch, sr, fc, cs,
+								cbase, cnext, cheld, xrun, lane);
 					if (!batch)
 						return;
 				}
@@ -930,12 +953,16 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				 * counters the records one by one would add (only the
 				 * first can count as reordered). */
 				if (kr_bulk(k)) {
-					uint32_t st0 = __shfl_sync(FULL, mine.stream, 0);
-					uint64_t s0 = __shfl_sync(FULL, mine.seq, 0);
+					/* xrun: the extension found the run (every
+					 * lane holds its stream and sequence) */
+					uint32_t st0 = xrun ? mine.stream :
+							      __shfl_sync(FULL, mine.stream, 0);
+					uint64_t s0 = xrun ? mine.seq - lane :
+							     __shfl_sync(FULL, mine.seq, 0);
 					bool run = lane >= batch ||
 						   (mine.stream == st0 && mine.seq == s0 + lane);
 
-					if (__all_sync(FULL, run)) {
+					if (xrun || __all_sync(FULL, run)) {
 						cache_get(k, st0, cs, cbase, cnext, cheld, lane);
 						struct vfgx_ro_state rs = { cbase, cheld };
 

@@ -76,6 +76,22 @@ VFGX_HD struct vfgx_rule_delivery vfgx_rule_deliver(int bad, int user_dropped,
 
 /* ---- a producer's sequence: a run extended at once -------------------------- */
 
+/* What a run's extension reads of a format, taken once (the gpu engine
+ * keeps it in registers for a whole walk of a group's records). */
+struct vfgx_seq_run {
+	uint64_t mask;        /* 2^seq_bits - 1 (every bit for 0 or 64) */
+	uint64_t max_dropout; /* seq_max_dropout */
+};
+
+VFGX_HD struct vfgx_seq_run vfgx_seq_run_of(const struct vfgx_format *f)
+{
+	struct vfgx_seq_run r;
+
+	r.mask = vfgx_fmt_mask(f->seq_bits);
+	r.max_dropout = f->seq_max_dropout;
+	return r;
+}
+
 /* n sequences as sent, v0, v0 + 1, ..., v0 + n - 1 (modulo 2^seq_bits),
  * the next ones of a stream that has started, v0 a step forward from its
  * highest (less than seq_max_dropout): extended as n calls of
@@ -83,15 +99,13 @@ VFGX_HD struct vfgx_rule_delivery vfgx_rule_deliver(int bad, int user_dropped,
  * (each is then a step of 1 forward), and the state left as those calls
  * leave it.  Returns 0 without touching anything for any other run: the
  * caller extends it one by one.  The gpu engine extends a warp's 32
- * records of one stream this way (kfmt_extend). */
-VFGX_HD int vfgx_seq_extend_run(const struct vfgx_format *f, struct vfgx_seq_state *s,
-				uint64_t v0, uint32_t n, uint64_t *ext0)
+ * records of one stream this way (kfmt_batch). */
+VFGX_HD int vfgx_seq_extend_run(struct vfgx_seq_run r, struct vfgx_seq_state *s, uint64_t v0,
+				uint32_t n, uint64_t *ext0)
 {
-	uint64_t mask = vfgx_fmt_mask(f->seq_bits);
-	uint64_t d = ((v0 & mask) - s->max_ext) & mask;
+	uint64_t d = ((v0 & r.mask) - s->max_ext) & r.mask;
 
-	if (n == 0 || !s->started || d >= f->seq_max_dropout ||
-	    (n > 1 && f->seq_max_dropout < 2))
+	if (n == 0 || !s->started || d >= r.max_dropout || (n > 1 && r.max_dropout < 2))
 		return 0;
 	*ext0 = s->max_ext + d;
 	s->max_ext = *ext0 + (n - 1);
@@ -102,9 +116,9 @@ VFGX_HD int vfgx_seq_extend_run(const struct vfgx_format *f, struct vfgx_seq_sta
 /* Whether the sequence v as sent is the i-th of a run from v0 (what
  * vfgx_seq_extend_run takes): v0 + i modulo 2^seq_bits, so a run may pass
  * a short counter's turn (32 records of VITA-49's 4-bit count). */
-VFGX_HD int vfgx_seq_in_run(const struct vfgx_format *f, uint64_t v0, uint64_t v, uint32_t i)
+VFGX_HD int vfgx_seq_in_run(struct vfgx_seq_run r, uint64_t v0, uint64_t v, uint32_t i)
 {
-	return ((v - v0 - i) & vfgx_fmt_mask(f->seq_bits)) == 0;
+	return ((v - v0 - i) & r.mask) == 0;
 }
 
 /* ---- reorder ------------------------------------------------------------- */

@@ -675,15 +675,15 @@ static void test_seq_run(void **state)
 			v0 = (rnd >> 5) % 3 == 0 ? (a.max_ext + 1 + (rnd >> 40) % 4) : rnd >> 8;
 			n = (uint32_t)(rnd >> 59) * 4 + (uint32_t)((rnd >> 3) & 3);
 			c = a;
-			if (!vfgx_seq_extend_run(&f, &c, v0, n, &e0)) {
+			if (!vfgx_seq_extend_run(vfgx_seq_run_of(&f), &c, v0, n, &e0)) {
 				assert_memory_equal(&a, &c, sizeof(a));
 				continue;
 			}
 			for (uint32_t i = 0; i < n; i++) {
 				assert_int_equal(vfgx_seq_extend(&f, &a, (v0 + i) & mask, &e), VFGX_FD_OK);
 				assert_int_equal(e, e0 + i);
-				assert_true(vfgx_seq_in_run(&f, v0, v0 + i, i));
-				assert_false(vfgx_seq_in_run(&f, v0, v0 + i + 1, i));
+				assert_true(vfgx_seq_in_run(vfgx_seq_run_of(&f), v0, v0 + i, i));
+				assert_false(vfgx_seq_in_run(vfgx_seq_run_of(&f), v0, v0 + i + 1, i));
 			}
 			assert_int_equal(a.max_ext, c.max_ext);
 			assert_int_equal(a.started, c.started);
