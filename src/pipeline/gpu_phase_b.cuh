@@ -642,7 +642,8 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 					  uint64_t my_raw, bool &fresh, bool &run, struct kfmt_cur &c)
 {
 	bool in = lane < nb;
-	uint64_t q0 = __shfl_sync(FULL, my_seq, 0), raw0 = __shfl_sync(FULL, my_raw, 0);
+	uint64_t q0 = __shfl_sync(FULL, my_seq, 0);
+	uint64_t raw0 = learned ? __shfl_sync(FULL, my_raw, 0) : 0;
 	int my_v = 0;
 
 	fresh = false;

@@ -750,8 +750,12 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		k.fmt_raw = c->ch.on && c->ch.by_bytes;
 		if ((ret = dalloc(g, (void **)&fd, sizeof(*fd), err, errlen)) ||
 		    (ret = dalloc(g, (void **)&k.fseq, sizeof(*k.fseq) * k.nb_fseq, err, errlen)) ||
-		    (ret = dalloc(g, (void **)&k.fres, sizeof(struct kfres) * k.nb_items * c->o.burst,
-				  err, errlen)) ||
+		    /* records' header fields beyond struct res: read by
+		     * chunks and by learning only (reorder has none to read,
+		     * so phase A writes none) */
+		    ((c->ch.on || k.learn) &&
+		     (ret = dalloc(g, (void **)&k.fres,
+				   sizeof(struct kfres) * k.nb_items * c->o.burst, err, errlen))) ||
 		    (k.learn && (ret = dalloc(g, (void **)&k.learned,
 					      sizeof(uint64_t) * k.max_streams, err, errlen))))
 			goto fail;
