@@ -39,6 +39,9 @@
  * options"), persistent mode only: per-item %globaltimer stamps; counters
  * handed back with DONE; the item's header read with its status; phase B's
  * window state on one multiprocessor */
+#ifndef VFGX_FMT_WALK
+#define VFGX_FMT_WALK 1 /* meson -Dgpu_fmt_walk=false: 0 */
+#endif
 #ifndef VFGX_ITEM_STAMPS
 #define VFGX_ITEM_STAMPS 0 /* meson -Dgpu_item_stamps=true */
 #endif

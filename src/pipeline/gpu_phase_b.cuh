@@ -821,10 +821,12 @@ __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, 
 
 /* Whether the reorder walk extends a format's sequences itself
  * (kfmt_walk_batch) rather than kfmt_extend ahead of it: reorder without
- * chunks, SSRCs not learned (learning takes its turn first). */
+ * chunks, SSRCs not learned (learning takes its turn first).
+ * -Dgpu_fmt_walk=false: never (kfmt_extend ahead of every path, as
+ * before the walk did it), an A/B for the vfgx header's rows. */
 __device__ __forceinline__ bool kfmt_in_walk(const kparams &k)
 {
-	return k.fmt && k.reorder && !k.ch.on && !k.learn;
+	return VFGX_FMT_WALK && k.fmt && k.reorder && !k.ch.on && !k.learn;
 }
 
 /* Returns false when told to quit while waiting for the group's turn.
@@ -1024,7 +1026,8 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 				}
 		});
 		cache_put(k, cs, cbase, cnext, lane);
-		kfmt_cur_put(fc, k.fseq, lane);
+		if (VFGX_FMT_WALK)
+			kfmt_cur_put(fc, k.fseq, lane);
 	}
 	__syncwarp();
 	/* The release store orders this warp's window writes (published to
