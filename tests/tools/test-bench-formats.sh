@@ -91,5 +91,29 @@ rc=$?
 if [ "$rc" != 2 ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
 	fail "--cpu-only --gpu-only: exit $rc: $(cat "$tmp/err")"
 fi
-[ "$fails" = 0 ] && echo "bench-formats: ${#want[@]} target lines with their rounds; --json; --gpu-only without a GPU keeps the file"
+for bad in foo "rtp,," ""; do
+	"$vfgx" bench formats --cpu-only --only "$bad" --out "$tmp" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 2 ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
+		fail "--only '$bad': exit $rc: $(cat "$tmp/err")"
+	fi
+done
+# --only: the pairs named run, every other target line still there,
+# unmeasured with the reason
+mkdir -p "$tmp/only"
+if ! timeout 300 "$vfgx" bench formats --cpu-only --only ecpri,video --rounds 2 --seconds 0.01 \
+	--working-set 2 --video-frames 3 --out "$tmp/only" >"$tmp/only.log" 2>&1; then
+	fail "--only ecpri,video: $(tail -3 "$tmp/only.log")"
+fi
+omd=$tmp/only/formats.md
+for t in "${want[@]}" "${gwant[@]}"; do
+	[ "$(grep -c "^target: $t " "$omd")" = 1 ] || fail "--only: target $t not once"
+done
+for t in format_cpu_vs_vfgx_ecpri_64B format_cpu_vs_vfgx_ecpri_1500B rtp_video_1080p60_cpu; do
+	grep -qE "^target: $t measured=$num .* rounds=2 " "$omd" || fail "--only: $t not measured: $(grep "^target: $t " "$omd")"
+done
+n=$(grep -c "^target: format_cpu_vs_vfgx_.* measured=none .*(not measured: not among --only ecpri,video)" "$omd")
+[ "$n" = 10 ] || fail "--only: $n cpu pairs unmeasured with the reason, wanted 10"
+grep -q "^- command: vfgx bench formats .* --only ecpri,video" "$omd" || fail "--only: not in the command line"
+[ "$fails" = 0 ] && echo "bench-formats: ${#want[@]} target lines with their rounds; --json; --gpu-only without a GPU keeps the file; --only"
 exit $((fails > 0))
