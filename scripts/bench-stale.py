@@ -6,6 +6,8 @@
       line, written by bench/results.c; a "- code unchanged through: COMMIT
       (evidence)" line added at review moves the comparison to that later
       commit, when it descends from the measured one), or that name none;
+      a file merged from two runs also checks the part it kept against
+      that part's own commit ("- CPU part's commit:", PARTS below);
       always exit 0
       (exit 1 only for a results file the source map below lacks)
   bench-stale.py --check [--results DIR]  exit 1 when a `target:` line says
@@ -148,21 +150,55 @@ def results_files(d):
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "*.md")))
 
 
-def named_commit(path):
-    """(commit, dirty, through): the "- commit:" line's commit, whether it
-    says -dirty, and the commit of a "- code unchanged through:" line (a
-    later commit whose changes to the measured sources compiled to the same
-    code, the evidence written on that line), or None."""
+# A results file merged from two runs (bench formats --gpu-only
+# --merge-from) names the part it kept with a commit of its own ("- CPU
+# part's commit:", and its own "- CPU part's code unchanged through:");
+# that part is checked against its own commit, over the sources its run
+# measured (PART_SOURCES; the file's whole list where a part has none).
+PARTS = ["CPU part's ", "GPU part's "]
+FORMATS_GPU_ONLY = {GPU_KERNEL, "bench/formats_chunks.c", "bench/gpu_bw.cu", "bench/gpu_bw.h",
+                    "src/pipeline/chunk_gpu.c", "src/pipeline/engine_gpu.c",
+                    "src/pipeline/gpu_proc_host.c", "src/pipeline/gpu_runner.c"}
+PART_SOURCES = {
+    "formats.md": {"CPU part's ": [p for p in SOURCES["formats.md"] if p not in FORMATS_GPU_ONLY]},
+}
+
+
+def named_commit(path, part=""):
+    """(commit, dirty, through): the "- commit:" line's commit (with part,
+    "- CPU part's commit:"), whether it says -dirty, and the commit of a
+    "- code unchanged through:" line (a later commit whose changes to the
+    measured sources compiled to the same code, the evidence written on
+    that line), or None."""
     commit, dirty, through = None, False, None
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = re.match(r"^- commit: ([0-9a-f]{7,40})(-dirty)?\b", line)
+            m = re.match(r"^- %scommit: ([0-9a-f]{7,40})(-dirty)?\b" % re.escape(part), line)
             if m and not commit:
                 commit, dirty = m.group(1), bool(m.group(2))
-            m = re.match(r"^- code unchanged through: ([0-9a-f]{7,40})\b", line)
+            m = re.match(r"^- %scode unchanged through: ([0-9a-f]{7,40})\b" % re.escape(part), line)
             if m and not through:
                 through = m.group(1)
     return commit, dirty, through
+
+
+def commit_reason(commit, dirty, through, paths, what):
+    """Why a run measured at commit (what: "measured", or "its CPU part
+    measured") no longer stands for the sources in paths, or None."""
+    if git("cat-file", "-e", commit + "^{commit}").returncode:
+        return "names commit %s, not in this repository" % commit
+    if through:
+        # only a later commit on the same line of history can vouch
+        if git("merge-base", "--is-ancestor", commit, through).returncode:
+            return "code unchanged through %s: not a descendant of %s" % (through, commit[:12])
+        commit = through
+    # the commit against the working tree: committed and uncommitted changes
+    changed = git("diff", "--name-only", commit, "--", *paths).stdout.split()
+    if changed:
+        return "%s at %s; changed since: %s" % (what, commit[:12], " ".join(changed))
+    if dirty:
+        return "%s at %s with uncommitted changes" % (what, commit[:12])
+    return None
 
 
 def stale(d):
@@ -174,27 +210,22 @@ def stale(d):
               % (", ".join(missing), os.path.relpath(__file__, ROOT)), file=sys.stderr)
         sys.exit(1)
     for f in results_files(d):
-        commit, dirty, through = named_commit(os.path.join(d, f))
+        path = os.path.join(d, f)
+        commit, dirty, through = named_commit(path)
         if not commit:
             out.append((f, "names no commit (measured before results files named theirs)"))
             continue
-        if git("cat-file", "-e", commit + "^{commit}").returncode:
-            out.append((f, "names commit %s, not in this repository" % commit))
-            continue
-        if through:
-            # only a later commit on the same line of history can vouch
-            if git("merge-base", "--is-ancestor", commit, through).returncode:
-                out.append((f, "code unchanged through %s: not a descendant of %s"
-                            % (through, commit[:12])))
-                continue
-            commit = through
-        paths = source_paths(f)
-        # the commit against the working tree: committed and uncommitted changes
-        changed = git("diff", "--name-only", commit, "--", *paths).stdout.split()
-        if changed:
-            out.append((f, "measured at %s; changed since: %s" % (commit[:12], " ".join(changed))))
-        elif dirty:
-            out.append((f, "measured at %s with uncommitted changes" % commit[:12]))
+        why = commit_reason(commit, dirty, through, source_paths(f), "measured")
+        for part in PARTS:
+            pc, pd, pt = named_commit(path, part)
+            if pc and not why:
+                paths = source_paths(f)
+                if part in PART_SOURCES.get(f, {}):
+                    paths = [q for p in PART_SOURCES[f][part]
+                             for q in (kernel_sources() if p == GPU_KERNEL else [p])] + COMMON
+                why = commit_reason(pc, pd, pt, paths, "its %s, measured" % part[:-3])
+        if why:
+            out.append((f, why))
     return out
 
 

@@ -71,5 +71,31 @@ if git -C "$root" cat-file -e "4f60e323a3d2^{commit}" 2>/dev/null &&
 else
 	echo "SKIP: code unchanged through: this checkout lacks commits 4f60e32 and 0851300 (a shallow clone)"
 fi
+# a merged file (bench formats --gpu-only --merge-from) is checked part by
+# part: its CPU part against the "- CPU part's commit:" (9906829, before
+# bb8f456 changed bench/formats.c), over the CPU run's sources only (the
+# kernels changed after bb8f456, in 71394ba, and do not count for it)
+if git -C "$root" cat-file -e "9906829af7d7^{commit}" 2>/dev/null &&
+	git -C "$root" cat-file -e "bb8f456bced9^{commit}" 2>/dev/null; then
+	head=$(git -C "$root" rev-parse HEAD)
+	mkp() {
+		mkdir -p "$tmp/$1"
+		printf -- '- commit: %s\n- CPU part%ss commit: %s\n%s\n' "$head" "'" "$2" "$3" >"$tmp/$1/formats.md"
+	}
+	mkp part-old 9906829af7d720e8efc74d0882c6365381ac1b26 ''
+	mkp part-vouched 9906829af7d720e8efc74d0882c6365381ac1b26 \
+		"- CPU part's code unchanged through: bb8f456bced9f4f72005c72d2e6b1060def42610 (evidence)"
+	mkp part-after bb8f456bced9f4f72005c72d2e6b1060def42610 ''
+	out=$(python3 "$script" --results "$tmp/part-old")
+	grep -q "formats.md: its CPU part, measured at 9906829af7d7; changed since: .*bench/formats.c" <<<"$out" ||
+		{ echo "FAIL: a CPU part measured before bench/formats.c changed was not stale: $out"; fails=$((fails + 1)); }
+	for d in part-vouched part-after; do
+		out=$(python3 "$script" --results "$tmp/$d")
+		grep -q "stale: .*formats.md" <<<"$out" && [ -z "$(git -C "$root" diff --name-only bb8f456bced9 -- bench/formats.c src/format src/pipeline/proc.c)" ] &&
+			{ echo "FAIL: $d: the CPU part was stale for sources its run does not measure: $out"; fails=$((fails + 1)); }
+	done
+else
+	echo "SKIP: merged parts: this checkout lacks commits 9906829 and bb8f456 (a shallow clone)"
+fi
 [ "$fails" = 0 ] && echo "bench-results-check: ok"
 exit $((fails > 0))
