@@ -2,7 +2,8 @@
 # rules_single_source.sh [SRCDIR] - the reorder and chunk rules have one
 # source, src/pipeline/rules.h, compiled into both engines (issue #39):
 #  1. the cpu engine (proc.c, chunk.c) and the gpu engine (gpu_phase_a.cuh,
-#     gpu_phase_b.cuh, gpu_chunks.cuh, gpu_chunks_bytes.cuh) include rules.h;
+#     gpu_phase_b.cuh, gpu_fmt_seq.cuh, gpu_chunks.cuh, gpu_chunks_bytes.cuh)
+#     include rules.h;
 #  2. no file but rules.h defines a function of the same name as one of
 #     rules.h's;
 #  3. each engine calls every decision of rules.h that it has a stage for;
@@ -19,7 +20,7 @@ say() { echo "rules_single_source: $*"; fail=1; }
 
 [ -f "$rules" ] || { echo "rules_single_source: $rules is missing"; exit 1; }
 cpu="proc.c chunk.c"
-gpu="gpu_phase_a.cuh gpu_phase_b.cuh gpu_chunks.cuh gpu_chunks_bytes.cuh"
+gpu="gpu_phase_a.cuh gpu_phase_b.cuh gpu_fmt_seq.cuh gpu_chunks.cuh gpu_chunks_bytes.cuh"
 
 # 1
 for f in $cpu $gpu; do
