@@ -230,19 +230,30 @@ static void test_spead_bad(void **state)
 	assert_int_equal(decode(&f, p, 8, &o), VFGX_FD_FIELD_OUTSIDE);
 	/* the same with bytes after it */
 	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
-	/* wrong item id: the heap counter's id 0x0001 written 0x0006 (an
-	 * immediate item of another kind): no heap counter */
-	n = spead_pkt(p, 62, 4096, 0, 8, 8);
-	p[9] = 0x06;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
-	/* the payload length's id 0x0004 written 0x0104: none */
-	n = spead_pkt(p, 63, 4096, 0, 8, 8);
-	p[32] = 0x81;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
-	/* the heap offset's id 0x0003 written 0x0007: none */
-	n = spead_pkt(p, 64, 4096, 0, 8, 8);
-	p[25] = 0x07;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_FIELD_OUTSIDE);
+	/* one byte written wrong in a packet that reads whole otherwise */
+	static const struct {
+		uint32_t at;
+		uint8_t val;
+		int want;
+		const char *what;
+	} one_byte[] = {
+		/* an immediate item of another kind: no heap counter */
+		{ 9, 0x06, VFGX_FD_FIELD_OUTSIDE, "heap counter's id 0x0001 as 0x0006" },
+		{ 32, 0x81, VFGX_FD_FIELD_OUTSIDE, "payload length's id 0x0004 as 0x0104" },
+		{ 25, 0x07, VFGX_FD_FIELD_OUTSIDE, "heap offset's id 0x0003 as 0x0007" },
+		{ 1, 3, VFGX_FD_MISMATCH, "version 3 where SPEAD's is 4" },
+		{ 1, 5, VFGX_FD_MISMATCH, "version 5" },
+		{ 0, 0x54, VFGX_FD_MISMATCH, "magic 0x54 where 'S' (0x53) is" },
+		/* SPEAD-64-40's item pointer width: (64 - 40) / 8 = 3 */
+		{ 2, 3, VFGX_FD_MISMATCH, "item pointer width 3 bytes" },
+	};
+	for (size_t i = 0; i < sizeof(one_byte) / sizeof(one_byte[0]); i++) {
+		n = spead_pkt(p, 62 + (uint32_t)i, 4096, 0, 8, 8);
+		p[one_byte[i].at] = one_byte[i].val;
+		if (decode(&f, p, n, &o) != one_byte[i].want)
+			fail_msg("spead: %s: %d, not %d", one_byte[i].what, decode(&f, p, n, &o),
+				 one_byte[i].want);
+	}
 	/* the heap size's id 0x0002 written 0x0008: heap size absent, which
 	 * the protocol allows: placed, its size unknown, no end mark */
 	n = spead_pkt(p, 65, 4096, 4088, 8, 8);
@@ -253,20 +264,6 @@ static void test_spead_bad(void **state)
 	assert_int_equal(o.end, 0);
 	assert_int_equal(o.seg[0].dst_off, 4088);
 	assert_int_equal(o.seg[0].len, 8);
-	/* wrong version: 3 (and 5) where SPEAD's is 4 */
-	n = spead_pkt(p, 66, 4096, 0, 8, 8);
-	p[1] = 3;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
-	p[1] = 5;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
-	/* wrong magic: 0x54 where 'S' (0x53) is */
-	n = spead_pkt(p, 67, 4096, 0, 8, 8);
-	p[0] = 0x54;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
-	/* item pointer width 3 bytes (SPEAD-64-40's is (64 - 40) / 8 = 3) */
-	n = spead_pkt(p, 68, 4096, 0, 8, 8);
-	p[2] = 3;
-	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_MISMATCH);
 	/* the same packet whole reads */
 	n = spead_pkt(p, 69, 4096, 0, 8, 8);
 	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OK);
