@@ -90,7 +90,10 @@ double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 	struct chunk_taker k;
 	struct vfgx_gpu_opts o;
 	vfgx_gpu_proc *gp = NULL;
-	uint64_t passes = 0, t0 = 0, ns, per = n / cc->packets;
+	uint64_t passes = 0, t0 = 0, ns, per = n / cc->packets, ta;
+	/* where a timed pass's time went: submitting the frames and the
+	 * flush, the chunks coming out, the reset items, the rings' reset */
+	uint64_t t_sub = 0, t_out = 0, t_reset = 0, t_rings = 0;
 	bool taker = false;
 	double mpps = NAN;
 	int64_t r = 0;
@@ -111,11 +114,14 @@ double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 	taker = true;
 	/* pass 0 untimed (first touch); then whole passes for `seconds` */
 	for (;;) {
+		ta = vfgx_now_ns();
 		for (uint32_t i = 0; i < n && r >= 0; i += o.burst)
 			r = vfgx_gpu_proc_submit(gp, pkts + i,
 						 n - i < o.burst ? n - i : o.burst);
 		if (r < 0 || vfgx_gpu_proc_flush(gp))
 			goto out;
+		t_sub += t0 ? vfgx_now_ns() - ta : 0;
+		ta = vfgx_now_ns();
 		if (taker_wait(&k, (passes + 1) * per)) {
 			snprintf(why, wlen, "pass %llu: %llu of %llu chunks came out in 5 s",
 				 (unsigned long long)passes,
@@ -124,11 +130,16 @@ double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 				 (unsigned long long)per);
 			goto out;
 		}
+		t_out += t0 ? vfgx_now_ns() - ta : 0;
+		ta = vfgx_now_ns();
 		if (vfgx_gpu_proc_reset(gp) || vfgx_gpu_proc_sync(gp))
 			goto out;
+		t_reset += t0 ? vfgx_now_ns() - ta : 0;
+		ta = vfgx_now_ns();
 		taker_pause(&k);
 		vfgx_chunkset_reset(k.cs);
 		taker_resume(&k);
+		t_rings += t0 ? vfgx_now_ns() - ta : 0;
 		if (passes == 0 && !t0) {
 			/* the counters after the untimed pass */
 			if (vfgx_gpu_proc_stats(gp, &st0, NULL))
@@ -143,6 +154,18 @@ double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 			break;
 	}
 	ns = vfgx_now_ns() - t0;
+	printf("gpu chunks %s side: %llu timed passes of %u frames: submit and flush %.3f ms, chunks out %.3f ms, reset and sync %.3f ms, rings reset %.3f ms a pass\n",
+	       pc->format ? pc->format->name : "vfgx", (unsigned long long)passes, n,
+	       (double)t_sub / 1e6 / (double)passes, (double)t_out / 1e6 / (double)passes,
+	       (double)t_reset / 1e6 / (double)passes, (double)t_rings / 1e6 / (double)passes);
+	{
+		/* -Dgpu_item_stamps: where the side's items spent their time */
+		char sb[640];
+
+		if (!vfgx_gpu_proc_item_stamps(gp, sb, sizeof(sb)))
+			printf("gpu chunks %s side: %s\n",
+			       pc->format ? pc->format->name : "vfgx", sb);
+	}
 	if (vfgx_gpu_proc_stats(gp, &st, NULL))
 		goto out;
 	st.packets -= st0.packets;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vfgx/bench.h>
 #include <vfgx/vfgx.h>
 
 #include "formats.h"
@@ -401,6 +402,13 @@ int fvideo_run(vfgx_ctx *ctx, const struct fvideo_files *fs, bool gpu, struct fv
 	pthread_join(ct, NULL);
 	consumer = false;
 	vfgx_pipeline_stats(v.pl, &st);
+	{
+		/* -Dgpu_item_stamps: where the gpu engine's items spent their time */
+		char sb[640];
+
+		if (gpu && !vfgx_pipeline_item_stamps(v.pl, sb, sizeof(sb)))
+			printf("gpu video %u streams: %s\n", fs->streams, sb);
+	}
 	if ((ret = vfgx_pipeline_error(v.pl))) {
 		snprintf(r->why, sizeof(r->why), "%s", vfgx_last_error(ctx));
 		ret = 0;

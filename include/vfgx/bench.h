@@ -102,6 +102,8 @@ int vfgx_gpu_pipeline_item_stamps(const vfgx_gpu_pipeline *gpl, char *buf, size_
 /* The same for a GPU processor of its own (vfgx bench formats): the items
  * whose packets carry a ts_ns. */
 int vfgx_gpu_proc_item_stamps(const vfgx_gpu_proc *gp, char *buf, size_t len);
+/* The same for a pipeline on the gpu engine; -ENOTSUP on the cpu engine. */
+int vfgx_pipeline_item_stamps(const vfgx_pipeline *pl, char *buf, size_t len);
 
 /* --- the GPU processor's hand-off (src/pipeline/gpu_proc_host.c) ------- */
 /* vfgx_gpu_proc_create whose kernels place records into chunks (NULL:

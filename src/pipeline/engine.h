@@ -27,6 +27,9 @@ struct vfgx_engine_ops {
 	/* -ENOTSUP where the engine takes none */
 	int (*queue_snap)(void *e, uint32_t index, struct vfgx_queue_snap *s);
 	const char *(*describe)(void *e);
+	/* -Dgpu_item_stamps: where the items' time went (one line), or
+	 * NULL where the engine has no items */
+	int (*item_stamps)(void *e, char *buf, size_t len);
 	void (*destroy)(void *e);
 };
 

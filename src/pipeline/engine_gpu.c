@@ -95,6 +95,11 @@ static int gpu_queue_snap(void *e, uint32_t index, struct vfgx_queue_snap *s)
 	return -ENOTSUP;
 }
 
+static int gpu_item_stamps(void *e, char *buf, size_t len)
+{
+	return vfgx_gpu_pipeline_item_stamps(((struct gpu_engine *)e)->gpl, buf, len);
+}
+
 static const char *gpu_describe(void *e)
 {
 	return ((struct gpu_engine *)e)->desc;
@@ -112,5 +117,6 @@ const struct vfgx_engine_ops vfgx_engine_gpu = {
 	.error = gpu_error,
 	.queue_snap = gpu_queue_snap,
 	.describe = gpu_describe,
+	.item_stamps = gpu_item_stamps,
 	.destroy = gpu_destroy,
 };

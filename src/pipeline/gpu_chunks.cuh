@@ -48,6 +48,9 @@ struct kc_stream {
 struct kc_slot {
 	ull index, state, present_count, first_gt, last_gt;
 	ull first_seq, hdr_ts, hdr_flags, chunk_id, bytes_in, span;
+	/* by bytes: where the furthest piece placed so far ends (a piece
+	 * from there on overlaps none before it: kc_piece_copies) */
+	ull hw;
 };
 
 #define KV(x) (*(volatile ull *)&(x))
@@ -73,6 +76,7 @@ struct kc_defer {
 	struct kc_cp *cp;
 	struct kc_pb *pb;
 	uint32_t ncp, npb;
+	int quit; /* a wait for earlier items (kc_defer_drain) was told to quit */
 	ull item;
 };
 
@@ -431,6 +435,26 @@ __device__ bool kc_defer_flush(const kparams &k, struct kc_defer *df,
 	return true;
 }
 
+/* Every copy before this point done: the warp's listed ones now, and
+ * every earlier item's (once it published, its copies were made); false
+ * when told to quit meanwhile. */
+#ifndef KC_DRAIN_WAIT
+#define KC_DRAIN_WAIT 1
+#endif
+__device__ bool kc_defer_drain(const kparams &k, struct kc_defer *df, uint32_t lane)
+{
+	int quit = df->quit;
+
+	kc_defer_copy(df, lane);
+	if (lane == 0 && !quit && KC_DRAIN_WAIT)
+		quit = kc_wait_chain(k, df->item);
+	quit = __shfl_sync(FULL, quit, 0);
+	/* told to quit: the next ones do not wait again */
+	df->quit = quit;
+	__syncwarp();
+	return !quit;
+}
+
 /* Stream s's releases so far, for the CPU: now, or listed for the end of
  * the item (df). */
 __device__ void kc_publish(const kparams &k, uint32_t s, uint32_t lane,
@@ -545,6 +569,7 @@ __device__ bool kc_slot_open(const kparams &k, uint32_t s, size_t si, ull n,
 		KV(sl->hdr_ts) = 0;
 		KV(sl->hdr_flags) = 0;
 		KV(sl->bytes_in) = 0;
+		KV(sl->hw) = 0;
 		KV(sl->span) = k.ch.by_bytes ? k.ch.chunk_bytes :
 					       (ull)k.ch.packets * k.ch.payload_bytes;
 		KV(sl->state) = KC_FILLING;
@@ -779,6 +804,26 @@ __device__ int kc_place_fast(const kparams &k, struct kc_cache &c,
 	return 1;
 }
 
+/* The deliveries of a run's records (lanes below m, each len bytes
+ * delivered), counted as kd_deliver counts them where delivery has no
+ * per-record work (no user stage, no delivery log). */
+__device__ void kd_count_run(const kparams &k, ull *cnt, uint32_t m, uint32_t len,
+			     uint32_t flags, uint32_t lane)
+{
+	ull bytes = warp_sum(lane < m ? (ull)len : 0ull);
+	uint32_t last = __popc(__ballot_sync(FULL, lane < m && (flags & VFGX_APP_FLAG_LAST)));
+	uint32_t bad = __popc(__ballot_sync(FULL, lane < m && (flags & RF_BAD)));
+
+	if (lane == 0) {
+		count(cnt, GPUK_C_DELIVERED, m);
+		count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
+		if (last)
+			count(cnt, GPUK_C_LAST_SEEN, last);
+		if (k.verify && bad)
+			count(cnt, GPUK_C_VERIFY, bad);
+	}
+}
+
 /* The longest run of a batch's first records (lane j holding the j-th,
  * batch of them) that the held chunk takes at once: its next packets in a
  * row (consecutive indices, none present yet), not the one completing it
@@ -848,21 +893,7 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 				len, lane);
 		}
 	}
-	{
-		ull bytes = warp_sum(lane < m ? (ull)mine.len : 0ull);
-		uint32_t last = __popc(__ballot_sync(FULL, lane < m &&
-							   (mine.flags & VFGX_APP_FLAG_LAST)));
-		uint32_t bad = __popc(__ballot_sync(FULL, lane < m && (mine.flags & RF_BAD)));
-
-		if (lane == 0) {
-			count(cnt, GPUK_C_DELIVERED, m);
-			count(cnt, GPUK_C_DELIVERED_BYTES, bytes);
-			if (last)
-				count(cnt, GPUK_C_LAST_SEEN, last);
-			if (k.verify && bad)
-				count(cnt, GPUK_C_VERIFY, bad);
-		}
-	}
+	kd_count_run(k, cnt, m, mine.len, mine.flags, lane);
 	__syncwarp();
 	c.pc += m;
 	c.placed += m;
@@ -950,6 +981,7 @@ __device__ __forceinline__ void kc_defer_init(const kparams &k, struct kc_defer 
 	df.pb = kc_pb_list(k, warp);
 	df.ncp = 0;
 	df.npb = 0;
+	df.quit = 0;
 	df.item = item;
 }
 

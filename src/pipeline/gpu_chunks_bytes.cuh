@@ -15,6 +15,27 @@
 #include "gpu_phase_a.cuh" /* kfmt_user_place */
 #include "rules.h"
 
+/* Does each of o's pieces, in order, start where the one before ends or
+ * later, the first at from or later (so that it overlaps no piece placed
+ * before it)?  *end_at: where the furthest ends; *got: their bytes. */
+__device__ __forceinline__ bool kc_pieces_after(const struct vfgx_fmt_pkt &o, ull from,
+						ull *end_at, ull *got)
+{
+	bool after = true;
+	ull e = 0, g = 0;
+
+	for (uint32_t i = 0; i < o.nseg; i++) {
+		after = after && o.seg[i].dst_off >= from;
+		from = o.seg[i].dst_off + o.seg[i].len;
+		g += o.seg[i].len;
+		if (from > e)
+			e = from;
+	}
+	*end_at = e;
+	*got = g;
+	return after;
+}
+
 /*
  * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
  * carries its whole UDP payload (kparams.fmt_raw) and its extended
@@ -24,14 +45,18 @@
  * ends inside the chunk).  The
  * chunk is the open one with the packet's id, or top + 1 for a newer id;
  * a packet of a released chunk (late), a duplicate (its present bit) or
- * a refused ring slot is decided before any byte is written.  The pieces
- * are copied here, in arrival order (not deferred to phase C: pieces of
- * different packets may overlap, and the last one's bytes must win, as
- * on the cpu engine).  *data, *len: the payload delivered.
+ * a refused ring slot is decided before any byte is written.  Pieces of
+ * different packets may overlap, and the last one's bytes must win, as on
+ * the cpu engine: pieces in order from the slot's high-water mark on
+ * (kc_pieces_after; what senders send in order) overlap none before them
+ * and are listed for phase C (df) like a slot's payload; others are
+ * copied here once every copy before them is done (kc_defer_drain).
+ * *data, *len: the payload delivered; *n: the chunk placed into.
  */
 __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 			      const struct kfres *fr, ull now, uint32_t lane,
-			      struct kc_defer *df, const uint8_t **data, uint32_t *len)
+			      struct kc_defer *df, const uint8_t **data, uint32_t *len,
+			      ull *n_placed)
 {
 	uint32_t s = r.stream, kk = 0;
 	struct kc_stream *st;
@@ -40,6 +65,7 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	struct vfgx_ck_bidx b;
 	struct vfgx_ck_place pl;
 	ull nf = 0, pw, bit, got = 0, end_at = 0;
+	bool after;
 	int found = 0, v;
 	size_t si;
 
@@ -126,6 +152,10 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 		__syncwarp();
 		return VFGX_R_DUPLICATE;
 	}
+	after = kc_pieces_after(o, KV(sl->hw), &end_at, &got);
+	/* a quit meanwhile: nothing written, the kernel ends */
+	if (df && !after && !kc_defer_drain(k, df, lane))
+		return KC_DROP_NOBUFS;
 	if (KV(sl->present_count) == 0) {
 		if (lane == 0)
 			KV(sl->chunk_id) = o.chunk;
@@ -134,13 +164,16 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	if (b.new_top)
 		kc_set(st->top_id, o.chunk, lane);
 	for (uint32_t i = 0; i < o.nseg; i++) {
-		kc_copy(kc_base(k, si) + o.seg[i].dst_off, r.body + o.seg[i].src_off,
-			o.seg[i].len, lane);
-		got += o.seg[i].len;
-		if (o.seg[i].dst_off + o.seg[i].len > end_at)
-			end_at = o.seg[i].dst_off + o.seg[i].len;
+		uint8_t *dst = kc_base(k, si) + o.seg[i].dst_off;
+
+		if (after)
+			kc_defer_add(df, dst, r.body + o.seg[i].src_off, o.seg[i].len, lane);
+		else
+			kc_copy(dst, r.body + o.seg[i].src_off, o.seg[i].len, lane);
 	}
 	if (lane == 0) {
+		if (end_at > KV(sl->hw))
+			KV(sl->hw) = end_at;
 		kc_lens(k, si)[pl.k] = (uint32_t)got;
 		kc_present(k, si)[pl.k / 64] = pw | bit;
 		KV(sl->present_count) = KV(sl->present_count) + 1;
@@ -155,7 +188,225 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
 	kc_settle(k, s, lane, df);
+	*n_placed = pl.n;
 	return VFGX_STAGE_PASS;
+}
+
+/* The chunk a stream's last record went to by bytes (where
+ * kc_place_bytes_run looks first); s UINT32_MAX: none. */
+struct kc_bhint {
+	uint32_t s;
+	ull n;
+};
+
+/* Inclusive scans across the warp's lanes. */
+__device__ __forceinline__ ull warp_scan_sum(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d)
+			v += u;
+	}
+	return v;
+}
+
+__device__ __forceinline__ ull warp_scan_max(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d && u > v)
+			v = u;
+	}
+	return v;
+}
+
+__device__ __forceinline__ ull warp_scan_min(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d && u < v)
+			v = u;
+	}
+	return v;
+}
+
+/* The first lane where ok is false (32: none). */
+__device__ __forceinline__ uint32_t first_not(bool ok)
+{
+	uint32_t f = (uint32_t)__ffs(~__ballot_sync(FULL, ok));
+
+	return f ? f - 1 : 32;
+}
+
+/*
+ * The longest run of a batch's first records (lane j holding the j-th,
+ * batch of them) that chunk h.n of stream h.s takes at once, each as
+ * kc_place_bytes would place it, decoded and placed by the format's rules
+ * in its own lane.  The chunk is open and filling, between head and top,
+ * and the stream settled (no release or close due: kc_settle would do
+ * nothing after any of them).  Each record is of the stream and the
+ * chunk's id, not the chunk's first, not an end mark, not completing the
+ * chunk, not a duplicate (its key present, or an earlier one's of the
+ * run), and its pieces start where those placed before end (the slot's
+ * high-water mark, the run's earlier ones: kc_pieces_after), so they are
+ * listed for phase C in any order.  The bits, lengths and the slot's
+ * words are written once; the deliveries counted (the caller checked that
+ * delivery has no per-record work).  Persistent mode (df) only.  Returns
+ * how many were placed (0: the first goes by kc_place_bytes).
+ */
+__device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct kc_bhint &h,
+				       const struct res &mine, uint32_t batch, ull now,
+				       uint32_t lane, struct kc_defer *df)
+{
+	uint32_t s = h.s, kk = 0, m, nseg = 0, at;
+	struct vfgx_ck_stream cv;
+	struct vfgx_fmt_pkt o;
+	struct kc_stream *st;
+	struct kc_slot *sl;
+	ull state, index, id, pc, bin, span, hw, end_at = 0, got = 0, pw = 0, cb = ~0ull;
+	ull before, upto, sp, sum;
+	bool good, head_done;
+	size_t si;
+	int v = VFGX_FD_MISMATCH;
+
+	if (!df || s >= k.ch.streams || __shfl_sync(FULL, mine.stream, 0) != s)
+		return 0;
+	st = &k.kcs[s];
+	si = kc_si(k, s, h.n);
+	sl = &k.kcsl[si];
+	/* the stream's words, the slot's and the records in one round trip
+	 * (L2 loads: this warp's lane 0 wrote them last, or another
+	 * multiprocessor before the group's ticket came here) */
+	cv.head = __ldcg(&st->head);
+	cv.top = __ldcg(&st->top);
+	cv.open = __ldcg(&st->open) != 0;
+	state = __ldcg(&sl->state);
+	index = __ldcg(&sl->index);
+	id = __ldcg(&sl->chunk_id);
+	pc = __ldcg(&sl->present_count);
+	bin = __ldcg(&sl->bytes_in);
+	span = __ldcg(&sl->span);
+	hw = __ldcg(&sl->hw);
+	good = lane < batch && mine.stream == s;
+	if (good)
+		v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, mine.body, mine.len, &o);
+	if (!cv.open || !vfgx_ck_holds(state == KC_FILLING, index, h.n) || h.n < cv.head ||
+	    h.n > cv.top || h.n - cv.head >= k.ch.in_flight || pc == 0)
+		return 0;
+	if (cv.head == h.n) {
+		head_done = bin >= span;
+	} else {
+		struct kc_slot *hs = &k.kcsl[kc_si(k, s, cv.head)];
+
+		head_done = vfgx_ck_holds(__ldcg(&hs->state) == KC_FILLING, __ldcg(&hs->index),
+					  cv.head) &&
+			    __ldcg(&hs->bytes_in) >= __ldcg(&hs->span);
+	}
+	if (vfgx_ck_settle(kc_conf(k), cv, head_done).act != VFGX_CK_SETTLED)
+		return 0;
+	/* phase A passed it (a learned SSRC is past the streams) */
+	good = good && (v == VFGX_FD_OK || v == VFGX_FD_BAD_STREAM);
+	if (good) {
+		o.stream = s;
+		o.ext_seq = mine.seq;
+		good = vfgx_fmt_place(k.fmt, &o) == VFGX_FD_OK && o.nseg != 0 && !o.end &&
+		       o.chunk == id &&
+		       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq,
+					o.seg[0].dst_off, &kk) == VFGX_STAGE_PASS;
+	}
+	if (good) {
+		struct vfgx_ck_place pl = vfgx_ck_place(kc_conf(k), cv, h.n * k.ch.packets + kk,
+							NULL, 0);
+
+		good = pl.verdict == VFGX_STAGE_PASS && !pl.open && !pl.advance && pl.n == h.n;
+		kk = pl.k;
+		/* the present words, in one round trip */
+		pw = __ldcg((const ull *)kc_present(k, si) + kk / 64);
+		good = good && vfgx_ck_dup(pw, kk) == VFGX_STAGE_PASS &&
+		       kc_pieces_after(o, 0, &end_at, &got);
+		nseg = o.nseg;
+		if (o.chunk_bytes)
+			cb = o.chunk_bytes;
+	}
+	/* a key an earlier record of the run has: a duplicate (every lane
+	 * matches, none skips the intrinsic) */
+	uint32_t same = __match_any_sync(FULL, good ? kk : ~0u);
+
+	good = good && !(same & ((1u << lane) - 1));
+	m = first_not(good);
+	/* each one's pieces from where the slot's and the earlier ones' end,
+	 * and the chunk not complete after it (chunk.c's span rule: a
+	 * packet's own chunk size lowers it) */
+	upto = warp_scan_max(lane < m ? end_at : 0ull, lane);
+	before = __shfl_up_sync(FULL, upto, 1);
+	if (lane == 0 || before < hw)
+		before = hw;
+	sp = warp_scan_min(lane < m ? cb : ~0ull, lane);
+	if (sp > span)
+		sp = span;
+	sum = warp_scan_sum(lane < m ? got : 0ull, lane);
+	good = lane < m && good && o.seg[0].dst_off >= before && bin + sum < sp;
+	m = first_not(good);
+	if (m == 0)
+		return 0;
+	if (lane < m)
+		kc_lens(k, si)[kk] = (uint32_t)got;
+	{
+		/* the bits, a word at a time */
+		bool todo = lane < m;
+		uint32_t t;
+
+		while ((t = __ballot_sync(FULL, todo))) {
+			uint32_t src = (uint32_t)__ffs(t) - 1;
+			uint32_t w = __shfl_sync(FULL, kk / 64, src);
+			ull wpw = __shfl_sync(FULL, pw, src);
+			bool in = todo && kk / 64 == w;
+			ull bit = in ? 1ull << (kk % 64) : 0ull;
+			uint32_t lo = __reduce_or_sync(FULL, (uint32_t)bit);
+			uint32_t hi = __reduce_or_sync(FULL, (uint32_t)(bit >> 32));
+
+			if (lane == 0)
+				kc_present(k, si)[w] = wpw | ((ull)hi << 32) | lo;
+			todo = todo && !in;
+		}
+	}
+	/* the pieces listed for phase C, in order */
+	at = (uint32_t)warp_scan_sum(lane < m ? nseg : 0u, lane);
+	{
+		uint32_t tot = __shfl_sync(FULL, at, m - 1);
+
+		if (df->ncp + tot > KC_CP_CAP)
+			kc_defer_copy(df, lane);
+		at -= lane < m ? nseg : 0u;
+		for (uint32_t i = 0; lane < m && i < nseg; i++) {
+			struct kc_cp *e = &df->cp[df->ncp + at + i];
+
+			e->src = mine.body + o.seg[i].src_off;
+			e->dst = kc_base(k, si) + o.seg[i].dst_off;
+			e->len = o.seg[i].len;
+		}
+		df->ncp += tot;
+	}
+	{
+		ull bytes = __shfl_sync(FULL, sum, m - 1), hw2 = __shfl_sync(FULL, upto, m - 1);
+		ull span2 = __shfl_sync(FULL, sp, m - 1);
+
+		if (lane == 0) {
+			KV(sl->present_count) = pc + m;
+			KV(sl->bytes_in) = bin + bytes;
+			KV(sl->span) = span2;
+			if (hw2 > hw)
+				KV(sl->hw) = hw2;
+			KV(sl->last_gt) = now;
+		}
+	}
+	kc_bump(st, GPUK_K_PLACED, m, lane);
+	kd_count_run(k, cnt, m, lane < m ? o.payload_len : 0, mine.flags, lane);
+	__syncwarp();
+	return m;
 }
 
 #endif

@@ -42,6 +42,9 @@
 #ifndef VFGX_FMT_WALK
 #define VFGX_FMT_WALK 1 /* meson -Dgpu_fmt_walk=false: 0 */
 #endif
+#ifndef KC_BYTE_RUNS
+#define KC_BYTE_RUNS 1 /* #38, chunks by bytes in runs; meson -Dgpu_byte_runs=false: 0 */
+#endif
 #ifndef VFGX_ITEM_STAMPS
 #define VFGX_ITEM_STAMPS 0 /* meson -Dgpu_item_stamps=true */
 #endif

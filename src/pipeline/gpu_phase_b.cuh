@@ -442,35 +442,63 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
 	}
 }
 
-/* Chunks by bytes: group g's records, each placed by kc_place_bytes in
- * arrival order and delivered (its payload, as the cpu engine delivers
- * it); each stream placed into is published when the next record is of
- * another stream, and at the end. */
+/* Chunks by bytes: group g's records, placed in arrival order, a run at
+ * once when they are one stream's next pieces of the chunk its last
+ * record went to and delivery has no per-record work
+ * (kc_place_bytes_run), else one by one (kc_place_bytes), and delivered
+ * (their payloads, as the cpu engine delivers them); each stream placed
+ * into is published when the next record is of another stream, and at
+ * the end. */
 __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *rs,
 				  const struct kfres *frs, const uint8_t *grp, uint32_t n,
 				  uint32_t g, uint32_t (&bal)[32], uint32_t tot,
 				  struct res mine0, uint32_t lane, struct kc_defer *df)
 {
 	uint32_t last = UINT32_MAX;
+	struct kc_bhint h = { UINT32_MAX, 0 };
+	bool runs = df && !k.user.enabled && !k.log_cap && KC_BYTE_RUNS &&
+		    k.fmt->place != VFGX_FMT_PLACE_USER;
 
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
+		uint32_t j = 0;
+
 #pragma unroll 1
-		for (uint32_t j = 0; j < batch; j++) {
-			struct res r = shfl_res(mine, j);
+		while (j < batch) {
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+
+			if (runs) {
+				/* records j.. (lane l holding record j + l) */
+				uint32_t placed = kc_place_bytes_run(k, cnt, h,
+								     shfl_res_from(mine, lane + j),
+								     batch - j, now, lane, df);
+
+				if (placed) {
+					if (last != h.s && last < k.ch.streams)
+						kc_publish(k, last, lane, df);
+					last = h.s;
+					j += placed;
+					continue;
+				}
+			}
+			struct res r = shfl_res(mine, j);
 			const uint8_t *data = r.body;
 			uint32_t len = r.len;
+			ull placed_n = 0;
 			int v;
 
 			if (last != r.stream && last < k.ch.streams)
 				kc_publish(k, last, lane, df);
 			last = r.stream;
-			v = kc_place_bytes(k, r, &frs[r.at], now, lane, df, &data, &len);
-			if (v == VFGX_STAGE_PASS)
+			v = kc_place_bytes(k, r, &frs[r.at], now, lane, df, &data, &len, &placed_n);
+			if (v == VFGX_STAGE_PASS) {
+				h.s = r.stream;
+				h.n = placed_n;
 				kd_deliver(k, cnt, r.stream, r.seq, data, len, r.flags, false, lane);
-			else if (lane == 0)
+			} else if (lane == 0) {
 				count(cnt, GPUK_C_DROP0 + v, 1);
+			}
+			j++;
 		}
 	});
 	if (last < k.ch.streams)

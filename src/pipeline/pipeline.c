@@ -361,6 +361,13 @@ const char *vfgx_pipeline_describe(const vfgx_pipeline *pl)
 	return pl->desc;
 }
 
+int vfgx_pipeline_item_stamps(const vfgx_pipeline *pl, char *buf, size_t len)
+{
+	if (!pl->ops->item_stamps)
+		return -ENOTSUP;
+	return pl->ops->item_stamps(pl->engine, buf, len);
+}
+
 int vfgx_pipeline_set_user_stage(vfgx_pipeline *pl, vfgx_user_stage_fn fn,
 				 void *user)
 {
