@@ -6,7 +6,9 @@
  * `vfgx run`'s pipeline (formats_video.c): one 1080p60 stream on the cpu
  * engine, as many 4K60 streams as the gpu engine keeps whole.  The CPU
  * part runs anywhere; the GPU part where a GPU is, or alone with
- * --gpu-only, merged into the CPU part of an earlier run (--merge-from). */
+ * --gpu-only, merged with the CPU part of an earlier run (--merge-from),
+ * or the CPU part alone, --cpu-only, with an earlier run's GPU part when
+ * --merge-from names one. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -61,7 +63,7 @@ static const struct cli_opt formats_opts[] = {
 	{ "only", 'p', "LIST", "measure these alone, comma-separated among rtp, vita49, ecpri, spead, vdif, gr-udp and video (the RFC 4175 runs); the rest are listed as not measured (default all)" },
 	{ "cpu-only", 'c', NULL, "the CPU part alone (no GPU part even where a GPU is)" },
 	{ "gpu-only", 'g', NULL, "the GPU part alone, merged after the CPU part of --merge-from" },
-	{ "merge-from", 'm', "FILE", "--gpu-only: the results file whose CPU part is kept (default DIR/formats.md)" },
+	{ "merge-from", 'm', "FILE", "the results file whose other part is kept: its CPU part with --gpu-only (default DIR/formats.md), its GPU part with --cpu-only" },
 	{ "json", 'j', NULL, "the results file as one JSON document on stdout (docs/json.md)" },
 	{ "help", 'h', NULL, "this help" },
 	{ 0 },
@@ -873,8 +875,8 @@ static int parse(int argc, char **argv, struct fopts *o)
 		fprintf(stderr, "vfgx bench formats: --cpu-only and --gpu-only: name one of them\n");
 		return 2;
 	}
-	if (o->merge_from && !o->gpu_only) {
-		fprintf(stderr, "vfgx bench formats: --merge-from goes with --gpu-only\n");
+	if (o->merge_from && !o->gpu_only && !o->cpu_only) {
+		fprintf(stderr, "vfgx bench formats: --merge-from goes with --gpu-only or --cpu-only\n");
 		return 2;
 	}
 	return -1;
@@ -897,13 +899,13 @@ int vfgx_bench_formats(int argc, char **argv)
 	struct fopts o = { .out = "bench/results", .seconds = 0.3, .rounds = 7,
 			   .sweep = { 12, 16 }, .nsweep = 2,
 			   .only_mask = (1u << (NB_PROFILES + 1)) - 1 };
-	struct cpu_part cp = { 0 };
+	struct kept_part kp = { 0 };
 	const int np = NB_PROFILES * NB_SIZES;
 	char path[512], merge_path[600], gpu_desc[256] = "";
 	const char *nogpu;
 	size_t llc = work_llc_bytes(), ws;
 	double load0, load1;
-	bool run_cpu, run_gpu = false;
+	bool run_cpu, run_gpu = false, merged;
 	vfgx_ctx *ctx = NULL;
 	FILE *f;
 	int ret;
@@ -929,12 +931,15 @@ int vfgx_bench_formats(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (o.gpu_only) {
+	/* the other part kept: always with --gpu-only, with --cpu-only when
+	 * --merge-from names the file */
+	merged = o.gpu_only || o.merge_from;
+	if (merged) {
 		snprintf(merge_path, sizeof(merge_path), "%s",
 			 o.merge_from ? o.merge_from : "");
 		if (!o.merge_from)
 			snprintf(merge_path, sizeof(merge_path), "%s/formats.md", o.out);
-		if (cpu_part_read(merge_path, &cp)) {
+		if (part_read(merge_path, o.cpu_only, &kp)) {
 			vfgx_ctx_destroy(ctx);
 			return 1;
 		}
@@ -1016,22 +1021,29 @@ int vfgx_bench_formats(int argc, char **argv)
 		fprintf(f, " --only %s", o.only);
 	fprintf(f, "\n- load average (1 min) before %.2f, after %.2f on %ld online cores: absolute rates move with whatever else runs on this machine; the paired same-round ratios are what count\n",
 		load0, load1, sysconf(_SC_NPROCESSORS_ONLN));
-	if (o.gpu_only)
-		fprintf(f, MERGED_MARK "%s's, measured earlier (its date, commit, machine, command and load follow); the GPU part is this run's\n%s",
-			merge_path, cp.body);
+	if (merged)
+		fprintf(f, "%s%s's, measured earlier (its date, commit, machine, command and load follow); the %s part is this run's\n\n%s\n",
+			o.gpu_only ? MERGED_MARK : MERGED_MARK_GPU, merge_path,
+			o.gpu_only ? "GPU" : "CPU", kp.head);
 	else
 		fprintf(f, "\n");
+	if (o.gpu_only)
+		fputs(kp.body, f);
 	if (run_cpu)
 		write_cpu(f, cpu, np, &cvid, o.seconds, ws);
+	if (merged && o.cpu_only)
+		fputs(kp.body, f);
 	if (run_gpu)
 		write_gpu(f, gpu_desc, gpu, np, &gvid, o.seconds);
 	fprintf(f, "## Targets\n\n- rule: %s\n\n", bench_ci_rule);
 	if (o.gpu_only)
-		fputs(cp.targets, f);
+		fputs(kp.targets, f);
 	for (int k = 0; run_cpu && k < np; k++)
 		pair_target(f, "cpu", &cpu[k]);
 	if (run_cpu)
 		video_target(f, "rtp_video_1080p60_cpu", &cvid, 60, 60);
+	if (merged && o.cpu_only)
+		fputs(kp.targets, f);
 	for (int k = 0; run_gpu && k < np; k++)
 		pair_target(f, "gpu", &gpu[k]);
 	if (run_gpu)
@@ -1041,12 +1053,12 @@ int vfgx_bench_formats(int argc, char **argv)
 	 * only the CPU part's target lines) */
 	nogpu = o.cpu_only ? "the CPU part alone (--cpu-only); vfgx bench formats --gpu-only on a GPU host adds it" :
 			     "no GPU here; vfgx bench formats --gpu-only on a GPU host adds it";
-	for (int k = 0; !run_gpu && k < np; k++) {
+	for (int k = 0; !run_gpu && !merged && k < np; k++) {
 		if (!gpu[k].why[0]) /* --only's reason stands */
 			snprintf(gpu[k].why, sizeof(gpu[k].why), "%s", nogpu);
 		pair_target(f, "gpu", &gpu[k]);
 	}
-	if (!run_gpu) {
+	if (!run_gpu && !merged) {
 		if (!gvid.why[0])
 			snprintf(gvid.why, sizeof(gvid.why), "%s", nogpu);
 		streams_target(f, "rtp_video_streams_gpu", &gvid, 12, o.sweep[o.nsweep - 1]);
@@ -1055,8 +1067,7 @@ int vfgx_bench_formats(int argc, char **argv)
 	printf("wrote %s\n", path);
 	ret = 0;
 out:
-	free(cp.body);
-	free(cp.targets);
+	kept_part_free(&kp);
 	vfgx_ctx_destroy(ctx);
 	return ret;
 }

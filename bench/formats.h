@@ -135,18 +135,22 @@ double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 			const struct vfgx_pkt *pkts, uint32_t n, double seconds, char *why,
 			size_t wlen);
 
-/* --gpu-only: the CPU part of an earlier file.  The CPU part is the file
- * up to its first "## GPU" or "## RFC 4175 video on the GPU" section or
- * "## Targets" (after MERGED_MARK's line in a file merged before), its
- * title dropped and its date, commit, machine, command and load renamed
- * "CPU part's ..."; and its target lines whose names do not say gpu. */
-struct cpu_part {
+/* The part of an earlier file a merge keeps (formats_merge.c): --gpu-only
+ * keeps its CPU part, --cpu-only --merge-from its GPU part.  head: the
+ * part's own header lines (date, commit, machine, command, load renamed
+ * "CPU part's ..." or "GPU part's ..."); body: its sections; targets: its
+ * target lines (names without gpu for the CPU part, with it for the GPU
+ * part). */
+struct kept_part {
+	char *head;     /* malloc'd */
 	char *body;     /* malloc'd */
 	char *targets;  /* malloc'd */
 };
-/* The line a merged file writes before the CPU part it kept. */
+/* The line a merged file writes before the part it kept. */
 #define MERGED_MARK "- the CPU part below is "
-/* 0, or -1 after one line on stderr (no file, no CPU target line). */
-int cpu_part_read(const char *path, struct cpu_part *cp);
+#define MERGED_MARK_GPU "- the GPU part below is "
+/* 0, or -1 after one line on stderr (no file, no target line of the part). */
+int part_read(const char *path, bool gpu, struct kept_part *kp);
+void kept_part_free(struct kept_part *kp);
 
 #endif

@@ -1,6 +1,7 @@
-/* formats_merge.c - `vfgx bench formats --gpu-only`'s merge (formats.h):
- * the CPU part of an earlier results file, read back to be written before
- * this run's GPU part. */
+/* formats_merge.c - `vfgx bench formats`' merges (formats.h): the other
+ * part of an earlier results file, read back to be written with this
+ * run's part (--gpu-only keeps the CPU part, --cpu-only --merge-from the
+ * GPU part). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,11 +10,14 @@
 
 #include "formats.h"
 
-/* ---- merging a GPU part into an earlier run's CPU part --------------------
- * The CPU part: the earlier file up to its first "## GPU" or "## RFC 4175
- * video on the GPU" section or "## Targets", its title dropped and its
- * date, commit and machine kept under names of their own; its target lines
- * whose names do not say gpu. */
+/* ---- the part kept from an earlier file --------------------------------------
+ * A GPU section is "## GPU ..." or "## RFC 4175 video on the GPU ..."; the
+ * other "## " sections up to "## Targets" are the CPU part's.  The kept
+ * part's date, commit, "code unchanged through", machine, command and
+ * load lines are renamed "CPU part's ..." or "GPU part's ..." where the
+ * file's own run measured that part (lines so named already, from an
+ * earlier merge, stay); its target lines are those whose names say gpu
+ * (the GPU part) or do not (the CPU part). */
 static bool is_gpu_section(const char *line)
 {
 	return !strncmp(line, "## GPU", 6) || !strncmp(line, "## RFC 4175 video on the GPU", 28);
@@ -46,63 +50,98 @@ static char *read_all(const char *path)
 	return buf;
 }
 
-int cpu_part_read(const char *path, struct cpu_part *cp)
+/* A header line a run writes about itself, renamed for the kept part. */
+static bool run_line(const char *line)
 {
-	char *all = read_all(path), *line, *next, *mark;
-	FILE *b, *t;
-	size_t bl = 0, tl = 0;
-	bool in_cpu = true, any = false;
+	static const char *const heads[] = { "- date: ", "- commit: ", "- code unchanged through: ",
+					     "- machine: ", "- command: ", "- load average" };
 
-	memset(cp, 0, sizeof(*cp));
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+		if (!strncmp(line, heads[i], strlen(heads[i])))
+			return true;
+	return false;
+}
+
+int part_read(const char *path, bool gpu, struct kept_part *kp)
+{
+	const char *part = gpu ? "GPU" : "CPU", *other = gpu ? "- CPU part's " : "- GPU part's ";
+	const char *own = gpu ? "- GPU part's " : "- CPU part's ";
+	char *all = read_all(path), *line, *next;
+	FILE *h, *b, *t;
+	size_t hl = 0, bl = 0, tl = 0;
+	bool in_head = true, in_gpu = false, in_targets = false, any = false, mine;
+
+	memset(kp, 0, sizeof(*kp));
 	if (!all) {
-		fprintf(stderr, "vfgx bench formats: --merge-from %s: %s (run the CPU part first: vfgx bench formats --cpu-only)\n",
-			path, strerror(errno));
+		fprintf(stderr, "vfgx bench formats: --merge-from %s: %s (run the %s part first: vfgx bench formats --%s-only)\n",
+			path, strerror(errno), part, gpu ? "gpu" : "cpu");
 		return -1;
 	}
-	b = open_memstream(&cp->body, &bl);
-	t = open_memstream(&cp->targets, &tl);
-	/* a merged file: its CPU part starts after the marker line */
-	line = all;
-	if ((mark = strstr(all, MERGED_MARK)) && (mark = strchr(mark, '\n')))
-		line = mark + 1;
-	for (; b && t && line && *line; line = next) {
+	/* the run's own header lines: of both parts, or of the part it
+	 * measured when it kept the other (its merge mark says which) */
+	mine = gpu ? !strstr(all, MERGED_MARK_GPU) : !strstr(all, MERGED_MARK);
+	h = open_memstream(&kp->head, &hl);
+	b = open_memstream(&kp->body, &bl);
+	t = open_memstream(&kp->targets, &tl);
+	for (line = all; h && b && t && line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
 		if (!strncmp(line, "target: ", 8)) {
 			char name[128];
 
-			if (sscanf(line, "target: %127s", name) == 1 && !strstr(name, "gpu")) {
+			if (sscanf(line, "target: %127s", name) == 1 && !strstr(name, "gpu") == !gpu) {
 				fprintf(t, "%s\n", line);
 				any = true;
 			}
 			continue;
 		}
-		if (is_gpu_section(line) || !strncmp(line, "## Targets", 10))
-			in_cpu = false;
-		else if (!strncmp(line, "## ", 3))
-			in_cpu = true;
-		if (!in_cpu || !strncmp(line, "# ", 2))
-			continue; /* GPU sections, targets, the title */
-		if (!strncmp(line, "- date: ", 8) || !strncmp(line, "- commit: ", 10) ||
-		    !strncmp(line, "- machine: ", 11) || !strncmp(line, "- command: ", 11) ||
-		    !strncmp(line, "- load average", 14))
-			fprintf(b, "- CPU part's %s\n", line + 2);
-		else
+		if (!strncmp(line, "## ", 3)) {
+			in_head = false;
+			in_targets = !strncmp(line, "## Targets", 10);
+			in_gpu = is_gpu_section(line);
+		}
+		if (!strncmp(line, "# ", 2) || in_targets)
+			continue; /* the title, the targets' section */
+		if (in_head) {
+			/* the run's own lines, renamed; the kept part's lines of an
+			 * earlier merge as they are; the other part's and the merge
+			 * marks dropped */
+			if (!strncmp(line, own, strlen(own)))
+				fprintf(h, "%s\n", line);
+			else if (run_line(line)) {
+				if (mine)
+					fprintf(h, "%s%s\n", own, line + 2);
+			}
+			else if (*line && strncmp(line, other, strlen(other)) &&
+				 strncmp(line, MERGED_MARK, strlen(MERGED_MARK)) &&
+				 strncmp(line, MERGED_MARK_GPU, strlen(MERGED_MARK_GPU)))
+				fprintf(h, "%s\n", line);
+			continue;
+		}
+		if (in_gpu == gpu)
 			fprintf(b, "%s\n", line);
 	}
 	free(all);
+	if (h)
+		fclose(h);
 	if (b)
 		fclose(b);
 	if (t)
 		fclose(t);
-	if (!cp->body || !cp->targets || !any) {
-		fprintf(stderr, "vfgx bench formats: --merge-from %s: no CPU part's target lines in it (run vfgx bench formats --cpu-only)\n",
-			path);
-		free(cp->body);
-		free(cp->targets);
-		memset(cp, 0, sizeof(*cp));
+	if (!kp->head || !kp->body || !kp->targets || !any) {
+		fprintf(stderr, "vfgx bench formats: --merge-from %s: no %s part's target lines in it (run vfgx bench formats --%s-only)\n",
+			path, part, gpu ? "gpu" : "cpu");
+		kept_part_free(kp);
 		return -1;
 	}
 	return 0;
+}
+
+void kept_part_free(struct kept_part *kp)
+{
+	free(kp->head);
+	free(kp->body);
+	free(kp->targets);
+	memset(kp, 0, sizeof(*kp));
 }

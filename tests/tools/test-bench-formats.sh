@@ -115,5 +115,42 @@ done
 n=$(grep -c "^target: format_cpu_vs_vfgx_.* measured=none .*(not measured: not among --only ecpri,video)" "$omd")
 [ "$n" = 10 ] || fail "--only: $n cpu pairs unmeasured with the reason, wanted 10"
 grep -q "^- command: vfgx bench formats .* --only ecpri,video" "$omd" || fail "--only: not in the command line"
-[ "$fails" = 0 ] && echo "bench-formats: ${#want[@]} target lines with their rounds; --json; --gpu-only without a GPU keeps the file; --only"
+# --merge-from with neither part named: exit 2, one line
+"$vfgx" bench formats --merge-from "$omd" --out "$tmp" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" != 2 ] || [ "$(wc -l <"$tmp/err")" != 1 ]; then
+	fail "--merge-from alone: exit $rc: $(cat "$tmp/err")"
+fi
+# --cpu-only --merge-from: this run's CPU part, an earlier file's GPU part
+# (its sections, its GPU target lines as they were, its date and commit
+# as the GPU part's)
+mkdir -p "$tmp/keep"
+{
+	printf '# Producers formats\n\n- date: 2026-01-02 03:04:05 UTC\n- commit: 1234567890abcdef1234567890abcdef12345678\n'
+	printf -- '- machine: a GPU host\n\n## CPU engine: each profile against the vfgx profile\n\n| old cpu row |\n\n'
+	printf '## GPU engine: each profile against the vfgx profile\n\n| kept gpu row |\n\n## Targets\n\n'
+	printf 'target: format_cpu_vs_vfgx_rtp_64B measured=1 reference=2 ratio=0.5 goal=0.9 met=no\n'
+	for t in "${gwant[@]}"; do
+		printf 'target: %s measured=7 reference=8 ratio=0.875 goal=0.9 met=no\n' "$t"
+	done
+} >"$tmp/gpu-part.md"
+if ! timeout 300 "$vfgx" bench formats --cpu-only --only ecpri --rounds 2 --seconds 0.01 \
+	--working-set 2 --video-frames 3 --merge-from "$tmp/gpu-part.md" --out "$tmp/keep" \
+	>"$tmp/keep.log" 2>&1; then
+	fail "--cpu-only --merge-from: $(tail -3 "$tmp/keep.log")"
+fi
+kmd=$tmp/keep/formats.md
+grep -q '^| kept gpu row |$' "$kmd" || fail "--cpu-only --merge-from: the GPU section not kept"
+grep -q 'old cpu row' "$kmd" && fail "--cpu-only --merge-from: the earlier CPU rows kept"
+grep -q '^- GPU part.s commit: 1234567890abcdef' "$kmd" || fail "--cpu-only --merge-from: no GPU part's commit"
+grep -q '^- GPU part.s machine: a GPU host' "$kmd" || fail "--cpu-only --merge-from: no GPU part's machine"
+for t in "${gwant[@]}"; do
+	[ "$(grep -c "^target: $t measured=7 reference=8 " "$kmd")" = 1 ] || fail "--cpu-only --merge-from: GPU target $t not kept once"
+done
+for t in "${want[@]}"; do
+	[ "$(grep -c "^target: $t " "$kmd")" = 1 ] || fail "--cpu-only --merge-from: target $t not once"
+done
+grep -qE "^target: format_cpu_vs_vfgx_ecpri_64B measured=$num .* rounds=2 " "$kmd" ||
+	fail "--cpu-only --merge-from: ecpri not measured"
+[ "$fails" = 0 ] && echo "bench-formats: ${#want[@]} target lines with their rounds; --json; --gpu-only without a GPU keeps the file; --only; --cpu-only --merge-from keeps a GPU part"
 exit $((fails > 0))
