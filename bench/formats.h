@@ -1,12 +1,17 @@
-/* formats.h - `vfgx bench formats`' two files: the format rows and the
- * results file (formats.c), and the RFC 4175 video runs through
- * `vfgx run`'s pipeline (formats_video.c). */
+/* formats.h - `vfgx bench formats`' files: the format rows (formats.c),
+ * their results file (formats_write.c), the RFC 4175 video runs through
+ * `vfgx run`'s pipeline (formats_video.c), the GPU rows into chunks
+ * (formats_chunks.c) and the merge of an earlier file's part
+ * (formats_merge.c). */
 #ifndef VFGX_BENCH_FORMATS_H
 #define VFGX_BENCH_FORMATS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include <vfgx/format.h>
 #include <vfgx/vfgx.h>
 
 /* Ethernet frame bytes of each RFC 4175 packet the video runs send */
@@ -134,6 +139,59 @@ int fvideo_sweep(vfgx_ctx *ctx, bool gpu, uint32_t width, uint32_t height, int r
 double fchunks_gpu_side(vfgx_ctx *ctx, const struct vfgx_pipeline_config *pc,
 			const struct vfgx_pkt *pkts, uint32_t n, double seconds, char *why,
 			size_t wlen);
+
+/* ---- the pairs formats.c measures, and their results (formats_write.c) --- */
+#define NB_PROFILES 6
+#define NB_SIZES 2
+#define STREAMS 4           /* for the profiles with a stream field */
+#define SSRC0 0x2a000000u   /* rtp: stream s is SSRC SSRC0 + s */
+#define VDIF_FPS 100000     /* vdif: frames_per_second of the composite sequence */
+#define SPEAD_HEAP_PKTS 8   /* spead: packets per heap */
+/* gpu spead into chunks: packets per heap, a chunk each (a chunk of 8 would
+ * make both sides' rate the consumer's: at the vfgx side's 30 Mpps, 3.75
+ * million chunks a second through one thread's get and put) */
+#define GPU_SPEAD_HEAP_PKTS 64
+#define FPORT 5000
+#define GPU_BYTES (128u << 20) /* frames in GPU memory, each side */
+#define GPU_CHUNKS_IN_FLIGHT 1024 /* gpu spead: chunk buffers, each side */
+#define SPEAD_HLEN 40       /* SPEAD-64-48 header and the profile's four items */
+#define VFGX_HLEN 16        /* vfgx's own header */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define ETH_IP_UDP 42
+
+/* A profile against the vfgx profile at one frame size. */
+struct pair {
+	const char *profile;
+	uint32_t size, streams;
+	bool reorder;
+	bool chunks;        /* gpu spead: both sides into chunks of a heap */
+	uint32_t heap_pkts; /* spead: packets per heap (and per chunk) */
+	struct vfgx_format f;
+	struct vfgx_fmt_send h;
+};
+
+/* Its paired rounds on one engine. */
+struct pair_rounds {
+	struct pair p;
+	uint32_t frame_profile, frame_vfgx; /* frame bytes as encoded */
+	uint64_t frames;
+	int n;
+	double prof[MAX_ROUNDS], ref[MAX_ROUNDS], ratio[MAX_ROUNDS];
+	char why[256]; /* the gpu side that could not run, and why */
+};
+
+/* The results file's parts: the CPU and GPU sections (np pairs each),
+ * and one target line a pair or video run. */
+void write_cpu(FILE *f, const struct pair_rounds *pr, int np, const struct fvideo_rounds *vr,
+	       double seconds, size_t ws);
+void write_gpu(FILE *f, const char *gpu_desc, const struct pair_rounds *pr, int np,
+	       const struct fvideo_rounds *vr, double seconds);
+void pair_target(FILE *f, const char *engine, const struct pair_rounds *pr);
+void video_target(FILE *f, const char *name, const struct fvideo_rounds *vr, double goal,
+		  double ref);
+void streams_target(FILE *f, const char *name, const struct fvideo_rounds *vr, double goal,
+		    uint32_t top);
 
 /* The part of an earlier file a merge keeps (formats_merge.c): --gpu-only
  * keeps its CPU part, --cpu-only --merge-from its GPU part.  head: the

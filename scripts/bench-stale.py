@@ -96,7 +96,7 @@ SOURCES = {
     "rdma.md": ["bench/rdma.c", "bench/guest_targets.h", "src/rdma"],
     "scaleout.md": ["bench/scaleout.c", "src/mpi", "examples/corner_turn"],
     # producers' formats (#38): the profiles against vfgx on both engines, RFC 4175 video
-    "formats.md": [GPU_KERNEL, "bench/formats.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
+    "formats.md": [GPU_KERNEL, "bench/formats.c", "bench/formats_write.c", "bench/formats_video.c", "bench/formats_merge.c", "bench/formats.h",
                    "bench/formats_chunks.c",
                    "bench/pipeline_work.c", "bench/gpu_bw.cu", "bench/gpu_bw.h", "src/format",
                    "src/pipeline/proc.c",

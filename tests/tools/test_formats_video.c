@@ -17,8 +17,8 @@
 #include "check.h"
 #include "formats.h"
 
-#define SSRC0 0x4b000000u /* formats_video.c's VIDEO_SSRC */
-#define STREAMS 5
+#define VIDEO_SSRC0 0x4b000000u /* formats_video.c's VIDEO_SSRC */
+#define T_STREAMS 5
 #define PORTS 2
 #define FRAMES 3
 
@@ -26,7 +26,7 @@
  * marker bit checked against the layout; its record count. */
 static uint64_t check_port(const struct fvideo_files *fs, uint32_t p)
 {
-	uint32_t mine[STREAMS], nmine = 0, seq[STREAMS] = { 0 }, marks[STREAMS] = { 0 };
+	uint32_t mine[T_STREAMS], nmine = 0, seq[T_STREAMS] = { 0 }, marks[T_STREAMS] = { 0 };
 	uint64_t rec = 0;
 	char cmd[1024], line[256];
 	FILE *t;
@@ -51,8 +51,8 @@ static uint64_t check_port(const struct fvideo_files *fs, uint32_t p)
 			break;
 		}
 		/* send order: packet j of each of the port's streams, then j + 1 */
-		CHECK(ssrc == SSRC0 + want, "port %u record %llu: SSRC 0x%lx, wanted 0x%x", p,
-		      (unsigned long long)rec + 1, ssrc, SSRC0 + want);
+		CHECK(ssrc == VIDEO_SSRC0 + want, "port %u record %llu: SSRC 0x%lx, wanted 0x%x", p,
+		      (unsigned long long)rec + 1, ssrc, VIDEO_SSRC0 + want);
 		CHECK(sq == (seq[k] & 0xffff), "port %u record %llu: sequence %lu, wanted %u", p,
 		      (unsigned long long)rec + 1, sq, seq[k] & 0xffff);
 		seq[k]++;
@@ -124,7 +124,7 @@ int main(void)
 	      "fvideo_ports_for: 1 %u, 8 %u, 12 %u, 16 %u, 20 %u, 64 %u", fvideo_ports_for(1),
 	      fvideo_ports_for(8), fvideo_ports_for(12), fvideo_ports_for(16), fvideo_ports_for(20),
 	      fvideo_ports_for(64));
-	ret = fvideo_files_make(&fs, STREAMS, PORTS, 1280, 64, FRAMES);
+	ret = fvideo_files_make(&fs, T_STREAMS, PORTS, 1280, 64, FRAMES);
 	if (ret == -ENOTSUP) {
 		printf("SKIP: this build has no libpcap\n");
 		return 77;
@@ -137,8 +137,8 @@ int main(void)
 	      fs.packets_per_frame);
 	for (uint32_t p = 0; p < PORTS; p++)
 		records += check_port(&fs, p);
-	CHECK(records == (uint64_t)STREAMS * FRAMES * fs.packets_per_frame,
-	      "tshark read %llu records, wanted %u x %u x %u", (unsigned long long)records, STREAMS,
+	CHECK(records == (uint64_t)T_STREAMS * FRAMES * fs.packets_per_frame,
+	      "tshark read %llu records, wanted %u x %u x %u", (unsigned long long)records, T_STREAMS,
 	      FRAMES, fs.packets_per_frame);
 	if (vfgx_ctx_create(&ctx)) {
 		printf("FAIL: vfgx_ctx_create\n");
@@ -147,11 +147,11 @@ int main(void)
 	}
 	ret = fvideo_run(ctx, &fs, false, &r);
 	CHECK(ret == 0 && r.ok, "the cpu engine's run: %d, %s", ret, r.why);
-	CHECK(r.complete == (uint64_t)STREAMS * FRAMES && r.incomplete == 0 && r.errored == 0 &&
+	CHECK(r.complete == (uint64_t)T_STREAMS * FRAMES && r.incomplete == 0 && r.errored == 0 &&
 	      r.drops == 0 && fvideo_clean(&r),
 	      "%u streams on %u ports: %llu frames complete, %llu incomplete, %llu errored, %llu drops; wanted %u complete",
-	      STREAMS, PORTS, (unsigned long long)r.complete, (unsigned long long)r.incomplete,
-	      (unsigned long long)r.errored, (unsigned long long)r.drops, STREAMS * FRAMES);
+	      T_STREAMS, PORTS, (unsigned long long)r.complete, (unsigned long long)r.incomplete,
+	      (unsigned long long)r.errored, (unsigned long long)r.drops, T_STREAMS * FRAMES);
 	ret = fvideo_source(ctx, &fs, false, &src);
 	CHECK(ret == 0 && src.ok && src.packets == records,
 	      "the source alone: %d, %s, %llu packets read, tshark counted %llu", ret, src.why,
@@ -161,6 +161,6 @@ int main(void)
 	vfgx_ctx_destroy(ctx);
 	if (!fails)
 		printf("formats-video: %u streams on %u ports, %llu records as tshark reads them; %u frames whole through the cpu engine; the source alone read them all\n",
-		       STREAMS, PORTS, (unsigned long long)records, STREAMS * FRAMES);
+		       T_STREAMS, PORTS, (unsigned long long)records, T_STREAMS * FRAMES);
 	return fails ? 1 : 0;
 }
