@@ -438,15 +438,12 @@ __device__ bool kc_defer_flush(const kparams &k, struct kc_defer *df,
 /* Every copy before this point done: the warp's listed ones now, and
  * every earlier item's (once it published, its copies were made); false
  * when told to quit meanwhile. */
-#ifndef KC_DRAIN_WAIT
-#define KC_DRAIN_WAIT 1
-#endif
 __device__ bool kc_defer_drain(const kparams &k, struct kc_defer *df, uint32_t lane)
 {
 	int quit = df->quit;
 
 	kc_defer_copy(df, lane);
-	if (lane == 0 && !quit && KC_DRAIN_WAIT)
+	if (lane == 0 && !quit)
 		quit = kc_wait_chain(k, df->item);
 	quit = __shfl_sync(FULL, quit, 0);
 	/* told to quit: the next ones do not wait again */

@@ -356,21 +356,21 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 		kc_lens(k, si)[kk] = (uint32_t)got;
 	{
 		/* the bits, a word at a time */
-		bool todo = lane < m;
+		bool left = lane < m;
 		uint32_t t;
 
-		while ((t = __ballot_sync(FULL, todo))) {
+		while ((t = __ballot_sync(FULL, left))) {
 			uint32_t src = (uint32_t)__ffs(t) - 1;
 			uint32_t w = __shfl_sync(FULL, kk / 64, src);
 			ull wpw = __shfl_sync(FULL, pw, src);
-			bool in = todo && kk / 64 == w;
+			bool in = left && kk / 64 == w;
 			ull bit = in ? 1ull << (kk % 64) : 0ull;
 			uint32_t lo = __reduce_or_sync(FULL, (uint32_t)bit);
 			uint32_t hi = __reduce_or_sync(FULL, (uint32_t)(bit >> 32));
 
 			if (lane == 0)
 				kc_present(k, si)[w] = wpw | ((ull)hi << 32) | lo;
-			todo = todo && !in;
+			left = left && !in;
 		}
 	}
 	/* the pieces listed for phase C, in order */
