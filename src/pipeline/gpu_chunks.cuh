@@ -58,9 +58,17 @@ struct kc_slot {
 /* A warp's deferred work in one item (persistent mode): its copy list
  * and its publication list, each a slice of GPU memory of its own
  * (kparams kcp, kpb: blocks x WARPS slices).  A full copy list is copied
- * by the warp at once; a full publication list, and a wait for the
- * consumer, publish at once (kc_defer_flush). */
-#define KC_CP_CAP 256
+ * by the warp at once, in phase B, one piece a round trip; a full
+ * publication list, and a wait for the consumer, publish at once
+ * (kc_defer_flush).  KC_CP_CAP holds an item's 1024 packets of two pieces
+ * each (RFC 4175 packets that cross a line), so that phase B copies
+ * nothing itself and phase C's warps copy in parallel: with 256, a 4K
+ * video stream's phase B copied most pieces from the pinned capture
+ * buffers, one PCIe round trip each (23 frames a second on an H200,
+ * against 118 with 2048: docs/formats.md). */
+#ifndef KC_CP_CAP
+#define KC_CP_CAP 2048
+#endif
 #define KC_PB_CAP 128
 struct kc_cp {
 	const uint8_t *src;
@@ -403,8 +411,11 @@ __device__ void kc_defer_add(struct kc_defer *df, uint8_t *dst,
 		kc_copy(dst, src, len, lane);
 		return;
 	}
-	if (df->ncp == KC_CP_CAP)
+	if (df->ncp == KC_CP_CAP) {
+		KP_START(kp_i);
 		kc_defer_copy(df, lane);
+		KP_END(KP_INLINE_COPY, kp_i);
+	}
 	if (lane == 0) {
 		struct kc_cp *c = &df->cp[df->ncp];
 
@@ -630,6 +641,7 @@ __device__ int kc_place(const kparams &k, const struct res &r, const struct kfre
 
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
+	KP_START(kp_b);
 	st = &k.kcs[s];
 	pl = vfgx_ck_place(kc_conf(k), kc_state(st), r.seq, r.body, r.len);
 	if (pl.verdict != VFGX_STAGE_PASS) {
@@ -649,8 +661,12 @@ __device__ int kc_place(const kparams &k, const struct res &r, const struct kfre
 	if (pl.advance)
 		kc_advance_to(k, s, pl.target, VFGX_CHUNK_BY_RING, true, lane, df);
 	si = kc_si(k, s, pl.n);
+	KP_END(KP_P_PRE, kp_b);
+	KP_START(kp_o);
 	if (!kc_slot_open(k, s, si, pl.n, now, lane, df))
 		return KC_DROP_NOBUFS;
+	KP_END(KP_P_OPEN, kp_o);
+	KP_START(kp_m);
 	kk = pl.k;
 	pw = kc_present(k, si)[kk / 64];
 	bit = 1ull << (kk % 64);
@@ -681,7 +697,10 @@ __device__ int kc_place(const kparams &k, const struct res &r, const struct kfre
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
+	KP_END(KP_P_MID, kp_m);
+	KP_START(kp_t);
 	kc_settle(k, s, lane, df);
+	KP_END(KP_P_SETTLE, kp_t);
 	return VFGX_STAGE_PASS;
 }
 
@@ -871,8 +890,11 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 		}
 	}
 	if (df) {
-		if (df->ncp + m > KC_CP_CAP)
+		if (df->ncp + m > KC_CP_CAP) {
+			KP_START(kp_i);
 			kc_defer_copy(df, lane);
+			KP_END(KP_INLINE_COPY, kp_i);
+		}
 		if (lane < m) {
 			struct kc_cp *e = &df->cp[df->ncp + lane];
 
@@ -1004,6 +1026,7 @@ __device__ void kc_phase_c(const kparams &k, ull item, const uint32_t *ncp,
 			   uint32_t lane)
 {
 	uint32_t tot = 0;
+	KP_START(kp_c);
 
 	for (uint32_t w = 0; w < WARPS; w++)
 		tot += ncp[w];
@@ -1011,19 +1034,29 @@ __device__ void kc_phase_c(const kparams &k, ull item, const uint32_t *ncp,
 		struct kc_cp c = kc_cp_at(k, ncp, t);
 
 		kc_copy(c.dst, c.src, c.len, lane);
+		KP_COUNT(KP_C_BYTES, c.len);
 	}
 	__syncthreads();
+	KP_END(KP_C_COPY, kp_c);
+	KP_START(kp_w);
 	if (threadIdx.x == 0)
 		*quit_c = kc_wait_chain(k, item);
 	__syncthreads();
+	if (threadIdx.x == 0)
+		KP_END(KP_C_CHAIN, kp_w);
 	if (*quit_c)
 		return;
 	struct kc_pb *pb = kc_pb_list(k, warp);
+	KP_START(kp_p);
 
 	for (uint32_t e = 0; e < npb[warp]; e++)
 		kc_pub_now(k, (uint32_t)pb[e].s, pb[e].head, true, lane);
 	/* every warp's publications before the chain moves on */
 	__syncthreads();
+	if (threadIdx.x == 0) {
+		KP_END(KP_C_PUB, kp_p);
+		KP_COUNT(KP_ITEMS, 1);
+	}
 	if (threadIdx.x == 0)
 		st_release_dev(k.pub_ticket, item + 1);
 }

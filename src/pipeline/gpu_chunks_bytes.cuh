@@ -71,6 +71,7 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
+	KP_START(kp_b);
 	st = &k.kcs[s];
 	v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, r.body, r.len, &o);
 	/* phase A passed it (a learned SSRC is past the streams) */
@@ -142,8 +143,12 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	if (pl.advance)
 		kc_advance_to(k, s, pl.target, VFGX_CHUNK_BY_RING, true, lane, df);
 	si = kc_si(k, s, pl.n);
+	KP_END(KP_B_PRE, kp_b);
+	KP_START(kp_s);
 	if (!kc_slot_open(k, s, si, pl.n, now, lane, df))
 		return KC_DROP_NOBUFS;
+	KP_END(KP_SLOT_OPEN, kp_s);
+	KP_START(kp_m);
 	sl = &k.kcsl[si];
 	pw = kc_present(k, si)[pl.k / 64];
 	bit = 1ull << (pl.k % 64);
@@ -154,8 +159,10 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	}
 	after = kc_pieces_after(o, KV(sl->hw), &end_at, &got);
 	/* a quit meanwhile: nothing written, the kernel ends */
+	KP_START(kp_d);
 	if (df && !after && !kc_defer_drain(k, df, lane))
 		return KC_DROP_NOBUFS;
+	KP_END(KP_DRAIN, kp_d);
 	if (KV(sl->present_count) == 0) {
 		if (lane == 0)
 			KV(sl->chunk_id) = o.chunk;
@@ -187,7 +194,10 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
+	KP_END(KP_B_MID, kp_m);
+	KP_START(kp_t);
 	kc_settle(k, s, lane, df);
+	KP_END(KP_SETTLE, kp_t);
 	*n_placed = pl.n;
 	return VFGX_STAGE_PASS;
 }
@@ -378,8 +388,11 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	{
 		uint32_t tot = __shfl_sync(FULL, at, m - 1);
 
-		if (df->ncp + tot > KC_CP_CAP)
+		if (df->ncp + tot > KC_CP_CAP) {
+			KP_START(kp_i);
 			kc_defer_copy(df, lane);
+			KP_END(KP_INLINE_COPY, kp_i);
+		}
 		at -= lane < m ? nseg : 0u;
 		for (uint32_t i = 0; lane < m && i < nseg; i++) {
 			struct kc_cp *e = &df->cp[df->ncp + at + i];

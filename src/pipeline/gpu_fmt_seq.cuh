@@ -70,10 +70,12 @@ __device__ __forceinline__ void kfmt_cur_put(const struct kfmt_cur &c, struct vf
  * record kept, whose stream and seq are now the extended ones.  *fresh:
  * the record started its stream (the window starts at it, as proc.c's).
  *
- * A batch that is one stream's next sequences in a run
- * (vfgx_seq_extend_run) is extended at once, each lane its own record
- * (*run: every lane, past nb too, then holds the stream and its run's
- * sequence e0 + lane); s0: lane 0's stream;
+ * A batch that is one stream's next sequences, each a step forward from
+ * the one before of less than seq_max_dropout (vfgx_seq_extend_steps:
+ * the same sequence again, as a SPEAD heap's packets, or the next), is
+ * extended at once, each lane its own record; *run when every step is 1
+ * (every lane, past nb too, then holds the stream and its run's sequence
+ * e0 + lane); s0: lane 0's stream;
  * any other batch is walked record by record, every lane computing the
  * same decision on values shuffled from the record's lane. */
 __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__ fmt,
@@ -86,11 +88,14 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 	bool in = lane < nb;
 	uint64_t q0 = __shfl_sync(FULL, my_seq, 0);
 	uint64_t raw0 = learned ? __shfl_sync(FULL, my_raw, 0) : 0;
+	uint64_t prev = __shfl_up_sync(FULL, my_seq, 1);
+	/* lane 0's step from the stream's highest: vfgx_seq_extend_steps */
+	uint64_t step = in && lane ? vfgx_seq_step(sr, prev, my_seq) : 0;
 	int my_v = 0;
 
 	fresh = false;
 	run = false;
-	if (__all_sync(FULL, !in || (my_stream == s0 && vfgx_seq_in_run(sr, q0, my_seq, lane) &&
+	if (__all_sync(FULL, !in || (my_stream == s0 && step < sr.max_dropout &&
 				     (!learned || (my_raw == raw0 &&
 						   !(too_big && my_len > too_big)))))) {
 		uint32_t s = s0;
@@ -107,13 +112,25 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 			ok = x != UINT32_MAX && s + x < nb_fseq;
 			s += x;
 		}
+		/* each lane's steps from lane 0's sequence */
+		uint64_t from0 = step;
+
+		for (uint32_t d = 1; d < 32; d *= 2) {
+			uint64_t u = __shfl_up_sync(FULL, from0, d);
+
+			if (lane >= d)
+				from0 += u;
+		}
+		bool unit = __all_sync(FULL, !in || lane == 0 || step == 1);
+
 		if (ok && s < nb_fseq) {
 			kfmt_cur_take(c, fseq, s, lane);
-			if (vfgx_seq_extend_run(sr, &c.st, q0, nb, &e0)) {
-				/* every lane (those past nb too): s and e0 + lane */
+			if (vfgx_seq_extend_steps(sr, &c.st, q0, __shfl_sync(FULL, from0, 31), &e0)) {
+				/* every lane (those past nb too): s, and with
+				 * steps of 1 e0 + lane */
 				my_stream = s;
-				my_seq = e0 + lane;
-				run = true;
+				my_seq = unit ? e0 + lane : e0 + from0;
+				run = unit;
 				return 0;
 			}
 		}

@@ -57,6 +57,37 @@
 #ifndef VFGX_LOCAL_B
 #define VFGX_LOCAL_B 0 /* meson -Dgpu_local_b=true */
 #endif
+/* #38, where a chunk item's time goes (meson -Dgpu_chunk_prof=true):
+ * clock64 cycles and counts of phase B's and C's steps, summed over the
+ * run in g_kprof (KP_*), printed by gpuk_destroy; without it, nothing */
+#ifndef VFGX_CHUNK_PROF
+#define VFGX_CHUNK_PROF 0
+#endif
+enum {
+	KP_TURN, KP_EXTEND, KP_CHUNK_GROUP, KP_BRUN, KP_BRUN_CALLS, KP_BRUN_PKTS,
+	KP_BONE, KP_BONE_CALLS, KP_SLOT_OPEN, KP_SETTLE, KP_PUBLISH, KP_DELIVER,
+	KP_C_COPY, KP_C_CHAIN, KP_C_PUB, KP_PHASE_A, KP_SRUN, KP_SRUN_CALLS, KP_SONE,
+	KP_SONE_CALLS, KP_DRAIN, KP_ITEMS, KP_C_BYTES, KP_INLINE_COPY, KP_B_PRE,
+	KP_B_MID, KP_P_PRE, KP_P_OPEN, KP_P_MID, KP_P_SETTLE, KP_N
+};
+#if VFGX_CHUNK_PROF
+__device__ unsigned long long g_kprof[KP_N];
+#define KP_START(v) long long v = clock64()
+#define KP_END(i, v)                                                              \
+	do {                                                                      \
+		if ((threadIdx.x & 31) == 0)                                      \
+			atomicAdd(&g_kprof[i], (unsigned long long)(clock64() - (v))); \
+	} while (0)
+#define KP_COUNT(i, n)                                                            \
+	do {                                                                      \
+		if ((threadIdx.x & 31) == 0)                                      \
+			atomicAdd(&g_kprof[i], (unsigned long long)(n));          \
+	} while (0)
+#else
+#define KP_START(v)
+#define KP_END(i, v)
+#define KP_COUNT(i, n)
+#endif
 /* -Dgpu_local_b: blocks whose warps own phase B's groups, one group a warp */
 #define LOCAL_B_BLOCKS (GPUK_GROUPS / WARPS)
 /* one ticket per 128-byte line: the waiters of 64 groups poll 64 lines

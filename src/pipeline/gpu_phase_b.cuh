@@ -448,7 +448,9 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
  * (kc_place_bytes_run), else one by one (kc_place_bytes), and delivered
  * (their payloads, as the cpu engine delivers them); each stream placed
  * into is published when the next record is of another stream, and at
- * the end. */
+ * the end.  A run is not tried for the record that ended the run before
+ * (the run would stop at it again), nor for the one after a record with
+ * an end mark (its chunk is done: the next record starts another). */
 __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *rs,
 				  const struct kfres *frs, const uint8_t *grp, uint32_t n,
 				  uint32_t g, uint32_t (&bal)[32], uint32_t tot,
@@ -458,6 +460,7 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 	struct kc_bhint h = { UINT32_MAX, 0 };
 	bool runs = df && !k.user.enabled && !k.log_cap && KC_BYTE_RUNS &&
 		    k.fmt->place != VFGX_FMT_PLACE_USER;
+	bool try_run = true;
 
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 		   [&](const struct res &mine, uint32_t batch) {
@@ -467,17 +470,22 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 		while (j < batch) {
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 
-			if (runs) {
+			if (runs && try_run) {
 				/* records j.. (lane l holding record j + l) */
+				KP_START(kp_r);
 				uint32_t placed = kc_place_bytes_run(k, cnt, h,
 								     shfl_res_from(mine, lane + j),
 								     batch - j, now, lane, df);
 
+				KP_END(KP_BRUN, kp_r);
+				KP_COUNT(KP_BRUN_CALLS, 1);
+				KP_COUNT(KP_BRUN_PKTS, placed);
 				if (placed) {
 					if (last != h.s && last < k.ch.streams)
 						kc_publish(k, last, lane, df);
 					last = h.s;
 					j += placed;
+					try_run = j == batch;
 					continue;
 				}
 			}
@@ -490,19 +498,27 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 			if (last != r.stream && last < k.ch.streams)
 				kc_publish(k, last, lane, df);
 			last = r.stream;
+			KP_START(kp_o);
 			v = kc_place_bytes(k, r, &frs[r.at], now, lane, df, &data, &len, &placed_n);
+			KP_END(KP_BONE, kp_o);
+			KP_COUNT(KP_BONE_CALLS, 1);
+			try_run = !(r.flags & RF_END);
 			if (v == VFGX_STAGE_PASS) {
+				KP_START(kp_d);
 				h.s = r.stream;
 				h.n = placed_n;
 				kd_deliver(k, cnt, r.stream, r.seq, data, len, r.flags, false, lane);
+				KP_END(KP_DELIVER, kp_d);
 			} else if (lane == 0) {
 				count(cnt, GPUK_C_DROP0 + v, 1);
 			}
 			j++;
 		}
 	});
+	KP_START(kp_p);
 	if (last < k.ch.streams)
 		kc_publish(k, last, lane, df);
+	KP_END(KP_PUBLISH, kp_p);
 }
 
 /* Chunks: group g's records of the item, in arrival order, placed one
@@ -562,7 +578,10 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 					if (!held)
 						kc_cache_get(k, c, st0, n0, lane);
 					now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
+					KP_START(kp_r);
 					placed = kc_place_run(k, cnt, c, m, nb, now, pw, lane, df);
+					KP_END(KP_SRUN, kp_r);
+					KP_COUNT(KP_SRUN_CALLS, 1);
 					if (placed) {
 						j += placed;
 						continue;
@@ -573,7 +592,12 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 			int v = VFGX_STAGE_PASS;
 
-			if (!kc_place_fast(k, c, r, now, lane, df)) {
+			KP_START(kp_o);
+			bool kp_fast = kc_place_fast(k, c, r, now, lane, df);
+
+			KP_END(KP_SONE, kp_o);
+			KP_COUNT(KP_SONE_CALLS, 1);
+			if (!kp_fast) {
 				if (last != r.stream && last < k.ch.streams)
 					kc_publish(k, last, lane, df);
 				last = r.stream;
@@ -631,18 +655,23 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 #pragma unroll 1
 	for (uint32_t turn = 0; turn < 2; turn++) {
 		if (turn == 1) {
+			KP_START(kp_t);
+
 			if (lane == 0 && !owned)
 				quit = wait_ticket(k, g, item);
 			if (__shfl_sync(FULL, quit, 0))
 				return false;
 			__syncwarp();
+			KP_END(KP_TURN, kp_t);
 			if (!after)
 				break;
+			KP_START(kp_x);
 			kfmt_extend(k.fmt, k.fseq, k.nb_fseq, k.reorder ? k.base : NULL,
 				    &k.res[(size_t)slot * k.burst], &k.grp[(size_t)slot * k.burst],
 				    cnt, n, g, lane, &k.fres[(size_t)slot * k.burst],
 				    k.learn ? k.learned : NULL, k.max_streams,
 				    k.reorder ? k.slot : 0);
+			KP_END(KP_EXTEND, kp_x);
 		}
 		if (pre && after == (turn == 1)) {
 			group_ballots(grp, 0, n, g, lane, bal, tot);
@@ -690,8 +719,10 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			kc_publish(k, s, lane, df);
 		}
 	} else if (k.ch.on) {
+		KP_START(kp_c);
 		chunk_group(k, cnt, rs, k.fres ? &k.fres[(size_t)slot * k.burst] : NULL, grp, n,
 			    g, bal, tot, mine0, lane, df);
+		KP_END(KP_CHUNK_GROUP, kp_c);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = kg_first(k, g, k.nb_streams); s < k.nb_streams;
 		     s += kg_step(k))

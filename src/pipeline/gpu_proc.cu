@@ -418,10 +418,13 @@ __global__ void __launch_bounds__(THREADS) kernel_persistent(const __grid_consta
 		if (quit)
 			return;
 		/* phase A: each warp takes chunks of 32 packets */
+		KP_START(kp_a);
 		if (cmd_sh == VFGX_COMM_CMD_BURST)
 			phase_a_chunks(k, cnt, &gmask, slot, pkts_sh, rec_sh, n_sh, warp, WARPS,
 				       lane);
 		__syncthreads();
+		if (threadIdx.x == 0)
+			KP_END(KP_PHASE_A, kp_a);
 #if VFGX_ITEM_STAMPS
 		if (threadIdx.x == 0)
 			t_a = gtimer();
@@ -1013,10 +1016,43 @@ extern "C" int gpuk_stop(struct gpuk *g, uint32_t timeout_ms)
 	}
 }
 
+#if VFGX_CHUNK_PROF
+/* -Dgpu_chunk_prof: the run's sums (cycles at the SM clock, counts), then
+ * zeroed for the next processor */
+static void kprof_print(void)
+{
+	static const char *const name[KP_N] = {
+		"turn wait", "extension", "chunk group", "byte runs", "byte run calls",
+		"byte run packets", "bytes one by one", "one by one calls", "slot open",
+		"settle", "publish", "deliver one", "C copy (warps)", "C chain",
+		"C publish", "phase A", "slot runs", "slot run calls", "slot one by one",
+		"slot one calls", "drain", "items", "C bytes", "inline copies",
+		"bytes before open", "bytes open to settle", "slot place before open",
+		"slot place open", "slot place open to settle", "slot place settle",
+	};
+	unsigned long long v[KP_N] = { 0 };
+	int khz = 0;
+
+	if (cudaMemcpyFromSymbol(v, g_kprof, sizeof(v)) != cudaSuccess)
+		return;
+	cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+	fprintf(stderr, "vfgx: chunk prof (SM clock %d MHz; cycles, or counts):", khz / 1000);
+	for (int i = 0; i < KP_N; i++)
+		fprintf(stderr, " %s %llu;", name[i], v[i]);
+	fprintf(stderr, "\n");
+	memset(v, 0, sizeof(v));
+	cudaMemcpyToSymbol(g_kprof, v, sizeof(v));
+}
+#endif
+
 extern "C" void gpuk_destroy(struct gpuk *g)
 {
 	if (!g)
 		return;
+#if VFGX_CHUNK_PROF
+	if (g->launched && cudaStreamQuery(g->stream) != cudaErrorNotReady)
+		kprof_print();
+#endif
 	if (g->launched && g->failed && cudaStreamQuery(g->stream) == cudaErrorNotReady) {
 		/* a kernel that ignored the quit flag: freeing would block on it;
 		 * process exit releases the memory */

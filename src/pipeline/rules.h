@@ -92,33 +92,35 @@ VFGX_HD struct vfgx_seq_run vfgx_seq_run_of(const struct vfgx_format *f)
 	return r;
 }
 
-/* n sequences as sent, v0, v0 + 1, ..., v0 + n - 1 (modulo 2^seq_bits),
- * the next ones of a stream that has started, v0 a step forward from its
- * highest (less than seq_max_dropout): extended as n calls of
- * vfgx_seq_extend extend them, the first to *ext0 and each next one more
- * (each is then a step of 1 forward), and the state left as those calls
- * leave it.  Returns 0 without touching anything for any other run: the
- * caller extends it one by one.  The gpu engine extends a warp's 32
- * records of one stream this way (kfmt_batch). */
-VFGX_HD int vfgx_seq_extend_run(struct vfgx_seq_run r, struct vfgx_seq_state *s, uint64_t v0,
-				uint32_t n, uint64_t *ext0)
+/* The step from sequence u to sequence v as sent: v - u modulo
+ * 2^seq_bits (0: the same again, as a SPEAD heap's packets all carry its
+ * counter). */
+VFGX_HD uint64_t vfgx_seq_step(struct vfgx_seq_run r, uint64_t u, uint64_t v)
 {
-	uint64_t d = ((v0 & r.mask) - s->max_ext) & r.mask;
-
-	if (n == 0 || !s->started || d >= r.max_dropout || (n > 1 && r.max_dropout < 2))
-		return 0;
-	*ext0 = s->max_ext + d;
-	s->max_ext = *ext0 + (n - 1);
-	s->have_bad = 0;
-	return 1;
+	return (v - u) & r.mask;
 }
 
-/* Whether the sequence v as sent is the i-th of a run from v0 (what
- * vfgx_seq_extend_run takes): v0 + i modulo 2^seq_bits, so a run may pass
- * a short counter's turn (32 records of VITA-49's 4-bit count). */
-VFGX_HD int vfgx_seq_in_run(struct vfgx_seq_run r, uint64_t v0, uint64_t v, uint32_t i)
+/* Sequences as sent, v0 first, each next one a step forward from the one
+ * before it of less than seq_max_dropout (vfgx_seq_step; 0 included), the
+ * steps summing to total, of a stream that has started, v0 itself a step
+ * forward from its highest of less than seq_max_dropout: extended as the
+ * calls of vfgx_seq_extend one by one would (each is in order), the first
+ * to *ext0 and each next one its steps more, and the state left as those
+ * calls leave it.  Returns 0 without touching anything when the stream
+ * has not started or v0 is not such a step: the caller extends them one by
+ * one.  The gpu engine extends a warp's 32 records of one stream this way
+ * (kfmt_batch). */
+VFGX_HD int vfgx_seq_extend_steps(struct vfgx_seq_run r, struct vfgx_seq_state *s, uint64_t v0,
+				  uint64_t total, uint64_t *ext0)
 {
-	return ((v - v0 - i) & r.mask) == 0;
+	uint64_t d = vfgx_seq_step(r, s->max_ext, v0);
+
+	if (!s->started || d >= r.max_dropout)
+		return 0;
+	*ext0 = s->max_ext + d;
+	s->max_ext = *ext0 + total;
+	s->have_bad = 0;
+	return 1;
 }
 
 /* ---- reorder ------------------------------------------------------------- */

@@ -645,12 +645,14 @@ static void test_ck_tick_flush(void **state)
 	assert_int_equal(vfgx_ck_flush(seqconf, closed), 0);
 }
 
-/* vfgx_seq_extend_run against n calls of vfgx_seq_extend: the same
- * extended sequences and end state, or 0 and nothing changed; every
- * sequence width the profiles use, around wraparound, after a jump. */
-static void test_seq_run(void **state)
+/* vfgx_seq_extend_steps against the calls of vfgx_seq_extend one by one:
+ * the same extended sequences and end state, or 0 and nothing changed;
+ * batches of steps of 1 (a run), of 0 and 1 (a SPEAD heap's packets, then
+ * the next heap's), and of any size below seq_max_dropout; every sequence
+ * width the profiles use, around wraparound, after a jump. */
+static void test_seq_steps(void **state)
 {
-	static const uint32_t bits[] = { 4, 8, 16, 32, 0 };
+	static const uint32_t bits[] = { 4, 8, 16, 32, 48, 0 };
 	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
 	(void)state;
@@ -658,34 +660,55 @@ static void test_seq_run(void **state)
 		for (int t = 0; t < 4000; t++) {
 			struct vfgx_format f;
 			struct vfgx_seq_state a, c;
-			uint64_t mask = vfgx_fmt_mask(bits[b]), v0, e0 = 0, e = 0;
-			uint32_t n;
+			struct vfgx_seq_run r;
+			uint64_t mask = vfgx_fmt_mask(bits[b]), v[32], cum[32], total = 0, e0 = 0, e = 0;
+			uint32_t n, kind;
 
 			memset(&f, 0, sizeof(f));
 			f.seq_bits = bits[b];
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 			f.seq_max_dropout = bits[b] == 4 ? 1 + (rnd >> 61) : 1 + (rnd >> 50) % 3000;
 			f.seq_max_misorder = bits[b] == 4 ? 2 : 100;
+			r = vfgx_seq_run_of(&f);
 			memset(&a, 0, sizeof(a));
 			a.started = (rnd >> 7) % 8 != 0;
 			a.max_ext = (rnd >> 11) % 3 == 0 ? mask + 1 + ((rnd >> 20) & mask) : (rnd >> 9);
 			a.have_bad = (rnd >> 13) % 4 == 0;
 			a.bad_next = rnd >> 17;
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-			v0 = (rnd >> 5) % 3 == 0 ? (a.max_ext + 1 + (rnd >> 40) % 4) : rnd >> 8;
-			n = (uint32_t)(rnd >> 59) * 4 + (uint32_t)((rnd >> 3) & 3);
+			v[0] = ((rnd >> 5) % 3 == 0 ? (a.max_ext + 1 + (rnd >> 40) % 4) : rnd >> 8) &
+			       mask;
+			n = 1 + (uint32_t)(rnd >> 59);
+			cum[0] = 0;
+			kind = (uint32_t)(rnd >> 3) % 3;
+			for (uint32_t i = 1; i < n; i++) {
+				uint64_t st;
+
+				rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+				/* what the caller passes: each below seq_max_dropout
+				 * (and a turn of the counter) */
+				st = ((kind == 0 ? 1 : kind == 1 ? (rnd >> 62) & 1 : rnd >> 20) %
+				      f.seq_max_dropout) & mask;
+				v[i] = (v[i - 1] + st) & mask;
+				assert_int_equal(vfgx_seq_step(r, v[i - 1], v[i]), st);
+				total += st;
+				cum[i] = total;
+			}
 			c = a;
-			if (!vfgx_seq_extend_run(vfgx_seq_run_of(&f), &c, v0, n, &e0)) {
+			if (!vfgx_seq_extend_steps(r, &c, v[0], total, &e0)) {
 				assert_memory_equal(&a, &c, sizeof(a));
+				/* the first is not in order: not started, or
+				 * not a step forward below seq_max_dropout */
+				assert_true(!a.started ||
+					    vfgx_seq_step(r, a.max_ext, v[0]) >= f.seq_max_dropout);
 				continue;
 			}
 			for (uint32_t i = 0; i < n; i++) {
-				assert_int_equal(vfgx_seq_extend(&f, &a, (v0 + i) & mask, &e), VFGX_FD_OK);
-				assert_int_equal(e, e0 + i);
-				assert_true(vfgx_seq_in_run(vfgx_seq_run_of(&f), v0, v0 + i, i));
-				assert_false(vfgx_seq_in_run(vfgx_seq_run_of(&f), v0, v0 + i + 1, i));
+				assert_int_equal(vfgx_seq_extend(&f, &a, v[i], &e), VFGX_FD_OK);
+				assert_int_equal(e, e0 + cum[i]);
 			}
 			assert_int_equal(a.max_ext, c.max_ext);
+			assert_int_equal(a.max_ext, e0 + total);
 			assert_int_equal(a.started, c.started);
 			assert_int_equal(a.have_bad, c.have_bad);
 		}
@@ -696,7 +719,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jump),
-		cmocka_unit_test(test_seq_run),
+		cmocka_unit_test(test_seq_steps),
 		cmocka_unit_test(test_deliver),
 		cmocka_unit_test(test_ro_edges),
 		cmocka_unit_test(test_ro_sweep),
