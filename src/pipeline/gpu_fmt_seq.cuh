@@ -70,12 +70,14 @@ __device__ __forceinline__ void kfmt_cur_put(const struct kfmt_cur &c, struct vf
  * record kept, whose stream and seq are now the extended ones.  *fresh:
  * the record started its stream (the window starts at it, as proc.c's).
  *
- * A batch that is one stream's next sequences, each a step forward from
- * the one before of less than seq_max_dropout (vfgx_seq_extend_steps:
- * the same sequence again, as a SPEAD heap's packets, or the next), is
- * extended at once, each lane its own record; *run when every step is 1
- * (every lane, past nb too, then holds the stream and its run's sequence
- * e0 + lane); s0: lane 0's stream;
+ * A batch that is one stream's next sequences is extended at once
+ * (vfgx_seq_extend_steps), each lane its own record: with steps, when
+ * each is a step forward from the one before of less than
+ * seq_max_dropout (the same sequence again, as a SPEAD heap's packets,
+ * or the next); without, only a run of steps of 1 (reorder's walk: its
+ * producers send runs, and with the steps' scan there too its format
+ * rows measured 1-2 % lower on an H200, bd2776c).  *run when every step is 1 (every lane, past nb too, then holds
+ * the stream and its run's sequence e0 + lane); s0: lane 0's stream;
  * any other batch is walked record by record, every lane computing the
  * same decision on values shuffled from the record's lane. */
 __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__ fmt,
@@ -83,19 +85,29 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 					  uint32_t nb_fseq, uint64_t *learned, uint32_t nb_learned,
 					  uint32_t too_big, uint32_t nb, uint32_t lane, uint32_t s0,
 					  uint32_t &my_stream, uint64_t &my_seq, uint32_t my_len,
-					  uint64_t my_raw, bool &fresh, bool &run, struct kfmt_cur &c)
+					  uint64_t my_raw, bool &fresh, bool &run, struct kfmt_cur &c,
+					  const bool steps)
 {
-	bool in = lane < nb;
+	bool in = lane < nb, seq_ok;
 	uint64_t q0 = __shfl_sync(FULL, my_seq, 0);
 	uint64_t raw0 = learned ? __shfl_sync(FULL, my_raw, 0) : 0;
-	uint64_t prev = __shfl_up_sync(FULL, my_seq, 1);
-	/* lane 0's step from the stream's highest: vfgx_seq_extend_steps */
-	uint64_t step = in && lane ? vfgx_seq_step(sr, prev, my_seq) : 0;
+	uint64_t step = 1;
 	int my_v = 0;
 
+	if (steps) {
+		uint64_t prev = __shfl_up_sync(FULL, my_seq, 1);
+
+		/* lane 0's step is from the stream's highest
+		 * (vfgx_seq_extend_steps) */
+		step = in && lane ? vfgx_seq_step(sr, prev, my_seq) : 0;
+		seq_ok = step < sr.max_dropout;
+	} else {
+		/* q0 + lane modulo 2^seq_bits */
+		seq_ok = vfgx_seq_step(sr, q0 + lane, my_seq) == 0;
+	}
 	fresh = false;
 	run = false;
-	if (__all_sync(FULL, !in || (my_stream == s0 && step < sr.max_dropout &&
+	if (__all_sync(FULL, !in || (my_stream == s0 && seq_ok &&
 				     (!learned || (my_raw == raw0 &&
 						   !(too_big && my_len > too_big)))))) {
 		uint32_t s = s0;
@@ -113,19 +125,24 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 			s += x;
 		}
 		/* each lane's steps from lane 0's sequence */
-		uint64_t from0 = step;
+		uint64_t from0 = step, total = nb - 1;
+		bool unit = true;
 
-		for (uint32_t d = 1; d < 32; d *= 2) {
-			uint64_t u = __shfl_up_sync(FULL, from0, d);
+		if (steps) {
+			for (uint32_t d = 1; d < 32; d *= 2) {
+				uint64_t u = __shfl_up_sync(FULL, from0, d);
 
-			if (lane >= d)
-				from0 += u;
+				if (lane >= d)
+					from0 += u;
+			}
+			unit = __all_sync(FULL, !in || lane == 0 || step == 1);
+			total = __shfl_sync(FULL, from0, 31);
 		}
-		bool unit = __all_sync(FULL, !in || lane == 0 || step == 1);
-
 		if (ok && s < nb_fseq) {
 			kfmt_cur_take(c, fseq, s, lane);
-			if (vfgx_seq_extend_steps(sr, &c.st, q0, __shfl_sync(FULL, from0, 31), &e0)) {
+			/* a step of 1 is in order only from seq_max_dropout 2 */
+			if ((steps || nb == 1 || sr.max_dropout >= 2) &&
+			    vfgx_seq_extend_steps(sr, &c.st, q0, total, &e0)) {
 				/* every lane (those past nb too): s, and with
 				 * steps of 1 e0 + lane */
 				my_stream = s;
@@ -208,7 +225,7 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
 			uint64_t my_raw = in && learned ? frs[i].raw : 0;
 			int my_v = kfmt_batch(fmt, sr, fseq, nb_fseq, learned, nb_learned, too_big,
 					      nb, lane, __shfl_sync(FULL, my_stream, 0), my_stream,
-					      my_seq, my_len, my_raw, fresh, run, c);
+					      my_seq, my_len, my_raw, fresh, run, c, true);
 
 			/* the window starts at the stream's first extended
 			 * sequence (proc.c does the same) */
@@ -250,7 +267,7 @@ __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, 
 		cache_get(k, s0, cs, cbase, cnext, cheld, lane);
 	}
 	int v = kfmt_batch(k.fmt, sr, k.fseq, k.nb_fseq, NULL, 0, 0, batch, lane, s0, mine.stream,
-			   mine.seq, mine.len, 0, fresh, run, c);
+			   mine.seq, mine.len, 0, fresh, run, c, false);
 
 	if (run)
 		return batch;
