@@ -11,7 +11,7 @@
 
 #include <vfgx/format.h>
 
-#include "gpu_chunks.cuh"
+#include "gpu_chunks_held.cuh"
 #include "gpu_phase_a.cuh" /* kfmt_user_place */
 #include "rules.h"
 
@@ -208,40 +208,6 @@ struct kc_bhint {
 	uint32_t s;
 	ull n;
 };
-
-/* Inclusive scans across the warp's lanes. */
-__device__ __forceinline__ ull warp_scan_sum(ull v, uint32_t lane)
-{
-	for (uint32_t d = 1; d < 32; d *= 2) {
-		ull u = __shfl_up_sync(FULL, v, d);
-
-		if (lane >= d)
-			v += u;
-	}
-	return v;
-}
-
-__device__ __forceinline__ ull warp_scan_max(ull v, uint32_t lane)
-{
-	for (uint32_t d = 1; d < 32; d *= 2) {
-		ull u = __shfl_up_sync(FULL, v, d);
-
-		if (lane >= d && u > v)
-			v = u;
-	}
-	return v;
-}
-
-__device__ __forceinline__ ull warp_scan_min(ull v, uint32_t lane)
-{
-	for (uint32_t d = 1; d < 32; d *= 2) {
-		ull u = __shfl_up_sync(FULL, v, d);
-
-		if (lane >= d && u < v)
-			v = u;
-	}
-	return v;
-}
 
 /* The first lane where ok is false (32: none). */
 __device__ __forceinline__ uint32_t first_not(bool ok)

@@ -129,12 +129,7 @@ __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__
 		bool unit = true;
 
 		if (steps) {
-			for (uint32_t d = 1; d < 32; d *= 2) {
-				uint64_t u = __shfl_up_sync(FULL, from0, d);
-
-				if (lane >= d)
-					from0 += u;
-			}
+			from0 = warp_scan_sum(step, lane);
 			unit = __all_sync(FULL, !in || lane == 0 || step == 1);
 			total = __shfl_sync(FULL, from0, 31);
 		}

@@ -1,6 +1,6 @@
 /* gpu_kcommon.cuh - what every GPU data-plane kernel shares: launch shape,
  * record flags, the kernel parameter block, memory-ordering helpers
- * (commlist.h's protocol), the globaltimer and warp-sum helpers.  Device
+ * (commlist.h's protocol), the globaltimer and warp sum and scan helpers.  Device
  * code only; included by gpu_proc.cu, the one translation unit nvcc
  * builds (no relocatable device code). */
 #ifndef VFGX_GPU_KCOMMON_CUH
@@ -318,6 +318,40 @@ __device__ __forceinline__ ull warp_sum(ull v)
 	for (int off = 16; off > 0; off >>= 1)
 		v += __shfl_down_sync(FULL, v, off);
 	return __shfl_sync(FULL, v, 0);
+}
+
+/* Inclusive scans across the warp's lanes. */
+__device__ __forceinline__ ull warp_scan_sum(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d)
+			v += u;
+	}
+	return v;
+}
+
+__device__ __forceinline__ ull warp_scan_max(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d && u > v)
+			v = u;
+	}
+	return v;
+}
+
+__device__ __forceinline__ ull warp_scan_min(ull v, uint32_t lane)
+{
+	for (uint32_t d = 1; d < 32; d *= 2) {
+		ull u = __shfl_up_sync(FULL, v, d);
+
+		if (lane >= d && u < v)
+			v = u;
+	}
+	return v;
 }
 
 __device__ __forceinline__ void count(ull *cnt, int i, ull v)

@@ -5,6 +5,7 @@
 #define VFGX_GPU_PHASE_B_CUH
 
 #include "gpu_chunks.cuh"
+#include "gpu_chunks_held.cuh"
 #include "gpu_chunks_bytes.cuh"
 #include "gpu_phase_a.cuh"
 #include "rules.h"
