@@ -74,10 +74,10 @@ __device__ __forceinline__ void kfmt_cur_put(const struct kfmt_cur &c, struct vf
  * (vfgx_seq_extend_steps), each lane its own record: with steps, when
  * each is a step forward from the one before of less than
  * seq_max_dropout (the same sequence again, as a SPEAD heap's packets,
- * or the next); without, only a run of steps of 1 (reorder's walk: its
- * producers send runs, and with the steps' scan there too its format
- * rows measured 1-2 % lower on an H200, bd2776c).  *run when every step is 1 (every lane, past nb too, then holds
- * the stream and its run's sequence e0 + lane); s0: lane 0's stream;
+ * or the next); without, a run of steps of 1 only (reorder's walk, whose
+ * producers send runs: with the scan there too its rows were 2-4 % lower,
+ * H200, bd2776c).  *run when every step is 1 (every lane, past nb too,
+ * then holds its stream and sequence e0 + lane); s0: lane 0's stream;
  * any other batch is walked record by record, every lane computing the
  * same decision on values shuffled from the record's lane. */
 __device__ __forceinline__ int kfmt_batch(const struct vfgx_format *__restrict__ fmt,
