@@ -594,11 +594,11 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			int v = VFGX_STAGE_PASS;
 
 			KP_START(kp_o);
-			bool kp_fast = kc_place_fast(k, c, r, now, lane, df);
+			bool fast = kc_place_fast(k, c, r, now, lane, df);
 
 			KP_END(KP_SONE, kp_o);
 			KP_COUNT(KP_SONE_CALLS, 1);
-			if (!kp_fast) {
+			if (!fast) {
 				if (last != r.stream && last < k.ch.streams)
 					kc_publish(k, last, lane, df);
 				last = r.stream;
