@@ -36,13 +36,64 @@ __device__ __forceinline__ bool kc_pieces_after(const struct vfgx_fmt_pkt &o, ul
 	return after;
 }
 
+/* Record r's packet with its pieces placed: as phase A placed it (f, its
+ * placed set: kfmt_hdr), else decoded again (vfgx_fmt_decode_plan, the
+ * same answer as phase A's; place: user, the user's function over it)
+ * and placed (vfgx_fmt_place, which checks every piece ends inside the
+ * chunk).  Returns the decode's verdict (VFGX_FD_*; phase A passed the
+ * record, so only a learned SSRC past the streams fails it, and that one
+ * goes on), *pv the placement's. */
+__device__ __forceinline__ int kc_pkt(const kparams &k, const struct res &r,
+				      const struct kfplace &f, struct vfgx_fmt_pkt *o, int *pv)
+{
+	int v;
+
+	if (f.placed) {
+		o->end = f.end;
+		o->chunk = f.chunk;
+		o->chunk_bytes = f.chunk_bytes;
+		o->payload_off = f.payload_off;
+		o->payload_len = f.payload_len;
+		o->nseg = 1;
+		o->seg[0].src_off = f.src_off;
+		o->seg[0].len = f.len;
+		o->seg[0].dst_off = f.dst_off;
+		*pv = f.pv;
+	} else {
+		v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, r.body, r.len, o);
+		if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
+			return v;
+#if VFGX_USER_PLACE_LINK
+		if (k.fmt->place == VFGX_FMT_PLACE_USER &&
+		    (v = kfmt_user_place(k.fmt, r.body, r.len, o)) != VFGX_FD_OK)
+			return v;
+#endif
+		o->stream = r.stream;
+		o->ext_seq = r.seq;
+		*pv = vfgx_fmt_place(k.fmt, o);
+	}
+	o->stream = r.stream;
+	o->ext_seq = r.seq;
+	return VFGX_FD_OK;
+}
+
+/* Record r's struct kfplace (placed 0 without k.fpl). */
+__device__ __forceinline__ struct kfplace kc_fplace(const struct kfplace *fps,
+						    const struct res &r)
+{
+	struct kfplace f;
+
+	if (fps)
+		return fps[r.at];
+	f.placed = 0;
+	return f;
+}
+
 /*
  * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
  * carries its whole UDP payload (kparams.fmt_raw) and its extended
- * sequence; the format's rules decode it again (vfgx_fmt_decode_plan, the
- * same answer as phase A's; place: user, the user's function over it)
- * and give each piece's offset (vfgx_fmt_place, which checks every piece
- * ends inside the chunk).  The
+ * sequence; its pieces are phase A's (fps) or placed again here
+ * (kc_pkt).  The
  * chunk is the open one with the packet's id, or top + 1 for a newer id;
  * a packet of a released chunk (late), a duplicate (its present bit) or
  * a refused ring slot is decided before any byte is written.  Pieces of
@@ -54,7 +105,7 @@ __device__ __forceinline__ bool kc_pieces_after(const struct vfgx_fmt_pkt &o, ul
  * *data, *len: the payload delivered; *n: the chunk placed into.
  */
 __device__ int kc_place_bytes(const kparams &k, const struct res &r,
-			      const struct kfres *fr, ull now, uint32_t lane,
+			      const struct kfres *fr, const struct kfplace *fps, ull now, uint32_t lane,
 			      struct kc_defer *df, const uint8_t **data, uint32_t *len,
 			      ull *n_placed)
 {
@@ -66,30 +117,22 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	struct vfgx_ck_place pl;
 	ull nf = 0, pw, bit, got = 0, end_at = 0;
 	bool after;
-	int found = 0, v;
+	int found = 0, v, pv = VFGX_FD_OK;
 	size_t si;
 
 	if (s >= k.ch.streams)
 		return VFGX_R_BAD_STREAM;
 	KP_START(kp_b);
 	st = &k.kcs[s];
-	v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, r.body, r.len, &o);
-	/* phase A passed it (a learned SSRC is past the streams) */
-	if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
-		return vfgx_fmt_drop_reason(v);
-#if VFGX_USER_PLACE_LINK
 	/* place: user: the chunk, end mark and pieces are the user's
 	 * function's, checked as on the cpu engine (vfgx_place_apply); phase
 	 * A called it on the same bytes, so it passes here too */
-	if (k.fmt->place == VFGX_FMT_PLACE_USER &&
-	    (v = kfmt_user_place(k.fmt, r.body, r.len, &o)) != VFGX_FD_OK)
+	v = kc_pkt(k, r, kc_fplace(fps, r), &o, &pv);
+	if (v != VFGX_FD_OK)
 		return vfgx_fmt_drop_reason(v);
-#endif
-	o.stream = s;
-	o.ext_seq = r.seq;
 	*data = r.body + o.payload_off;
 	*len = o.payload_len;
-	v = vfgx_fmt_place(k.fmt, &o);
+	v = pv;
 	if (v != VFGX_FD_OK) {
 		kc_bump(st, GPUK_K_OUT_OF_RANGE, 1, lane);
 		__syncwarp();
@@ -220,42 +263,52 @@ __device__ __forceinline__ uint32_t first_not(bool ok)
 /*
  * The longest run of a batch's first records (lane j holding the j-th,
  * batch of them) that chunk h.n of stream h.s takes at once, each as
- * kc_place_bytes would place it, decoded and placed by the format's rules
- * in its own lane.  The chunk is open and filling, between head and top,
- * and the stream settled (no release or close due: kc_settle would do
- * nothing after any of them).  Each record is of the stream and the
- * chunk's id, not the chunk's first, not an end mark, not completing the
- * chunk, not a duplicate (its key present, or an earlier one's of the
- * run), and its pieces start where those placed before end (the slot's
- * high-water mark, the run's earlier ones: kc_pieces_after), so they are
- * listed for phase C in any order.  The bits, lengths and the slot's
- * words are written once; the deliveries counted (the caller checked that
- * delivery has no per-record work).  Persistent mode (df) only.  Returns
- * how many were placed (0: the first goes by kc_place_bytes).
+ * kc_place_bytes would place it, its pieces phase A's (fps) or placed
+ * again in its own lane (kc_pkt).  The chunk is open and filling, between
+ * head and top, and the stream settled (no release or close due:
+ * kc_settle would do nothing after any of them).  Each record is of the
+ * stream and the chunk's id, not the chunk's first, not a duplicate (its
+ * key present, or an earlier one's of the run), and its pieces start
+ * where those placed before end (the slot's high-water mark, the run's
+ * earlier ones: kc_pieces_after), so they are listed for phase C in any
+ * order.  Every record but the last neither ends the chunk (its end mark)
+ * nor completes it; the last may, and then *fin is set and the stream
+ * settled after it (kc_settle: the release of a complete head chunk).
+ * The bits, lengths and the slot's words are written once; the
+ * deliveries counted (the caller checked that delivery has no per-record
+ * work).  The stream's and slot's words, the records' placements and the
+ * chunk's present words (up to 32 of them) are loaded at once.
+ * Persistent mode (df) only.  Returns how many were placed (0: the first
+ * goes by kc_place_bytes).
  */
 __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct kc_bhint &h,
-				       const struct res &mine, uint32_t batch, ull now,
-				       uint32_t lane, struct kc_defer *df)
+				       const struct res &mine, const struct kfplace *fps,
+				       uint32_t batch, ull now, uint32_t lane,
+				       struct kc_defer *df, bool *fin)
 {
-	uint32_t s = h.s, kk = 0, m, nseg = 0, at;
+	uint32_t s = h.s, kk = 0, m, nseg = 0, at, W = k.ch.present_words;
 	struct vfgx_ck_stream cv;
 	struct vfgx_fmt_pkt o;
+	struct kfplace f;
 	struct kc_stream *st;
 	struct kc_slot *sl;
-	ull state, index, id, pc, bin, span, hw, end_at = 0, got = 0, pw = 0, cb = ~0ull;
-	ull before, upto, sp, sum;
-	bool good, head_done;
+	ull state, index, id, pc, bin, span, hw, end_at = 0, got = 0, pw = 0, pwl = 0;
+	ull cb = ~0ull, before, upto, sp, sum, spl;
+	bool good, head_done, endm = false, last;
 	size_t si;
-	int v = VFGX_FD_MISMATCH;
+	int v = VFGX_FD_MISMATCH, pv = VFGX_FD_OK;
 
+	*fin = false;
 	if (!df || s >= k.ch.streams || __shfl_sync(FULL, mine.stream, 0) != s)
 		return 0;
 	st = &k.kcs[s];
 	si = kc_si(k, s, h.n);
 	sl = &k.kcsl[si];
-	/* the stream's words, the slot's and the records in one round trip
-	 * (L2 loads: this warp's lane 0 wrote them last, or another
-	 * multiprocessor before the group's ticket came here) */
+	good = lane < batch && mine.stream == s;
+	/* the stream's words, the slot's, the chunk's present words and the
+	 * records' placements in one round trip (L2 loads: this warp's lane
+	 * 0 wrote them last, or another multiprocessor before the group's
+	 * ticket came here) */
 	cv.head = __ldcg(&st->head);
 	cv.top = __ldcg(&st->top);
 	cv.open = __ldcg(&st->open) != 0;
@@ -266,9 +319,13 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	bin = __ldcg(&sl->bytes_in);
 	span = __ldcg(&sl->span);
 	hw = __ldcg(&sl->hw);
-	good = lane < batch && mine.stream == s;
+	if (W <= 32 && lane < W)
+		pwl = __ldcg((const ull *)kc_present(k, si) + lane);
+	f.placed = 0;
 	if (good)
-		v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, mine.body, mine.len, &o);
+		f = kc_fplace(fps, mine);
+	if (good)
+		v = kc_pkt(k, mine, f, &o, &pv);
 	if (!cv.open || !vfgx_ck_holds(state == KC_FILLING, index, h.n) || h.n < cv.head ||
 	    h.n > cv.top || h.n - cv.head >= k.ch.in_flight || pc == 0)
 		return 0;
@@ -283,27 +340,24 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	}
 	if (vfgx_ck_settle(kc_conf(k), cv, head_done).act != VFGX_CK_SETTLED)
 		return 0;
-	/* phase A passed it (a learned SSRC is past the streams) */
-	good = good && (v == VFGX_FD_OK || v == VFGX_FD_BAD_STREAM);
-	if (good) {
-		o.stream = s;
-		o.ext_seq = mine.seq;
-		good = vfgx_fmt_place(k.fmt, &o) == VFGX_FD_OK && o.nseg != 0 && !o.end &&
-		       o.chunk == id &&
-		       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq,
-					o.seg[0].dst_off, &kk) == VFGX_STAGE_PASS;
-	}
+	good = good && v == VFGX_FD_OK && pv == VFGX_FD_OK && o.nseg != 0 && o.chunk == id &&
+	       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq, o.seg[0].dst_off,
+				&kk) == VFGX_STAGE_PASS;
 	if (good) {
 		struct vfgx_ck_place pl = vfgx_ck_place(kc_conf(k), cv, h.n * k.ch.packets + kk,
 							NULL, 0);
 
 		good = pl.verdict == VFGX_STAGE_PASS && !pl.open && !pl.advance && pl.n == h.n;
 		kk = pl.k;
-		/* the present words, in one round trip */
-		pw = __ldcg((const ull *)kc_present(k, si) + kk / 64);
-		good = good && vfgx_ck_dup(pw, kk) == VFGX_STAGE_PASS &&
-		       kc_pieces_after(o, 0, &end_at, &got);
+	}
+	/* kk's present word: loaded above, else in a round trip of its own */
+	pw = __shfl_sync(FULL, pwl, (kk / 64) & 31);
+	if (good) {
+		if (W > 32)
+			pw = __ldcg((const ull *)kc_present(k, si) + kk / 64);
+		good = vfgx_ck_dup(pw, kk) == VFGX_STAGE_PASS && kc_pieces_after(o, 0, &end_at, &got);
 		nseg = o.nseg;
+		endm = o.end != 0;
 		if (o.chunk_bytes)
 			cb = o.chunk_bytes;
 	}
@@ -313,9 +367,9 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 
 	good = good && !(same & ((1u << lane) - 1));
 	m = first_not(good);
-	/* each one's pieces from where the slot's and the earlier ones' end,
-	 * and the chunk not complete after it (chunk.c's span rule: a
-	 * packet's own chunk size lowers it) */
+	/* each one's pieces from where the slot's and the earlier ones' end;
+	 * the chunk's span after it (chunk.c's span rule: a packet's own
+	 * chunk size lowers it, an end mark sets it where the packet ends) */
 	upto = warp_scan_max(lane < m ? end_at : 0ull, lane);
 	before = __shfl_up_sync(FULL, upto, 1);
 	if (lane == 0 || before < hw)
@@ -323,9 +377,14 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	sp = warp_scan_min(lane < m ? cb : ~0ull, lane);
 	if (sp > span)
 		sp = span;
+	spl = vfgx_ck_byte_span(sp, (int)endm, end_at, 0);
 	sum = warp_scan_sum(lane < m ? got : 0ull, lane);
-	good = lane < m && good && o.seg[0].dst_off >= before && bin + sum < sp;
-	m = first_not(good);
+	good = lane < m && good && o.seg[0].dst_off >= before;
+	/* those before the last neither end nor complete the chunk */
+	last = endm || bin + sum >= spl;
+	m = first_not(good && !last);
+	*fin = __shfl_sync(FULL, good && last, m & 31) && m < 32;
+	m += *fin;
 	if (m == 0)
 		return 0;
 	if (lane < m)
@@ -371,7 +430,8 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	}
 	{
 		ull bytes = __shfl_sync(FULL, sum, m - 1), hw2 = __shfl_sync(FULL, upto, m - 1);
-		ull span2 = __shfl_sync(FULL, sp, m - 1);
+		ull span2 = __shfl_sync(FULL, spl, m - 1);
+		bool ended = __shfl_sync(FULL, endm, m - 1);
 
 		if (lane == 0) {
 			KV(sl->present_count) = pc + m;
@@ -379,12 +439,16 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 			KV(sl->span) = span2;
 			if (hw2 > hw)
 				KV(sl->hw) = hw2;
+			if (ended)
+				KV(sl->hdr_flags) = KV(sl->hdr_flags) | VFGX_CHUNK_ENDED;
 			KV(sl->last_gt) = now;
 		}
 	}
 	kc_bump(st, GPUK_K_PLACED, m, lane);
 	kd_count_run(k, cnt, m, lane < m ? o.payload_len : 0, mine.flags, lane);
 	__syncwarp();
+	if (*fin)
+		kc_settle(k, s, lane, df);
 	return m;
 }
 

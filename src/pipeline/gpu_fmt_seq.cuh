@@ -1,10 +1,11 @@
 /* gpu_fmt_seq.cuh - phase B's part of pipeline.format: a producer's
  * sequences as sent extended in item order (vfgx/format.h's and rules.h's
  * rules, the cpu engine's), RTP's SSRCs learned, per batch of a group's
- * records: ahead of chunks (kfmt_extend) or inside reorder's walk
- * (kfmt_walk_batch).  Device code, included by gpu_phase_b.cuh after the
- * group walk's primitives (group_ballots, batch_index, shfl_res_from,
- * cache_get) and before phase_b_group, which calls it. */
+ * records: ahead of chunks by slot (kfmt_extend), or inside the walk of
+ * reorder (kfmt_walk_batch) or of chunks by bytes (kfmt_chunk_batch).
+ * Device code, included by gpu_phase_b.cuh after the group walk's
+ * primitives (group_ballots, batch_index, shfl_res_from, cache_get) and
+ * before chunk_group_bytes and phase_b_group, which call it. */
 #ifndef VFGX_GPU_FMT_SEQ_CUH
 #define VFGX_GPU_FMT_SEQ_CUH
 
@@ -240,6 +241,30 @@ __device__ __noinline__ void kfmt_extend(const struct vfgx_format *__restrict__ 
 	kfmt_cur_put(c, fseq, lane);
 }
 
+/* A batch's records after kfmt_batch (v: each lane's verdict): the
+ * dropped ones counted and the rest moved down to lanes 0 .. kept - 1.
+ * Returns how many were kept. */
+__device__ __forceinline__ uint32_t kfmt_keep(ull *cnt, struct res &mine, uint32_t batch, int v,
+					      uint32_t lane)
+{
+	uint32_t kept = __ballot_sync(FULL, lane < batch && !v);
+
+	if (kept == (batch < 32 ? (1u << batch) - 1 : FULL))
+		return batch;
+	if (lane < batch && v)
+		count(cnt, GPUK_C_DROP0 + v, 1);
+	/* lane j takes the j-th record kept */
+	uint32_t m = kept, src = lane;
+
+	if (lane < (uint32_t)__popc(kept)) {
+		for (uint32_t d = lane; d; d--)
+			m &= m - 1;
+		src = (uint32_t)(__ffs(m) - 1);
+	}
+	mine = shfl_res_from(mine, src);
+	return (uint32_t)__popc(kept);
+}
+
 /* Reorder's walk with a format (not learning SSRCs): the batch's
  * sequences extended in place (kfmt_batch, the records read once), the
  * dropped ones counted and the rest moved down to lanes 0 .. kept - 1;
@@ -266,28 +291,30 @@ __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, 
 
 	if (run)
 		return batch;
-	uint32_t kept = __ballot_sync(FULL, lane < batch && !v);
-
 	for (uint32_t m = __ballot_sync(FULL, fresh); m; m &= m - 1) {
 		uint32_t jl = (uint32_t)(__ffs(m) - 1);
 
 		cache_get(k, __shfl_sync(FULL, mine.stream, jl), cs, cbase, cnext, cheld, lane);
 		cbase = __shfl_sync(FULL, mine.seq, jl);
 	}
-	if (kept == (batch < 32 ? (1u << batch) - 1 : FULL))
-		return batch;
-	if (lane < batch && v)
-		count(cnt, GPUK_C_DROP0 + v, 1);
-	/* lane j takes the j-th record kept */
-	uint32_t m = kept, src = lane;
+	return kfmt_keep(cnt, mine, batch, v, lane);
+}
 
-	if (lane < (uint32_t)__popc(kept)) {
-		for (uint32_t d = lane; d; d--)
-			m &= m - 1;
-		src = (uint32_t)(__ffs(m) - 1);
-	}
-	mine = shfl_res_from(mine, src);
-	return (uint32_t)__popc(kept);
+/* Chunks by bytes with a format (not learning SSRCs): the batch's
+ * sequences extended in place as the walk reaches it (kfmt_batch, the
+ * records read once, in item order: the group's turn orders the items),
+ * the dropped ones counted and the rest moved down (kfmt_keep).  Returns
+ * the batch's records kept. */
+__device__ __forceinline__ uint32_t kfmt_chunk_batch(const kparams &k, ull *cnt, struct res &mine,
+						     uint32_t batch, struct vfgx_seq_run sr,
+						     struct kfmt_cur &c, uint32_t lane)
+{
+	bool fresh, run;
+	int v = kfmt_batch(k.fmt, sr, k.fseq, k.nb_fseq, NULL, 0, 0, batch, lane,
+			   __shfl_sync(FULL, mine.stream, 0), mine.stream, mine.seq, mine.len, 0,
+			   fresh, run, c, true);
+
+	return kfmt_keep(cnt, mine, batch, v, lane);
 }
 
 /* Whether the reorder walk extends a format's sequences itself
@@ -298,6 +325,14 @@ __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, 
 __device__ __forceinline__ bool kfmt_in_walk(const kparams &k)
 {
 	return VFGX_FMT_WALK && k.fmt && k.reorder && !k.ch.on && !k.learn;
+}
+
+/* Whether chunks by bytes extend a format's sequences in their own walk
+ * (kfmt_chunk_batch) rather than kfmt_extend ahead of it: no reorder,
+ * SSRCs not learned.  -Dgpu_fmt_walk=false: never. */
+__device__ __forceinline__ bool kfmt_in_chunks(const kparams &k)
+{
+	return VFGX_FMT_WALK && k.fmt && k.ch.on && k.ch.by_bytes && !k.reorder && !k.learn;
 }
 
 #endif

@@ -122,6 +122,18 @@ struct kfres {
 	uint32_t has_ts, pad;
 };
 
+/* Chunks by bytes placed by offset or lines (kparams.fpl): a record's
+ * packet as phase A placed it (kfmt_hdr: vfgx_fmt_place's verdict pv,
+ * and with it OK its one piece), so that phase B's serial walk reads this
+ * instead of decoding the packet again.  placed 0: not placed there (a
+ * packet of several pieces), phase B decodes it. */
+struct kfplace {
+	uint64_t chunk, chunk_bytes, dst_off;
+	uint32_t src_off, len, payload_off, payload_len;
+	int32_t pv;
+	uint32_t end, placed, pad;
+};
+
 /* GPU chunk placement state (gpu_chunks.cuh), GPU memory. */
 struct kc_stream;
 struct kc_slot;
@@ -187,6 +199,9 @@ struct kparams {
 	struct kfres *fres;
 	uint64_t *learned;
 	uint32_t learn, fmt_raw;
+	/* fmt_raw by offset or lines: each record's struct kfplace
+	 * (nb_items * burst), else NULL */
+	struct kfplace *fpl;
 	/* fmt's decode plan (vfgx_fmt_plan_make), made once at create */
 	struct vfgx_fmt_plan fplan;
 };

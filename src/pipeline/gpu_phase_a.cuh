@@ -269,13 +269,14 @@ __device__ __noinline__ int kfmt_user_place(const struct vfgx_format *fmt, const
  * kfmt_extend), end mark, header timestamp (*fr), body.  learn: RTP's
  * SSRCs are learned in phase B, so a stream id past the streams passes
  * here with its raw value in *fr.  raw: the body is the whole UDP
- * payload (chunks by bytes: phase B places its pieces).  Out of line: its
+ * payload (chunks by bytes: phase B places its pieces; fp, by offset or
+ * lines: where they go, struct kfplace).  Out of line: its
  * packet record stays off the vfgx header's path. */
 __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt,
 				     const struct vfgx_fmt_plan plan, uint32_t max_streams,
 				     uint32_t learn, uint32_t raw, const uint8_t *pay,
 				     uint32_t len, struct vfgx_app_hdr *h, uint32_t *boff,
-				     uint32_t *blen, struct kfres *fr)
+				     uint32_t *blen, struct kfres *fr, struct kfplace *fp)
 {
 	struct vfgx_fmt_pkt o;
 	int v = vfgx_fmt_decode_plan(fmt, &plan, pay, len, &o);
@@ -301,6 +302,22 @@ __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt,
 	fr->pad = 0;
 	*boff = raw ? 0 : o.payload_off;
 	*blen = raw ? len : o.payload_len;
+	if (fp) {
+		/* by offset or lines the pieces do not depend on the extended
+		 * sequence: placed here, in parallel, for phase B's walk */
+		int pv = vfgx_fmt_place(fmt, &o);
+
+		fp->placed = pv != VFGX_FD_OK || o.nseg == 1;
+		fp->pv = pv;
+		fp->end = o.end;
+		fp->chunk = o.chunk;
+		fp->chunk_bytes = o.chunk_bytes;
+		fp->payload_off = o.payload_off;
+		fp->payload_len = o.payload_len;
+		fp->src_off = o.seg[0].src_off;
+		fp->len = o.seg[0].len;
+		fp->dst_off = o.seg[0].dst_off;
+	}
 	return VFGX_STAGE_PASS;
 }
 
@@ -308,11 +325,11 @@ __device__ __noinline__ int kfmt_hdr(const struct vfgx_format *fmt,
  * the body after it. */
 __device__ __forceinline__ int k_hdr(const kparams &k, const uint8_t *pay, uint32_t len,
 				     struct vfgx_app_hdr *h, uint32_t *boff, uint32_t *blen,
-				     struct kfres *fr)
+				     struct kfres *fr, struct kfplace *fp)
 {
 	if (k.fmt)
 		return kfmt_hdr(k.fmt, k.fplan, k.max_streams, k.learn, k.fmt_raw, pay, len, h, boff,
-				blen, fr);
+				blen, fr, fp);
 	*boff = VFGX_APP_HLEN;
 	*blen = len - VFGX_APP_HLEN;
 	return vfgx_app_hdr_read(pay, len, k.max_streams, h);
@@ -385,7 +402,8 @@ __device__ void phase_a_packet(const kparams &k, ull *cnt, ull *gmask,
 	if (lane == 0)
 		count(cnt, GPUK_C_PASSED, 1);
 	pay = f + ps.payload_off;
-	r = k_hdr(k, pay, ps.payload_len, &h, &boff, &blen, &fr);
+	r = k_hdr(k, pay, ps.payload_len, &h, &boff, &blen, &fr,
+		  k.fpl && lane == 0 ? &k.fpl[(size_t)slot * k.burst + i] : NULL);
 	/* learning: after the SSRC's turn, as the cpu engine (kfmt_extend) */
 	if (r == VFGX_STAGE_PASS && k.reorder && blen > k.slot && !k.learn)
 		r = VFGX_R_TOO_BIG;
@@ -511,7 +529,8 @@ __device__ void phase_a_chunks(const kparams &k, ull *cnt, ull *gmask,
 			}
 			if (r == VFGX_STAGE_PASS && fr == VFGX_STAGE_PASS)
 				ar = k_hdr(k, f + ps.payload_off, ps.payload_len, &h, &boff,
-					   &blen, &fx);
+					   &blen, &fx,
+					   k.fpl ? &k.fpl[(size_t)slot * k.burst + i] : NULL);
 		}
 		/* Records that may be delivered are checked against the
 		 * loopback pattern (verify) in the same loads as their

@@ -443,6 +443,9 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
 	}
 }
 
+/* a format's sequences extended (kfmt_*): after the walk's primitives */
+#include "gpu_fmt_seq.cuh"
+
 /* Chunks by bytes: group g's records, placed in arrival order, a run at
  * once when they are one stream's next pieces of the chunk its last
  * record went to and delivery has no per-record work
@@ -450,33 +453,47 @@ __device__ __forceinline__ void group_walk(const struct res *rs, const uint8_t *
  * (their payloads, as the cpu engine delivers them); each stream placed
  * into is published when the next record is of another stream, and at
  * the end.  A run is not tried for the record that ended the run before
- * (the run would stop at it again), nor for the one after a record with
- * an end mark (its chunk is done: the next record starts another). */
-__device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *rs,
-				  const struct kfres *frs, const uint8_t *grp, uint32_t n,
-				  uint32_t g, uint32_t (&bal)[32], uint32_t tot,
-				  struct res mine0, uint32_t lane, struct kc_defer *df)
+ * (the run would stop at it again), nor for the one after a record that
+ * ended or completed its chunk (the next record starts another).  The
+ * records' sequences are extended here, a batch as the walk reaches it
+ * (kfmt_chunk_batch), unless kfmt_extend did it before. */
+__device__ __forceinline__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *rs,
+						  const struct kfres *frs, const struct kfplace *fps,
+						  const uint8_t *grp, uint32_t n, uint32_t g,
+						  uint32_t (&bal)[32], uint32_t tot, struct res mine0,
+						  uint32_t lane, struct kc_defer *df)
 {
 	uint32_t last = UINT32_MAX;
 	struct kc_bhint h = { UINT32_MAX, 0 };
 	bool runs = df && !k.user.enabled && !k.log_cap && KC_BYTE_RUNS &&
 		    k.fmt->place != VFGX_FMT_PLACE_USER;
-	bool try_run = true;
+	bool try_run = true, ext = kfmt_in_chunks(k);
+	struct kfmt_cur fc = { UINT32_MAX, { 0, 0, 0, 0 } };
+	struct vfgx_seq_run sr = vfgx_seq_run_of(k.fmt);
 
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
-		   [&](const struct res &mine, uint32_t batch) {
+		   [&](const struct res &got, uint32_t batch) {
+		struct res mine = got;
 		uint32_t j = 0;
 
+		if (ext) {
+			KP_START(kp_x);
+			batch = kfmt_chunk_batch(k, cnt, mine, batch, sr, fc, lane);
+			KP_END(KP_EXTEND, kp_x);
+		}
 #pragma unroll 1
 		while (j < batch) {
 			ull now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 
 			if (runs && try_run) {
 				/* records j.. (lane l holding record j + l) */
+				bool fin;
+
 				KP_START(kp_r);
 				uint32_t placed = kc_place_bytes_run(k, cnt, h,
 								     shfl_res_from(mine, lane + j),
-								     batch - j, now, lane, df);
+								     fps, batch - j, now, lane, df,
+								     &fin);
 
 				KP_END(KP_BRUN, kp_r);
 				KP_COUNT(KP_BRUN_CALLS, 1);
@@ -486,7 +503,7 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 						kc_publish(k, last, lane, df);
 					last = h.s;
 					j += placed;
-					try_run = j == batch;
+					try_run = j == batch && !fin;
 					continue;
 				}
 			}
@@ -500,7 +517,8 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 				kc_publish(k, last, lane, df);
 			last = r.stream;
 			KP_START(kp_o);
-			v = kc_place_bytes(k, r, &frs[r.at], now, lane, df, &data, &len, &placed_n);
+			v = kc_place_bytes(k, r, &frs[r.at], fps, now, lane, df, &data, &len,
+					   &placed_n);
 			KP_END(KP_BONE, kp_o);
 			KP_COUNT(KP_BONE_CALLS, 1);
 			try_run = !(r.flags & RF_END);
@@ -516,6 +534,8 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
 			j++;
 		}
 	});
+	if (ext)
+		kfmt_cur_put(fc, k.fseq, lane);
 	KP_START(kp_p);
 	if (last < k.ch.streams)
 		kc_publish(k, last, lane, df);
@@ -530,15 +550,15 @@ __device__ void chunk_group_bytes(const kparams &k, ull *cnt, const struct res *
  * published when the next record is of another stream, and at the end.
  * frs: a format's records (their header timestamps), else NULL. */
 __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
-			    const struct kfres *frs, const uint8_t *grp, uint32_t n,
-			    uint32_t g, uint32_t (&bal)[32], uint32_t tot, struct res mine0,
-			    uint32_t lane, struct kc_defer *df)
+			    const struct kfres *frs, const struct kfplace *fps, const uint8_t *grp,
+			    uint32_t n, uint32_t g, uint32_t (&bal)[32], uint32_t tot,
+			    struct res mine0, uint32_t lane, struct kc_defer *df)
 {
 	uint32_t last = UINT32_MAX;
 	struct kc_cache c;
 
 	if (k.ch.by_bytes) {
-		chunk_group_bytes(k, cnt, rs, frs, grp, n, g, bal, tot, mine0, lane, df);
+		chunk_group_bytes(k, cnt, rs, frs, fps, grp, n, g, bal, tot, mine0, lane, df);
 		return;
 	}
 	c.s = UINT32_MAX;
@@ -624,9 +644,6 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 		kc_publish(k, last, lane, df);
 }
 
-/* a format's sequences extended (kfmt_*): after the walk's primitives */
-#include "gpu_fmt_seq.cuh"
-
 /* Returns false when told to quit while waiting for the group's turn.
  * owned (-Dgpu_local_b): the calling warp takes group g for every item,
  * in item order, so there is no turn to wait for or hand on. */
@@ -646,12 +663,13 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 	 * items: read it before waiting for the group's turn, so the turn
 	 * itself only covers the window state. */
 	/* With a format (pipeline.format) the records carry the sequences as
-	 * sent: ahead of chunks (or while SSRCs are learned) they are read
-	 * once extended (kfmt_extend), after the turn; reorder extends them
-	 * in its walk (kfmt_in_walk), so it reads them before.  One site
-	 * reads them either way (a second costs every path registers). */
+	 * sent: ahead of chunks by slot (or while SSRCs are learned) they
+	 * are read once extended (kfmt_extend), after the turn; reorder and
+	 * chunks by bytes extend them in their walks (kfmt_in_walk,
+	 * kfmt_in_chunks), so they read them before.  One site reads them
+	 * either way (a second costs every path registers). */
 	bool pre = k.to_b && cmd == VFGX_COMM_CMD_BURST && n;
-	bool after = pre && k.fmt && !kfmt_in_walk(k);
+	bool after = pre && k.fmt && !kfmt_in_walk(k) && !kfmt_in_chunks(k);
 
 #pragma unroll 1
 	for (uint32_t turn = 0; turn < 2; turn++) {
@@ -721,8 +739,9 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 		}
 	} else if (k.ch.on) {
 		KP_START(kp_c);
-		chunk_group(k, cnt, rs, k.fres ? &k.fres[(size_t)slot * k.burst] : NULL, grp, n,
-			    g, bal, tot, mine0, lane, df);
+		chunk_group(k, cnt, rs, k.fres ? &k.fres[(size_t)slot * k.burst] : NULL,
+			    k.fpl ? &k.fpl[(size_t)slot * k.burst] : NULL, grp, n, g, bal, tot,
+			    mine0, lane, df);
 		KP_END(KP_CHUNK_GROUP, kp_c);
 	} else if (k.reorder && cmd == VFGX_COMM_CMD_FLUSH) {
 		for (uint32_t s = kg_first(k, g, k.nb_streams); s < k.nb_streams;

@@ -760,7 +760,12 @@ extern "C" int gpuk_create(const struct gpuk_conf *c, struct gpuk **out,
 		     (ret = dalloc(g, (void **)&k.fres,
 				   sizeof(struct kfres) * k.nb_items * c->o.burst, err, errlen))) ||
 		    (k.learn && (ret = dalloc(g, (void **)&k.learned,
-					      sizeof(uint64_t) * k.max_streams, err, errlen))))
+					      sizeof(uint64_t) * k.max_streams, err, errlen))) ||
+		    /* by offset or lines phase A places each record too */
+		    (k.fmt_raw &&
+		     (c->fmt.place == VFGX_FMT_PLACE_OFFSET || c->fmt.place == VFGX_FMT_PLACE_LINES) &&
+		     (ret = dalloc(g, (void **)&k.fpl,
+				   sizeof(struct kfplace) * k.nb_items * c->o.burst, err, errlen))))
 			goto fail;
 		if ((e = cudaMemcpyAsync(fd, &c->fmt, sizeof(*fd), cudaMemcpyHostToDevice,
 					 g->stream))) {
