@@ -761,14 +761,18 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 
 		if (kfmt_in_walk(k))
 			sr = vfgx_seq_run_of(k.fmt);
+		KP_START(kp_w);
 		group_walk(rs, grp, n, g, bal, tot, mine0, lane,
 			   [&](struct res mine, uint32_t batch) {
 				bool xrun = false;
 
+				KP_COUNT(KP_R_BATCHES, 1);
 				/* a format's sequences as sent: extended first */
 				if (kfmt_in_walk(k)) {
+					KP_START(kp_x);
 					batch = kfmt_walk_batch(k, cnt, mine, batch, sr, fc, cs,
 								cbase, cnext, cheld, xrun, lane);
+					KP_END(KP_R_EXT, kp_x);
 					if (!batch)
 						return;
 				}
@@ -826,6 +830,8 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					}
 				}
 
+				KP_START(kp_o);
+				KP_COUNT(KP_R_ONE_RECS, batch);
 #pragma unroll 1
 				for (uint32_t j = 0; j < batch; j++) {
 					struct res r = shfl_res(mine, j);
@@ -848,7 +854,9 @@ static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 					cs = UINT32_MAX;
 					kr_insert(k, cnt, &r, lane);
 				}
+				KP_END(KP_R_ONE, kp_o);
 		});
+		KP_END(KP_R_WALK, kp_w);
 		cache_put(k, cs, cbase, cnext, lane);
 		if (VFGX_FMT_WALK)
 			kfmt_cur_put(fc, k.fseq, lane);

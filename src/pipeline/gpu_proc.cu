@@ -1034,6 +1034,8 @@ static void kprof_print(void)
 		"slot one calls", "drain", "items", "C bytes", "inline copies",
 		"bytes before open", "bytes open to settle", "slot place before open",
 		"slot place open", "slot place open to settle", "slot place settle",
+		"reorder walk", "reorder batches", "reorder extension", "reorder one by one",
+		"reorder records one by one",
 	};
 	unsigned long long v[KP_N] = { 0 };
 	int khz = 0;
