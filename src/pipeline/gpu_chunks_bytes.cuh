@@ -58,7 +58,6 @@ __device__ __forceinline__ int kc_pkt(const kparams &k, const struct res &r,
 		o->seg[0].src_off = f.src_off;
 		o->seg[0].len = f.len;
 		o->seg[0].dst_off = f.dst_off;
-		*pv = f.pv;
 	} else {
 		v = vfgx_fmt_decode_plan(k.fmt, &k.fplan, r.body, r.len, o);
 		if (v != VFGX_FD_OK && v != VFGX_FD_BAD_STREAM)
@@ -68,12 +67,11 @@ __device__ __forceinline__ int kc_pkt(const kparams &k, const struct res &r,
 		    (v = kfmt_user_place(k.fmt, r.body, r.len, o)) != VFGX_FD_OK)
 			return v;
 #endif
-		o->stream = r.stream;
-		o->ext_seq = r.seq;
-		*pv = vfgx_fmt_place(k.fmt, o);
 	}
+	/* the walk's: its stream and extended sequence (placement reads it) */
 	o->stream = r.stream;
 	o->ext_seq = r.seq;
+	*pv = f.placed ? f.pv : vfgx_fmt_place(k.fmt, o);
 	return VFGX_FD_OK;
 }
 
@@ -301,6 +299,7 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	*fin = false;
 	if (!df || s >= k.ch.streams || __shfl_sync(FULL, mine.stream, 0) != s)
 		return 0;
+	KP_START(kp_l);
 	st = &k.kcs[s];
 	si = kc_si(k, s, h.n);
 	sl = &k.kcsl[si];
@@ -340,6 +339,8 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	}
 	if (vfgx_ck_settle(kc_conf(k), cv, head_done).act != VFGX_CK_SETTLED)
 		return 0;
+	KP_END(KP_BR_LOAD, kp_l);
+	KP_START(kp_p);
 	good = good && v == VFGX_FD_OK && pv == VFGX_FD_OK && o.nseg != 0 && o.chunk == id &&
 	       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq, o.seg[0].dst_off,
 				&kk) == VFGX_STAGE_PASS;
@@ -387,6 +388,8 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	m += *fin;
 	if (m == 0)
 		return 0;
+	KP_END(KP_BR_PLACE, kp_p);
+	KP_START(kp_w);
 	if (lane < m)
 		kc_lens(k, si)[kk] = (uint32_t)got;
 	{
@@ -444,11 +447,17 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 			KV(sl->last_gt) = now;
 		}
 	}
+	KP_END(KP_BR_WRITE, kp_w);
+	KP_START(kp_c);
 	kc_bump(st, GPUK_K_PLACED, m, lane);
 	kd_count_run(k, cnt, m, lane < m ? o.payload_len : 0, mine.flags, lane);
 	__syncwarp();
-	if (*fin)
+	KP_END(KP_BR_COUNT, kp_c);
+	if (*fin) {
+		KP_START(kp_s);
 		kc_settle(k, s, lane, df);
+		KP_END(KP_BR_SETTLE, kp_s);
+	}
 	return m;
 }
 

@@ -149,15 +149,19 @@ __device__ void kd_count_run(const kparams &k, ull *cnt, uint32_t m, uint32_t le
 
 /* The longest run of a batch's first records (lane j holding the j-th,
  * batch of them) that the held chunk takes at once: its next packets in a
- * row (consecutive indices, none present yet), not the one completing it
- * (a release) and not when top moves to close_distance.  pw is lane j's
- * present word of the held chunk (read by the caller, with the cache's
- * words when it could).  The counters of their deliveries are added (the
- * caller checked that delivery has no per-record work).  Returns how many
- * were placed (0: the first goes one by one). */
+ * row (consecutive indices, none present yet), not when top moves to
+ * close_distance.  The run may end with the packet that completes the
+ * chunk: then *fin is set, the cache written back (kc_cache_put: nothing
+ * held after it) and the stream settled (kc_settle: the release of a
+ * complete head chunk), as kc_place does after such a packet; the caller
+ * publishes the stream.  pw is lane j's present word of the held chunk
+ * (read by the caller, with the cache's words when it could).  The
+ * counters of their deliveries are added (the caller checked that
+ * delivery has no per-record work).  Returns how many were placed (0: the
+ * first goes one by one). */
 __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 				 const struct res &mine, uint32_t batch, ull now,
-				 ull pw, uint32_t lane, struct kc_defer *df)
+				 ull pw, uint32_t lane, struct kc_defer *df, bool *fin)
 {
 	uint32_t P = k.ch.packets, kk = 0, kk0, end, wa, wb, m;
 	uint64_t p = 0;
@@ -165,7 +169,8 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	bool good;
 	volatile ull *present;
 
-	if (c.s == UINT32_MAX || c.pc + 1 >= P ||
+	*fin = false;
+	if (c.s == UINT32_MAX || c.pc >= P ||
 	    (n > c.top && k.ch.close_distance && n - c.head >= k.ch.close_distance))
 		return 0;
 	good = lane < batch && mine.stream == c.s && mine.len <= k.ch.payload_bytes &&
@@ -177,8 +182,8 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	good = good && kk == kk0 + lane && !((pw >> (kk % 64)) & 1);
 	m = (uint32_t)__ffs(~__ballot_sync(FULL, good));
 	m = m ? m - 1 : 32;
-	if (m > P - 1 - c.pc)
-		m = (uint32_t)(P - 1 - c.pc);
+	if (m > P - c.pc)
+		m = (uint32_t)(P - c.pc);
 	if (m == 0)
 		return 0;
 	present = kc_present(k, c.si);
@@ -226,6 +231,13 @@ __device__ uint32_t kc_place_run(const kparams &k, ull *cnt, struct kc_cache &c,
 	c.last = now;
 	if (n > c.top)
 		c.top = n;
+	if (c.pc == P) {
+		uint32_t s = c.s;
+
+		*fin = true;
+		kc_cache_put(k, c, lane);
+		kc_settle(k, s, lane, df);
+	}
 	return m;
 }
 

@@ -58,8 +58,10 @@
 #define VFGX_LOCAL_B 0 /* meson -Dgpu_local_b=true */
 #endif
 /* #38, where a chunk item's time goes (meson -Dgpu_chunk_prof=true):
- * clock64 cycles and counts of phase B's and C's steps, and of reorder's
- * walk (KP_R_*: the walk, its extension, its records one by one), summed
+ * clock64 cycles and counts of phase B's and C's steps, of reorder's
+ * walk (KP_R_*: the walk, its extension, its records one by one) and of
+ * a run by bytes' steps (KP_BR_*: its loads and checks, the placement of
+ * its records, its writes, its counts, the settle after it), summed
  * over the run in g_kprof (KP_*), printed by gpuk_destroy; without it,
  * nothing */
 #ifndef VFGX_CHUNK_PROF
@@ -71,7 +73,8 @@ enum {
 	KP_C_COPY, KP_C_CHAIN, KP_C_PUB, KP_PHASE_A, KP_SRUN, KP_SRUN_CALLS, KP_SONE,
 	KP_SONE_CALLS, KP_DRAIN, KP_ITEMS, KP_C_BYTES, KP_INLINE_COPY, KP_B_PRE,
 	KP_B_MID, KP_P_PRE, KP_P_OPEN, KP_P_MID, KP_P_SETTLE, KP_R_WALK, KP_R_BATCHES,
-	KP_R_EXT, KP_R_ONE, KP_R_ONE_RECS, KP_N
+	KP_R_EXT, KP_R_ONE, KP_R_ONE_RECS, KP_BR_LOAD, KP_BR_PLACE, KP_BR_WRITE,
+	KP_BR_COUNT, KP_BR_SETTLE, KP_N
 };
 #if VFGX_CHUNK_PROF
 __device__ unsigned long long g_kprof[KP_N];

@@ -588,6 +588,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 					bool held = c.s == st0 && c.n == n0;
 					ull pw = 0, now;
 					uint32_t placed;
+					bool fin;
 
 					/* chunk n0's present words, loaded with
 					 * the cache's words */
@@ -600,9 +601,16 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 						kc_cache_get(k, c, st0, n0, lane);
 					now = __shfl_sync(FULL, lane == 0 ? gtimer() : 0ull, 0);
 					KP_START(kp_r);
-					placed = kc_place_run(k, cnt, c, m, nb, now, pw, lane, df);
+					placed = kc_place_run(k, cnt, c, m, nb, now, pw, lane, df,
+							      &fin);
 					KP_END(KP_SRUN, kp_r);
 					KP_COUNT(KP_SRUN_CALLS, 1);
+					if (fin) {
+						/* it released: published as kc_place's are */
+						if (last != st0 && last < k.ch.streams)
+							kc_publish(k, last, lane, df);
+						last = st0;
+					}
 					if (placed) {
 						j += placed;
 						continue;

@@ -1035,7 +1035,8 @@ static void kprof_print(void)
 		"bytes before open", "bytes open to settle", "slot place before open",
 		"slot place open", "slot place open to settle", "slot place settle",
 		"reorder walk", "reorder batches", "reorder extension", "reorder one by one",
-		"reorder records one by one",
+		"reorder records one by one", "byte run loads", "byte run placement",
+		"byte run writes", "byte run counts", "byte run settle",
 	};
 	unsigned long long v[KP_N] = { 0 };
 	int khz = 0;
