@@ -245,10 +245,12 @@ __device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
 	ull head = KV(st->head), P = k.ch.packets;
 	size_t si = kc_si(k, s, head);
 	struct kc_slot *sl = &k.kcsl[si];
-	ull pc = KV(sl->present_count);
+	ull pc = KV(sl->present_count), state = KV(sl->state), index = KV(sl->index);
+	/* by bytes, the slot's span and bytes with its count: one round trip */
+	ull bspan = k.ch.by_bytes ? KV(sl->span) : 0, bin = k.ch.by_bytes ? KV(sl->bytes_in) : 0;
 	struct vfgx_ck_release rl = vfgx_ck_release(
-		kc_conf(k), vfgx_ck_holds(KV(sl->state) == KC_FILLING, KV(sl->index), head),
-		pc, reason, later_known);
+		kc_conf(k), vfgx_ck_holds(state == KC_FILLING, index, head), pc, reason,
+		later_known);
 	ull missing = rl.missing;
 
 	if (rl.skip) {
@@ -264,9 +266,8 @@ __device__ void kc_release_head(const kparams &k, uint32_t s, uint32_t reason,
 
 	if (k.ch.by_bytes) {
 		/* chunk.c's release_head: bytes, not packets, are missing */
-		span = KV(sl->span);
-		struct vfgx_ck_release_b rb = vfgx_ck_release_bytes(1, span, KV(sl->bytes_in),
-								    reason);
+		span = bspan;
+		struct vfgx_ck_release_b rb = vfgx_ck_release_bytes(1, span, bin, reason);
 
 		missing = 0;
 		flags = rb.flags;

@@ -87,6 +87,41 @@ __device__ __forceinline__ struct kfplace kc_fplace(const struct kfplace *fps,
 	return f;
 }
 
+/* The open chunk of stream s with id (chunk.c's place_bytes search: the
+ * highest n from top down to head, at most in_flight of them, whose slot
+ * holds it with that id), a lane a chunk: its words in one round trip
+ * rather than in turn.  1 and *nf when found. */
+__device__ __forceinline__ int kc_find_id(const kparams &k, uint32_t s,
+					  const struct vfgx_ck_stream &cv, ull id, uint32_t lane,
+					  ull *nf)
+{
+	ull cnt;
+
+	if (!cv.open || cv.top < cv.head)
+		return 0;
+	cnt = cv.top - cv.head + 1;
+	if (cnt > k.ch.in_flight)
+		cnt = k.ch.in_flight;
+	for (ull r0 = 0; r0 < cnt; r0 += 32) {
+		ull n = cv.top - r0 - lane;
+		bool hit = false;
+
+		if (r0 + lane < cnt) {
+			struct kc_slot *sl = &k.kcsl[kc_si(k, s, n)];
+			ull state = KV(sl->state), index = KV(sl->index), cid = KV(sl->chunk_id);
+
+			hit = vfgx_ck_holds(state == KC_FILLING, index, n) && cid == id;
+		}
+		uint32_t b = __ballot_sync(FULL, hit);
+
+		if (b) {
+			*nf = cv.top - r0 - (uint32_t)(__ffs(b) - 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Place one record by bytes (chunk.c's place_bytes, rule for rule): r
  * carries its whole UDP payload (kparams.fmt_raw) and its extended
@@ -111,9 +146,10 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	struct kc_stream *st;
 	struct kc_slot *sl;
 	struct vfgx_fmt_pkt o;
+	struct vfgx_ck_stream cv;
 	struct vfgx_ck_bidx b;
 	struct vfgx_ck_place pl;
-	ull nf = 0, pw, bit, got = 0, end_at = 0;
+	ull nf = 0, pw, bit, got = 0, end_at = 0, top_id, hw, pc, bin, span, hf, hf0, top;
 	bool after;
 	int found = 0, v, pv = VFGX_FD_OK;
 	size_t si;
@@ -122,6 +158,10 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 		return VFGX_R_BAD_STREAM;
 	KP_START(kp_b);
 	st = &k.kcs[s];
+	/* the stream's words, issued before the record's placement is read
+	 * (nothing below writes them before they are used) */
+	cv = kc_state(st);
+	top_id = KV(st->top_id);
 	/* place: user: the chunk, end mark and pieces are the user's
 	 * function's, checked as on the cpu engine (vfgx_place_apply); phase
 	 * A called it on the same bytes, so it passes here too */
@@ -138,21 +178,9 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	}
 	if (o.nseg == 0)
 		return VFGX_R_BAD_LENGTH;
-	/* the open chunk with this id: most packets are top's */
-	{
-		struct vfgx_ck_stream cv = kc_state(st);
-
-		for (ull n = cv.top + 1; cv.open && n-- > cv.head;) {
-			if (kc_holds(k, s, n) && KV(k.kcsl[kc_si(k, s, n)].chunk_id) == o.chunk) {
-				found = 1;
-				nf = n;
-				break;
-			}
-			if (cv.top - n + 1 >= k.ch.in_flight)
-				break;
-		}
-		b = vfgx_ck_byte_chunk(cv, KV(st->top_id), o.chunk, k.ch.id_bits, found, nf);
-	}
+	/* the open chunk with this id */
+	found = kc_find_id(k, s, cv, o.chunk, lane, &nf);
+	b = vfgx_ck_byte_chunk(cv, top_id, o.chunk, k.ch.id_bits, found, nf);
 	if (b.late) {
 		kc_bump(st, GPUK_K_LATE, 1, lane);
 		__syncwarp();
@@ -164,7 +192,7 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 		__syncwarp();
 		return v;
 	}
-	pl = vfgx_ck_place(kc_conf(k), kc_state(st), b.n * k.ch.packets + kk, NULL, 0);
+	pl = vfgx_ck_place(kc_conf(k), cv, b.n * k.ch.packets + kk, NULL, 0);
 	/* chunk.c's place_admit */
 	if (pl.open) {
 		if (lane == 0) {
@@ -191,23 +219,38 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 	KP_END(KP_SLOT_OPEN, kp_s);
 	KP_START(kp_m);
 	sl = &k.kcsl[si];
+	/* the present word, the slot's words and the stream's top at once:
+	 * this warp's lane 0 is their only writer while it places (the
+	 * drain below waits for other items' publication, which writes
+	 * none of them) */
 	pw = kc_present(k, si)[pl.k / 64];
+	hw = KV(sl->hw);
+	pc = KV(sl->present_count);
+	bin = KV(sl->bytes_in);
+	span = KV(sl->span);
+	hf = KV(sl->hdr_flags);
+	top = KV(st->top);
+	hf0 = hf;
 	bit = 1ull << (pl.k % 64);
 	if (vfgx_ck_dup(pw, pl.k) != VFGX_STAGE_PASS) {
 		kc_bump(st, GPUK_K_DUPLICATES, 1, lane);
 		__syncwarp();
 		return VFGX_R_DUPLICATE;
 	}
-	after = kc_pieces_after(o, KV(sl->hw), &end_at, &got);
+	after = kc_pieces_after(o, hw, &end_at, &got);
 	/* a quit meanwhile: nothing written, the kernel ends */
 	KP_START(kp_d);
 	if (df && !after && !kc_defer_drain(k, df, lane))
 		return KC_DROP_NOBUFS;
 	KP_END(KP_DRAIN, kp_d);
-	if (KV(sl->present_count) == 0) {
-		if (lane == 0)
-			KV(sl->chunk_id) = o.chunk;
-		kc_first(sl, o.ext_seq, fr, lane);
+	/* the chunk's first packet (kc_first, its flags word held here) */
+	if (pc == 0 && lane == 0) {
+		KV(sl->chunk_id) = o.chunk;
+		KV(sl->first_seq) = o.ext_seq;
+		if (fr && fr->has_ts) {
+			KV(sl->hdr_ts) = fr->hts;
+			hf |= VFGX_CHUNK_HDR_TS;
+		}
 	}
 	if (b.new_top)
 		kc_set(st->top_id, o.chunk, lane);
@@ -219,25 +262,40 @@ __device__ int kc_place_bytes(const kparams &k, const struct res &r,
 		else
 			kc_copy(dst, r.body + o.seg[i].src_off, o.seg[i].len, lane);
 	}
+	if (o.end)
+		hf |= VFGX_CHUNK_ENDED;
 	if (lane == 0) {
-		if (end_at > KV(sl->hw))
+		if (end_at > hw)
 			KV(sl->hw) = end_at;
 		kc_lens(k, si)[pl.k] = (uint32_t)got;
 		kc_present(k, si)[pl.k / 64] = pw | bit;
-		KV(sl->present_count) = KV(sl->present_count) + 1;
-		KV(sl->bytes_in) = KV(sl->bytes_in) + got;
-		KV(sl->span) = vfgx_ck_byte_span(KV(sl->span), (int)o.end, end_at, o.chunk_bytes);
-		if (o.end)
-			KV(sl->hdr_flags) = KV(sl->hdr_flags) | VFGX_CHUNK_ENDED;
+		KV(sl->present_count) = pc + 1;
+		KV(sl->bytes_in) = bin + got;
+		KV(sl->span) = vfgx_ck_byte_span(span, (int)o.end, end_at, o.chunk_bytes);
+		if (hf != hf0)
+			KV(sl->hdr_flags) = hf;
 		KV(sl->last_gt) = now;
-		if (pl.n > KV(st->top))
+		if (pl.n > top)
 			KV(st->top) = pl.n;
 	}
 	kc_bump(st, GPUK_K_PLACED, 1, lane);
 	__syncwarp();
 	KP_END(KP_B_MID, kp_m);
 	KP_START(kp_t);
-	kc_settle(k, s, lane, df);
+	/* kc_settle's question asked of the words held here when the
+	 * placement moved neither the stream's head nor its ring (no open,
+	 * no advance) and went into the head chunk; its full path when the
+	 * answer is to release or close, or it cannot be asked here */
+	{
+		struct vfgx_ck_stream v = cv;
+		bool held = !pl.open && !pl.advance && pl.n == cv.head;
+		ull span2 = vfgx_ck_byte_span(span, (int)o.end, end_at, o.chunk_bytes);
+
+		if (pl.n > v.top)
+			v.top = pl.n;
+		if (!held || vfgx_ck_settle(kc_conf(k), v, bin + got >= span2).act != VFGX_CK_SETTLED)
+			kc_settle(k, s, lane, df);
+	}
 	KP_END(KP_SETTLE, kp_t);
 	*n_placed = pl.n;
 	return VFGX_STAGE_PASS;
@@ -344,13 +402,10 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	good = good && v == VFGX_FD_OK && pv == VFGX_FD_OK && o.nseg != 0 && o.chunk == id &&
 	       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq, o.seg[0].dst_off,
 				&kk) == VFGX_STAGE_PASS;
-	if (good) {
-		struct vfgx_ck_place pl = vfgx_ck_place(kc_conf(k), cv, h.n * k.ch.packets + kk,
-							NULL, 0);
-
-		good = pl.verdict == VFGX_STAGE_PASS && !pl.open && !pl.advance && pl.n == h.n;
-		kk = pl.k;
-	}
+	/* what vfgx_ck_place would add for packet kk of chunk h.n: the
+	 * checks above exclude its open, late and ring steps (and n = h.n,
+	 * k = kk), which leaves the index's range */
+	good = good && h.n * k.ch.packets + kk < VFGX_CHUNK_MAX_INDEX;
 	/* kk's present word: loaded above, else in a round trip of its own */
 	pw = __shfl_sync(FULL, pwl, (kk / 64) & 31);
 	if (good) {
