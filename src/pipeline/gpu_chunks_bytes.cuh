@@ -349,8 +349,9 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	struct kc_stream *st;
 	struct kc_slot *sl;
 	ull state, index, id, pc, bin, span, hw, end_at = 0, got = 0, pw = 0, pwl = 0;
-	ull cb = ~0ull, before, upto, sp, sum, spl;
-	bool good, head_done, endm = false, last;
+	ull cb = ~0ull, before, hw2, sp, sum, spl, chunk = 0, d0 = 0;
+	uint32_t plen = 0;
+	bool good, head_done, endm = false, last, one, after = false;
 	size_t si;
 	int v = VFGX_FD_MISMATCH, pv = VFGX_FD_OK;
 
@@ -381,8 +382,15 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	f.placed = 0;
 	if (good)
 		f = kc_fplace(fps, mine);
-	if (good)
+	/* phase A's one piece (f.placed) is read from f, in registers; any
+	 * other record's packet is decoded and placed again into o (kc_pkt) */
+	one = f.placed != 0;
+	if (good && !one)
 		v = kc_pkt(k, mine, f, &o, &pv);
+	if (good && one) {
+		v = VFGX_FD_OK;
+		pv = f.pv;
+	}
 	if (!cv.open || !vfgx_ck_holds(state == KC_FILLING, index, h.n) || h.n < cv.head ||
 	    h.n > cv.top || h.n - cv.head >= k.ch.in_flight || pc == 0)
 		return 0;
@@ -399,9 +407,32 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 		return 0;
 	KP_END(KP_BR_LOAD, kp_l);
 	KP_START(kp_p);
-	good = good && v == VFGX_FD_OK && pv == VFGX_FD_OK && o.nseg != 0 && o.chunk == id &&
-	       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, o.ext_seq, o.seg[0].dst_off,
-				&kk) == VFGX_STAGE_PASS;
+	good = good && v == VFGX_FD_OK && pv == VFGX_FD_OK;
+	if (good && one) {
+		nseg = 1;
+		chunk = f.chunk;
+		d0 = f.dst_off;
+		endm = f.end != 0;
+		plen = f.payload_len;
+		if (f.chunk_bytes)
+			cb = f.chunk_bytes;
+		end_at = f.dst_off + f.len;
+		got = f.len;
+		after = true;
+	} else if (good) {
+		nseg = o.nseg;
+		chunk = o.chunk;
+		d0 = nseg ? o.seg[0].dst_off : 0;
+		endm = o.end != 0;
+		plen = o.payload_len;
+		if (o.chunk_bytes)
+			cb = o.chunk_bytes;
+		after = kc_pieces_after(o, 0, &end_at, &got);
+	}
+	/* the walk's extended sequence is the packet's (kc_pkt) */
+	good = good && nseg != 0 && chunk == id &&
+	       vfgx_ck_byte_key(kc_conf(k), (int)k.ch.by_offset, mine.seq, d0, &kk) ==
+		       VFGX_STAGE_PASS;
 	/* what vfgx_ck_place would add for packet kk of chunk h.n: the
 	 * checks above exclude its open, late and ring steps (and n = h.n,
 	 * k = kk), which leaves the index's range */
@@ -411,11 +442,7 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	if (good) {
 		if (W > 32)
 			pw = __ldcg((const ull *)kc_present(k, si) + kk / 64);
-		good = vfgx_ck_dup(pw, kk) == VFGX_STAGE_PASS && kc_pieces_after(o, 0, &end_at, &got);
-		nseg = o.nseg;
-		endm = o.end != 0;
-		if (o.chunk_bytes)
-			cb = o.chunk_bytes;
+		good = vfgx_ck_dup(pw, kk) == VFGX_STAGE_PASS && after;
 	}
 	/* a key an earlier record of the run has: a duplicate (every lane
 	 * matches, none skips the intrinsic) */
@@ -423,11 +450,12 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 
 	good = good && !(same & ((1u << lane) - 1));
 	m = first_not(good);
-	/* each one's pieces from where the slot's and the earlier ones' end;
+	/* each one's pieces from where the slot's and the earlier ones' end
+	 * (where the one before ends: every piece of each before it starts
+	 * where those before it end, so the furthest end is the last one's);
 	 * the chunk's span after it (chunk.c's span rule: a packet's own
 	 * chunk size lowers it, an end mark sets it where the packet ends) */
-	upto = warp_scan_max(lane < m ? end_at : 0ull, lane);
-	before = __shfl_up_sync(FULL, upto, 1);
+	before = __shfl_up_sync(FULL, end_at, 1);
 	if (lane == 0 || before < hw)
 		before = hw;
 	sp = warp_scan_min(lane < m ? cb : ~0ull, lane);
@@ -435,7 +463,7 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 		sp = span;
 	spl = vfgx_ck_byte_span(sp, (int)endm, end_at, 0);
 	sum = warp_scan_sum(lane < m ? got : 0ull, lane);
-	good = lane < m && good && o.seg[0].dst_off >= before;
+	good = lane < m && good && d0 >= before;
 	/* those before the last neither end nor complete the chunk */
 	last = endm || bin + sum >= spl;
 	m = first_not(good && !last);
@@ -480,17 +508,17 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 		for (uint32_t i = 0; lane < m && i < nseg; i++) {
 			struct kc_cp *e = &df->cp[df->ncp + at + i];
 
-			e->src = mine.body + o.seg[i].src_off;
-			e->dst = kc_base(k, si) + o.seg[i].dst_off;
-			e->len = o.seg[i].len;
+			e->src = mine.body + (one ? f.src_off : o.seg[i].src_off);
+			e->dst = kc_base(k, si) + (one ? f.dst_off : o.seg[i].dst_off);
+			e->len = one ? f.len : o.seg[i].len;
 		}
 		df->ncp += tot;
 	}
 	{
-		ull bytes = __shfl_sync(FULL, sum, m - 1), hw2 = __shfl_sync(FULL, upto, m - 1);
-		ull span2 = __shfl_sync(FULL, spl, m - 1);
+		ull bytes = __shfl_sync(FULL, sum, m - 1), span2 = __shfl_sync(FULL, spl, m - 1);
 		bool ended = __shfl_sync(FULL, endm, m - 1);
 
+		hw2 = __shfl_sync(FULL, end_at, m - 1);
 		if (lane == 0) {
 			KV(sl->present_count) = pc + m;
 			KV(sl->bytes_in) = bin + bytes;
@@ -505,7 +533,7 @@ __device__ uint32_t kc_place_bytes_run(const kparams &k, ull *cnt, const struct 
 	KP_END(KP_BR_WRITE, kp_w);
 	KP_START(kp_c);
 	kc_bump(st, GPUK_K_PLACED, m, lane);
-	kd_count_run(k, cnt, m, lane < m ? o.payload_len : 0, mine.flags, lane);
+	kd_count_run(k, cnt, m, lane < m ? plen : 0, mine.flags, lane);
 	__syncwarp();
 	KP_END(KP_BR_COUNT, kp_c);
 	if (*fin) {
