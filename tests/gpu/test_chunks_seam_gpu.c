@@ -31,6 +31,7 @@
 
 #include "pipeline/chunkset.h"
 #include "pipeline/gpu_bench.h"
+#include "gpu_start.h"
 
 #define A 0u       /* stream 0 */
 #define B 64u      /* stream 64: phase B's group of stream 0 */
@@ -238,16 +239,11 @@ int main(int argc, char **argv)
 	struct vfgx_pkt pk[NPKT];
 	vfgx_ctx *ctx;
 	char desc[256];
+	int st = gpu_test_start(cpu_only, desc, sizeof(desc), &ctx);
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (vfgx_ctx_create(&ctx))
-		return 1;
+	if (st)
+		return st;
 	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	if (!cpu_only && vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
-		printf("SKIP: no GPU: %s\n", vfgx_last_error(ctx));
-		vfgx_ctx_destroy(ctx);
-		return 77;
-	}
 	traffic(host, pk);
 	run_cpu(ctx, pk);
 	/* the kernels read the packets where they are: pinned memory */

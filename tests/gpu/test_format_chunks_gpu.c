@@ -37,6 +37,7 @@
 #include "pipeline/gpu_bench.h"
 #include "pipeline/gpu_iface.h"
 #include "chunk_compare.h" /* struct ck, ck_compare: the cpu/gpu parity check */
+#include "gpu_start.h"
 
 #define FLOWS 4        /* flows of a profile with a stream field */
 #define CK_STREAMS 3   /* chunk rings: stream 3 has none (bad_stream) */
@@ -707,17 +708,11 @@ int main(int argc, char **argv)
 	const char *only = argc > 1 + cpu_only ? argv[1 + cpu_only] : NULL;
 	vfgx_ctx *ctx;
 	char desc[256];
-	int cases = 0;
+	int cases = 0, ret = gpu_test_start(cpu_only, desc, sizeof(desc), &ctx);
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (vfgx_ctx_create(&ctx))
-		return 1;
+	if (ret)
+		return ret;
 	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	if (!cpu_only && vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
-		printf("SKIP: no GPU: %s\n", vfgx_last_error(ctx));
-		vfgx_ctx_destroy(ctx);
-		return 77;
-	}
 	if (!cpu_only)
 		printf("%s\n", desc);
 	for (size_t pi = 0; pi < sizeof(profiles) / sizeof(profiles[0]); pi++) {

@@ -42,6 +42,7 @@
 #include "../../examples/user_place/tile_place.h"
 #include "bad_place.h"
 #include "chunk_compare.h" /* struct ck, ck_compare: the cpu/gpu parity check */
+#include "gpu_start.h"
 
 #define SLOT 256
 #define STREAMS 2
@@ -692,19 +693,14 @@ int main(int argc, char **argv)
 	bool cpu_only = argc > 1 && !strcmp(argv[1], "--cpu-only");
 	vfgx_ctx *ctx;
 	char desc[256];
+	int st;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 3 && !cpu_only) {
 		fprintf(stderr, "usage: test_place_gpu TILE_PLACE_FATBIN BAD_PLACE_FATBIN | --cpu-only\n");
 		return 2;
 	}
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	if (!cpu_only && vfgx_gpu_probe(ctx, 0, desc, sizeof(desc))) {
-		printf("SKIP: no GPU: %s\n", vfgx_last_error(ctx));
-		vfgx_ctx_destroy(ctx);
-		return 77;
-	}
+	if ((st = gpu_test_start(cpu_only, desc, sizeof(desc), &ctx)))
+		return st;
 	if (!cpu_only)
 		printf("%s\n", desc);
 	if (gen(&t, 0) || gen(&tb, 1))
