@@ -40,7 +40,7 @@ static const struct cli_opt formats_opts[] = {
 	{ "seconds", 's', "S", "measuring time per side and per round (default 0.3)" },
 	{ "rounds", 'r', "N", "paired rounds, profile and vfgx interleaved (default 7)" },
 	{ "working-set", 'w', "MB", "CPU frame memory per side (default twice the last-level cache, at least 64)" },
-	{ "video-frames", 'f', "N", "frames per stream of each video run (default 60 at 1080p, 20 at 4K)" },
+	{ "video-frames", 'f', "N", "frames per stream of each video run (default 60, one second of video)" },
 	{ "video-streams", 'v', "LIST", "4K60 stream counts of the GPU sweep, comma-separated, 1..64 each (default 12,16)" },
 	{ "only", 'p', "LIST", "measure these alone, comma-separated among rtp, vita49, ecpri, spead, vdif, gr-udp and video (the RFC 4175 runs); the rest are listed as not measured (default all)" },
 	{ "cpu-only", 'c', NULL, "the CPU part alone (no GPU part even where a GPU is)" },

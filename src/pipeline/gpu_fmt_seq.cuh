@@ -271,8 +271,11 @@ __device__ __forceinline__ uint32_t kfmt_keep(ull *cnt, struct res &mine, uint32
  * a stream started here gets its window's base at its first extended
  * sequence, through the walk's cache.  The extension state and the
  * window state of lane 0's stream are loaded together (one round trip
- * when the stream changes).  Returns the batch's records kept; *run as
- * kfmt_batch's (the whole batch one stream's run, every lane holding it). */
+ * when the stream changes).  A batch that is the next sequences of the
+ * stream both caches hold already is extended at once before any of that
+ * (the steady state of a stream's walk).  Returns the batch's records
+ * kept; *run as kfmt_batch's (the whole batch one stream's run, every lane
+ * holding it). */
 __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, struct res &mine,
 						    uint32_t batch, struct vfgx_seq_run sr,
 						    struct kfmt_cur &c, uint32_t &cs,
@@ -280,8 +283,26 @@ __device__ __forceinline__ uint32_t kfmt_walk_batch(const kparams &k, ull *cnt, 
 						    uint32_t &cheld, bool &run, uint32_t lane)
 {
 	uint32_t s0 = __shfl_sync(FULL, mine.stream, 0);
+	uint64_t q0 = __shfl_sync(FULL, mine.seq, 0);
 	bool fresh;
 
+	/* The steady state first: the batch is the next sequences as sent of
+	 * the stream whose states both caches already hold (kfmt_batch's run
+	 * without steps, its loads and stream changes left out): the stream
+	 * and the first sequence shuffled together, one vote. */
+	if (s0 == c.cs && s0 == cs && s0 < k.nb_fseq && s0 < k.nb_streams &&
+	    (batch == 1 || sr.max_dropout >= 2) &&
+	    __all_sync(FULL, lane >= batch ||
+				 (mine.stream == s0 && vfgx_seq_step(sr, q0 + lane, mine.seq) == 0))) {
+		uint64_t e0;
+
+		if (vfgx_seq_extend_steps(sr, &c.st, q0, batch - 1, &e0)) {
+			mine.stream = s0;
+			mine.seq = e0 + lane;
+			run = true;
+			return batch;
+		}
+	}
 	if (s0 < k.nb_fseq && s0 < k.nb_streams) {
 		kfmt_cur_take(c, k.fseq, s0, lane);
 		cache_get(k, s0, cs, cbase, cnext, cheld, lane);
