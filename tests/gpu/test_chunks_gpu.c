@@ -379,6 +379,8 @@ static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
 	char y[2048];
 	struct seen a, b;
 
+	int failed0 = failures;
+
 	snprintf(y, sizeof(y), fmt, "host", traffic, "cpu", gpu_mode, mem, chunks);
 	if (collect(ctx, y, packets, payload, &a))
 		return;
@@ -409,12 +411,15 @@ static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
 	CHECK(a.st.packets > 0 && a.st.drops[VFGX_DROP_NOBUFS] == 0, "%s: %llu packets, %llu nobufs",
 	      what, (unsigned long long)a.st.packets,
 	      (unsigned long long)a.st.drops[VFGX_DROP_NOBUFS]);
-	printf("ok   parity %s (%s, %s): %llu chunks (%llu complete, %llu closed, %llu skipped), "
-	       "%llu placed, %llu late, %llu duplicates, %llu out of range: the same on both engines\n",
-	       what, mem, gpu_mode, (unsigned long long)b.n, (unsigned long long)b.cs.complete,
+	/* the line says what the gpu engine did; "ok" only when every
+	 * comparison above held */
+	printf("%s parity %s (%s, %s): %llu chunks (%llu complete, %llu closed, %llu skipped), "
+	       "%llu placed, %llu late, %llu duplicates, %llu out of range: %s\n",
+	       failures == failed0 ? "ok  " : "FAIL", what, mem, gpu_mode, (unsigned long long)b.n, (unsigned long long)b.cs.complete,
 	       (unsigned long long)b.cs.closed, (unsigned long long)b.cs.skipped,
 	       (unsigned long long)b.cs.placed, (unsigned long long)b.cs.late,
-	       (unsigned long long)b.cs.duplicates, (unsigned long long)b.cs.out_of_range);
+	       (unsigned long long)b.cs.duplicates, (unsigned long long)b.cs.out_of_range,
+	       failures == failed0 ? "the same on both engines" : "the engines differ (above)");
 }
 
 /* The gpu engine with chunks in host memory: refused in one line. */
