@@ -267,10 +267,19 @@ static void get_stream_put(vfgx_ctx *ctx, const char *device)
 /* What a run made of its chunks: per stream, in hand-out order, each
  * chunk's index, flags, counts, present words and a hash of its present
  * slots (lengths and bytes). */
+/* One chunk as the consumer got it (the first differing one is named
+ * when two engines' runs differ). */
+struct got {
+	uint32_t stream, flags, present, missing;
+	uint64_t index, sum;
+};
+
 struct seen {
 	uint64_t n, sum[4];
 	struct vfgx_chunk_stats cs;
 	struct vfgx_pipeline_stats st;
+	struct got *got; /* n of them, in hand-out order */
+	uint64_t cap;
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -342,6 +351,19 @@ static int collect(vfgx_ctx *ctx, const char *y, uint32_t packets,
 			h = fnv(h, data + (size_t)i * payload, lens[i]);
 		}
 		out->sum[c->stream % 4] = h;
+		if (out->n == out->cap) {
+			uint64_t cap = out->cap ? 2 * out->cap : 1024;
+			struct got *g = realloc(out->got, cap * sizeof(*g));
+
+			CHECK(g, "out of memory");
+			if (!g)
+				break;
+			out->got = g;
+			out->cap = cap;
+		}
+		out->got[out->n] = (struct got){ c->stream, c->flags, c->present_count,
+						 c->missing, c->index,
+						 fnv(0xcbf29ce484222325ull, present, words * 8) };
 		out->n++;
 		vfgx_chunk_put(r.pl, c->stream, c->index);
 	}
@@ -357,6 +379,43 @@ static int collect(vfgx_ctx *ctx, const char *y, uint32_t packets,
 
 #define SAME(f) CHECK(a.f == b.f, "%s: " #f " cpu %llu gpu %llu", what, \
 		      (unsigned long long)a.f, (unsigned long long)b.f)
+
+/* Each stream's chunks in hand-out order on both engines: the first that
+ * differs (or is on one side only), per stream. */
+static void first_difference(const char *what, const struct seen *a, const struct seen *b)
+{
+	for (uint32_t s = 0; s < 4; s++) {
+		uint64_t i = 0, j = 0;
+
+		for (;;) {
+			while (i < a->n && a->got[i].stream != s)
+				i++;
+			while (j < b->n && b->got[j].stream != s)
+				j++;
+			if (i == a->n && j == b->n)
+				break;
+			if (i == a->n || j == b->n || a->got[i].index != b->got[j].index ||
+			    a->got[i].flags != b->got[j].flags ||
+			    a->got[i].present != b->got[j].present ||
+			    a->got[i].missing != b->got[j].missing || a->got[i].sum != b->got[j].sum) {
+				const struct got *x = i < a->n ? &a->got[i] : NULL;
+				const struct got *y = j < b->n ? &b->got[j] : NULL;
+
+				fprintf(stderr,
+					"     %s: stream %u, first differing chunk (hand-out %llu / %llu): cpu index %lld flags 0x%x present %u missing %u; gpu index %lld flags 0x%x present %u missing %u; present words %s\n",
+					what, s, (unsigned long long)i, (unsigned long long)j,
+					x ? (long long)x->index : -1LL, x ? x->flags : 0,
+					x ? x->present : 0, x ? x->missing : 0,
+					y ? (long long)y->index : -1LL, y ? y->flags : 0,
+					y ? y->present : 0, y ? y->missing : 0,
+					x && y && x->sum == y->sum ? "the same" : "differ");
+				break;
+			}
+			i++;
+			j++;
+		}
+	}
+}
 
 /* Replay: the traffic (faults included) is built once, so both runs see
  * the same packets in the same order whatever the engines' bursts. */
@@ -386,8 +445,10 @@ static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
 		return;
 	fprintf(stderr, "     %s: cpu engine %llu chunks\n", what, (unsigned long long)a.n);
 	snprintf(y, sizeof(y), fmt, "pinned", traffic, "gpu", gpu_mode, mem, chunks);
-	if (collect(ctx, y, packets, payload, &b))
+	if (collect(ctx, y, packets, payload, &b)) {
+		free(a.got);
 		return;
+	}
 	SAME(n);
 	for (int i = 0; i < 4; i++)
 		SAME(sum[i]);
@@ -411,6 +472,8 @@ static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
 	CHECK(a.st.packets > 0 && a.st.drops[VFGX_DROP_NOBUFS] == 0, "%s: %llu packets, %llu nobufs",
 	      what, (unsigned long long)a.st.packets,
 	      (unsigned long long)a.st.drops[VFGX_DROP_NOBUFS]);
+	if (failures != failed0)
+		first_difference(what, &a, &b);
 	/* the line says what the gpu engine did; "ok" only when every
 	 * comparison above held */
 	printf("%s parity %s (%s, %s): %llu chunks (%llu complete, %llu closed, %llu skipped), "
@@ -420,6 +483,8 @@ static void parity(vfgx_ctx *ctx, const char *what, const char *mem,
 	       (unsigned long long)b.cs.placed, (unsigned long long)b.cs.late,
 	       (unsigned long long)b.cs.duplicates, (unsigned long long)b.cs.out_of_range,
 	       failures == failed0 ? "the same on both engines" : "the engines differ (above)");
+	free(a.got);
+	free(b.got);
 }
 
 /* The gpu engine with chunks in host memory: refused in one line. */
@@ -607,30 +672,10 @@ static void stream_consumer(vfgx_ctx *ctx, const char *device)
 	cudaStreamDestroy(s);
 }
 
-int main(void)
+/* faults: loss, reorder, duplicates, corruption; chunks closed by
+ * distance and by the ring; 3 streams, one without a ring */
+static void faults_cases(vfgx_ctx *ctx)
 {
-	vfgx_ctx *ctx;
-	int n = 0;
-
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-		printf("SKIP: no GPU (cudaGetDeviceCount found none)\n");
-		return 77;
-	}
-	if (vfgx_ctx_create(&ctx))
-		return 1;
-	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
-	consume_and_check(ctx, "gpu");
-	consume_and_check(ctx, "pinned");
-	cpu_engine_held(ctx);
-	get_stream_put(ctx, "cpu");
-	get_stream_put(ctx, "gpu");
-	stream_consumer(ctx, "cpu");
-	stream_consumer(ctx, "gpu");
-	gpu_host_refused(ctx);
-	gpu_engine_stale_put(ctx);
-	gpu_timeout_backpressure(ctx);
-	/* faults: loss, reorder, duplicates, corruption; chunks closed by
-	 * distance and by the ring; 3 streams, one without a ring */
 	parity(ctx, "faults", "gpu",
 	       "packets: 60000, flows: 3, packet_size: 600, loss: 0.01, reorder: 0.05, "
 	       "reorder_distance: 40, duplicate: 0.02, corrupt: 0.01, seed: 7",
@@ -641,6 +686,54 @@ int main(void)
 	       "reorder_distance: 300, duplicate: 0.02, seed: 9",
 	       "payload_bytes: 256, packets: 100, streams: 2, in_flight: 3",
 	       "per_burst", 100, 256, true);
+}
+
+/* test_chunks_gpu [--faults N]: with --faults, only the two faults cases,
+ * N times (the gpu engine differed from the cpu engine in one of 7 runs
+ * on an H200, 2026-11-30: this repeats it, naming the chunk). */
+int main(int argc, char **argv)
+{
+	vfgx_ctx *ctx;
+	int n = 0, repeat = 0;
+
+	if (argc == 3 && strcmp(argv[1], "--faults") == 0) {
+		repeat = atoi(argv[2]);
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: test_chunks_gpu [--faults N]\n");
+		return 2;
+	}
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("SKIP: no GPU (cudaGetDeviceCount found none)\n");
+		return 77;
+	}
+	if (vfgx_ctx_create(&ctx))
+		return 1;
+	vfgx_log_set_level(ctx, VFGX_LOG_ERROR);
+	if (repeat > 0) {
+		int runs_failed = 0;
+
+		for (int i = 0; i < repeat; i++) {
+			int before = failures;
+
+			faults_cases(ctx);
+			runs_failed += failures != before;
+		}
+		vfgx_ctx_destroy(ctx);
+		printf("test_chunks_gpu --faults %d: %d of %d runs differed\n", repeat, runs_failed,
+		       repeat);
+		return failures ? 1 : 0;
+	}
+	consume_and_check(ctx, "gpu");
+	consume_and_check(ctx, "pinned");
+	cpu_engine_held(ctx);
+	get_stream_put(ctx, "cpu");
+	get_stream_put(ctx, "gpu");
+	stream_consumer(ctx, "cpu");
+	stream_consumer(ctx, "gpu");
+	gpu_host_refused(ctx);
+	gpu_engine_stale_put(ctx);
+	gpu_timeout_backpressure(ctx);
+	faults_cases(ctx);
 	/* hostile placement: a 4-byte field of the payload, far jumps */
 	parity(ctx, "field", "gpu",
 	       "packets: 20000, flows: 2, packet_size: 200, seed: 11",
