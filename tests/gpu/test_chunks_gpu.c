@@ -264,16 +264,16 @@ static void get_stream_put(vfgx_ctx *ctx, const char *device)
 
 /* ---- gpu engine vs cpu engine: the same traffic, the same chunks ------- */
 
-/* What a run made of its chunks: per stream, in hand-out order, each
- * chunk's index, flags, counts, present words and a hash of its present
- * slots (lengths and bytes). */
 /* One chunk as the consumer got it (the first differing one is named
  * when two engines' runs differ). */
 struct got {
-	uint32_t stream, flags, present, missing;
-	uint64_t index, sum;
+	uint32_t stream, flags;
+	uint64_t present, missing, index, sum;
 };
 
+/* What a run made of its chunks: per stream, in hand-out order, each
+ * chunk's index, flags, counts, present words and a hash of its present
+ * slots (lengths and bytes). */
 struct seen {
 	uint64_t n, sum[4];
 	struct vfgx_chunk_stats cs;
@@ -402,12 +402,14 @@ static void first_difference(const char *what, const struct seen *a, const struc
 				const struct got *y = j < b->n ? &b->got[j] : NULL;
 
 				fprintf(stderr,
-					"     %s: stream %u, first differing chunk (hand-out %llu / %llu): cpu index %lld flags 0x%x present %u missing %u; gpu index %lld flags 0x%x present %u missing %u; present words %s\n",
+					"     %s: stream %u, first differing chunk (hand-out %llu / %llu): cpu index %lld flags 0x%x present %llu missing %llu; gpu index %lld flags 0x%x present %llu missing %llu; present words %s\n",
 					what, s, (unsigned long long)i, (unsigned long long)j,
 					x ? (long long)x->index : -1LL, x ? x->flags : 0,
-					x ? x->present : 0, x ? x->missing : 0,
+					x ? (unsigned long long)x->present : 0ull,
+					x ? (unsigned long long)x->missing : 0ull,
 					y ? (long long)y->index : -1LL, y ? y->flags : 0,
-					y ? y->present : 0, y ? y->missing : 0,
+					y ? (unsigned long long)y->present : 0ull,
+					y ? (unsigned long long)y->missing : 0ull,
 					x && y && x->sum == y->sum ? "the same" : "differ");
 				break;
 			}
