@@ -3,8 +3,9 @@
  * own encoder (vfgx_fmt_encode, the rtp-video profile; tests/net/format
  * checks it against GStreamer), several streams a capture file (libpcap),
  * interleaved in send order and told apart by their SSRCs as on a wire;
- * a pcap port per file replays it as fast as it reads (`timing: fast`)
- * into vfgx_pipeline with pipeline.format rtp-video and chunks: one chunk
+ * a pcap port per file replays it as fast as it reads (`timing: fast`;
+ * for the gpu engine preloaded into GPU memory, handed out without a
+ * copy) into vfgx_pipeline with pipeline.format rtp-video and chunks: one chunk
  * per frame, taken and given back by a consumer thread.  The source alone
  * (the same ports, no pipeline) is the reference of what the files can
  * feed.  A pool is one thread's (vfgx/mem.h): no thread but the
@@ -213,19 +214,24 @@ static void *consumer_main(void *arg)
 	return NULL;
 }
 
-/* The interfaces of fs: a pcap port a file; for gpu their buffers in a
- * pinned region each (the GPU reads them in place; in host memory the gpu
- * engine would copy every packet into its bounce area). */
+/* The interfaces of fs: a pcap port a file.  For gpu each file is
+ * preloaded (pcap.preload) into a GPU memory region of its own, a buffer a
+ * record, before the run: rx then hands out frames already in GPU memory,
+ * as a NIC's rx ring does, and the run measures the pipeline, not libpcap
+ * reading the file. */
 static int ports_yaml(char *y, size_t len, const struct fvideo_files *fs, bool gpu)
 {
+	/* the records of the file with the most streams */
+	uint64_t recs = (uint64_t)(fs->streams + fs->ports - 1) / fs->ports * fs->frames *
+			fs->packets_per_frame;
 	size_t n = (size_t)snprintf(y, len, "log_level: warn\n");
 
 	if (gpu) {
 		n += (size_t)snprintf(y + n, len - n, "memory_regions:\n");
 		for (uint32_t q = 0; q < fs->ports && n < len; q++)
 			n += (size_t)snprintf(y + n, len - n,
-					      "  - {name: rx%u, kind: pinned, buf_size: 2048, num_bufs: 16384}\n",
-					      q);
+					      "  - {name: rx%u, kind: gpu, buf_size: 2048, num_bufs: %llu}\n",
+					      q, (unsigned long long)(recs ? recs : 1));
 	}
 	if (n < len)
 		n += (size_t)snprintf(y + n, len - n, "interfaces:\n");
@@ -233,8 +239,8 @@ static int ports_yaml(char *y, size_t len, const struct fvideo_files *fs, bool g
 		n += (size_t)snprintf(y + n, len - n,
 				      "  - name: video%u\n"
 				      "    backend: pcap\n"
-				      "    pcap: {file: %s/port%u.pcap, timing: fast, buf_size: 2048, num_bufs: 16384}\n",
-				      q, fs->dir, q);
+				      "    pcap: {file: %s/port%u.pcap, timing: fast, buf_size: 2048, num_bufs: 16384, preload: %s}\n",
+				      q, fs->dir, q, gpu ? "true" : "false");
 		if (gpu && n < len)
 			n += (size_t)snprintf(y + n, len - n,
 					      "    rx: {queues: [{id: 0, memory_region: rx%u}]}\n", q);

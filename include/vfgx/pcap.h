@@ -37,6 +37,10 @@ struct vfgx_pcap_opts {
 	double rate_pps;    /* [0] timing rate: packets per second */
 	uint32_t buf_size;  /* [16384] bytes per buffer of the port's own pool */
 	uint32_t num_bufs;  /* [4096] buffers of the port's own pool */
+	/* [false] read the whole file once at open into the queue's pool (a
+	 * buffer a record; host, pinned or GPU memory) and hand those
+	 * buffers out, each lap, without a copy */
+	bool preload;
 };
 
 /* The defaults and the header; a loaded config has the interfaces[].pcap

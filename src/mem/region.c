@@ -10,6 +10,7 @@
 
 #include "core/ctx_once.h"
 #include "core/hostmem.h"
+#include "region_copy.h"
 #include "vfgx_build.h"
 #if VFGX_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -228,6 +229,38 @@ void vfgx_region_destroy(vfgx_region *r)
 	if (r->info.addr)
 		munmap(r->info.addr, r->map_len);
 	free(r);
+}
+
+int vfgx_region_copy_in(vfgx_region *r, void *dst, const void *src, size_t len)
+{
+	if (r->info.kind != VFGX_MEM_GPU) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+#if VFGX_HAVE_CUDA
+	{
+		/* a stream of its own, waited for: a cudaMemcpy from pageable
+		 * memory may return before the copy lands, and a legacy-stream
+		 * wait would wait for a persistent kernel */
+		cudaStream_t s;
+		cudaError_t e = cudaSetDevice(r->info.gpu_id);
+
+		if (e == cudaSuccess)
+			e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+		if (e != cudaSuccess)
+			return cuda_err(r, "cudaStreamCreate", e);
+		e = cudaMemcpyAsync(dst, src, len, cudaMemcpyHostToDevice, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		cudaStreamDestroy(s);
+		return e == cudaSuccess ? 0 : cuda_err(r, "cudaMemcpyAsync", e);
+	}
+#else
+	(void)dst;
+	(void)src;
+	(void)len;
+	return -ENOTSUP; /* no GPU region without CUDA */
+#endif
 }
 
 const struct vfgx_region_info *vfgx_region_info(const vfgx_region *r)

@@ -5,7 +5,9 @@
  * run starts, in one line naming the file; then rx_burst reads it again,
  * lap after lap, copying each record into a pool buffer, fast, at the
  * recorded timing or at a rate.  Loops rewrite sequence numbers (lap k adds
- * k x span, checksums updated incrementally) or keep them. */
+ * k x span, checksums updated incrementally) or keep them.  With
+ * pcap.preload the file is read into the pool once instead, and rx only
+ * hands its buffers out (pcap_preload.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pcap/pcap.h>
@@ -20,27 +22,9 @@
 #include "backend.h"
 #include "capture_open.h"
 #include "pcap_opts.h"
+#include "pcap_priv.h"
 #include "seqhdr.h"
 
-struct pc_priv {
-	struct vfgx_pcap_opts o;
-	const char *file;
-	pcap_t *rd;              /* the lap being read */
-	char *rd_buf;            /* its stdio buffer (PC_STDIO_BUF) */
-	bool own_pool;
-	bool done;
-	/* the record read but not yet due (timing) */
-	bool have_pending;
-	struct pcap_pkthdr *ph;
-	const u_char *pdata;
-	uint64_t rec;            /* records read this lap */
-	uint64_t t0_ns;          /* first rx_burst */
-	uint64_t ts_first, ts_last; /* file timestamps, ns */
-	uint64_t lap_ns;         /* recorded timing: one lap's duration */
-	struct stat file_st;     /* the file as last opened (device, inode) */
-	struct vfgx_pcap_info info;
-	struct vfgx_queue_stats st;
-};
 
 /* Recorded or rate timing: no record is due later than this after the
  * first rx_burst (about 146 years), so the due time's float-to-integer
@@ -65,7 +49,7 @@ int vfgx_pcap_info(vfgx_port *port, struct vfgx_pcap_info *info)
 	return 0;
 }
 
-static uint64_t ts_ns(const struct pcap_pkthdr *h)
+uint64_t vfgx_pc_ts_ns(const struct pcap_pkthdr *h)
 {
 	/* a time before 1970 (libpcap reads pcap's 32-bit seconds signed)
 	 * counts as 0, one past 2^64 ns (pcapng's 64-bit stamps) as 2^64 - 1,
@@ -93,8 +77,8 @@ int vfgx_port_input_file(vfgx_port *port, struct stat *st, const char **path)
 /* The file as a stream for libpcap.  Only a regular file: opened
  * O_NONBLOCK, so a FIFO without a writer cannot hold the open (nor the
  * run's start, where SIGINT is not yet the run's), and refused after. */
-static int pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
-			char **vbuf)
+int vfgx_pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
+		      char **vbuf)
 {
 	char err[PCAP_ERRBUF_SIZE] = "";
 	int fd = open(pp->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
@@ -152,7 +136,7 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
 	pcap_t *p;
 	int r, ret;
 
-	if ((ret = pc_open_file(port, pp, &p, &vbuf)))
+	if ((ret = vfgx_pc_open_file(port, pp, &p, &vbuf)))
 		return ret;
 	pp->info.linktype = pcap_datalink(p);
 	if (pp->info.linktype != DLT_EN10MB) {
@@ -166,7 +150,7 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
 		return ret;
 	}
 	while ((r = pcap_next_ex(p, &h, &d)) == 1) {
-		uint64_t t = ts_ns(h);
+		uint64_t t = vfgx_pc_ts_ns(h);
 		struct vfgx_parsed ps;
 		int need;
 
@@ -224,6 +208,7 @@ static void pc_close(struct vfgx_port *port)
 	pp->rd = NULL;
 	free(pp->rd_buf);
 	pp->rd_buf = NULL;
+	vfgx_pc_pre_free(pp);
 	if (pp->own_pool) {
 		vfgx_pool_destroy(port->rx_pools[0]);
 		port->rx_pools[0] = NULL;
@@ -280,17 +265,35 @@ static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 	if ((ret = pc_scan(port, pp)) || (ret = pc_check_timing(port, pp)))
 		return ret;
 	if (!port->rx_pools[0]) {
-		ret = vfgx_pool_create(port->ctx, NULL, pp->o.buf_size, pp->o.num_bufs,
+		/* preload: a buffer a record at least */
+		uint64_t nb = pp->o.preload && pp->info.records > pp->o.num_bufs ?
+				      pp->info.records : pp->o.num_bufs;
+
+		if (nb > UINT32_MAX)
+			return vfgx_set_error(port->ctx, -EINVAL,
+					      "%s: pcap.preload: %s holds %llu records, more than a pool's buffers can count",
+					      port->name, pp->file, (unsigned long long)nb);
+		ret = vfgx_pool_create(port->ctx, NULL, pp->o.buf_size, (uint32_t)nb,
 				       &port->rx_pools[0]);
 		if (ret)
 			return ret;
 		pp->own_pool = true;
-	} else if (vfgx_region_info(vfgx_pool_region(port->rx_pools[0]))->kind == VFGX_MEM_GPU) {
+	} else if (!pp->o.preload &&
+		   vfgx_region_info(vfgx_pool_region(port->rx_pools[0]))->kind == VFGX_MEM_GPU) {
 		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: the pcap port copies packets with the CPU; its queue's region is GPU memory (use host or pinned)",
+				      "%s: the pcap port copies packets with the CPU; its queue's region is GPU memory (use host or pinned, or pcap.preload: true)",
 				      port->name);
 	}
-	return 0;
+	return pp->o.preload ? vfgx_pc_preload(port, pp) : 0;
+}
+
+static void pc_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,
+		       uint16_t n)
+{
+	if (((struct pc_priv *)port->priv)->pre)
+		vfgx_pc_pre_release(port, q, pkts, n);
+	else
+		vfgx_port_release_to_pool(port, q, pkts, n);
 }
 
 /* When the next record is due, relative to the first rx_burst. */
@@ -304,7 +307,7 @@ static uint64_t pc_due(const struct pc_priv *pp)
 		off = (double)pp->info.read * 1e9 / pp->o.rate_pps;
 	} else {
 		/* recorded: a record older than the first goes at once */
-		uint64_t t = ts_ns(pp->ph);
+		uint64_t t = pp->cur.ts;
 
 		off = ((double)(t > pp->ts_first ? t - pp->ts_first : 0) +
 		       (double)lap * (double)pp->lap_ns) / pp->o.speed;
@@ -316,7 +319,7 @@ static uint64_t pc_due(const struct pc_priv *pp)
 	return pp->t0_ns + (uint64_t)off;
 }
 
-/* The next record into pp->ph/pdata: a new lap when one ends; false when
+/* The next record into pp->cur/pdata: a new lap when one ends; false when
  * the last lap ended (or a read failed: said once, the port ends). */
 static bool pc_next(struct vfgx_port *port, struct pc_priv *pp)
 {
@@ -325,13 +328,16 @@ static bool pc_next(struct vfgx_port *port, struct pc_priv *pp)
 	for (;;) {
 		if (!pp->rd) {
 			if (pp->info.laps == pp->o.loops || !pp->info.records ||
-			    pc_open_file(port, pp, &pp->rd, &pp->rd_buf))
+			    vfgx_pc_open_file(port, pp, &pp->rd, &pp->rd_buf))
 				return false;
 			pp->info.laps++;
 			pp->rec = 0;
 		}
-		r = pcap_next_ex(pp->rd, &pp->ph, &pp->pdata);
+		struct pcap_pkthdr *ph;
+
+		r = pcap_next_ex(pp->rd, &ph, &pp->pdata);
 		if (r == 1) {
+			pp->cur = (struct pc_rec){ vfgx_pc_ts_ns(ph), ph->caplen, ph->len };
 			pp->rec++;
 			return true;
 		}
@@ -365,7 +371,7 @@ static int pc_rx_burst(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 		void *b;
 
 		if (!pp->have_pending) {
-			if (!pc_next(port, pp)) {
+			if (!(pp->pre ? vfgx_pc_pre_next(pp) : pc_next(port, pp))) {
 				pp->done = true;
 				break;
 			}
@@ -373,32 +379,47 @@ static int pc_rx_burst(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 		}
 		if (pp->o.timing != VFGX_PCAP_FAST && pc_due(pp) > now)
 			break;
-		if (pp->ph->caplen > cap) {
+		if (pp->cur.caplen > cap) {
 			pp->st.drops[VFGX_DROP_TOO_BIG]++;
 			pp->info.too_big++;
 			pp->info.read++;
 			pp->have_pending = false;
 			continue;
 		}
-		if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0)
-			break; /* backpressure: the record waits */
-		memcpy(b, pp->pdata, pp->ph->caplen);
-		if (pp->ph->caplen < pp->ph->len)
+		if (pp->pre) {
+			/* its buffer, once back from the lap before */
+			uint64_t idx = pp->info.read % pp->info.records;
+
+			if (__atomic_load_n(&pp->held[idx], __ATOMIC_ACQUIRE))
+				break;
+			__atomic_store_n(&pp->held[idx], 1, __ATOMIC_RELAXED);
+			b = pp->pre_base + idx * pp->pre_cap;
+		} else {
+			if (vfgx_pool_alloc_bulk(pool, &b, 1) < 0)
+				break; /* backpressure: the record waits */
+			memcpy(b, pp->pdata, pp->cur.caplen);
+		}
+		if (pp->cur.caplen < pp->cur.len)
 			pp->info.snapped++;
 		if (pp->o.sequences == VFGX_PCAP_REWRITE && pp->info.laps > 1 &&
 		    pp->info.span) {
 			struct vfgx_parsed ps;
 			int need;
 
-			if (vfgx_parse_headers(b, pp->ph->caplen, &ps, &need) == VFGX_STAGE_PASS &&
+			/* a fresh copy of the record gets every lap before; a
+			 * preloaded one (host memory: vfgx_pc_preload refuses the
+			 * rewrite in GPU memory) holds the lap before's */
+			if (vfgx_parse_headers(b, pp->cur.caplen, &ps, &need) == VFGX_STAGE_PASS &&
 			    ps.payload_len >= VFGX_APP_HLEN)
 				vfgx_seq_advance((uint8_t *)b + ps.l4_off + 6,
-						 (pp->info.laps - 1) * pp->info.span);
+						 pp->pre ? pp->info.span :
+							   (pp->info.laps - 1) * pp->info.span);
 		}
-		pkts[n] = (struct vfgx_pkt){ .data = b, .len = pp->ph->caplen,
-					     .handle = b, .ts_ns = now, .queue = q };
+		pkts[n] = (struct vfgx_pkt){ .data = b, .len = pp->cur.caplen,
+					     .handle = b, .ts_ns = now, .queue = q,
+					     .flags = pp->pre_gpu ? VFGX_PKT_GPU : 0 };
 		pp->st.rx_packets++;
-		pp->st.rx_bytes += pp->ph->caplen;
+		pp->st.rx_bytes += pp->cur.caplen;
 		pp->info.read++;
 		pp->have_pending = false;
 		n++;
@@ -441,7 +462,7 @@ const struct vfgx_port_ops vfgx_pcap_ops = {
 	.rx_frame_max = vfgx_pcap_frame_max,
 	.open = pc_open,
 	.rx_burst = pc_rx_burst,
-	.release = vfgx_port_release_to_pool,
+	.release = pc_release,
 	.tx_burst = pc_tx_burst,
 	.stats = pc_stats,
 	.close = pc_close,

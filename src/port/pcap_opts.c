@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <vfgx/capture.h>
 #include <vfgx/pcap.h>
@@ -26,6 +27,7 @@ static const struct vfgx_opt pc_opts[] = {
 	PC_OPT(DOUBLE, rate_pps, 0, 0, 1e10),
 	PC_OPT(U32, buf_size, 16384, 64, 1u << 20),
 	PC_OPT(U32, num_bufs, 4096, 64, 1u << 22),
+	PC_OPT(BOOL, preload, 0),
 };
 #define PC_NOPTS (sizeof(pc_opts) / sizeof(pc_opts[0]))
 
@@ -61,11 +63,23 @@ uint32_t vfgx_pcap_frame_max(const struct vfgx_backend_opts *bo, const char *add
 					  d.buf_size;
 }
 
+/* The struct before preload: a program built against it still opens
+ * pcap ports (preload off). */
+#define PC_OPTS_V1 offsetof(struct vfgx_pcap_opts, preload)
+
 int vfgx_pcap_opts_get(vfgx_ctx *ctx, const char *name,
 		       const struct vfgx_port_conf *conf, struct vfgx_pcap_opts *o)
 {
-	return vfgx_opts_get(ctx, name, "pcap", pc_opts, PC_NOPTS, conf->backend_opts, o,
-			     sizeof(*o));
+	const struct vfgx_backend_opts *u = conf->backend_opts;
+	struct vfgx_pcap_opts v1;
+
+	if (u && u->argsz == PC_OPTS_V1) {
+		memset(&v1, 0, sizeof(v1));
+		memcpy(&v1, u, PC_OPTS_V1);
+		v1.hdr.argsz = sizeof(v1);
+		u = &v1.hdr;
+	}
+	return vfgx_opts_get(ctx, name, "pcap", pc_opts, PC_NOPTS, u, o, sizeof(*o));
 }
 
 #define CAP_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_capture_conf, F, __VA_ARGS__)

@@ -19,7 +19,11 @@ a disk full at the header is one line (pcapng crashed); a FIFO as
 pcap.file is refused instead of blocking the open. Recorded or rate timing
 that would put a record more than 100 years out is one line (a float to
 integer conversion out of range before). A capture that drops
-records says how many were not captured and fails its expectation. --expect-sent: a
+records says how many were not captured and fails its expectation.
+pcap.preload (the file read into the pool once, its buffers handed out):
+the same counts and, captured again, the same frames as the run's; three
+laps rewritten in place equal three laps read from the file, frame for
+frame; a pool too small for the file is one line. --expect-sent: a
 report that is missing, empty, not JSON, of another schema or with
 numbers no sender gives fails the run alike in text, JSON and exit status;
 a device, FIFO, directory or file over 1 MiB is refused before the run."""
@@ -174,6 +178,42 @@ with tempfile.TemporaryDirectory() as tmp:
           "3 laps, sequences rewritten: %s packets, %s delivered (3 x %d, 3 x %d)"
           % (j3 and j3["pipeline"]["packets"], j3 and j3["pipeline"]["delivered"], rx,
              p1["delivered"]))
+
+    # --- pcap.preload: the file read into the pool once, buffers handed out -
+    cap3 = os.path.join(tmp, "preload.pcap")
+    pre = cfg(tmp, "pre.yaml", (PCAP_IN % cap).replace(
+        "queues: [{id: 0}]", "queues: [{id: 0}]\n    pcap: {preload: true}") + PIPE % "")
+    r8, j8 = jrun("run", "-q", "--capture", cap3, pre)
+    check(r8.returncode == 0 and j8 and all(j8["pipeline"][k] == p1[k] for k in same),
+          "preload: the pipeline counts equal the run's (exit %d)" % r8.returncode)
+    check(raw_frames(cap3) == f1, "preload: captured again, the same %d frames as the run's"
+          % len(f1.splitlines()))
+    pre3 = cfg(tmp, "pre3.yaml", (PCAP_IN % cap).replace(
+        "queues: [{id: 0}]", "queues: [{id: 0}]\n    pcap: {loops: 3, preload: true}")
+        + "\npipeline:\n  reorder: {window: 256}\n  verify_payload: true\n"
+        "  capture: {ring_bytes: 268435456}\n")
+    cap4, cap5 = os.path.join(tmp, "laps.pcap"), os.path.join(tmp, "laps-pre.pcap")
+    with open(pre3) as f:
+        laps = cfg(tmp, "laps.yaml", f.read().replace(", preload: true", ""))
+    r9, j9 = jrun("run", "-q", "--capture", cap4, laps)
+    r10, j10 = jrun("run", "-q", "--capture", cap5, pre3)
+    check(r9.returncode == 0 and r10.returncode == 0 and j10 and
+          j10["pipeline"]["packets"] == 3 * rx and
+          all(j9["pipeline"][k] == j10["pipeline"][k] for k in same),
+          "preload, 3 laps rewritten in place: %s packets (3 x %d), counts as without preload"
+          % (j10 and j10["pipeline"]["packets"], rx))
+    check(raw_frames(cap4) == raw_frames(cap5),
+          "preload, 3 laps: the same frames, sequences and checksums as 3 laps read from the file")
+    small = cfg(tmp, "small.yaml", "memory_regions:\n  - {name: r, kind: host, buf_size: 512, "
+                "num_bufs: 100}\n" + (PCAP_IN % cap).replace(
+                    "queues: [{id: 0}]", "queues: [{id: 0, memory_region: r}]\n"
+                    "    pcap: {preload: true}"))
+    r11 = run("run", "-q", small)
+    # the file's own warning (records older than the one before) aside
+    err = [e for e in r11.stderr.strip().splitlines() if not e.startswith("vfgx: warn:")]
+    check(r11.returncode != 0 and len(err) == 1 and "raise its num_bufs" in err[0] and
+          "%d records" % rx in err[0],
+          "preload into too few buffers: one line (%s)" % (err[-1] if err else ""))
 
     # --- sample and drops modes --------------------------------------------
     r4, j4 = jrun("run", "-q", "--capture", os.path.join(tmp, "s.pcap"),
