@@ -126,7 +126,7 @@ int vfgx_pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
 
 /* The first read: every record must come out whole; link type, span and
  * timestamps noted. */
-static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
+static int pc_scan(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld)
 {
 	struct pcap_pkthdr *h;
 	const u_char *d;
@@ -162,6 +162,11 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp)
 		if (t > pp->ts_last)
 			pp->ts_last = t;
 		pp->info.records++;
+		if (ld && (ret = vfgx_pc_pre_add(port, pp, ld, h, d))) {
+			pcap_close(p);
+			free(vbuf);
+			return ret;
+		}
 		if (vfgx_parse_headers(d, h->caplen, &ps, &need) == VFGX_STAGE_PASS &&
 		    ps.payload_len >= VFGX_APP_HLEN) {
 			uint64_t s = vfgx_rd64(d + ps.payload_off + 8);
@@ -262,7 +267,18 @@ static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 		return vfgx_set_error(port->ctx, -EINVAL,
 				      "%s: pcap timing: rate needs pcap.rate_pps above 0",
 				      port->name);
-	if ((ret = pc_scan(port, pp)) || (ret = pc_check_timing(port, pp)))
+	if (pp->o.preload && port->rx_pools[0]) {
+		/* a queue's region: the records go in as the scan reads them */
+		struct pc_load ld;
+
+		if ((ret = vfgx_pc_pre_begin(port, pp, &ld)))
+			return ret;
+		ret = vfgx_pc_pre_end(port, pp, &ld, pc_scan(port, pp, &ld));
+		if (!ret && (ret = pc_check_timing(port, pp)))
+			pc_close(port);
+		return ret;
+	}
+	if ((ret = pc_scan(port, pp, NULL)) || (ret = pc_check_timing(port, pp)))
 		return ret;
 	if (!port->rx_pools[0]) {
 		/* preload: a buffer a record at least */
@@ -284,7 +300,9 @@ static int pc_open(struct vfgx_port *port, const struct vfgx_port_conf *conf)
 				      "%s: the pcap port copies packets with the CPU; its queue's region is GPU memory (use host or pinned, or pcap.preload: true)",
 				      port->name);
 	}
-	return pp->o.preload ? vfgx_pc_preload(port, pp) : 0;
+	if (pp->o.preload && (ret = vfgx_pc_preload(port, pp)))
+		pc_close(port); /* the pool made above */
+	return ret;
 }
 
 static void pc_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,

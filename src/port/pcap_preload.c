@@ -3,10 +3,13 @@
  * buffer i, in host, pinned or GPU memory, and rx hands those buffers out
  * without reading or copying anything, as a NIC leaves frames in GPU
  * memory for the rx thread to hand on.  A replay that measures the
- * pipeline, not libpcap and memcpy.  Loops hand the same buffers out
- * again, each once it is released; sequences are rewritten in place
- * (host and pinned memory) or kept (GPU memory, which the CPU cannot
- * write: loops with sequences: rewrite are refused there). */
+ * pipeline, not libpcap and memcpy.  With a queue's memory region the
+ * records go in during the scan (one read of the file); the port's own
+ * pool is sized by the scan, then filled by a second read.  Loops hand
+ * the same buffers out again, each once it is released; sequences are
+ * rewritten in place (host and pinned memory) or kept (GPU memory, which
+ * the CPU cannot write: loops with sequences: rewrite are refused
+ * there). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,110 +29,118 @@ void vfgx_pc_pre_free(struct pc_priv *pp)
 	pp->held = NULL;
 }
 
-/* Buffers [first, last) of the stage into the pool (GPU memory). */
-static int pre_flush(vfgx_region *rg, struct pc_priv *pp, const uint8_t *stage,
-		     uint64_t first, uint64_t last)
+int vfgx_pc_pre_begin(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld)
 {
-	if (last == first)
-		return 0;
-	return vfgx_region_copy_in(rg, pp->pre_base + first * pp->pre_cap, stage,
-				   (last - first) * pp->pre_cap);
+	vfgx_pool *pool = port->rx_pools[0];
+
+	memset(ld, 0, sizeof(*ld));
+	ld->pool = pool;
+	ld->region = vfgx_pool_region(pool);
+	ld->avail = vfgx_pool_available(pool);
+	pp->pre_gpu = vfgx_region_info(ld->region)->kind == VFGX_MEM_GPU;
+	pp->pre_cap = vfgx_pool_buf_size(pool);
+	ld->per = PC_STAGE_BYTES / pp->pre_cap ? PC_STAGE_BYTES / pp->pre_cap : 1;
+	if (pp->pre_gpu && !(ld->stage = calloc(ld->per, pp->pre_cap)))
+		return -ENOMEM;
+	return 0;
 }
 
-/* The second read of the file: every record into its buffer (directly, or
- * through the stage), its timestamp and lengths noted. */
-static int pre_read(struct vfgx_port *port, struct pc_priv *pp, vfgx_region *rg)
+/* Buffers [ld->first, last) of the stage into the pool (GPU memory). */
+static int pre_flush(struct pc_priv *pp, struct pc_load *ld, uint64_t last)
 {
-	uint64_t nrec = pp->info.records, i = 0, first = 0;
-	uint64_t per = PC_STAGE_BYTES / pp->pre_cap ? PC_STAGE_BYTES / pp->pre_cap : 1;
-	uint8_t *stage = NULL;
-	struct pcap_pkthdr *h;
-	const u_char *d;
-	char *vbuf = NULL;
-	pcap_t *p;
-	int ret;
+	int ret = 0;
 
-	if (pp->pre_gpu && !(stage = calloc(per, pp->pre_cap)))
-		return -ENOMEM;
-	if ((ret = vfgx_pc_open_file(port, pp, &p, &vbuf))) {
-		free(stage);
-		return ret;
-	}
-	while (!ret && i < nrec && pcap_next_ex(p, &h, &d) == 1) {
-		uint32_t len = h->caplen <= pp->pre_cap ? h->caplen : 0; /* too big: at rx */
+	if (last > ld->first)
+		ret = vfgx_region_copy_in(ld->region, pp->pre_base + ld->first * pp->pre_cap,
+					  ld->stage, (last - ld->first) * pp->pre_cap);
+	ld->first = last;
+	return ret;
+}
 
-		pp->pre[i] = (struct pc_rec){ vfgx_pc_ts_ns(h), h->caplen, h->len };
-		if (!pp->pre_gpu) {
-			memcpy(pp->pre_base + i * pp->pre_cap, d, len);
-		} else {
-			memcpy(stage + (i - first) * pp->pre_cap, d, len);
-			if (i + 1 - first == per) {
-				ret = pre_flush(rg, pp, stage, first, i + 1);
-				first = i + 1;
-			}
-		}
-		i++;
+int vfgx_pc_pre_add(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld,
+		    const struct pcap_pkthdr *h, const uint8_t *d)
+{
+	uint64_t i = ld->n;
+	uint32_t len = h->caplen <= pp->pre_cap ? h->caplen : 0; /* too big: at rx */
+	void *b;
+
+	if (ld->over || i >= ld->avail) {
+		ld->over = true; /* counted on: the error names the records */
+		return 0;
 	}
+	if (i == ld->cap) {
+		uint64_t c = ld->cap ? 2 * ld->cap : 4096;
+		struct pc_rec *r = realloc(pp->pre, c * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		pp->pre = r;
+		ld->cap = c;
+	}
+	if (vfgx_pool_alloc_bulk(ld->pool, &b, 1) < 0)
+		return -ENOBUFS;
+	if (i == 0)
+		pp->pre_base = b;
+	else if ((uintptr_t)b - (uintptr_t)pp->pre_base != i * pp->pre_cap)
+		/* a fresh pool hands its buffers out lowest first */
+		return vfgx_set_error(port->ctx, -EINVAL,
+				      "%s: pcap.preload: queue 0's buffers are not one after another (a fresh pool's are)",
+				      port->name);
+	pp->pre[i] = (struct pc_rec){ vfgx_pc_ts_ns(h), h->caplen, h->len };
+	ld->n++;
+	if (!pp->pre_gpu) {
+		memcpy(b, d, len);
+		return 0;
+	}
+	memcpy(ld->stage + (i - ld->first) * pp->pre_cap, d, len);
+	return ld->n - ld->first == ld->per ? pre_flush(pp, ld, ld->n) : 0;
+}
+
+int vfgx_pc_pre_end(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld, int ret)
+{
 	if (!ret && pp->pre_gpu)
-		ret = pre_flush(rg, pp, stage, first, i);
-	/* the scan read nrec: fewer now, or more, is another file */
-	if (!ret && (i != nrec || pcap_next_ex(p, &h, &d) != PCAP_ERROR_BREAK))
+		ret = pre_flush(pp, ld, ld->n);
+	free(ld->stage);
+	ld->stage = NULL;
+	if (!ret && ld->over)
 		ret = vfgx_set_error(port->ctx, -EINVAL,
-				     "%s: pcap file %s changed while it was opened (%llu records at the scan, not the same at the preload)",
-				     port->name, pp->file, (unsigned long long)nrec);
-	pcap_close(p);
-	free(vbuf);
-	free(stage);
+				     "%s: pcap.preload: %s holds %llu records, a buffer each; queue 0's pool has %llu free (raise its num_bufs)",
+				     port->name, pp->file, (unsigned long long)pp->info.records,
+				     (unsigned long long)ld->avail);
+	if (!ret && ld->n != pp->info.records)
+		ret = vfgx_set_error(port->ctx, -EINVAL,
+				     "%s: pcap file %s changed while it was opened (%llu records at the scan, %llu at the preload)",
+				     port->name, pp->file, (unsigned long long)pp->info.records,
+				     (unsigned long long)ld->n);
+	if (!ret && pp->pre_gpu && pp->o.loops > 1 && pp->o.sequences == VFGX_PCAP_REWRITE &&
+	    pp->info.span)
+		ret = vfgx_set_error(port->ctx, -EINVAL,
+				     "%s: pcap.preload into GPU memory hands the same frames out every lap and the CPU cannot rewrite their sequences: with loops above 1 set pcap.sequences: keep (or use host or pinned memory)",
+				     port->name);
+	if (!ret && ld->n && !(pp->held = calloc(ld->n, 1)))
+		ret = -ENOMEM;
+	/* no record: nothing to hand out, rx ends at once (pc_next) */
+	if (ret || !ld->n)
+		vfgx_pc_pre_free(pp);
 	return ret;
 }
 
 int vfgx_pc_preload(struct vfgx_port *port, struct pc_priv *pp)
 {
-	vfgx_pool *pool = port->rx_pools[0];
-	vfgx_region *rg = vfgx_pool_region(pool);
-	uint64_t nrec = pp->info.records;
-	uint32_t cap = vfgx_pool_buf_size(pool), avail = vfgx_pool_available(pool);
-	void **bufs;
-	int ret;
+	struct pc_load ld;
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	char *vbuf = NULL;
+	pcap_t *p;
+	int ret = vfgx_pc_pre_begin(port, pp, &ld);
 
-	if (!nrec)
-		return 0; /* nothing to hand out: rx ends at once */
-	pp->pre_gpu = vfgx_region_info(rg)->kind == VFGX_MEM_GPU;
-	if (pp->pre_gpu && pp->o.loops > 1 && pp->o.sequences == VFGX_PCAP_REWRITE &&
-	    pp->info.span)
-		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: pcap.preload into GPU memory hands the same frames out every lap and the CPU cannot rewrite their sequences: with loops above 1 set pcap.sequences: keep (or use host or pinned memory)",
-				      port->name);
-	if (nrec > avail)
-		return vfgx_set_error(port->ctx, -EINVAL,
-				      "%s: pcap.preload: %s holds %llu records, a buffer each; queue 0's pool has %u free (raise its num_bufs)",
-				      port->name, pp->file, (unsigned long long)nrec, avail);
-	if (!(bufs = malloc(nrec * sizeof(*bufs))))
-		return -ENOMEM;
-	if (vfgx_pool_alloc_bulk(pool, bufs, (uint32_t)nrec) < 0) {
-		free(bufs);
-		return -ENOBUFS;
+	if (!ret && !(ret = vfgx_pc_open_file(port, pp, &p, &vbuf))) {
+		while (!ret && pcap_next_ex(p, &h, &d) == 1)
+			ret = vfgx_pc_pre_add(port, pp, &ld, h, d);
+		pcap_close(p);
+		free(vbuf);
 	}
-	/* a fresh pool hands its buffers out lowest first, one after another */
-	pp->pre_base = bufs[0];
-	pp->pre_cap = cap;
-	ret = (uintptr_t)bufs[nrec - 1] - (uintptr_t)bufs[0] != (nrec - 1) * cap ?
-		      vfgx_set_error(port->ctx, -EINVAL,
-				     "%s: pcap.preload: queue 0's buffers are not one after another (a fresh pool's are)",
-				     port->name) :
-		      0;
-	free(bufs);
-	if (ret)
-		return ret;
-	pp->pre = calloc(nrec, sizeof(*pp->pre));
-	pp->held = calloc(nrec, 1);
-	if (!pp->pre || !pp->held)
-		ret = -ENOMEM;
-	if (!ret)
-		ret = pre_read(port, pp, rg);
-	if (ret)
-		vfgx_pc_pre_free(pp);
-	return ret;
+	return vfgx_pc_pre_end(port, pp, &ld, ret);
 }
 
 bool vfgx_pc_pre_next(struct pc_priv *pp)

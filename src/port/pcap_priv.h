@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "pcap_opts.h"
+#include <vfgx/mem.h>
 
 /* A record of the file: the one being handed out (pc_priv.cur), or one of
  * the preloaded lap (pc_priv.pre). */
@@ -53,8 +54,29 @@ int vfgx_pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
 /* A record's timestamp in ns (pcap.c). */
 uint64_t vfgx_pc_ts_ns(const struct pcap_pkthdr *h);
 
-/* pcap.preload at open, after the scan: every record into its buffer of
- * queue 0's pool, its lengths and timestamp into pp->pre. */
+/* pcap.preload: the records going into queue 0's pool, one by one
+ * (begin, add a record, end), during the scan (a queue's memory region)
+ * or in a read of their own after it (vfgx_pc_preload: the port's own
+ * pool, sized by the scan). */
+struct pc_load {
+	vfgx_pool *pool;
+	vfgx_region *region;
+	uint64_t avail;  /* the pool's free buffers at the start */
+	uint64_t n;      /* records added */
+	uint64_t cap;    /* pc_priv.pre's room */
+	uint64_t first;  /* GPU memory: the first record of the stage */
+	uint64_t per;    /* records the stage holds */
+	uint8_t *stage;  /* GPU memory: records on their way */
+	bool over;       /* more records than buffers */
+};
+int vfgx_pc_pre_begin(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld);
+int vfgx_pc_pre_add(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld,
+		    const struct pcap_pkthdr *h, const uint8_t *d);
+/* ret: the reading's result; the load's own checks follow when it is 0.
+ * On an error pp->pre is freed. */
+int vfgx_pc_pre_end(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld, int ret);
+/* The port's own pool, after the scan: begin, a read adding every record,
+ * end. */
 int vfgx_pc_preload(struct vfgx_port *port, struct pc_priv *pp);
 /* The next preloaded record into pp->cur (a new lap when one ends);
  * false when the last lap ended.  Its buffer is record read % records. */

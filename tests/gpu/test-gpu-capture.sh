@@ -106,7 +106,7 @@ else
 	echo "FAIL - preload into GPU memory: exit $prc, records (first capture, again): ${same:-?}"
 	fails=1
 fi
-sed 's/LAPS/loops: 2, sequences: keep/' "$tmp/pre.yaml" >"$tmp/pre2.yaml"
+sed -e 's/LAPS/loops: 2, sequences: keep/' -e '/capture:/d' "$tmp/pre.yaml" >"$tmp/pre2.yaml"
 two=$("$vfgx" run -q "$tmp/pre2.yaml" 2>&1)
 trc=$?
 got=$(sed -n 's/^pipeline: \([0-9]*\) packets.*/\1/p' <<<"$two")
@@ -117,7 +117,7 @@ else
 	echo "$two" | tail -n 5
 	fails=1
 fi
-sed 's/LAPS/loops: 2/' "$tmp/pre.yaml" >"$tmp/pre3.yaml"
+sed -e 's/LAPS/loops: 2/' -e '/capture:/d' "$tmp/pre.yaml" >"$tmp/pre3.yaml"
 bad=$("$vfgx" run -q "$tmp/pre3.yaml" 2>&1)
 brc=$?
 if ((brc != 0)) && grep -q "set pcap.sequences: keep" <<<"$bad"; then
