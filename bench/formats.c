@@ -234,49 +234,104 @@ static bool pass_exact(const struct vfgx_pipeline_stats *st, uint64_t n, uint64_
 	return ok;
 }
 
-/* ---- cpu engine: one vfgx_proc on this thread, as bench pipeline ------- */
-static double cpu_side(vfgx_ctx *ctx, const struct pair *p, bool as_profile,
-		       const struct traffic *t, double seconds)
-{
-	struct vfgx_pipeline_config pc = pair_conf(p, as_profile);
-	struct vfgx_pipeline_stats st;
-	vfgx_proc *proc = NULL;
-	double cpu_ns = 0, ns = 0;
-	uint64_t total = 0;
+/* ---- cpu engine: one vfgx_proc a side on this thread, as bench pipeline --
+ * The two sides run interleaved, a sixteenth of a pass at a time (A B,
+ * B A, A B, ...), so that whatever slows this machine for a while (the
+ * other tenants of a VM's host) slows both sides alike; a side's rate is
+ * its packets over the CPU time of its own segments. */
+#define CPU_SEGS 16
 
-	if (vfgx_proc_create(ctx, &pc, &proc)) {
-		fprintf(stderr, "vfgx bench formats: %s: %s\n", as_profile ? p->profile : "vfgx",
+struct cpu_side {
+	const struct pair *p;
+	const struct traffic *t;
+	bool as_profile;
+	vfgx_proc *proc;
+	uint64_t pos, seg, total; /* frames: where the pass stands, a segment */
+	double cpu_ns, ns;
+};
+
+static bool cpu_side_open(vfgx_ctx *ctx, struct cpu_side *s)
+{
+	struct vfgx_pipeline_config pc = pair_conf(s->p, s->as_profile);
+	const struct traffic *t = s->t;
+
+	if (vfgx_proc_create(ctx, &pc, &s->proc)) {
+		fprintf(stderr, "vfgx bench formats: %s: %s\n", s->as_profile ? s->p->profile : "vfgx",
 			vfgx_last_error(ctx));
-		return NAN;
+		return false;
 	}
 	/* one untimed pass: the windows' first touch is set-up */
 	for (uint64_t i = 0; i < t->n; i += 32)
-		vfgx_proc_burst(proc, t->pkts + i, (uint32_t)(t->n - i < 32 ? t->n - i : 32));
-	vfgx_proc_flush(proc);
-	vfgx_proc_reset(proc);
-	do {
-		uint64_t w0 = vfgx_now_ns(), c0 = thread_cpu_ns();
+		vfgx_proc_burst(s->proc, t->pkts + i, (uint32_t)(t->n - i < 32 ? t->n - i : 32));
+	vfgx_proc_flush(s->proc);
+	vfgx_proc_reset(s->proc);
+	/* bursts of 32 from the pass's start, as in one go */
+	s->seg = (t->n / CPU_SEGS + 31) / 32 * 32;
+	return true;
+}
 
-		for (uint64_t i = 0; i < t->n; i += 32)
-			vfgx_proc_burst(proc, t->pkts + i, (uint32_t)(t->n - i < 32 ? t->n - i : 32));
-		vfgx_proc_flush(proc);
-		cpu_ns += (double)(thread_cpu_ns() - c0);
-		ns += (double)(vfgx_now_ns() - w0);
-		vfgx_proc_stats(proc, &st);
-		if (!pass_exact(&st, t->n, st.order_errors)) {
-			fprintf(stderr, "vfgx bench formats: cpu %s %u B (%s side): offered %llu, delivered %llu of %llu, gaps %llu, order errors %llu, drops: the pass is not exact\n",
-				p->profile, p->size, as_profile ? p->profile : "vfgx",
-				(unsigned long long)st.packets, (unsigned long long)st.delivered,
-				(unsigned long long)t->n, (unsigned long long)st.gaps,
-				(unsigned long long)st.order_errors);
-			vfgx_proc_destroy(proc);
-			return NAN;
+/* The next segment of the pass, timed; at the pass's end its flush (timed
+ * too) and its check.  false: the pass was not exact (said). */
+static bool cpu_side_step(struct cpu_side *s)
+{
+	const struct traffic *t = s->t;
+	uint64_t end = t->n - s->pos > s->seg ? s->pos + s->seg : t->n;
+	uint64_t w0 = vfgx_now_ns(), c0 = thread_cpu_ns();
+	struct vfgx_pipeline_stats st;
+
+	for (uint64_t i = s->pos; i < end; i += 32)
+		vfgx_proc_burst(s->proc, t->pkts + i, (uint32_t)(end - i < 32 ? end - i : 32));
+	if (end == t->n)
+		vfgx_proc_flush(s->proc);
+	s->cpu_ns += (double)(thread_cpu_ns() - c0);
+	s->ns += (double)(vfgx_now_ns() - w0);
+	s->pos = end == t->n ? 0 : end;
+	if (s->pos)
+		return true;
+	vfgx_proc_stats(s->proc, &st);
+	if (!pass_exact(&st, t->n, st.order_errors)) {
+		fprintf(stderr, "vfgx bench formats: cpu %s %u B (%s side): offered %llu, delivered %llu of %llu, gaps %llu, order errors %llu, drops: the pass is not exact\n",
+			s->p->profile, s->p->size, s->as_profile ? s->p->profile : "vfgx",
+			(unsigned long long)st.packets, (unsigned long long)st.delivered,
+			(unsigned long long)t->n, (unsigned long long)st.gaps,
+			(unsigned long long)st.order_errors);
+		return false;
+	}
+	s->total += st.packets;
+	vfgx_proc_reset(s->proc);
+	return true;
+}
+
+/* A side is done with seconds of whole passes. */
+static bool cpu_side_done(const struct cpu_side *s, double seconds)
+{
+	return s->ns >= seconds * 1e9 && s->pos == 0;
+}
+
+/* One round: the profile's side (a) and the vfgx side (b) interleaved,
+ * b first when b_first; their Mpps per CPU-second into *prof and *ref
+ * (NAN both when a pass was not exact). */
+static void cpu_round(vfgx_ctx *ctx, const struct pair *p, const struct traffic *a,
+		      const struct traffic *b, double seconds, bool b_first, double *prof,
+		      double *ref)
+{
+	struct cpu_side s[2] = { { .p = p, .t = a, .as_profile = true },
+				 { .p = p, .t = b, .as_profile = false } };
+	bool ok = cpu_side_open(ctx, &s[b_first]) && cpu_side_open(ctx, &s[!b_first]);
+
+	for (uint64_t j = 0; ok && !(cpu_side_done(&s[0], seconds) &&
+				     cpu_side_done(&s[1], seconds)); j++)
+		for (int k = 0; ok && k < 2; k++) {
+			/* A B, then B A: neither side always goes first */
+			struct cpu_side *x = &s[(k + j + b_first) % 2];
+
+			if (!cpu_side_done(x, seconds))
+				ok = cpu_side_step(x);
 		}
-		total += st.packets;
-		vfgx_proc_reset(proc);
-	} while (ns < seconds * 1e9);
-	vfgx_proc_destroy(proc);
-	return (double)total / cpu_ns * 1e3;
+	*prof = ok ? (double)s[0].total / s[0].cpu_ns * 1e3 : NAN;
+	*ref = ok ? (double)s[1].total / s[1].cpu_ns * 1e3 : NAN;
+	vfgx_proc_destroy(s[0].proc);
+	vfgx_proc_destroy(s[1].proc);
 }
 
 /* ---- gpu engine: the GPU processor on frames in GPU memory ------------- */
@@ -444,15 +499,8 @@ static int cpu_pair(vfgx_ctx *ctx, const struct fopts *o, size_t ws, struct pair
 	pr->frames = a.n;
 	pr->n = o->rounds;
 	for (int i = 0; i < o->rounds; i++) {
-		/* A B, then B A: neither side always goes first */
-		for (int k = 0; k < 2; k++) {
-			bool prof_turn = (k == 0) == (i % 2 == 0);
-
-			if (prof_turn)
-				pr->prof[i] = cpu_side(ctx, &pr->p, true, &a, o->seconds);
-			else
-				pr->ref[i] = cpu_side(ctx, &pr->p, false, &b, o->seconds);
-		}
+		/* the profile's side first in even rounds, the vfgx side in odd */
+		cpu_round(ctx, &pr->p, &a, &b, o->seconds, i % 2 == 1, &pr->prof[i], &pr->ref[i]);
 		round_line("cpu", pr, i);
 	}
 	ret = 0;
