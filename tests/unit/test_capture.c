@@ -3,7 +3,8 @@
  * drains their rings (the threads share the capture: this test runs under
  * ThreadSanitizer too), the file read back with libpcap (every record,
  * nanosecond precision, bytes as received), snap length, the pcap port
- * reading the file back, pcapng (libwiretap) chosen by the key or the
+ * reading the file back (preloaded too, and through a pcap opts struct of
+ * before preload), pcapng (libwiretap) chosen by the key or the
  * name and read back with libpcap, a version-1 conf (argsz 48), capture
  * by reference (frames released before the writer wrote them, from the
  * loopback replay across laps and file rotations, at the bound on what
@@ -174,6 +175,27 @@ static void capture_two_threads(void **state)
 	assert_int_equal(info.laps, 1);
 	assert_int_equal(vfgx_pcap_info(NULL, &info), -EINVAL);
 	vfgx_port_close(rd.port);
+
+	/* preloaded (its own pool grown to the records): the same records;
+	 * a program built before preload (argsz up to num_bufs) still opens
+	 * the file, preload off */
+	struct poller pre = { 0 }, v1 = { 0 };
+
+	po.preload = true;
+	po.num_bufs = 64; /* fewer than the records: the pool grows */
+	assert_int_equal(vfgx_port_open(ctx, &pc, &pre.port), 0);
+	poll_main(&pre);
+	assert_int_equal(pre.packets, st.written);
+	assert_int_equal(pre.bytes, bytes);
+	vfgx_port_close(pre.port);
+	po.preload = false;
+	po.hdr.argsz = (uint32_t)offsetof(struct vfgx_pcap_opts, preload);
+	po.num_bufs = 4096;
+	assert_int_equal(vfgx_port_open(ctx, &pc, &v1.port), 0);
+	poll_main(&v1);
+	assert_int_equal(v1.packets, st.written);
+	assert_int_equal(v1.bytes, bytes);
+	vfgx_port_close(v1.port);
 }
 
 /* Everything pl's port delivers, captured into the file cc names: open,
