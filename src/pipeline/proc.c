@@ -697,23 +697,16 @@ pkt_front(vfgx_proc *p, const struct vfgx_pkt *pk, uint64_t now, const uint8_t *
  * the one vfgx's header runs: its parse and checksum loop the same code
  * for every header (a copy of the loop per decoder made one profile's
  * 1500 B packets a third slower than another's on the same instructions,
- * by where its copy fell).  The burst loop gathers up to FMT_GATHER
- * packets' UDP payloads that passed the front (parse, filter) and the
- * function takes them at once: one call, one stack frame (a decoded
- * packet's struct) and one save of registers a gather, not a packet
- * (about 5% of rtp's rate at 64 B on the 2-core host's interleaved A/B).
+ * by where its copy fell).
  */
-#define FMT_GATHER 64
-
-typedef void fmt_packet_fn(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *const *pay,
-			   const uint32_t *len, uint32_t m);
+typedef void fmt_packet_fn(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay,
+			   uint32_t len);
 
 #define FMT_PACKET_FN(name, kind, mode)                                                 \
-	static void name(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *const *pay, \
-			 const uint32_t *len, uint32_t m)                               \
+	static void name(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay,  \
+			 uint32_t len)                                                  \
 	{                                                                               \
-		for (uint32_t i = 0; i < m; i++)                                        \
-			fmt_packet(p, b, pay[i], len[i], true, kind, mode);             \
+		fmt_packet(p, b, pay, len, true, kind, mode);                           \
 	}
 
 FMT_PACKET_FN(fmt_any, b->kind, FMT_ANY)
@@ -761,11 +754,6 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		fmt_burst_make(p, now, &b);
 		fmt = fmt_packet_pick(p);
 	}
-	/* a format's packets, gathered for fmt (the payloads stay valid
-	 * until the burst returns) */
-	const uint8_t *fpay[FMT_GATHER];
-	uint32_t flen[FMT_GATHER], fm = 0;
-
 	for (uint32_t k = 0; k < n; k++) {
 		struct vfgx_app_hdr h;
 		const uint8_t *pay;
@@ -775,12 +763,7 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		if (!pkt_front(p, &pkts[k], now, &pay, &plen))
 			continue;
 		if (fmt) {
-			fpay[fm] = pay;
-			flen[fm++] = plen;
-			if (fm == FMT_GATHER) {
-				fmt(p, &b, fpay, flen, fm);
-				fm = 0;
-			}
+			fmt(p, &b, pay, plen);
 			continue;
 		}
 		r = vfgx_app_hdr_read(pay, plen, p->conf.max_streams, &h);
@@ -818,8 +801,6 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		if (r != VFGX_STAGE_PASS)
 			p->st.drops[r]++;
 	}
-	if (fm)
-		fmt(p, &b, fpay, flen, fm);
 }
 
 void vfgx_proc_set_steer(vfgx_proc *p, const struct vfgx_steer *s)
