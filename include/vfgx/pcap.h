@@ -23,6 +23,11 @@ enum vfgx_pcap_timing {
 enum vfgx_pcap_sequences {
 	VFGX_PCAP_REWRITE = 0, /* lap k adds k x span to every sequence */
 	VFGX_PCAP_KEEP = 1,    /* every lap as recorded */
+	/* rewrite a file of vfgx's own frames, keep any other: rewrite when
+	 * at least half the records whose UDP payload holds vfgx's header and
+	 * a body carry its generator's payload pattern (a producer's header,
+	 * RTP's say, has no sequence where vfgx's is) */
+	VFGX_PCAP_AUTO = 2,
 };
 
 /* Defaults (vfgx_pcap_opts_default) in brackets.  The struct may grow at
@@ -31,7 +36,7 @@ struct vfgx_pcap_opts {
 	struct vfgx_backend_opts hdr; /* argsz, backend "pcap": vfgx_pcap_opts_default sets both */
 	const char *file;   /* [NULL: the interface's address] */
 	uint64_t loops;     /* [1] times the file is read, 1..2^40 */
-	uint32_t sequences; /* [rewrite] enum vfgx_pcap_sequences */
+	uint32_t sequences; /* [auto] enum vfgx_pcap_sequences */
 	uint32_t timing;    /* [fast] enum vfgx_pcap_timing */
 	double speed;       /* [1] recorded timing: this many times faster */
 	double rate_pps;    /* [0] timing rate: packets per second */

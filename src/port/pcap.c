@@ -124,13 +124,27 @@ int vfgx_pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
 	return 0;
 }
 
+/* Whether a UDP payload of more than vfgx's header is a frame of vfgx's
+ * generator: its body the payload pattern of its stream and sequence
+ * (sequences: auto). */
+static bool pc_generated(const uint8_t *pay, uint32_t len)
+{
+	uint32_t stream = vfgx_rd32(pay);
+	uint64_t seq = vfgx_rd64(pay + 8);
+
+	for (uint32_t i = 0; i < len - VFGX_APP_HLEN; i++)
+		if (pay[VFGX_APP_HLEN + i] != vfgx_pattern_byte(stream, seq, i))
+			return false;
+	return true;
+}
+
 /* The first read: every record must come out whole; link type, span and
  * timestamps noted. */
 static int pc_scan(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *ld)
 {
 	struct pcap_pkthdr *h;
 	const u_char *d;
-	uint64_t prev = 0, maxseq = 0;
+	uint64_t prev = 0, maxseq = 0, bodied = 0, ours = 0;
 	bool any_seq = false;
 	char *vbuf = NULL;
 	pcap_t *p;
@@ -174,6 +188,10 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *l
 			any_seq = true;
 			if (s > maxseq)
 				maxseq = s;
+			if (ps.payload_len > VFGX_APP_HLEN) {
+				bodied++;
+				ours += pc_generated(d + ps.payload_off, ps.payload_len);
+			}
 		}
 	}
 	if (r == PCAP_ERROR) {
@@ -188,6 +206,10 @@ static int pc_scan(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *l
 	pcap_close(p);
 	free(vbuf);
 	pp->info.span = any_seq ? maxseq + 1 : 0;
+	if (pp->o.sequences == VFGX_PCAP_AUTO)
+		pp->o.sequences = ours && ours * 2 >= bodied ? VFGX_PCAP_REWRITE : VFGX_PCAP_KEEP;
+	if (pp->o.sequences == VFGX_PCAP_KEEP)
+		pp->info.span = 0;
 	if (pp->info.ts_backwards)
 		vfgx_warn(port->ctx, "%s: pcap file %s: %llu records are older than the one before (recorded timing sends them at once)",
 			  port->name, pp->file, (unsigned long long)pp->info.ts_backwards);
@@ -406,7 +428,7 @@ static int pc_rx_burst(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts
 		}
 		if (pp->pre) {
 			/* its buffer, once back from the lap before */
-			uint64_t idx = pp->info.read % pp->info.records;
+			uint64_t idx = pp->pre_cur;
 
 			if (__atomic_load_n(&pp->held[idx], __ATOMIC_ACQUIRE))
 				break;

@@ -15,13 +15,13 @@
 #include "vfgx_build.h"
 
 #define PC_OPT(T, F, ...) VFGX_OPT(T, struct vfgx_pcap_opts, F, __VA_ARGS__)
-static const char *const pc_seq_names[] = { "rewrite", "keep", NULL };
+static const char *const pc_seq_names[] = { "rewrite", "keep", "auto", NULL };
 static const char *const pc_timing_names[] = { "fast", "recorded", "rate", NULL };
 static const struct vfgx_opt pc_opts[] = {
 	{ "pcap", VFGX_OPT_BACKEND, offsetof(struct vfgx_pcap_opts, hdr.backend) },
 	PC_OPT(STR, file, 0),
 	PC_OPT(U64, loops, 1, 1, (double)(1ull << 40)),
-	PC_OPT(ENUM, sequences, VFGX_PCAP_REWRITE, 0, 0, pc_seq_names),
+	PC_OPT(ENUM, sequences, VFGX_PCAP_AUTO, 0, 0, pc_seq_names),
 	PC_OPT(ENUM, timing, VFGX_PCAP_FAST, 0, 0, pc_timing_names),
 	PC_OPT(DOUBLE, speed, 1, 0.001, 1e6),
 	PC_OPT(DOUBLE, rate_pps, 0, 0, 1e10),

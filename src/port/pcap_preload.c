@@ -145,7 +145,7 @@ int vfgx_pc_preload(struct vfgx_port *port, struct pc_priv *pp)
 
 bool vfgx_pc_pre_next(struct pc_priv *pp)
 {
-	uint64_t i = pp->info.read % pp->info.records;
+	uint64_t i = pp->pre_next;
 
 	if (i == 0) {
 		if (pp->info.laps == pp->o.loops)
@@ -153,6 +153,9 @@ bool vfgx_pc_pre_next(struct pc_priv *pp)
 		pp->info.laps++;
 	}
 	pp->cur = pp->pre[i];
+	pp->pre_cur = i;
+	/* no division a record: the lap's index wraps by a compare */
+	pp->pre_next = i + 1 == pp->info.records ? 0 : i + 1;
 	return true;
 }
 

@@ -45,6 +45,8 @@ struct pc_priv {
 	uint8_t *held;           /* record i handed out, not yet released */
 	uint8_t *pre_base;       /* buffer 0 (GPU memory: a device address) */
 	uint32_t pre_cap;        /* buffer stride */
+	uint64_t pre_cur;        /* pp->cur's record (its buffer) */
+	uint64_t pre_next;       /* the record after it, 0 past the lap's last */
 	bool pre_gpu;            /* the buffers are GPU memory */
 };
 
@@ -79,7 +81,7 @@ int vfgx_pc_pre_end(struct vfgx_port *port, struct pc_priv *pp, struct pc_load *
  * end. */
 int vfgx_pc_preload(struct vfgx_port *port, struct pc_priv *pp);
 /* The next preloaded record into pp->cur (a new lap when one ends);
- * false when the last lap ended.  Its buffer is record read % records. */
+ * false when the last lap ended.  Its buffer is pre_cur's. */
 bool vfgx_pc_pre_next(struct pc_priv *pp);
 /* Release op of a preloaded port: the buffers may go out again. */
 void vfgx_pc_pre_release(struct vfgx_port *port, uint16_t q, struct vfgx_pkt *pkts,

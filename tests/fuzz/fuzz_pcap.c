@@ -31,6 +31,7 @@ static int read_all(vfgx_ctx *ctx, const char *path, bool preload, uint64_t *h)
 	vfgx_pcap_opts_default(&po);
 	po.file = path;
 	po.loops = 2;
+	po.sequences = VFGX_PCAP_REWRITE; /* a fuzzed file is rarely vfgx's own (auto) */
 	po.buf_size = 1024;
 	po.num_bufs = 64;
 	po.preload = preload;
