@@ -301,9 +301,8 @@ static bool pattern_bad(uint32_t stream, uint64_t seq, const uint8_t *data,
 
 /* Verify (pipeline.verify_payload), the user stage, then the counters
  * rules.h's vfgx_rule_deliver says. */
-static inline __attribute__((always_inline)) void
-deliver_inl(vfgx_proc *p, uint32_t stream, uint64_t seq, const uint8_t *data, uint32_t len,
-	    uint32_t flags)
+static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
+		    const uint8_t *data, uint32_t len, uint32_t flags)
 {
 	int bad = p->verify && pattern_bad(stream, seq, data, len);
 	int drop = p->user_fn && p->user_fn(p->user, stream, seq, data, len);
@@ -314,12 +313,6 @@ deliver_inl(vfgx_proc *p, uint32_t stream, uint64_t seq, const uint8_t *data, ui
 	p->st.delivered += d.delivered;
 	p->st.delivered_bytes += d.bytes;
 	p->st.last_seen += d.last;
-}
-
-static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
-		    const uint8_t *data, uint32_t len, uint32_t flags)
-{
-	deliver_inl(p, stream, seq, data, len, flags);
 }
 
 /* Deliver or skip the slot at s->base and advance. */
@@ -669,10 +662,7 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 		deliver(p, o.stream, o.ext_seq, data, dlen, 0);
 		return;
 	}
-	if (mode == FMT_DELIVER)
-		deliver_inl(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
-	else
-		deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
+	deliver(p, o.stream, o.ext_seq, pay + o.payload_off, o.payload_len, 0);
 }
 
 /* What every packet of a burst goes through first: the counters, the
@@ -787,8 +777,8 @@ void vfgx_proc_burst(vfgx_proc *p, const struct vfgx_pkt *pkts, uint32_t n)
 		r = vfgx_app_hdr_read(pay, plen, p->conf.max_streams, &h);
 		if (!p->conf.reorder && !p->chunks) {
 			if (r == VFGX_STAGE_PASS)
-				deliver_inl(p, h.stream, h.seq, pay + VFGX_APP_HLEN,
-					    plen - VFGX_APP_HLEN, h.flags);
+				deliver(p, h.stream, h.seq, pay + VFGX_APP_HLEN,
+					plen - VFGX_APP_HLEN, h.flags);
 			else if (p->conf.verify_payload)
 				p->st.drops[r]++;
 			else
