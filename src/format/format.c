@@ -189,6 +189,24 @@ int vfgx_format_profile(const char *name, struct vfgx_format *f)
 	return -ENOENT;
 }
 
+void vfgx_format_index(struct vfgx_format *f)
+{
+	uint32_t n = f->n_stream_ids < VFGX_FMT_MAX_STREAM_IDS ? f->n_stream_ids
+							       : VFGX_FMT_MAX_STREAM_IDS;
+
+	memset(f->stream_slot, 0, sizeof(f->stream_slot));
+	f->stream_index = n > VFGX_FMT_IDS_IN_ORDER;
+	/* in list order, so a listed-twice id's probe meets its first
+	 * position first, as the search in order does */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t h = vfgx_fmt_id_hash(f->stream_ids[i]);
+
+		while (f->stream_slot[h])
+			h = (h + 1) & (VFGX_FMT_STREAM_SLOTS - 1);
+		f->stream_slot[h] = (uint8_t)(i + 1);
+	}
+}
+
 int vfgx_format_is_vfgx(const struct vfgx_format *f)
 {
 	struct vfgx_format v;

@@ -162,6 +162,7 @@ static int parse_stream_ids(const struct vfgx_cfg_node *map, struct vfgx_format 
 						      (unsigned long long)f->stream_ids[i]);
 	}
 	f->n_stream_ids = (uint32_t)n;
+	vfgx_format_index(f);
 	if (f->max_streams > (uint32_t)n)
 		f->max_streams = (uint32_t)n;
 	return 0;

@@ -143,6 +143,7 @@ int vfgx_gpu_proc_create_chunks(vfgx_ctx *ctx, const struct vfgx_pipeline_config
 		}
 		c.fmt_on = 1;
 		c.fmt = *conf->format;
+		vfgx_format_index(&c.fmt); /* the kernels look ids up by it */
 		if (conf->place) { /* linked into the kernel (gpu_place_link.c) */
 			c.place_module = conf->place->gpu_module;
 			c.place_symbol = conf->place->symbol;

@@ -136,6 +136,7 @@ int vfgx_proc_create(vfgx_ctx *ctx, const struct vfgx_pipeline_config *conf,
 	p->verify = conf->verify_payload;
 	if (!vfgx_format_is_vfgx(conf->format)) {
 		p->fmt_copy = *conf->format;
+		vfgx_format_index(&p->fmt_copy); /* whatever the caller's held */
 		p->fmt = &p->fmt_copy;
 		vfgx_fmt_plan_make(p->fmt, &p->plan);
 		p->verify = false; /* the pattern is vfgx's generator's */

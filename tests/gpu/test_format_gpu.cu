@@ -19,6 +19,7 @@
  * host by the same code the library runs (linked from format.c). */
 extern "C" int vfgx_format_profile(const char *name, struct vfgx_format *f);
 extern "C" const char *vfgx_fmt_drop_name(int reason);
+extern "C" void vfgx_format_index(struct vfgx_format *f);
 
 #define NPKT 4096
 #define PKT_MAX 2048
@@ -190,9 +191,12 @@ __global__ void order_kernel(const struct vfgx_format *f, struct vfgx_seq_state 
 int main(int argc, char **argv)
 {
 	int host_only = argc > 1 && !strcmp(argv[1], "--host-only");
-	/* "rtp+learn", "rtp-video+learn": without stream_ids (SSRCs learned) */
+	/* "rtp+learn", "rtp-video+learn": without stream_ids (SSRCs learned);
+	 * "rtp+hash": the ids looked up by their hash index (turned on for
+	 * these few, as for more than VFGX_FMT_IDS_IN_ORDER) */
 	static const char *const profiles[] = { "vfgx", "rtp", "rtp-video", "vita49", "ecpri",
-		"spead", "vdif", "gr-udp", "gr-udp-size", "rtp+learn", "rtp-video+learn" };
+		"spead", "vdif", "gr-udp", "gr-udp-size", "rtp+learn", "rtp-video+learn",
+		"rtp+hash", "rtp-video+hash" };
 	static uint8_t pkts[NPKT * PKT_MAX];
 	static uint32_t lens[NPKT];
 	static struct vfgx_fmt_pkt host[NPKT], dev[NPKT];
@@ -234,6 +238,9 @@ int main(int argc, char **argv)
 			f.n_stream_ids = NSTREAM; /* SSRCs 0x1000.. */
 			for (uint32_t k = 0; k < NSTREAM; k++)
 				f.stream_ids[k] = 0x1000 + k;
+			vfgx_format_index(&f); /* as the engines */
+			if (strstr(profiles[pi], "+hash"))
+				f.stream_index = 1;
 		}
 		for (uint32_t i = 0; i < NPKT; i++) {
 			lens[i] = build(base, i, pkts + (size_t)i * PKT_MAX);

@@ -413,6 +413,87 @@ static void test_rtp(void **state)
 	assert_int_equal(o.stream, 1);
 }
 
+/* The position of raw in ids, the way the description's comment states
+ * the rule (first listed position), as the test's own loop. */
+static int first_pos(const uint64_t *ids, uint32_t n, uint64_t raw)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] == raw)
+			return (int)i;
+	return -1;
+}
+
+/* stream_ids looked up by the hash index (vfgx_format_index) give each
+ * id its first listed position, as the search in order: 64 ids whose
+ * hashes pile onto few slots (long probe runs that wrap past the table's
+ * end), one listed twice, ids not listed that hash into the runs; and an
+ * index written by hand with slots naming no listed id reads nothing
+ * outside stream_ids. */
+static void test_stream_index(void **state)
+{
+	struct vfgx_format f;
+	uint64_t probe[200];
+	uint32_t np = 0, n = 0, got;
+	(void)state;
+
+	assert_int_equal(vfgx_format_profile("rtp", &f), 0);
+	/* ids whose first slot is 126 or 127, then some anywhere */
+	for (uint64_t v = 1; n < 40; v++)
+		if (vfgx_fmt_id_hash(v) >= 126)
+			f.stream_ids[n++] = v;
+	for (uint64_t v = 1000; n < 63; v += 7919)
+		f.stream_ids[n++] = v;
+	f.stream_ids[n++] = f.stream_ids[5]; /* listed twice */
+	f.n_stream_ids = n;
+	f.max_streams = 50;
+	vfgx_format_index(&f);
+	assert_int_equal(f.stream_index, 1);
+	for (uint32_t i = 0; i < n; i++)
+		probe[np++] = f.stream_ids[i];
+	for (uint64_t v = 100000; np < 200; v++)
+		if (vfgx_fmt_id_hash(v) >= 120 || vfgx_fmt_id_hash(v) < 4)
+			probe[np++] = v;
+	for (uint32_t k = 0; k < np; k++) {
+		int want = first_pos(f.stream_ids, n, probe[k]);
+		int r = vfgx_fmt_stream_index(&f, probe[k], &got);
+
+		if (want < 0 || (uint32_t)want >= f.max_streams) {
+			assert_int_equal(r, VFGX_FD_BAD_STREAM);
+		} else {
+			assert_int_equal(r, VFGX_FD_OK);
+			assert_int_equal(got, (uint32_t)want);
+		}
+		/* the search in order agrees */
+		f.stream_index = 0;
+		assert_int_equal(vfgx_fmt_stream_index(&f, probe[k], &got) == VFGX_FD_OK, r == VFGX_FD_OK);
+		f.stream_index = 1;
+	}
+	assert_int_equal(vfgx_fmt_stream_index(&f, f.stream_ids[5], &got), VFGX_FD_OK);
+	assert_int_equal(got, 5);
+	/* a hand-written index: every slot past the ids, or every slot
+	 * taken by a wrong position: bad_stream, no read past the list */
+	memset(f.stream_slot, 0xff, sizeof(f.stream_slot));
+	assert_int_equal(vfgx_fmt_stream_index(&f, f.stream_ids[0], &got), VFGX_FD_BAD_STREAM);
+	memset(f.stream_slot, 1, sizeof(f.stream_slot));
+	assert_int_equal(vfgx_fmt_stream_index(&f, f.stream_ids[3], &got), VFGX_FD_BAD_STREAM);
+	/* up to VFGX_FMT_IDS_IN_ORDER ids: searched in order; the index
+	 * built all the same, and right when turned on */
+	f.n_stream_ids = VFGX_FMT_IDS_IN_ORDER;
+	vfgx_format_index(&f);
+	assert_int_equal(f.stream_index, 0);
+	f.stream_index = 1;
+	for (uint32_t i = 0; i < VFGX_FMT_IDS_IN_ORDER; i++) {
+		assert_int_equal(vfgx_fmt_stream_index(&f, f.stream_ids[i], &got), VFGX_FD_OK);
+		assert_int_equal(got, (uint32_t)first_pos(f.stream_ids, VFGX_FMT_IDS_IN_ORDER, f.stream_ids[i]));
+	}
+	/* no ids: no index, the value is the index */
+	f.n_stream_ids = 0;
+	vfgx_format_index(&f);
+	assert_int_equal(f.stream_index, 0);
+	assert_int_equal(vfgx_fmt_stream_index(&f, 7, &got), VFGX_FD_OK);
+	assert_int_equal(got, 7);
+}
+
 /* RFC 4175 section 4: after the RTP header, Extended Sequence Number (16),
  * then per segment Length (16), F (1) Line No (15), C (1) Offset (15). */
 static uint32_t rfc4175_pkt(uint8_t *p, uint16_t seq_hi, uint32_t nseg,
@@ -774,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_spead_bad),
 		cmocka_unit_test(test_vdif),
 		cmocka_unit_test(test_rtp),
+		cmocka_unit_test(test_stream_index),
 		cmocka_unit_test(test_rfc4175),
 		cmocka_unit_test(test_seq_extend),
 		cmocka_unit_test(test_vfgx_vita_ecpri),
