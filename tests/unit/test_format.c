@@ -433,7 +433,7 @@ static void test_stream_index(void **state)
 {
 	struct vfgx_format f;
 	uint64_t probe[200];
-	uint32_t np = 0, n = 0, got;
+	uint32_t np = 0, n = 0, got = 0;
 	(void)state;
 
 	assert_int_equal(vfgx_format_profile("rtp", &f), 0);
