@@ -472,7 +472,7 @@ __device__ __forceinline__ void chunk_group_bytes(const kparams &k, ull *cnt, co
 	struct vfgx_seq_run sr = vfgx_seq_run_of(k.fmt);
 
 	group_walk(rs, grp, n, g, bal, tot, mine0, lane,
-		   [&](const struct res &got, uint32_t batch) {
+		   [&](const struct res &got, uint32_t batch) __attribute__((always_inline)) {
 		struct res mine = got;
 		uint32_t j = 0;
 
@@ -549,7 +549,7 @@ __device__ __forceinline__ void chunk_group_bytes(const kparams &k, ull *cnt, co
  * slot's, which df may not have copied yet); each stream placed into is
  * published when the next record is of another stream, and at the end.
  * frs: a format's records (their header timestamps), else NULL. */
-__device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
+__device__ __noinline__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 			    const struct kfres *frs, const struct kfplace *fps, const uint8_t *grp,
 			    uint32_t n, uint32_t g, uint32_t (&bal)[32], uint32_t tot,
 			    struct res mine0, uint32_t lane, struct kc_defer *df)
@@ -655,7 +655,7 @@ __device__ void chunk_group(const kparams &k, ull *cnt, const struct res *rs,
 /* Returns false when told to quit while waiting for the group's turn.
  * owned (-Dgpu_local_b): the calling warp takes group g for every item,
  * in item order, so there is no turn to wait for or hand on. */
-static __device__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
+static __device__ __forceinline__ bool phase_b_group(const kparams &k, ull *cnt, uint32_t slot,
 			      uint64_t item, uint32_t n, uint32_t cmd,
 			      uint32_t g, uint32_t lane, struct kc_defer *df,
 			      bool owned)
