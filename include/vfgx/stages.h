@@ -279,4 +279,14 @@ VFGX_HD uint8_t vfgx_pattern_byte(uint32_t stream, uint64_t seq, uint32_t i)
 	return (uint8_t)(stream * 131u + (uint32_t)seq * 7u + i * 13u + 1u);
 }
 
+/* 1 when the len bytes at body are that pattern for stream and seq (a
+ * record's body after the app header). */
+VFGX_HD int vfgx_pattern_ok(uint32_t stream, uint64_t seq, const uint8_t *body, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (body[i] != vfgx_pattern_byte(stream, seq, i))
+			return 0;
+	return 1;
+}
+
 #endif

@@ -291,21 +291,12 @@ refuse:
 	return &refused_stream;
 }
 
-static bool pattern_bad(uint32_t stream, uint64_t seq, const uint8_t *data,
-			uint32_t len)
-{
-	for (uint32_t i = 0; i < len; i++)
-		if (data[i] != vfgx_pattern_byte(stream, seq, i))
-			return true;
-	return false;
-}
-
 /* Verify (pipeline.verify_payload), the user stage, then the counters
  * rules.h's vfgx_rule_deliver says. */
 static void deliver(vfgx_proc *p, uint32_t stream, uint64_t seq,
 		    const uint8_t *data, uint32_t len, uint32_t flags)
 {
-	int bad = p->verify && pattern_bad(stream, seq, data, len);
+	int bad = p->verify && !vfgx_pattern_ok(stream, seq, data, len);
 	int drop = p->user_fn && p->user_fn(p->user, stream, seq, data, len);
 	struct vfgx_rule_delivery d = vfgx_rule_deliver(bad, drop, len, flags);
 

@@ -129,13 +129,8 @@ int vfgx_pc_open_file(struct vfgx_port *port, struct pc_priv *pp, pcap_t **out,
  * (sequences: auto). */
 static bool pc_generated(const uint8_t *pay, uint32_t len)
 {
-	uint32_t stream = vfgx_rd32(pay);
-	uint64_t seq = vfgx_rd64(pay + 8);
-
-	for (uint32_t i = 0; i < len - VFGX_APP_HLEN; i++)
-		if (pay[VFGX_APP_HLEN + i] != vfgx_pattern_byte(stream, seq, i))
-			return false;
-	return true;
+	return vfgx_pattern_ok(vfgx_rd32(pay), vfgx_rd64(pay + 8), pay + VFGX_APP_HLEN,
+			       len - VFGX_APP_HLEN);
 }
 
 /* The first read: every record must come out whole; link type, span and
