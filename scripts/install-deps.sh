@@ -19,6 +19,7 @@ esac
 pkgs=(
 	# build
 	build-essential meson ninja-build pkg-config python3 clang libclang-rt-14-dev
+	llvm # llvm-symbolizer: sanitizer reports with file:line, libFuzzer's coverage report (fuzz-cover-*)
 	# core
 	libyaml-dev libcmocka-dev libjson-c-dev libmnl-dev libmicrohttpd-dev prometheus python3-matplotlib python3-pil librsvg2-bin
 	libfftw3-dev # examples/spectrometer: the CPU twin of the cuFFT spectrometer

@@ -8,6 +8,12 @@ set -euo pipefail
 exe=$1
 seeds=$2
 file=$3
+# the report names functions and files through llvm-symbolizer; without
+# it there is no COVERED_FUNC line at all, which would read as a failure
+if ! command -v llvm-symbolizer >/dev/null; then
+	echo "FAIL: no llvm-symbolizer on PATH (Debian: apt-get install llvm; scripts/install-deps.sh installs it)"
+	exit 1
+fi
 out=$("$exe" -runs=0 -print_coverage=1 "$seeds" 2>&1) || {
 	printf '%s\n' "$out" | tail -20
 	exit 1
