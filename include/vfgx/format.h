@@ -275,13 +275,20 @@ VFGX_HD int vfgx_fmt_field_at(const struct vfgx_fmt_field *fl, uint32_t off,
  * The first packet starts the stream at 2^bits + v (one turn in, so a
  * late packet from before the first wrap still extends), v for 64 bits.
  */
-VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *s,
-			    uint64_t v, uint64_t *ext)
+/* The sequence's bits (vfgx_seq_extend's mask): seq_bits 1..63: 2^bits -
+ * 1; 0 or 64: every bit; vfgx_format_check refuses the others (beyond 64
+ * would read as bits % 64). */
+VFGX_HD uint64_t vfgx_seq_mask(const struct vfgx_format *r)
 {
-	/* seq_bits 1..63: 2^bits - 1 and one turn 2^bits; 0 or 64: every
-	 * bit, and one turn 0 (mask + 1 wraps); vfgx_format_check refuses
-	 * the others (beyond 64 would read as bits % 64) */
-	uint64_t mask = ~(uint64_t)0 >> ((64u - r->seq_bits) & 63u);
+	return ~(uint64_t)0 >> ((64u - r->seq_bits) & 63u);
+}
+
+/* vfgx_seq_extend with its mask (vfgx_seq_mask(r)) worked out by the
+ * caller, once for many packets. */
+VFGX_HD int vfgx_seq_extend_mask(const struct vfgx_format *r, uint64_t mask,
+				 struct vfgx_seq_state *s, uint64_t v, uint64_t *ext)
+{
+	/* one turn 2^bits; for 64 bits 0 (mask + 1 wraps) */
 	uint64_t one_turn = mask + 1;
 	uint64_t d, back, e;
 
@@ -323,6 +330,12 @@ VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *
 	s->have_bad = 1;
 	s->bad_next = (v + 1) & mask;
 	return VFGX_FD_SEQ_JUMP;
+}
+
+VFGX_HD int vfgx_seq_extend(const struct vfgx_format *r, struct vfgx_seq_state *s,
+			    uint64_t v, uint64_t *ext)
+{
+	return vfgx_seq_extend_mask(r, vfgx_seq_mask(r), s, v, ext);
 }
 
 /* A raw stream id's first slot in stream_slot (Fibonacci hashing: the
@@ -556,49 +569,12 @@ VFGX_HD int vfgx_fmt_vita49(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt 
 #define VFGX_SPEAD_HEAP_SIZE 0x2
 #define VFGX_SPEAD_HEAP_OFF 0x3
 #define VFGX_SPEAD_PAYLOAD_LEN 0x4
-VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+/* A SPEAD packet's fields once its items are read (have: bit 0 heap
+ * counter, 1 heap size, 2 heap offset, 3 payload length; h: the payload's
+ * start): the checks after the items, then o's fields. */
+VFGX_HD int vfgx_fmt_spead_fill(uint32_t len, uint32_t h, uint32_t have, uint64_t cnt,
+				uint64_t size, uint64_t off, uint64_t plen, struct vfgx_fmt_pkt *o)
 {
-	uint32_t n, h, first = 0;
-	uint64_t cnt = 0, off = 0, plen = 0, size = 0;
-	uint32_t have = 0;
-
-	if (len < 8)
-		return VFGX_FD_FIELD_OUTSIDE;
-	if (p[0] != 0x53 || p[1] != 4 || p[2] != 2 || p[3] != 6)
-		return VFGX_FD_MISMATCH;
-	n = vfgx_rd16(p + 6);
-	h = 8 + 8 * n;
-	if (h > len)
-		return VFGX_FD_FIELD_OUTSIDE;
-	/* the order spead2 and vfgx send write them in first: heap counter,
-	 * heap size, heap offset, payload length, each immediate (0x8000 |
-	 * id in the item's top 16 bits); what the loop would read from them,
-	 * without its branch per item; later items still override */
-	if (n >= 4 && vfgx_rd64(p + 8) >> 48 == 0x8001 && vfgx_rd64(p + 16) >> 48 == 0x8002 &&
-	    vfgx_rd64(p + 24) >> 48 == 0x8003 && vfgx_rd64(p + 32) >> 48 == 0x8004) {
-		cnt = vfgx_rd64(p + 8) & 0xffffffffffffull;
-		size = vfgx_rd64(p + 16) & 0xffffffffffffull;
-		off = vfgx_rd64(p + 24) & 0xffffffffffffull;
-		plen = vfgx_rd64(p + 32) & 0xffffffffffffull;
-		have = 0xf;
-		first = 4;
-	}
-	for (uint32_t i = first; i < n; i++) {
-		uint64_t it = vfgx_rd64(p + 8 + 8 * i);
-		uint32_t id = (uint32_t)(it >> 48) & 0x7fff;
-		uint64_t val = it & 0xffffffffffffull;
-
-		if (!(it >> 63)) /* an address into the heap, not one of ours */
-			continue;
-		if (id == VFGX_SPEAD_HEAP_CNT)
-			cnt = val, have |= 1;
-		else if (id == VFGX_SPEAD_HEAP_SIZE)
-			size = val, have |= 2;
-		else if (id == VFGX_SPEAD_HEAP_OFF)
-			off = val, have |= 4;
-		else if (id == VFGX_SPEAD_PAYLOAD_LEN)
-			plen = val, have |= 8;
-	}
 	if ((have & 0xd) != 0xd)
 		return VFGX_FD_FIELD_OUTSIDE;
 	if (plen != len - h)
@@ -616,6 +592,71 @@ VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *
 	o->seg[0].len = (uint32_t)plen;
 	o->seg[0].dst_off = off;
 	return VFGX_FD_OK;
+}
+
+/* The SPEAD packet that spead2 and vfgx send: 4 items, reserved bytes 0,
+ * heap counter, heap size, heap offset, payload length in this order,
+ * each immediate (0x8000 | id in the item's top 16 bits), read with one
+ * compare for the header and one for the four ids, no loop.  Returns what
+ * vfgx_fmt_spead returns for it, or -1 for any other packet (which
+ * vfgx_fmt_spead reads item by item). */
+VFGX_HD int vfgx_fmt_spead_common(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	const uint64_t m48 = 0xffffffffffffull;
+
+	if (len < 40 || vfgx_rd64(p) != 0x5304020600000004ull)
+		return -1;
+	/* each item's first two bytes (its id, big endian) as the low 16
+	 * bits of a little-endian load: 0x80 0x01 reads 0x0180 */
+	if (((vfgx_fmt_rd32le(p + 8) ^ 0x0180u) | (vfgx_fmt_rd32le(p + 16) ^ 0x0280u) |
+	     (vfgx_fmt_rd32le(p + 24) ^ 0x0380u) | (vfgx_fmt_rd32le(p + 32) ^ 0x0480u)) & 0xffffu)
+		return -1;
+	return vfgx_fmt_spead_fill(len, 40, 0xf, vfgx_rd64(p + 8) & m48, vfgx_rd64(p + 16) & m48,
+				   vfgx_rd64(p + 24) & m48, vfgx_rd64(p + 32) & m48, o);
+}
+
+/* Any SPEAD-64-48 packet, item by item, in any order, a later item
+ * overriding an earlier one (vfgx_fmt_spead's reading of what
+ * vfgx_fmt_spead_common does not read; it reads those alike). */
+VFGX_HD int vfgx_fmt_spead_items(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	const uint64_t m48 = 0xffffffffffffull;
+	uint32_t n, h;
+	uint64_t cnt = 0, off = 0, plen = 0, size = 0;
+	uint32_t have = 0;
+
+	if (len < 8)
+		return VFGX_FD_FIELD_OUTSIDE;
+	if (vfgx_rd32(p) != 0x53040206u)
+		return VFGX_FD_MISMATCH;
+	n = vfgx_rd16(p + 6);
+	h = 8 + 8 * n;
+	if (h > len)
+		return VFGX_FD_FIELD_OUTSIDE;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t it = vfgx_rd64(p + 8 + 8 * i);
+		uint32_t id = (uint32_t)(it >> 48) & 0x7fff;
+		uint64_t val = it & m48;
+
+		if (!(it >> 63)) /* an address into the heap, not one of ours */
+			continue;
+		if (id == VFGX_SPEAD_HEAP_CNT)
+			cnt = val, have |= 1;
+		else if (id == VFGX_SPEAD_HEAP_SIZE)
+			size = val, have |= 2;
+		else if (id == VFGX_SPEAD_HEAP_OFF)
+			off = val, have |= 4;
+		else if (id == VFGX_SPEAD_PAYLOAD_LEN)
+			plen = val, have |= 8;
+	}
+	return vfgx_fmt_spead_fill(len, h, have, cnt, size, off, plen, o);
+}
+
+VFGX_HD int vfgx_fmt_spead(const uint8_t *p, uint32_t len, struct vfgx_fmt_pkt *o)
+{
+	int r = vfgx_fmt_spead_common(p, len, o);
+
+	return r >= 0 ? r : vfgx_fmt_spead_items(p, len, o);
 }
 
 /* The end of field fl (offset + size; 0: absent) when it is read at a

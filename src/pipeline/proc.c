@@ -518,7 +518,11 @@ struct fmt_burst {
 	bool learn, hand, chunks, reorder;
 	struct vfgx_seq_state *seq;
 	struct reorder_stream **streams;
-	uint64_t now;
+	uint64_t now, seq_mask;
+	/* SPEAD's stream (it has no stream field: raw 0) and its
+	 * vfgx_fmt_stream_index result */
+	uint32_t spead_stream;
+	int spead_stream_r;
 };
 
 static inline __attribute__((always_inline)) void
@@ -537,6 +541,9 @@ fmt_burst_make(const vfgx_proc *p, uint64_t now, struct fmt_burst *b)
 	b->seq = p->seq;
 	b->streams = p->streams;
 	b->now = now;
+	b->seq_mask = vfgx_seq_mask(p->fmt);
+	b->spead_stream = 0;
+	b->spead_stream_r = vfgx_fmt_stream_index(p->fmt, 0, &b->spead_stream);
 }
 
 /* The processor's mode (FMT_DELIVER, FMT_REORDER or FMT_ANY). */
@@ -585,6 +592,8 @@ fmt_reorder(vfgx_proc *p, const struct fmt_burst *b, const struct vfgx_fmt_pkt *
  * (FMT_PACKET_FN) and read from the burst's settings in fmt_any and a
  * hand-over.
  */
+static void fmt_any(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t len);
+
 static inline __attribute__((always_inline)) void
 fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t len,
 	   bool may_hand, const uint32_t kind, const int mode)
@@ -594,7 +603,25 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 	struct vfgx_fmt_pkt o;
 	const uint8_t *data;
 	uint32_t dlen;
-	int r = vfgx_fmt_decode_plan(b->f, &c, pay, len, &o);
+	int r;
+
+	if (mode != FMT_ANY && kind == VFGX_FMT_KIND_SPEAD) {
+		/* what senders send in the straight line; any other SPEAD
+		 * packet by the whole reading, in fmt_any (the same rules:
+		 * vfgx_fmt_spead) */
+		vfgx_fmt_pkt_clear(&o);
+		r = vfgx_fmt_spead_common(pay, len, &o);
+		if (r < 0) {
+			fmt_any(p, b, pay, len);
+			return;
+		}
+		if (r == VFGX_FD_OK) {
+			o.stream = b->spead_stream;
+			r = b->spead_stream_r;
+		}
+	} else {
+		r = vfgx_fmt_decode_plan(b->f, &c, pay, len, &o);
+	}
 
 	/* decode's stream check is its last: o is whole when it fails; only
 	 * RTP learns streams (vfgx_fmt_learns), read by the rtp decoder or
@@ -635,7 +662,7 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 		p->st.drops[VFGX_R_TOO_BIG]++;
 		return;
 	}
-	r = vfgx_seq_extend(b->f, &b->seq[o.stream], o.seq, &o.ext_seq);
+	r = vfgx_seq_extend_mask(b->f, b->seq_mask, &b->seq[o.stream], o.seq, &o.ext_seq);
 	if (r != VFGX_FD_OK) {
 		p->st.drops[vfgx_fmt_drop_reason(r)]++;
 		return;

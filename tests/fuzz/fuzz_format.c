@@ -46,6 +46,31 @@ static int decode_both(const struct vfgx_format *f, const uint8_t *pkt, uint32_t
 	return r;
 }
 
+/* SPEAD's straight line (the four items senders write, in their order)
+ * against its item-by-item reading: wherever the straight line reads a
+ * packet, the same answer and the same packet. */
+static void spead_both(const uint8_t *pkt, uint32_t len)
+{
+	struct vfgx_fmt_pkt a, b;
+	int ra, rb;
+
+	vfgx_fmt_pkt_clear(&a);
+	vfgx_fmt_pkt_clear(&b);
+	ra = vfgx_fmt_spead_common(pkt, len, &a);
+	if (ra < 0)
+		return;
+	rb = vfgx_fmt_spead_items(pkt, len, &b);
+	if (ra != rb)
+		abort();
+	if (ra == VFGX_FD_OK &&
+	    (a.seq != b.seq || a.chunk != b.chunk || a.chunk_bytes != b.chunk_bytes ||
+	     a.end != b.end || a.payload_off != b.payload_off ||
+	     a.payload_len != b.payload_len || a.nseg != b.nseg ||
+	     a.seg[0].src_off != b.seg[0].src_off || a.seg[0].len != b.seg[0].len ||
+	     a.seg[0].dst_off != b.seg[0].dst_off))
+		abort();
+}
+
 static int described(struct vfgx_format *f, const uint8_t **data, size_t *size)
 {
 	struct vfgx_fmt_field *fl[] = { &f->stream, &f->seq, &f->seq_major,
@@ -113,6 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pkt)
 		return 0;
 	memcpy(pkt, data, size);
+	if (f.layout == VFGX_FMT_SPEAD)
+		spead_both(pkt, (uint32_t)size);
 	r = decode_both(&f, pkt, (uint32_t)size, &o);
 	if (r == VFGX_FD_OK)
 		r = vfgx_seq_extend(&f, &states[o.stream % 4], o.seq, &o.ext_seq);

@@ -194,6 +194,16 @@ static void test_spead(void **state)
 		p[40 + b] = (uint8_t)((1ull << 63 | 0x3ull << 48 | 2048) >> (56 - 8 * b));
 	assert_int_equal(decode(&f, p, 56, &o), VFGX_FD_OK);
 	assert_int_equal(o.seg[0].dst_off, 2048);
+	/* the reserved bytes set (the specification leaves them to the
+	 * sender): read item by item, the same fields */
+	n = spead_pkt(p, 51, 4096, 256, 8, 8);
+	p[4] = 0x12;
+	p[5] = 0x34;
+	assert_int_equal(decode(&f, p, n, &o), VFGX_FD_OK);
+	assert_int_equal(o.chunk, 51);
+	assert_int_equal(o.seg[0].dst_off, 256);
+	assert_int_equal(o.seg[0].src_off, 40);
+	assert_int_equal(o.payload_len, 8);
 }
 
 /* Bad SPEAD-64-48 packets, from the packet format of the SPEAD
