@@ -519,10 +519,11 @@ struct fmt_burst {
 	struct vfgx_seq_state *seq;
 	struct reorder_stream **streams;
 	uint64_t now, seq_mask;
-	/* SPEAD's stream (it has no stream field: raw 0) and its
-	 * vfgx_fmt_stream_index result */
+	/* SPEAD's stream (it has no stream field: raw 0) and its sequence
+	 * state, NULL where vfgx_fmt_stream_index refuses it or it is not
+	 * below nb_seq */
 	uint32_t spead_stream;
-	int spead_stream_r;
+	struct vfgx_seq_state *spead_seq;
 };
 
 static inline __attribute__((always_inline)) void
@@ -543,7 +544,9 @@ fmt_burst_make(const vfgx_proc *p, uint64_t now, struct fmt_burst *b)
 	b->now = now;
 	b->seq_mask = vfgx_seq_mask(p->fmt);
 	b->spead_stream = 0;
-	b->spead_stream_r = vfgx_fmt_stream_index(p->fmt, 0, &b->spead_stream);
+	b->spead_seq = vfgx_fmt_stream_index(p->fmt, 0, &b->spead_stream) == VFGX_FD_OK &&
+				       b->spead_stream < b->nb_seq ?
+			       &p->seq[b->spead_stream] : NULL;
 }
 
 /* The processor's mode (FMT_DELIVER, FMT_REORDER or FMT_ANY). */
@@ -605,20 +608,21 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 	uint32_t dlen;
 	int r;
 
-	if (mode != FMT_ANY && kind == VFGX_FMT_KIND_SPEAD) {
-		/* what senders send in the straight line; any other SPEAD
-		 * packet by the whole reading, in fmt_any (the same rules:
-		 * vfgx_fmt_spead) */
+	/* SPEAD (no stream field): its one stream's index, its bound and its
+	 * sequence state worked out per burst (spead_seq: NULL when the
+	 * stream is refused); what senders send read in the straight line;
+	 * any other packet, or a refused stream, by the whole path, fmt_any
+	 * (the same rules: vfgx_fmt_spead) */
+	const bool spead = mode != FMT_ANY && kind == VFGX_FMT_KIND_SPEAD;
+
+	if (spead) {
 		vfgx_fmt_pkt_clear(&o);
-		r = vfgx_fmt_spead_common(pay, len, &o);
+		r = b->spead_seq ? vfgx_fmt_spead_common(pay, len, &o) : -1;
 		if (r < 0) {
 			fmt_any(p, b, pay, len);
 			return;
 		}
-		if (r == VFGX_FD_OK) {
-			o.stream = b->spead_stream;
-			r = b->spead_stream_r;
-		}
+		o.stream = b->spead_stream;
 	} else {
 		r = vfgx_fmt_decode_plan(b->f, &c, pay, len, &o);
 	}
@@ -635,7 +639,7 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 	}
 	if (mode == FMT_ANY && r == VFGX_FD_OK && p->place_fn)
 		r = user_place(p, pay, len, &o);
-	if (r != VFGX_FD_OK || o.stream >= b->nb_seq) {
+	if (r != VFGX_FD_OK || (!spead && o.stream >= b->nb_seq)) {
 		p->st.drops[r != VFGX_FD_OK ? vfgx_fmt_drop_reason(r) : VFGX_R_BAD_STREAM]++;
 		return;
 	}
@@ -662,7 +666,8 @@ fmt_packet(vfgx_proc *p, const struct fmt_burst *b, const uint8_t *pay, uint32_t
 		p->st.drops[VFGX_R_TOO_BIG]++;
 		return;
 	}
-	r = vfgx_seq_extend_mask(b->f, b->seq_mask, &b->seq[o.stream], o.seq, &o.ext_seq);
+	r = vfgx_seq_extend_mask(b->f, b->seq_mask, spead ? b->spead_seq : &b->seq[o.stream],
+				 o.seq, &o.ext_seq);
 	if (r != VFGX_FD_OK) {
 		p->st.drops[vfgx_fmt_drop_reason(r)]++;
 		return;
