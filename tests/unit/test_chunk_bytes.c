@@ -328,6 +328,95 @@ static void test_spead_heaps(void **state)
 	proc_rig_free(r.p, r.cs);
 }
 
+/* What the user stage saw (test_spead_delivered). */
+struct seen {
+	uint32_t n, len;
+	uint64_t seq;
+	uint8_t first;
+};
+
+static int seen_stage(void *user, uint32_t stream, uint64_t seq, const uint8_t *payload,
+		      uint32_t len)
+{
+	struct seen *s = user;
+
+	(void)stream;
+	s->n++;
+	s->seq = seq;
+	s->len = len;
+	s->first = payload[0];
+	return 0;
+}
+
+/* SPEAD without chunks or reorder (the cpu engine's per-kind spead
+ * function): the packet senders write, the same items in another order
+ * or with the reserved bytes set (read item by item: fmt_any), each
+ * delivered with its heap counter extended; a lying length dropped; a
+ * format whose streams leave out SPEAD's stream 0 drops every packet as
+ * bad_stream. */
+static void test_spead_delivered(void **state)
+{
+	struct vfgx_pipeline_config pc;
+	struct vfgx_format f;
+	struct seen s = { 0 };
+	struct vfgx_pipeline_stats st;
+	vfgx_proc *p = NULL;
+	uint8_t pkt[256];
+	uint32_t n;
+
+	(void)state;
+	assert_int_equal(vfgx_format_profile("spead", &f), 0);
+	vfgx_pipeline_config_default(&pc);
+	pc.reorder = false;
+	pc.format = &f;
+	assert_int_equal(vfgx_proc_create(ctx, &pc, &p), 0);
+	vfgx_proc_set_user_stage(p, seen_stage, &s);
+	n = spead_pkt(pkt, 7, 96, 32, 32);
+	proc_feed(p, pkt, n);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.seq, (1ull << 48) + 7);
+	assert_int_equal(s.len, 32);
+	assert_int_equal(s.first, (uint8_t)(7 * 13 + 32));
+	/* heap size and heap offset items swapped */
+	n = spead_pkt(pkt, 8, 96, 64, 32);
+	for (int b = 0; b < 8; b++) {
+		uint8_t t = pkt[16 + b];
+
+		pkt[16 + b] = pkt[24 + b];
+		pkt[24 + b] = t;
+	}
+	proc_feed(p, pkt, n);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.seq, (1ull << 48) + 8);
+	assert_int_equal(s.first, (uint8_t)(8 * 13 + 64));
+	/* the reserved bytes set */
+	n = spead_pkt(pkt, 9, 96, 0, 32);
+	pkt[5] = 1;
+	proc_feed(p, pkt, n);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.seq, (1ull << 48) + 9);
+	/* payload length 32 claimed, 31 bytes sent */
+	n = spead_pkt(pkt, 9, 96, 32, 32);
+	proc_feed(p, pkt, n - 1);
+	assert_int_equal(s.n, 3);
+	vfgx_proc_stats(p, &st);
+	assert_int_equal(st.drops[VFGX_DROP_BAD_LENGTH], 1);
+	assert_int_equal(st.delivered, 3);
+	vfgx_proc_destroy(p);
+
+	/* the format's one stream id is 5: SPEAD's stream (raw 0) refused */
+	f.n_stream_ids = 1;
+	f.stream_ids[0] = 5;
+	assert_int_equal(vfgx_proc_create(ctx, &pc, &p), 0);
+	vfgx_proc_set_user_stage(p, seen_stage, &s);
+	proc_feed(p, pkt, spead_pkt(pkt, 10, 96, 0, 32));
+	assert_int_equal(s.n, 3);
+	vfgx_proc_stats(p, &st);
+	assert_int_equal(st.drops[VFGX_DROP_BAD_STREAM], 1);
+	assert_int_equal(st.delivered, 0);
+	vfgx_proc_destroy(p);
+}
+
 /* RTP without stream_ids: SSRCs get stream indices in order of arrival
  * (0xffffffff too); one past the chunk streams is a bad_stream drop. */
 static void test_learned_ssrc(void **state)
@@ -631,6 +720,7 @@ int main(void)
 		cmocka_unit_test(test_video_end_mark),
 		cmocka_unit_test(test_video_read_whole),
 		cmocka_unit_test(test_spead_heaps),
+		cmocka_unit_test(test_spead_delivered),
 		cmocka_unit_test(test_drop_reasons),
 		cmocka_unit_test(test_learned_ssrc),
 		cmocka_unit_test(test_slot_format),
